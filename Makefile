@@ -1,0 +1,170 @@
+# unmask: diffusion language models, decoded live in the terminal.
+#
+#   make            build ./unmask (release: -O2 -g), CUDA backend too when nvcc is on PATH
+#   make test       build and run every test; ends with "N passed, N failed"
+#   make asan       run the tests on an ASan+UBSan build (build/asan/)
+#   make tsan       run the tests on a ThreadSanitizer build (build/tsan/)
+#   make werror     build every source with -Werror (build/werror/)
+#   make fuzz       libFuzzer on the GGUF reader for FUZZ_SECONDS (default 60)
+#   make install    PREFIX=/usr/local: binary, man page, themes, models.conf, bundled model
+#   make peer       build llama.cpp (the benchmark/correctness peer) under build/peer/
+#
+# Variants share sources; objects go to build/$(VARIANT)/. Missing Debian packages are
+# installed with apt-get when running as root, else the exact command is printed.
+
+VERSION    := 0.1.0
+VARIANT    ?= release
+PREFIX     ?= /usr/local
+CC         ?= cc
+FUZZ_SECONDS ?= 60
+
+BUILD      := build/$(VARIANT)
+ifeq ($(VARIANT),release)
+BIN        := unmask
+else
+BIN        := $(BUILD)/unmask
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags ncursesw libutf8proc 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs ncursesw libutf8proc 2>/dev/null)
+
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
+               -pthread -fno-strict-aliasing -Isrc -Iui -Ikernels $(PKG_CFLAGS) \
+               -DUM_VERSION='"$(VERSION)"' -DUM_VARIANT='"$(VARIANT)"' -DUM_PREFIX='"$(PREFIX)"'
+LDLIBS      := $(PKG_LIBS) -lm -pthread
+
+ifeq ($(VARIANT),asan)
+BASE_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -O1
+LDFLAGS     += -fsanitize=address,undefined
+NO_CUDA     := 1
+endif
+ifeq ($(VARIANT),tsan)
+BASE_CFLAGS += -fsanitize=thread -fno-omit-frame-pointer -O1
+LDFLAGS     += -fsanitize=thread
+NO_CUDA     := 1
+endif
+ifeq ($(VARIANT),werror)
+BASE_CFLAGS += -Werror
+endif
+CFLAGS ?=
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS)
+
+# Per-ISA kernel files are compiled for their ISA only; which one runs is chosen at run
+# time from cpu_features(), so the binary still runs on an AVX2-only machine.
+ISA_AVX2    := -mavx2 -mfma -mf16c -mbmi2
+ISA_AVXVNNI := $(ISA_AVX2) -mavxvnni
+ISA_AVX512  := $(ISA_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
+ISA_AMX     := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
+
+SRC_ALL  := $(sort $(wildcard src/*.c) $(wildcard ui/*.c))
+SRC_LIB  := $(filter-out src/main.c,$(SRC_ALL))
+OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
+OBJ_MAIN := $(BUILD)/src/main.o
+TEST_SRC := $(sort $(wildcard tests/test_*.c)) tests/harness.c
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+UNIT     := $(BUILD)/unit_tests
+
+# ---------------------------------------------------------------- CUDA (optional)
+NVCC := $(shell command -v nvcc 2>/dev/null)
+CU_SRC := $(sort $(wildcard kernels/*.cu))
+ifeq ($(NO_CUDA),1)
+NVCC :=
+endif
+ifneq ($(NVCC),)
+CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCHS ?= 80 86 89 90
+NVCC_FLAGS := -O2 -g -std=c++17 -Isrc -Ikernels $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+              -Xcompiler -Wall,-fno-strict-aliasing
+CU_OBJ     := $(CU_SRC:%.cu=$(BUILD)/%.o)
+BASE_CFLAGS += -DUM_HAVE_CUDA=1
+LDLIBS     += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+CUDA_NOTE  :=
+else
+CU_OBJ     :=
+CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
+endif
+
+.PHONY: all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench check-peer demo-model gpu-check
+all: deps $(BIN)
+ifneq ($(CUDA_NOTE),)
+	@echo "$(CUDA_NOTE)"
+endif
+
+deps:
+	@tools/ensure-deps.sh build
+
+$(BIN): $(OBJ_MAIN) $(OBJ_LIB) $(CU_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ISA_FLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/%_avx2.o:    ISA_FLAGS = $(ISA_AVX2)
+$(BUILD)/%_avxvnni.o: ISA_FLAGS = $(ISA_AVXVNNI)
+$(BUILD)/%_avx512.o:  ISA_FLAGS = $(ISA_AVX512)
+$(BUILD)/%_amx.o:     ISA_FLAGS = $(ISA_AMX)
+
+$(BUILD)/kernels/%.o: kernels/%.cu $(wildcard src/*.h kernels/*.h kernels/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+
+$(UNIT): $(TEST_OBJ) $(OBJ_LIB) $(CU_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+-include $(OBJ_LIB:.o=.d) $(OBJ_MAIN:.o=.d) $(TEST_OBJ:.o=.d)
+
+# ---------------------------------------------------------------- tests
+test: deps
+	@tools/ensure-deps.sh test
+	@$(MAKE) --no-print-directory $(BIN) $(UNIT)
+	@UNMASK_BIN=$(BIN) UNMASK_UNIT=$(UNIT) UNMASK_VARIANT=$(VARIANT) tests/run.sh
+
+unit: deps $(UNIT)
+	@$(UNIT)
+
+asan:
+	@$(MAKE) --no-print-directory VARIANT=asan test
+
+tsan:
+	@$(MAKE) --no-print-directory VARIANT=tsan test
+
+werror: deps
+	@$(MAKE) --no-print-directory VARIANT=werror build/werror/unmask build/werror/unit_tests
+
+# ---------------------------------------------------------------- fuzzing
+FUZZ_DIR := build/fuzz
+FUZZ_SRC := src/gguf.c src/util.c src/quant_types.c
+fuzz-build:
+	@tools/ensure-deps.sh fuzz
+	@mkdir -p $(FUZZ_DIR)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
+	  -o $(FUZZ_DIR)/fuzz_gguf tests/fuzz/fuzz_gguf.c $(FUZZ_SRC) -lm -pthread
+
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
+	$(FUZZ_DIR)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	  -timeout=10 -artifact_prefix=$(FUZZ_DIR)/crashes/ -print_final_stats=1 \
+	  $(FUZZ_DIR)/corpus tests/fuzz/seeds
+
+# ---------------------------------------------------------------- install
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/unmask/themes $(DESTDIR)$(PREFIX)/share/unmask/models
+	install -m 755 unmask $(DESTDIR)$(PREFIX)/bin/unmask
+	install -m 644 docs/unmask.1 $(DESTDIR)$(PREFIX)/share/man/man1/unmask.1
+	install -m 644 models.conf $(DESTDIR)$(PREFIX)/share/unmask/models.conf
+	@for f in themes/*.theme; do [ -e "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(PREFIX)/share/unmask/themes/ || true; done
+	@for f in models/*.gguf; do [ -e "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(PREFIX)/share/unmask/models/ || true; done
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/unmask $(DESTDIR)$(PREFIX)/share/man/man1/unmask.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/unmask
+
+# ---------------------------------------------------------------- peer and benchmarks
+peer:
+	@tools/build-peer.sh
+
+clean:
+	rm -rf build/release build/asan build/tsan build/werror build/fuzz unmask

@@ -1,0 +1,98 @@
+/*
+ * engine: a diffusion LM turned into a step-by-step denoiser that a UI can watch.
+ *
+ * engine_open() loads a model; engine_start() lays out the canvas (prompt + n_gen masks)
+ * for a set of settings; engine_step() runs one denoising step and publishes a new
+ * immutable snapshot. Snapshots are reference counted: the UI may hold any number of
+ * them (for rewind) while the worker keeps stepping. Nothing here touches a terminal.
+ *
+ * Threading: one thread drives an engine (engine_start / engine_step / engine_set);
+ * snapshots may be read from any thread once obtained (they never change).
+ */
+#ifndef UM_ENGINE_H
+#define UM_ENGINE_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include "util.h"
+
+#define UM_TOPK 8               /* candidates kept per position in a snapshot */
+
+typedef enum um_schedule {       /* how many positions commit per step */
+    UM_SCHED_BLOCK = 0,          /* LLaDA semi-autoregressive blocks over the generated part */
+    UM_SCHED_TIMESTEP,           /* Dream: t from 1 to eps */
+    UM_SCHED_THRESHOLD,          /* Fast-dLLM: every masked position above tau, at least one */
+    UM_SCHED_COUNT
+} um_schedule;
+
+typedef enum um_score {          /* which positions commit first */
+    UM_SCORE_CONFIDENCE = 0,     /* probability of the chosen token */
+    UM_SCORE_MARGIN,             /* p1 - p2 */
+    UM_SCORE_ENTROPY,            /* negative entropy */
+    UM_SCORE_RANDOM,
+    UM_SCORE_ORIGIN,             /* Dream 'origin': random subset with p = transfer/remaining */
+    UM_SCORE_COUNT
+} um_score;
+
+typedef struct um_settings {
+    int32_t     n_gen;           /* tokens to generate (mask positions) */
+    int32_t     steps;           /* total denoising steps */
+    int32_t     block_len;       /* block schedule: block length (<= n_gen) */
+    float       eps;             /* timestep schedule */
+    float       threshold;       /* threshold schedule: tau */
+    um_schedule schedule;
+    um_score    score;
+    float       alg_temp;        /* > 0: sample which positions commit */
+    float       temperature;     /* 0 = greedy */
+    int32_t     top_k;           /* 0 = off */
+    float       top_p;           /* 1 = off */
+    float       cfg;             /* classifier-free guidance weight, 0 = off */
+    uint64_t    seed;
+    bool        stop_at_eos;     /* stop once the active block is all EOS */
+} um_settings;
+
+typedef struct um_cand {
+    int32_t token;
+    float   prob;
+} um_cand;
+
+/* Per canvas position, as of one step. */
+typedef struct um_pos {
+    int32_t token;               /* committed token, or the mask id while masked */
+    bool    masked;
+    bool    is_prompt;
+    bool    fresh;               /* committed in this snapshot's step */
+    int32_t commit_step;         /* step at which it was committed, -1 if masked or prompt */
+    float   commit_conf;         /* probability of the token when committed */
+    /* the model's view at this step (valid when has_view; prompt positions have none) */
+    bool    has_view;
+    um_cand top[UM_TOPK];        /* best candidates, descending probability */
+    float   entropy;             /* nats, of the full distribution */
+} um_pos;
+
+/* One immutable snapshot. Allocated by the engine, freed when the last ref is dropped. */
+typedef struct um_snapshot {
+    int32_t        step;         /* steps done (0 = the initial all-mask canvas) */
+    int32_t        n_steps;      /* planned total */
+    int32_t        block, n_blocks;
+    int32_t        n_prompt, n_canvas;
+    int32_t        masks_left;
+    int32_t        n_committed; /* positions committed in this step */
+    int32_t        planned;      /* positions the schedule planned to commit this step */
+    bool           done;
+    double         forward_ms, sample_ms;
+    um_settings    settings;     /* in force for this step */
+    um_pos        *pos;          /* (n_canvas) */
+    int32_t       *committed;    /* (n_committed) canvas indices committed this step */
+    /* private */
+    int            refs_;
+} um_snapshot;
+
+typedef struct um_engine um_engine;
+
+typedef struct um_engine_info {
+    char arch[32], name[128], quant[32], backend[64], isa[32];
+    int  n_threads, n_vocab, n_ctx, mask_id, eos_id;
+} um_engine_info;
+
+#endif

@@ -1,0 +1,162 @@
+/*
+ * gguf: reader and writer for GGUF files (versions 2 and 3), the format llama.cpp uses.
+ *
+ * Reader invariants: the file is mmapped read-only and treated as hostile. Every count,
+ * string length, array length, dimension product, type id, offset and size is checked
+ * against the file size and sane limits before it is used; a failure returns UM_FAIL with
+ * a message naming the problem and the byte offset. Strings and numeric arrays are views
+ * into the mapping (not NUL-terminated); they live as long as the gguf_file.
+ *
+ * Writer: builds a v3 file in memory-light fashion (metadata is kept, tensor data is
+ * referenced by pointer until gguf_writer_write) honouring general.alignment.
+ */
+#ifndef UM_GGUF_H
+#define UM_GGUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "util.h"
+
+#define GGUF_MAGIC             0x46554747u   /* "GGUF" little-endian */
+#define GGUF_DEFAULT_ALIGNMENT 32
+#define GGUF_MAX_DIMS          4
+
+/* Sane limits: far above any real model, low enough that no input makes us allocate
+ * unbounded memory before the file size has been checked. */
+#define GGUF_MAX_KV        (1u << 20)
+#define GGUF_MAX_TENSORS   (1u << 20)
+#define GGUF_MAX_NAME      65535u            /* tensor names and keys, bytes */
+
+typedef enum gguf_type {
+    GGUF_TYPE_UINT8   = 0,
+    GGUF_TYPE_INT8    = 1,
+    GGUF_TYPE_UINT16  = 2,
+    GGUF_TYPE_INT16   = 3,
+    GGUF_TYPE_UINT32  = 4,
+    GGUF_TYPE_INT32   = 5,
+    GGUF_TYPE_FLOAT32 = 6,
+    GGUF_TYPE_BOOL    = 7,
+    GGUF_TYPE_STRING  = 8,
+    GGUF_TYPE_ARRAY   = 9,
+    GGUF_TYPE_UINT64  = 10,
+    GGUF_TYPE_INT64   = 11,
+    GGUF_TYPE_FLOAT64 = 12,
+    GGUF_TYPE_COUNT
+} gguf_type;
+
+typedef struct gguf_str {
+    const char *ptr;            /* not NUL-terminated; points into the mapping (reader) */
+    uint64_t    len;            /* bytes */
+} gguf_str;
+
+typedef struct gguf_kv {
+    gguf_str  key;
+    gguf_type type;
+    /* scalars: exactly one member valid, chosen by type */
+    union {
+        uint64_t u;             /* UINT8..UINT64 and BOOL (0/1) */
+        int64_t  i;             /* INT8..INT64 */
+        double   f;             /* FLOAT32 / FLOAT64 */
+        gguf_str s;             /* STRING */
+    } v;
+    /* arrays (type == GGUF_TYPE_ARRAY) */
+    gguf_type       arr_type;   /* element type; never ARRAY (nested arrays are rejected) */
+    uint64_t        arr_n;      /* element count */
+    const void     *arr_data;   /* numeric elements, packed little-endian, in the mapping */
+    gguf_str       *arr_str;    /* string elements (heap array of views), when arr_type == STRING */
+    uint64_t        offset;     /* byte offset of the key in the file, for messages */
+} gguf_kv;
+
+typedef struct gguf_tensor {
+    gguf_str    name;
+    uint32_t    n_dims;
+    uint64_t    ne[GGUF_MAX_DIMS];  /* elements per dim, ne[0] fastest; unused dims = 1 */
+    uint32_t    type;               /* ggml type id (see quant.h) */
+    uint64_t    offset;             /* relative to the data section start */
+    uint64_t    size;               /* bytes, computed from type and shape */
+    uint64_t    n_elements;
+    const void *data;               /* in the mapping (reader) */
+} gguf_tensor;
+
+typedef struct gguf_file gguf_file;
+
+/* Open and validate. On failure *out is NULL and e holds "<path>: <problem> (at byte N)". */
+int  gguf_open(gguf_file **out, const char *path, um_err *e);
+/* Same, over a caller-owned buffer (fuzzing, tests). The buffer must outlive the file. */
+int  gguf_open_mem(gguf_file **out, const void *data, size_t size, um_err *e);
+void gguf_close(gguf_file *g);
+
+uint32_t           gguf_version(const gguf_file *g);
+uint64_t           gguf_file_size(const gguf_file *g);
+uint64_t           gguf_alignment(const gguf_file *g);
+uint64_t           gguf_data_offset(const gguf_file *g);   /* start of tensor data section */
+const char        *gguf_path(const gguf_file *g);          /* "" for memory files */
+
+uint64_t           gguf_n_kv(const gguf_file *g);
+const gguf_kv     *gguf_kv_at(const gguf_file *g, uint64_t i);
+const gguf_kv     *gguf_find_kv(const gguf_file *g, const char *key);   /* NULL if absent */
+
+uint64_t           gguf_n_tensors(const gguf_file *g);
+const gguf_tensor *gguf_tensor_at(const gguf_file *g, uint64_t i);
+const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name);
+
+/* Typed getters. Return UM_OK, or UM_FAIL with "key 'K' missing" or
+ * "key 'K' has type T, expected U". Integer getters accept any integer type whose value
+ * fits the destination (a u32 key read as u64 is fine; -1 read as u32 is an error). */
+int gguf_get_u32(const gguf_file *g, const char *key, uint32_t *v, um_err *e);
+int gguf_get_u64(const gguf_file *g, const char *key, uint64_t *v, um_err *e);
+int gguf_get_i64(const gguf_file *g, const char *key, int64_t *v, um_err *e);
+int gguf_get_f32(const gguf_file *g, const char *key, float *v, um_err *e);   /* F32 or F64 */
+int gguf_get_bool(const gguf_file *g, const char *key, bool *v, um_err *e);
+/* String into a caller buffer (NUL-terminated; error if it does not fit). */
+int gguf_get_str(const gguf_file *g, const char *key, char *buf, size_t cap, um_err *e);
+/* Array view; error unless the key is an array of elem_type (pass GGUF_TYPE_COUNT for any). */
+int gguf_get_arr(const gguf_file *g, const char *key, gguf_type elem_type,
+                 const gguf_kv **kv, um_err *e);
+/* Read element i of a numeric array as double / int64 (bounds-checked by caller via arr_n). */
+double  gguf_arr_f64(const gguf_kv *kv, uint64_t i);
+int64_t gguf_arr_i64(const gguf_kv *kv, uint64_t i);
+
+/* Compare a view with a C string. */
+bool gguf_str_eq(gguf_str s, const char *c);
+
+const char *gguf_type_name(gguf_type t);
+size_t      gguf_type_size(gguf_type t);    /* scalar size in bytes; 0 for STRING/ARRAY */
+
+/* ------------------------------------------------------------------ writer */
+
+typedef struct gguf_writer gguf_writer;
+
+gguf_writer *gguf_writer_new(void);
+void         gguf_writer_free(gguf_writer *w);
+
+/* Metadata, in insertion order; setting an existing key replaces its value. Strings are copied. */
+int gguf_set_u8 (gguf_writer *w, const char *key, uint8_t v);
+int gguf_set_i8 (gguf_writer *w, const char *key, int8_t v);
+int gguf_set_u16(gguf_writer *w, const char *key, uint16_t v);
+int gguf_set_i16(gguf_writer *w, const char *key, int16_t v);
+int gguf_set_u32(gguf_writer *w, const char *key, uint32_t v);
+int gguf_set_i32(gguf_writer *w, const char *key, int32_t v);
+int gguf_set_u64(gguf_writer *w, const char *key, uint64_t v);
+int gguf_set_i64(gguf_writer *w, const char *key, int64_t v);
+int gguf_set_f32(gguf_writer *w, const char *key, float v);
+int gguf_set_f64(gguf_writer *w, const char *key, double v);
+int gguf_set_bool(gguf_writer *w, const char *key, bool v);
+int gguf_set_str(gguf_writer *w, const char *key, const char *v);
+/* Numeric array: n elements of elem_type packed little-endian in data (copied). */
+int gguf_set_arr(gguf_writer *w, const char *key, gguf_type elem_type, const void *data, uint64_t n);
+int gguf_set_arr_str(gguf_writer *w, const char *key, const char *const *strs, uint64_t n);
+/* Copy every key of an open file (except those in skip, NULL-terminated list). */
+int gguf_copy_kv(gguf_writer *w, const gguf_file *src, const char *const *skip);
+
+/* Tensor: data must stay valid until gguf_writer_write (not copied). size is checked
+ * against type and shape. ne has n_dims entries, ne[0] fastest. */
+int gguf_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                    const uint64_t *ne, const void *data, uint64_t size, um_err *e);
+
+/* Write the file (atomically: to path.tmp, then rename). Alignment from general.alignment
+ * if set (must be a power of two), else 32. */
+int gguf_writer_write(gguf_writer *w, const char *path, um_err *e);
+
+#endif

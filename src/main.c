@@ -1,0 +1,76 @@
+/*
+ * main: the unmask command line. Dispatches to subcommands (one file each, cmd_*.c);
+ * with no subcommand it opens the visualizer. Only this file and the UI exit the process.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cpu.h"
+#include "gpu.h"
+
+static const struct um_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    { "info",     cmd_info,     "describe a GGUF file: metadata, tokenizer, tensors, whether it runs" },
+};
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: unmask [--version] [--help] COMMAND [ARGS]\n"
+        "\n"
+        "unmask runs diffusion language models (LLaDA, Dream, LLaDA-MoE, RND1) from GGUF files\n"
+        "and shows them denoising live in the terminal.\n"
+        "\n"
+        "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+        "\n"
+        "options:\n"
+        "  -h, --help     show this help (COMMAND --help for a command's options)\n"
+        "  -V, --version  print version, build options and detected CPU features\n");
+}
+
+static void version(void) {
+    const um_cpu *c = cpu_features();
+    char feats[512], gpu[256];
+    cpu_feature_string(c, feats, sizeof feats);
+    gpu_describe(gpu, sizeof gpu);
+    printf("unmask %s\n", UM_VERSION);
+    printf("build: %s, %s, C11, %s\n", UM_VARIANT,
+#if defined(__clang__)
+           "clang " __clang_version__,
+#elif defined(__GNUC__)
+           "gcc " __VERSION__,
+#else
+           "unknown compiler",
+#endif
+           gpu_built() ? "CUDA backend (sm_80 sm_86 sm_89 sm_90)" : "no CUDA");
+    printf("cpu: %s, %d physical cores, %d logical\n", c->brand, c->n_physical, c->n_logical);
+    printf("features: %s\n", feats[0] ? feats : "(none beyond baseline x86-64)");
+    if (c->amx_denied) printf("amx: disabled: %s\n", c->amx_denied);
+    printf("gpu: %s\n", gpu);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+        version();
+        return 0;
+    }
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "unmask: unknown command '%s' (see unmask --help)\n", argv[1]);
+    return 2;
+}

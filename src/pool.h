@@ -1,0 +1,35 @@
+/*
+ * pool: a persistent pthread pool for data-parallel kernels.
+ *
+ * pool_run() hands the same function to every worker (the caller thread takes part as
+ * worker 0) and returns when all are done. Uneven work is balanced by the callee taking
+ * chunks from an atomic counter (pool_next_chunk). Workers spin briefly, then sleep on a
+ * condition variable, so an idle pool costs no CPU. One pool_run at a time per pool.
+ */
+#ifndef UM_POOL_H
+#define UM_POOL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct um_pool um_pool;
+
+typedef struct um_pool_task {
+    void (*fn)(struct um_pool_task *t, int thread_id, int n_threads);
+    void *arg;
+    atomic_int_fast64_t next;       /* chunk counter, reset to 0 by pool_run */
+    int64_t n_chunks;               /* set by the caller */
+} um_pool_task;
+
+/* n_threads total including the caller; 1 means no extra threads. */
+um_pool *pool_new(int n_threads);
+void     pool_free(um_pool *p);
+int      pool_threads(const um_pool *p);
+void     pool_run(um_pool *p, um_pool_task *t);
+/* Next chunk index in [0, n_chunks), or -1 when all are handed out. */
+static inline int64_t pool_next_chunk(um_pool_task *t) {
+    int64_t c = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed);
+    return c < t->n_chunks ? c : -1;
+}
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * util: error formatting, allocation wrappers, clock, file reading and the
+ * scalar half-precision conversions every other module builds on.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int um_errf(um_err *e, const char *fmt, ...) {
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+    }
+    return UM_FAIL;
+}
+
+int um_err_prefix(um_err *e, const char *fmt, ...) {
+    if (!e) return UM_FAIL;
+    char old[sizeof e->msg];
+    memcpy(old, e->msg, sizeof old);
+    char pre[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    snprintf(e->msg, sizeof e->msg, "%s: %s", pre, old);
+    return UM_FAIL;
+}
+
+void *um_malloc(size_t n) { return malloc(n ? n : 1); }
+void *um_calloc(size_t n, size_t size) { return calloc(n ? n : 1, size ? size : 1); }
+
+void *um_malloc_aligned(size_t n) {
+    void *p = NULL;
+    size_t rounded = (n + 63) & ~(size_t)63;
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0) return NULL;
+    return p;
+}
+void um_free_aligned(void *p) { free(p); }
+
+double um_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int um_read_file(const char *path, char **data, size_t *len, um_err *e) {
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return um_errf(e, "%s: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) { fclose(f); return um_errf(e, "%s: out of memory", path); }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); fclose(f); return um_errf(e, "%s: out of memory", path); }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(buf); return um_errf(e, "%s: read error", path); }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return UM_OK;
+}
+
+/* IEEE half <-> single, exact for every half value (subnormals included). */
+float um_fp16_to_fp32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else {                       /* subnormal: normalise */
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) { man <<= 1; exp--; }
+            man &= 0x3ff;
+            bits = sign | (exp << 23) | (man << 13);
+        }
+    } else if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Round to nearest even, as F16C's vcvtps2ph with imm 0 and as ggml does. */
+uint16_t um_fp32_to_fp16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t absx = x & 0x7fffffff;
+    if (absx >= 0x7f800000) {          /* inf or nan */
+        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
+    }
+    if (absx >= 0x477ff000) return (uint16_t)(sign | 0x7c00);   /* overflow -> inf */
+    if (absx < 0x38800000) {           /* result is subnormal or zero */
+        if (absx < 0x33000000) return (uint16_t)sign;
+        uint32_t e = absx >> 23;
+        uint32_t m = (absx & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e;      /* 14 + (113 - e) */
+        uint32_t half = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t e = (absx >> 23) - 127 + 15;
+    uint32_t m = absx & 0x7fffff;
+    uint32_t h = (e << 10) | (m >> 13);
+    uint32_t rem = m & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+float um_bf16_to_fp32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Same rule as ggml_compute_fp32_to_bf16: NaN forced quiet, else RNE. */
+uint16_t um_fp32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 64);
+    return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}

@@ -1,0 +1,58 @@
+/*
+ * util: error reporting, checked allocation and small helpers shared by every module.
+ *
+ * Library code never exits: it returns UM_OK / UM_FAIL and, on failure, fills a
+ * um_err with one human-readable line naming the problem. Only main() and the UI
+ * decide to print and exit.
+ */
+#ifndef UM_UTIL_H
+#define UM_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define UM_OK    0
+#define UM_FAIL (-1)
+
+typedef struct um_err {
+    char msg[512];              /* one line, no trailing newline; "" when no error */
+} um_err;
+
+/* Format an error into e (if e is non-NULL) and return UM_FAIL. */
+int  um_errf(um_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefix an existing error message: "<prefix>: <old message>". Returns UM_FAIL. */
+int  um_err_prefix(um_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Allocation that returns NULL on failure (never aborts); callers check. */
+void *um_malloc(size_t n);
+void *um_calloc(size_t n, size_t size);
+/* 64-byte aligned allocation, freed with um_free_aligned. */
+void *um_malloc_aligned(size_t n);
+void  um_free_aligned(void *p);
+
+/* Overflow-checked size arithmetic: return false on overflow. */
+static inline bool um_mul_ok(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool um_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* Monotonic wall clock in seconds. */
+double um_now(void);
+
+/* Read a whole file into a NUL-terminated heap buffer. */
+int um_read_file(const char *path, char **data, size_t *len, um_err *e);
+
+/* fp16 / bf16 <-> fp32, portable scalar versions (the references). */
+float    um_fp16_to_fp32(uint16_t h);
+uint16_t um_fp32_to_fp16(float f);
+float    um_bf16_to_fp32(uint16_t h);
+uint16_t um_fp32_to_bf16(float f);   /* round to nearest even, NaN kept quiet */
+
+#define UM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define UM_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define UM_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif
