@@ -208,7 +208,7 @@ static int rd_kv(struct rd *r, gguf_kv *kv) {
     kv->arr_n = n;
     uint64_t min = et == GGUF_TYPE_STRING ? 8 : type_sizes[et];
     if (n > left(r) / min)
-        return um_errf(r->e, "key '%s': array of %llu %s runs past end of file (%llu bytes left) (at byte %llu)",
+        return um_errf(r->e, "key '%s': array of %llu %s elements runs past end of file (%llu bytes left) (at byte %llu)",
                        k.s, (unsigned long long)n, type_names[et], (unsigned long long)left(r),
                        (unsigned long long)kv->offset);
     if (et != GGUF_TYPE_STRING) {

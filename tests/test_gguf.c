@@ -457,7 +457,7 @@ static void make_broken(const uint8_t *base, size_t n) {
          (unsigned long long)L.kv_bb);
     b = add_case("array-past-end", base, n, n);
     put64(b->p, L.kv_bb + 20, 1ull << 61);
-    WANT(b, "key 'k.bb': array of 2305843009213693952 uint32 runs past end of file (%zu bytes left) (at byte %llu)",
+    WANT(b, "key 'k.bb': array of 2305843009213693952 uint32 elements runs past end of file (%zu bytes left) (at byte %llu)",
          n - (size_t)(L.kv_bb + 28), (unsigned long long)L.kv_bb);
     b = add_case("duplicate-key", base, n, n);
     memcpy(b->p + L.kv_bb + 8, "k.aa", 4);
