@@ -17,6 +17,7 @@
 
 #include "harness.h"
 #include "gif.h"
+#include "psf.h"
 #include "render.h"
 
 #if defined(__has_include)
@@ -232,4 +233,71 @@ TEST(gif_single_pixel_and_errors) {
              !memcmp(d + n - sizeof tail, tail, sizeof tail);
     free(d);
     CHECK(ok);
+}
+
+/* The issue's acceptance check at module level: cells rendered with the built-in font,
+ * encoded, decoded by giflib; a pixel inside a known cell has that cell's colour. */
+TEST(gif_rendered_cell_colour_via_giflib) {
+#ifndef HAVE_GIFLIB_H
+    th_skip("gif_lib.h not installed (apt-get install libgif-dev)");
+#else
+    if (!giflib_load()) { th_skip("libgif.so not loadable (apt-get install libgif-dev)"); return; }
+    psf_font font;
+    um_err e = {0};
+    CHECK(psf_load_builtin(&font, &e) == UM_OK);
+    render_ctx r;
+    render_init(&r, &font);
+    enum { COLS = 10, ROWS = 3 };
+    static rec_cell cells[COLS * ROWS];
+    for (int i = 0; i < COLS * ROWS; i++)
+        cells[i] = (rec_cell){ .cp = { '.' }, .ncp = 1, .width = 1, .fg = 0x808080, .bg = 0x1c1c1c };
+    rec_frame fr = { COLS, ROWS, cells };
+    int w, h;
+    render_size(&r, COLS, ROWS, &w, &h);
+    static uint8_t pix[COLS * 8 * ROWS * 16];
+    uint8_t pal[768];
+    render_palette(pal);
+    char path[256];
+    tmp_path(path, sizeof path, "cells.gif");
+    gif_writer *g;
+    CHECK(gif_open(&g, path, w, h, pal, NULL, &e) == UM_OK);
+    /* three steps: a block appears at (1,4) in a theme colour, then moves to (2,7) */
+    for (int step = 0; step < 3; step++) {
+        if (step == 1) cells[1 * COLS + 4] = (rec_cell){ .cp = { 0x2588 }, .ncp = 1, .width = 1, .fg = 0xd7af5f, .bg = 0x1c1c1c };
+        if (step == 2) { cells[1 * COLS + 4] = cells[0]; cells[2 * COLS + 7] = (rec_cell){ .cp = { 0x2588 }, .ncp = 1, .width = 1, .fg = 0x5fafd7, .bg = 0x1c1c1c }; }
+        CHECK(render_frame(&r, &fr, pix, sizeof pix, &e) == UM_OK);
+        CHECK(gif_add_frame(g, pix, 6, &e) == UM_OK);
+    }
+    CHECK_MSG(gif_close(g, &e) == UM_OK, "%s", e.msg);
+    psf_close(&font);
+
+    int err = 0;
+    GifFileType *gf = gl.open(path, &err);
+    CHECK(gf);
+    int ok = gl.slurp(gf) == GIF_OK && gf->ImageCount == 3 && gf->SWidth == 80 && gf->SHeight == 48;
+    static uint8_t canvas[80 * 48];
+    for (int f = 0; ok && f < 3; f++) {
+        SavedImage *si = &gf->SavedImages[f];
+        GraphicsControlBlock gcb;
+        gl.gcb(gf, f, &gcb);
+        for (int y = 0; y < si->ImageDesc.Height; y++)
+            for (int x = 0; x < si->ImageDesc.Width; x++) {
+                int v = si->RasterBits[y * si->ImageDesc.Width + x];
+                if (v != gcb.TransparentColor)
+                    canvas[(si->ImageDesc.Top + y) * 80 + si->ImageDesc.Left + x] = (uint8_t)v;
+            }
+        /* the centre pixel of cells (1,4) and (2,7), as RGB from the file's colour table */
+        GifColorType a = gf->SColorMap->Colors[canvas[(16 + 8) * 80 + 4 * 8 + 4]];
+        GifColorType b = gf->SColorMap->Colors[canvas[(32 + 8) * 80 + 7 * 8 + 4]];
+        uint32_t ca = (uint32_t)a.Red << 16 | a.Green << 8 | a.Blue, cb = (uint32_t)b.Red << 16 | b.Green << 8 | b.Blue;
+        uint32_t wa = f == 1 ? 0xd7af5f : 0x1c1c1c, wb = f == 2 ? 0x5fafd7 : 0x1c1c1c;
+        if (ca != wa || cb != wb) {
+            th_fail(__FILE__, __LINE__, "frame %d: cell colours %06x %06x, want %06x %06x", f, ca, cb, wa, wb);
+            ok = 0;
+        }
+    }
+    gl.close(gf, &err);
+    unlink(path);
+    CHECK(ok);
+#endif
 }
