@@ -221,3 +221,33 @@ TEST(render_cells_to_pixels) {
         }
     psf_close(&f);
 }
+
+/* Every prefix of the font and single-byte corruptions of its header and table either
+ * load or fail with a message; under `make asan` any out-of-bounds read fails the test. */
+TEST(psf_truncated_and_corrupted_never_crash) {
+    size_t n = psf_spleen_8x16_len;
+    uint8_t *d = malloc(n);
+    CHECK(d);
+    psf_font f;
+    um_err e = {0};
+    int loaded = 0;
+    for (size_t len = 0; len < n; len += 97) {
+        memcpy(d, psf_spleen_8x16, len);
+        e.msg[0] = 0;
+        if (psf_load_mem(&f, d, len, &e) == UM_OK) { loaded++; psf_close(&f); }
+        else if (!e.msg[0]) { free(d); CHECK_MSG(0, "no message for a %zu-byte prefix", len); }
+    }
+    CHECK_EQ(loaded, 0);                                  /* no prefix is a whole font */
+    uint32_t s = 99;
+    for (int k = 0; k < 300; k++) {
+        memcpy(d, psf_spleen_8x16, n);
+        s = s * 1664525u + 1013904223u;
+        size_t at = k < 100 ? (s >> 8) % 4 : n - 1 - (s >> 8) % 2240;    /* header or table */
+        d[at] = (uint8_t)(s >> 24);
+        if (psf_load_mem(&f, d, n, &e) == UM_OK) {
+            for (int i = 0; i < f.nmap; i++) CHECK(f.map[i].glyph < (uint32_t)f.nglyphs);
+            psf_close(&f);
+        }
+    }
+    free(d);
+}
