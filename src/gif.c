@@ -275,6 +275,7 @@ static int clamp_delay(int cs) {
 }
 
 int gif_add_frame(gif_writer *g, const uint8_t *pix, int delay_cs, um_err *e) {
+    if (!g || !pix) return um_errf(e, "gif: add_frame without a writer or pixels");
     if (g->failed) return fail_sticky(g, e);
     if (g->have_pending) encode_pending(g, g->pending_delay);
     if (g->failed) return fail_sticky(g, e);

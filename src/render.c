@@ -112,21 +112,15 @@ static void draw_glyph(const psf_font *f, int g, uint8_t *pix, int stride,
     }
 }
 
-int render_frame(render_ctx *r, const rec_frame *fr, uint8_t *pix, size_t pix_len, um_err *e) {
+/* Draw the top-left cols x rows cells of fr into pix, a canvas w pixels wide. */
+static void draw_cells(render_ctx *r, const rec_frame *fr, int cols, int rows, uint8_t *pix, int w) {
     const psf_font *f = r->font;
-    if (fr->cols <= 0 || fr->rows <= 0 || !fr->cells)
-        return um_errf(e, "render: empty frame (%dx%d)", fr->cols, fr->rows);
-    int w, h;
-    render_size(r, fr->cols, fr->rows, &w, &h);
-    if ((size_t)w * (size_t)h > pix_len)
-        return um_errf(e, "render: pixel buffer %zu bytes, frame needs %dx%d", pix_len, w, h);
-
-    for (int row = 0; row < fr->rows; row++) {
+    for (int row = 0; row < rows; row++) {
         int prev_wide = 0;                        /* the cell to the left was a wide leader */
-        for (int col = 0; col < fr->cols; col++) {
+        for (int col = 0; col < cols; col++) {
             const rec_cell *c = rec_at(fr, row, col);
             if (c->width == 0 && prev_wide) { prev_wide = 0; continue; }
-            int span = (c->width == 2 && col + 1 < fr->cols) ? 2 : 1;
+            int span = (c->width == 2 && col + 1 < cols) ? 2 : 1;
             prev_wide = span == 2;
 
             uint32_t fg = c->fg, bg = c->bg;
@@ -153,5 +147,22 @@ int render_frame(render_ctx *r, const rec_frame *fr, uint8_t *pix, size_t pix_le
             }
         }
     }
+}
+
+int render_frame(render_ctx *r, const rec_frame *fr, uint8_t *pix, size_t pix_len, um_err *e) {
+    if (fr->cols <= 0 || fr->rows <= 0 || !fr->cells)
+        return um_errf(e, "render: empty frame (%dx%d)", fr->cols, fr->rows);
+    int w, h;
+    render_size(r, fr->cols, fr->rows, &w, &h);
+    if ((size_t)w * (size_t)h > pix_len)
+        return um_errf(e, "render: pixel buffer %zu bytes, frame needs %dx%d", pix_len, w, h);
+    draw_cells(r, fr, fr->cols, fr->rows, pix, w);
     return UM_OK;
+}
+
+void render_frame_fit(render_ctx *r, const rec_frame *fr, uint8_t *pix, int pw, int ph, uint32_t pad_rgb) {
+    memset(pix, render_index(r, pad_rgb), (size_t)pw * (size_t)ph);
+    if (fr->cols <= 0 || fr->rows <= 0 || !fr->cells) return;
+    int cols = UM_MIN(fr->cols, pw / r->font->width), rows = UM_MIN(fr->rows, ph / r->font->height);
+    if (cols > 0 && rows > 0) draw_cells(r, fr, cols, rows, pix, pw);
 }

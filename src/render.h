@@ -45,5 +45,8 @@ int  render_index(render_ctx *r, uint32_t rgb);      /* cached render_nearest */
 void render_size(const render_ctx *r, int cols, int rows, int *w, int *h);
 /* Draw fr into pix, (h, w) bytes from render_size; pix_len is checked against it. */
 int  render_frame(render_ctx *r, const rec_frame *fr, uint8_t *pix, size_t pix_len, um_err *e);
+/* Draw fr into a fixed pw x ph canvas (a GIF's size is fixed at gif_open while a terminal may
+ * be resized): cells that do not fit whole are cut off, the rest of the canvas is pad_rgb. */
+void render_frame_fit(render_ctx *r, const rec_frame *fr, uint8_t *pix, int pw, int ph, uint32_t pad_rgb);
 
 #endif

@@ -251,3 +251,27 @@ TEST(psf_truncated_and_corrupted_never_crash) {
     }
     free(d);
 }
+
+TEST(render_fit_clips_and_pads) {
+    psf_font f;
+    um_err e = {0};
+    CHECK(psf_load_builtin(&f, &e) == UM_OK);
+    render_ctx r;
+    render_init(&r, &f);
+    static rec_cell cells[3 * 2];
+    for (int i = 0; i < 6; i++)
+        cells[i] = (rec_cell){ .cp = { 0x2588 }, .ncp = 1, .width = 1, .fg = 0xff0000 + (uint32_t)i, .bg = 0 };   /* ff000i -> ff0000 */
+    cells[1].fg = 0x00ff00;
+    rec_frame fr = { 3, 2, cells };
+    enum { CW = 20, CH = 40 };                          /* 2.5 cells wide, 2.5 cells tall */
+    static uint8_t canvas[CW * CH];
+    render_frame_fit(&r, &fr, canvas, CW, CH, 0x0000ff);
+    for (int y = 0; y < CH; y++)
+        for (int x = 0; x < CW; x++) {
+            uint32_t want = x >= 16 || y >= 32 ? 0x0000ff          /* pad: column 2 cut off */
+                          : x >= 8 && y < 16 ? 0x00ff00 : 0xff0000;
+            uint32_t got = render_palette_rgb(canvas[y * CW + x]);
+            CHECK_MSG(got == want, "(%d,%d) %06x want %06x", x, y, got, want);
+        }
+    psf_close(&f);
+}
