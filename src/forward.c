@@ -311,15 +311,15 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
     };
     if (ops_moe_route(&cfg, f->router, n, f->ex_id, f->ex_w, e)) return UM_FAIL;
     if (ops_moe_group(f->ex_id, f->ex_w, n, K, X, f->ex_off, f->ex_tok, f->ex_roww, f->ex_slot, e)) return UM_FAIL;
-    for (int x = 0; x < X; x++) {
-        int64_t r0 = f->ex_off[x], cnt = f->ex_off[x + 1] - r0;
+    for (int ex = 0; ex < X; ex++) {
+        int64_t r0 = f->ex_off[ex], cnt = f->ex_off[ex + 1] - r0;
         if (!cnt) continue;
         float *in = f->gathered + r0 * E, *ga = f->ff_a + r0 * F, *up = f->ff_b + r0 * F;
         gather(in, xn, f->ex_tok + r0, cnt, E);
-        linear(f, fl ? &fl->gate_x[x] : NULL, &l->gate_exps[x], in, cnt, ga, NULL);
-        linear(f, fl ? &fl->up_x[x] : NULL, &l->up_exps[x], in, cnt, up, NULL);
+        linear(f, fl ? &fl->gate_x[ex] : NULL, &l->gate_exps[ex], in, cnt, ga, NULL);
+        linear(f, fl ? &fl->up_x[ex] : NULL, &l->up_exps[ex], in, cnt, up, NULL);
         swiglu(f, ga, ga, up, cnt * F);
-        linear(f, fl ? &fl->down_x[x] : NULL, &l->down_exps[x], ga, cnt, f->ex_out + r0 * E, NULL);
+        linear(f, fl ? &fl->down_x[ex] : NULL, &l->down_exps[ex], ga, cnt, f->ex_out + r0 * E, NULL);
     }
     ops_moe_combine(f->ref ? NULL : f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
     return UM_OK;
