@@ -12,7 +12,7 @@
  *
  * Invariants:
  * - the mask token is never chosen and carries no probability (its logit counts as -inf);
- *   NaN and -inf logits count as -inf; a row with no finite logit is an error.
+ *   non-finite logits (NaN, -inf, +inf) count as -inf; a row with no finite logit is an error.
  * - Every random number comes from a stream keyed by (seed, step, position, purpose), so
  *   a run is the same for a given seed whatever the thread count or row order.
  * - Nothing here allocates except sampler_ws_new(); one workspace per thread.

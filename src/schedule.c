@@ -120,16 +120,37 @@ float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t st
 }
 
 /* by key descending, then position ascending: a strict total order */
-static int by_key(const void *pa, const void *pb) {
-    const um_scored *a = pa, *b = pb;
-    if (a->key != b->key)
-        return a->key > b->key ? -1 : 1;
-    return (a->pos > b->pos) - (a->pos < b->pos);
+static bool key_before(const um_scored *a, const um_scored *b) {
+    return a->key > b->key || (a->key == b->key && a->pos < b->pos);
 }
 
-static int by_pos(const void *pa, const void *pb) {
-    const um_scored *a = pa, *b = pb;
-    return (a->pos > b->pos) - (a->pos < b->pos);
+static bool pos_before(const um_scored *a, const um_scored *b) {
+    return a->pos < b->pos;
+}
+
+/* In-place heap sort by `before` (first = most before). No allocation: this runs every
+   step, and glibc's qsort may malloc a merge buffer. The order is strict, so the result
+   does not depend on the sort's stability. */
+static void sift(um_scored *v, int32_t n, int32_t i, bool (*before)(const um_scored *, const um_scored *)) {
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, w = i;
+        /* max-heap on "after": the root is the element that sorts last */
+        if (l < n && before(&v[w], &v[l])) w = l;
+        if (r < n && before(&v[w], &v[r])) w = r;
+        if (w == i)
+            return;
+        um_scored t = v[i]; v[i] = v[w]; v[w] = t;
+        i = w;
+    }
+}
+
+static void sort_items(um_scored *v, int32_t n, bool (*before)(const um_scored *, const um_scored *)) {
+    for (int32_t i = n / 2 - 1; i >= 0; i--)
+        sift(v, n, i, before);
+    for (int32_t end = n - 1; end > 0; end--) {
+        um_scored t = v[0]; v[0] = v[end]; v[end] = t;
+        sift(v, end, 0, before);
+    }
 }
 
 /* move the items flagged by key > 0 to the front, keeping order; return how many */
@@ -152,7 +173,7 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
         /* Fast-dLLM: the best always commits; the others when score >= tau */
         for (int32_t i = 0; i < n; i++)
             items[i].key = items[i].score;
-        qsort(items, (size_t)n, sizeof *items, by_key);
+        sort_items(items, n, key_before);
         k = 1;
         while (k < n && items[k].score >= s->threshold)
             k++;
@@ -174,9 +195,9 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
                 items[i].key = (double)items[i].score / s->alg_temp - log(-log(u));
             }
         }
-        qsort(items, (size_t)n, sizeof *items, by_key);
+        sort_items(items, n, key_before);
     }
-    qsort(items, (size_t)k, sizeof *items, by_pos);
+    sort_items(items, k, pos_before);
     return k;
 }
 
