@@ -46,6 +46,9 @@ typedef struct um_settings {
     float       temperature;     /* 0 = greedy */
     int32_t     top_k;           /* 0 = off */
     float       top_p;           /* 1 = off */
+    bool        gumbel;          /* token choice by Gumbel-max in float64 and scores from the raw
+                                    softmax (LLaDA); false: one multinomial draw from the tempered,
+                                    top-p/top-k filtered distribution, which also scores (Dream) */
     float       cfg;             /* classifier-free guidance weight, 0 = off */
     uint64_t    seed;
     bool        stop_at_eos;     /* stop once the active block is all EOS */
