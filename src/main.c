@@ -16,6 +16,7 @@ static const struct um_command {
     const char *summary;
 } commands[] = {
     { "info",     cmd_info,     "describe a GGUF file: metadata, tokenizer, tensors, whether it runs" },
+    { "tokenize", cmd_tokenize, "print the token ids (and pieces) of a text under a GGUF file's tokenizer" },
 };
 
 static void usage(FILE *f) {
