@@ -95,6 +95,24 @@ int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const b
             out->count = R;
         break;
     }
+    case UM_SCHED_LINEAR: {
+        /* RND1's diffusion_sample: after in-block step k of S, floor(N (S-k-1) / S) of the
+           block's N positions stay masked (N = the block's size: every generated position
+           starts masked); the block's last step commits the rest. */
+        if (out->steps_left == 1) {
+            out->count = R;
+            out->p_transfer = 1.0;
+            break;
+        }
+        int64_t own = allot_through(T, nb, b) - (b > 0 ? allot_through(T, nb, b - 1) : 0);
+        int64_t S = own > out->steps_left ? own : out->steps_left;
+        int64_t k = S - out->steps_left;
+        int64_t N = out->end - out->start;
+        int64_t keep = N * (S - k - 1) / S;
+        out->count = R > keep ? (int32_t)(R - keep) : 0;
+        out->p_transfer = (double)out->count / R;
+        break;
+    }
     case UM_SCHED_THRESHOLD:
         out->count = 1;
         out->p_transfer = 1.0 / R;

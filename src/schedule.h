@@ -11,6 +11,8 @@
  *   UM_SCHED_TIMESTEP   Dream: within a block of S steps, at in-block step k,
  *                       t = 1 - k/S (1-eps), s = 1 - (k+1)/S (1-eps): commit
  *                       floor(R (1 - s/t)) of the R masks left; the block's last step commits all.
+ *   UM_SCHED_LINEAR     RND1: after in-block step k of S, floor(N (S-k-1)/S) of the block's
+ *                       N positions stay masked; the block's last step commits the rest.
  *   UM_SCHED_THRESHOLD  Fast-dLLM: commit every eligible position whose score >= threshold,
  *                       at least the best one; a block takes as many steps as it needs.
  *
