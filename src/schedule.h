@@ -83,4 +83,12 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
  */
 int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int32_t cap, um_err *e);
 
+/* Names for flags, snapshots and the UI: "block", "timestep", "threshold", "linear";
+   "confidence", "margin", "entropy", "random", "origin". *_from_name fails with a message
+   listing the known names. */
+const char *schedule_name(um_schedule s);
+int         schedule_from_name(const char *name, um_schedule *out, um_err *e);
+const char *schedule_score_name(um_score s);
+int         schedule_score_from_name(const char *name, um_score *out, um_err *e);
+
 #endif

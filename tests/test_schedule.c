@@ -372,3 +372,25 @@ TEST(schedule_tiny_canvas_confidence_order) {
         CHECK_EQ(token[0], 0); CHECK_EQ(token[1], 0); CHECK_EQ(token[2], 0); CHECK_EQ(token[3], 1);
     }
 }
+
+TEST(schedule_names_round_trip) {
+    for (int i = 0; i < UM_SCHED_COUNT; i++) {
+        um_schedule got;
+        CHECK(schedule_from_name(schedule_name((um_schedule)i), &got, NULL) == UM_OK);
+        CHECK_EQ(got, i);
+    }
+    for (int i = 0; i < UM_SCORE_COUNT; i++) {
+        um_score got;
+        CHECK(schedule_score_from_name(schedule_score_name((um_score)i), &got, NULL) == UM_OK);
+        CHECK_EQ(got, i);
+    }
+    CHECK_STREQ(schedule_name(UM_SCHED_TIMESTEP), "timestep");
+    CHECK_STREQ(schedule_score_name(UM_SCORE_MARGIN), "margin");
+    um_err e = { "" };
+    um_score sc;
+    CHECK(schedule_score_from_name("low_confidence", &sc, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "confidence|margin|entropy|random|origin");
+    um_schedule sh;
+    CHECK(schedule_from_name(NULL, &sh, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "block|timestep|threshold|linear");
+}
