@@ -411,3 +411,52 @@ TEST(sampler_scan_avx2_matches_reference) {
         }
     }
 }
+
+/* ---------------------------------------------------------------- the draws, re-derived */
+
+TEST(sampler_draws_follow_the_reference_formulas) {
+    /* With the position's TOKEN stream drawn in token-id order (the mask skipped), LLaDA's
+       argmax exp(l) / (-log u)^T and Dream's inverse-CDF draw from softmax(l/T) are
+       recomputed here in float64 and must pick the same tokens as sampler_pick. */
+    enum { V = 40, MASK = 13 };
+    float l[V];
+    for (int i = 0; i < V; i++)
+        l[i] = (float)((i * 7919) % 23) * 0.15f;
+    um_sample_ws *ws = sampler_ws_new(V);
+    um_settings s = greedy_settings();
+    s.temperature = 0.7f;
+    for (int pos = 0; pos < 200; pos++) {
+        um_pick pk;
+        um_rng r;
+        /* LLaDA */
+        s.gumbel = true;
+        CHECK(sampler_pick(l, V, MASK, &s, 4, pos, ws, &pk, NULL) == UM_OK);
+        sampler_rng_init(&r, s.seed, 4, pos, UM_RNG_TOKEN);
+        int want = -1;
+        double best = -1.0;
+        for (int i = 0; i < V; i++) {
+            if (i == MASK) continue;
+            double u = sampler_rng_uniform(&r);
+            double key = exp((double)l[i]) / pow(-log(u), (double)s.temperature);
+            if (key > best) { best = key; want = i; }
+        }
+        CHECK_EQ(pk.token, want);
+        /* Dream */
+        s.gumbel = false;
+        CHECK(sampler_pick(l, V, MASK, &s, 4, pos, ws, &pk, NULL) == UM_OK);
+        sampler_rng_init(&r, s.seed, 4, pos, UM_RNG_TOKEN);
+        double z = 0.0;
+        for (int i = 0; i < V; i++)
+            if (i != MASK) z += exp(l[i] / 0.7);
+        double target = sampler_rng_uniform(&r) * z, acc = 0.0;
+        want = -1;
+        for (int i = 0; i < V && want < 0; i++) {
+            if (i == MASK) continue;
+            acc += exp(l[i] / 0.7);
+            if (acc >= target) want = i;
+        }
+        CHECK_EQ(pk.token, want);
+        CHECK_NEAR(pk.prob, exp(l[want] / 0.7) / z, 1e-6);
+    }
+    sampler_ws_free(ws);
+}
