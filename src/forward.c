@@ -143,7 +143,25 @@ static size_t scratch_for(const um_forward *f, const um_matmul_weights *w, int64
     return w->n_out ? matmul_scratch_bytes(w, n, pool_threads(f->pool)) : 0;
 }
 
+static void free_buffers(um_forward *f) {
+    void **bufs[] = { (void **)&f->x, (void **)&f->xn, (void **)&f->q, (void **)&f->att, (void **)&f->k,
+                      (void **)&f->v, (void **)&f->ff_a, (void **)&f->ff_b, (void **)&f->gathered,
+                      (void **)&f->ex_out, (void **)&f->router, (void **)&f->ex_id, (void **)&f->ex_w,
+                      (void **)&f->ex_off, (void **)&f->ex_tok, (void **)&f->ex_roww, (void **)&f->ex_slot,
+                      (void **)&f->hidden, (void **)&f->pos, (void **)&f->rows_sel, (void **)&f->scratch };
+    for (size_t i = 0; i < UM_ARRAY_LEN(bufs); i++) {
+        um_free_aligned(*bufs[i]);
+        *bufs[i] = NULL;
+    }
+    free(f->wrow);
+    free(f->wrow_f);
+    f->wrow = NULL;
+    f->wrow_f = NULL;
+    f->act_bytes = 0;
+}
+
 static int alloc_buffers(um_forward *f, um_err *e) {
+    free_buffers(f);
     const um_hparams *hp = &f->m->hp;
     const int64_t T = f->max_tokens, E = hp->n_embd, HD = hp->head_dim;
     const int64_t NQ = (int64_t)hp->n_head * HD, NKV = (int64_t)hp->n_head_kv * HD;
@@ -227,13 +245,14 @@ void forward_free(um_forward *f) {
     free(f->layers);
     for (int i = 0; i < f->n_owned; i++) um_free_aligned(f->owned[i]);
     free(f->owned);
-    void *bufs[] = { f->x, f->xn, f->q, f->att, f->k, f->v, f->ff_a, f->ff_b, f->gathered, f->ex_out,
-                     f->router, f->ex_id, f->ex_w, f->ex_off, f->ex_tok, f->ex_roww, f->ex_slot,
-                     f->hidden, f->pos, f->rows_sel, f->scratch };
-    for (size_t i = 0; i < UM_ARRAY_LEN(bufs); i++) um_free_aligned(bufs[i]);
-    free(f->wrow);
-    free(f->wrow_f);
+    free_buffers(f);
     free(f);
+}
+
+int forward_reserve(um_forward *f, int max_tokens, um_err *e) {
+    if (max_tokens <= f->max_tokens) return UM_OK;
+    f->max_tokens = max_tokens;
+    return alloc_buffers(f, e);
 }
 
 const char *forward_kernel_name(const um_forward *f) {

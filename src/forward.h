@@ -42,6 +42,9 @@ void forward_free(um_forward *f);
 int  forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
                  const int32_t *rows, int n_rows, float *logits, um_err *e);
 
+/* Grow the activation buffers to hold canvases of max_tokens (no-op if they already do). */
+int  forward_reserve(um_forward *f, int max_tokens, um_err *e);
+
 /* Kernel the weights were prepared for ("ref" for the reference path). */
 const char *forward_kernel_name(const um_forward *f);
 /* Bytes of prepared weight copies and of activation buffers. */
