@@ -22,6 +22,7 @@ typedef enum um_schedule {       /* how many positions commit per step */
     UM_SCHED_BLOCK = 0,          /* LLaDA semi-autoregressive blocks over the generated part */
     UM_SCHED_TIMESTEP,           /* Dream: t from 1 to eps */
     UM_SCHED_THRESHOLD,          /* Fast-dLLM: every masked position above tau, at least one */
+    UM_SCHED_LINEAR,             /* RND1: after step k of S, floor(N (S-k-1)/S) masks remain */
     UM_SCHED_COUNT
 } um_schedule;
 
