@@ -144,10 +144,5 @@ bool engine_token_is_special(const um_engine *en, int32_t token);
 /* Decode the generated part of a snapshot (masks skipped, stops at the first end-of-generation
  * token). Heap string, caller frees. */
 char *engine_answer(const um_engine *en, const um_snapshot *s);
-/* Settings applied by models.conf / flags to a struct, by name. */
-const char *engine_schedule_name(um_schedule s);
-const char *engine_score_name(um_score s);
-int engine_schedule_from_name(const char *n);
-int engine_score_from_name(const char *n);
 
 #endif
