@@ -7,5 +7,6 @@
 #define UM_CLI_H
 
 int cmd_info(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 #endif

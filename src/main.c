@@ -16,6 +16,7 @@ static const struct um_command {
     const char *summary;
 } commands[] = {
     { "info",     cmd_info,     "describe a GGUF file: metadata, tokenizer, tensors, whether it runs" },
+    { "quantize", cmd_quantize, "convert a GGUF model's weights to Q4_K_M, Q5_K_M, Q6_K, Q8_0, F16..." },
 };
 
 static void usage(FILE *f) {
