@@ -271,6 +271,54 @@ static inline void gpu_unpack_row_ref(const gpu_layout *L, const int8_t *q, cons
     }
 }
 
+/* ------------------------------------------------------------------ int8 GEMM arithmetic
+ * The host definition of what the int8 GEMM computes, used as the tight reference for the
+ * kernel (tests/gpu) and checked against plain dequantized dot products (unit tests). */
+
+/* Activations, as k_quantize_act: per 32 values d = amax/127, q = round(x/d); sums per 16.
+ * x: (K) floats; q: (k_pad); d: (k_pad/32); sum16: (k_pad/16). */
+static inline void gpu_quantize_act_ref(const float *x, int64_t K, int64_t k_pad, int8_t *q, float *d, int *sum16) {
+    for (int64_t b = 0; b < k_pad / 32; b++) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) {
+            int64_t k = 32 * b + j;
+            amax = fmaxf(amax, fabsf(k < K ? x[k] : 0.0f));
+        }
+        const float dd = amax / 127.0f, inv = dd > 0 ? 1.0f / dd : 0.0f;
+        d[b] = dd;
+        for (int h = 0; h < 2; h++) {
+            int s = 0;
+            for (int j = 16 * h; j < 16 * h + 16; j++) {
+                int64_t k = 32 * b + j;
+                int qi = (int)roundf((k < K ? x[k] : 0.0f) * inv);
+                q[k] = (int8_t)qi;
+                s += qi;
+            }
+            sum16[2 * b + h] = s;
+        }
+    }
+}
+
+/* One output of the int8 GEMM: weight row (q, scale, off) against one quantized activation
+ * row, group by group: integer dot, then float scaling (and the offset term). */
+static inline float gpu_i8_dot_ref(const gpu_layout *L, const int8_t *wq, const float *wscale, const float *woff,
+                                   const int8_t *aq, const float *ad, const int *asum) {
+    float acc = 0.0f;
+    const int G = L->group;
+    for (int64_t g = 0; g < L->k_pad / G; g++) {
+        int c = 0;
+        for (int j = 0; j < G; j++) c += (int)wq[g * G + j] * (int)aq[g * G + j];
+        const int64_t b = g * G / 32;
+        float v = (float)c * wscale[g] * ad[b];
+        if (L->has_off) {
+            int s = G == 32 ? asum[2 * b] + asum[2 * b + 1] : asum[g];
+            v += woff[g] * ad[b] * (float)s;
+        }
+        acc += v;
+    }
+    return acc;
+}
+
 /* ------------------------------------------------------------------ memory plan */
 
 typedef struct gpu_dims {
