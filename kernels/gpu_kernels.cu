@@ -132,8 +132,11 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
     const int wm = (warp & 1) * 32, wn = (warp >> 1) * 32;
     const int nkb = k_pad / 32, ngw = k_pad / G;
     float acc[2][4][4];
+    #pragma unroll
     for (int i = 0; i < 2; i++)
+        #pragma unroll
         for (int j = 0; j < 4; j++)
+            #pragma unroll
             for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f;
 
     for (int kb = 0; kb < nkb; kb++) {
@@ -146,6 +149,7 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
             *(int4 *)(Xs + r * I8_ROW + part * 16) = xv;
             if (tid < GPU_GEMM_BM) {
                 const bool ok = row0 + tid < n_out;
+                #pragma unroll
                 for (int g = 0; g < NG; g++) {
                     const int64_t si = (int64_t)(row0 + tid) * ngw + kb * NG + g;
                     ws_s[tid][g] = ok ? wscale[si] : 0.0f;
@@ -162,22 +166,29 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
         __syncthreads();
         if (G == 32) {
             int a[2][4], b[4][2];
+            #pragma unroll
             for (int mi = 0; mi < 2; mi++)
+                #pragma unroll
                 for (int r = 0; r < 4; r++) {
                     int row, k;
                     gpu_frag_a_s8k32(lane, r, &row, &k);
                     a[mi][r] = *(const int *)(Ws + (wm + mi * 16 + row) * I8_ROW + k);
                 }
+            #pragma unroll
             for (int ni = 0; ni < 4; ni++)
+                #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     int n, k;
                     gpu_frag_b_s8k32(lane, r, &n, &k);
                     b[ni][r] = *(const int *)(Xs + (wn + ni * 8 + n) * I8_ROW + k);
                 }
+            #pragma unroll
             for (int mi = 0; mi < 2; mi++)
+                #pragma unroll
                 for (int ni = 0; ni < 4; ni++) {
                     int c[4] = { 0, 0, 0, 0 };
                     mma_s8_k32(c, a[mi], b[ni]);
+                    #pragma unroll
                     for (int i = 0; i < 4; i++) {
                         int row, n;
                         gpu_frag_c(lane, i, &row, &n);
@@ -188,23 +199,30 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
                     }
                 }
         } else {
+            #pragma unroll
             for (int hk = 0; hk < 2; hk++) {
                 int a[2][2], b[4];
+                #pragma unroll
                 for (int mi = 0; mi < 2; mi++)
+                    #pragma unroll
                     for (int r = 0; r < 2; r++) {
                         int row, k;
                         gpu_frag_a_s8k16(lane, r, &row, &k);
                         a[mi][r] = *(const int *)(Ws + (wm + mi * 16 + row) * I8_ROW + hk * 16 + k);
                     }
+                #pragma unroll
                 for (int ni = 0; ni < 4; ni++) {
                     int n, k;
                     gpu_frag_b_s8k16(lane, &n, &k);
                     b[ni] = *(const int *)(Xs + (wn + ni * 8 + n) * I8_ROW + hk * 16 + k);
                 }
+                #pragma unroll
                 for (int mi = 0; mi < 2; mi++)
+                    #pragma unroll
                     for (int ni = 0; ni < 4; ni++) {
                         int c[4] = { 0, 0, 0, 0 };
                         mma_s8_k16(c, a[mi], b[ni]);
+                        #pragma unroll
                         for (int i = 0; i < 4; i++) {
                             int row, n;
                             gpu_frag_c(lane, i, &row, &n);
@@ -218,8 +236,11 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
         }
         __syncthreads();
     }
+    #pragma unroll
     for (int mi = 0; mi < 2; mi++)
+        #pragma unroll
         for (int ni = 0; ni < 4; ni++)
+            #pragma unroll
             for (int i = 0; i < 4; i++) {
                 int row, n;
                 gpu_frag_c(lane, i, &row, &n);
@@ -240,11 +261,15 @@ k_gemm_h(const uint16_t *__restrict__ W, int n_out, int k_pad, const uint16_t *_
     const int row0 = blockIdx.x * GPU_GEMM_BM, tok0 = blockIdx.y * GPU_GEMM_BN;
     const int wm = (warp & 1) * 32, wn = (warp >> 1) * 32;
     float acc[2][4][4];
+    #pragma unroll
     for (int i = 0; i < 2; i++)
+        #pragma unroll
         for (int j = 0; j < 4; j++)
+            #pragma unroll
             for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f;
 
     for (int kb = 0; kb < k_pad / 32; kb++) {
+        #pragma unroll
         for (int p = 0; p < 2; p++) {            /* 64 rows x 4 pieces of 8 halves, twice */
             const int idx = tid + p * GPU_GEMM_THREADS, r = idx >> 2, part = idx & 3;
             int4 wv = make_int4(0, 0, 0, 0), xv = make_int4(0, 0, 0, 0);
@@ -254,27 +279,37 @@ k_gemm_h(const uint16_t *__restrict__ W, int n_out, int k_pad, const uint16_t *_
             *(int4 *)(Xs + r * H_ROW + part * 8) = xv;
         }
         __syncthreads();
+        #pragma unroll
         for (int hk = 0; hk < 2; hk++) {
             unsigned a[2][4], b[4][2];
+            #pragma unroll
             for (int mi = 0; mi < 2; mi++)
+                #pragma unroll
                 for (int r = 0; r < 4; r++) {
                     int row, k;
                     gpu_frag_a_h16(lane, r, &row, &k);
                     a[mi][r] = *(const unsigned *)(Ws + (wm + mi * 16 + row) * H_ROW + hk * 16 + k);
                 }
+            #pragma unroll
             for (int ni = 0; ni < 4; ni++)
+                #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     int n, k;
                     gpu_frag_b_h16(lane, r, &n, &k);
                     b[ni][r] = *(const unsigned *)(Xs + (wn + ni * 8 + n) * H_ROW + hk * 16 + k);
                 }
+            #pragma unroll
             for (int mi = 0; mi < 2; mi++)
+                #pragma unroll
                 for (int ni = 0; ni < 4; ni++) mma_h16<BF16>(acc[mi][ni], a[mi], b[ni]);
         }
         __syncthreads();
     }
+    #pragma unroll
     for (int mi = 0; mi < 2; mi++)
+        #pragma unroll
         for (int ni = 0; ni < 4; ni++)
+            #pragma unroll
             for (int i = 0; i < 4; i++) {
                 int row, n;
                 gpu_frag_c(lane, i, &row, &n);
