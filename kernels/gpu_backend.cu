@@ -65,6 +65,9 @@ typedef struct gpu_impl {
     int             n_wbufs, cap_wbufs;
     uint64_t        weight_bytes;
     int             T;                          /* activations sized for T tokens */
+    cudaGraphExec_t graph;                      /* layers 0..n_layer-2 for canvases of graph_T */
+    int             graph_T;
+    bool            graph_off;                  /* UNMASK_CUDA_GRAPH=0, MoE, or a failed capture */
     gpu_dims        d;
     /* device activations (shapes for T = max tokens; see gpu_activation_bytes) */
     float   *x, *xn, *hidden;                   /* (T, E) */
@@ -231,7 +234,10 @@ static void free_acts(gpu_impl *g) {
     g->T = 0;
 }
 
+static void drop_graph(gpu_impl *g);
+
 static int alloc_acts(gpu_impl *g, int T, um_err *e) {
+    drop_graph(g);      /* captured pointers die with the buffers */
     free_acts(g);
     const gpu_dims d = gpu_dims_for(g->m, T);
     const uint64_t R = (uint64_t)d.rows_ff, K = (uint64_t)d.kmax, X = (uint64_t)(d.X ? d.X : 1);
@@ -364,6 +370,86 @@ static int ffn(gpu_impl *g, int il, int n, um_err *e) {
 
 /* ------------------------------------------------------------------ the table */
 
+/* One transformer layer over the canvas of T tokens (n_rows rows wanted at the end). */
+static int run_layer(gpu_impl *g, int il, int T, int n_rows, um_err *e) {
+    const um_model *m = g->m;
+    const um_hparams *hp = &m->hp;
+    const int E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
+    const int NQ = H * HD, NKV = HKV * HD;
+    const int neox = m->arch->rope_neox ? 1 : 0;
+    const gpu_layer *gl = &g->layers[il];
+    /* On the last layer only the rows the head needs go past the attention (as forward.c). */
+    const bool subset = il == hp->n_layer - 1 && n_rows < T;
+    const int nq = subset ? n_rows : T;
+
+    CK(gpu_rmsnorm(g->xn, g->x, gl->attn_norm, T, E, hp->norm_eps, g->st), "rmsnorm");
+    gpu_act a = make_act(g, g->xn, T, E);
+    if (linear(g, &gl->wk, &a, g->k, NKV, gl->bk, 0, e) || linear(g, &gl->wv, &a, g->v, NKV, gl->bv, 0, e))
+        return UM_FAIL;
+    if (subset) {
+        CK(gpu_gather_rows(g->hidden, g->xn, g->rows, n_rows, E, g->st), "gather rows");
+        gpu_act aq = make_act(g, g->hidden, nq, E);
+        if (linear(g, &gl->wq, &aq, g->q, NQ, gl->bq, 0, e)) return UM_FAIL;
+    } else if (linear(g, &gl->wq, &a, g->q, NQ, gl->bq, 0, e)) {
+        return UM_FAIL;
+    }
+    if (m->arch->qk_norm) {
+        CK(gpu_rmsnorm(g->q, g->q, gl->q_norm, nq * H, HD, hp->norm_eps, g->st), "q norm");
+        CK(gpu_rmsnorm(g->k, g->k, gl->k_norm, T * HKV, HD, hp->norm_eps, g->st), "k norm");
+    }
+    CK(gpu_rope(g->q, subset ? g->rows : g->pos, nq, H, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope q");
+    CK(gpu_rope(g->k, g->pos, T, HKV, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope k");
+    CK(gpu_attention(g->att, g->q, g->k, g->v, nq, T, H, HKV, HD, g->st), "attention");
+    if (subset) {
+        CK(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
+        CK(cudaMemcpyAsync(g->x, g->hidden, (size_t)n_rows * E * 4, cudaMemcpyDeviceToDevice, g->st), "copy rows");
+    }
+    gpu_act ao = make_act(g, g->att, nq, NQ);
+    if (linear(g, &gl->wo, &ao, g->x, E, gl->bo, 1, e)) return UM_FAIL;
+    CK(gpu_rmsnorm(g->xn, g->x, gl->ffn_norm, nq, E, hp->norm_eps, g->st), "rmsnorm");
+    return ffn(g, il, nq, e);
+}
+
+static void drop_graph(gpu_impl *g) {
+    if (g->graph) cudaGraphExecDestroy(g->graph);
+    g->graph = NULL;
+    g->graph_T = 0;
+}
+
+/* Layers 0 .. n_layer-2 of a dense model do the same work for every canvas of T tokens
+ * (the row subset only touches the last layer), so they are captured once per T as a CUDA
+ * graph and replayed. Returns the number of layers it ran (0: capture unavailable, the
+ * caller runs them one by one; the first failure turns graphs off for this backend). */
+static int run_graph(gpu_impl *g, int T, um_err *e) {
+    const um_model *m = g->m;
+    const int L = m->hp.n_layer - 1;
+    if (g->graph_off || m->arch->moe || L < 1) return 0;
+    if (!g->graph || g->graph_T != T) {
+        drop_graph(g);
+        cudaGraph_t graph = NULL;
+        if (cudaStreamBeginCapture(g->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+            g->graph_off = true;
+            cudaGetLastError();
+            return 0;
+        }
+        um_err ce = { "" };
+        int rc = UM_OK;
+        for (int il = 0; il < L && !rc; il++) rc = run_layer(g, il, T, T, &ce);
+        cudaError_t err = cudaStreamEndCapture(g->st, &graph);
+        if (!rc && err == cudaSuccess) err = cudaGraphInstantiate(&g->graph, graph, 0);
+        if (graph) cudaGraphDestroy(graph);
+        if (rc || err != cudaSuccess) {
+            g->graph = NULL;
+            g->graph_off = true;
+            cudaGetLastError();
+            return 0;
+        }
+        g->graph_T = T;
+    }
+    CK(cudaGraphLaunch(g->graph, g->st), "graph launch");
+    return L;
+}
+
 static int gpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows, float *logits,
                    um_err *e) {
     gpu_impl *g = (gpu_impl *)impl;
@@ -374,9 +460,7 @@ static int gpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_
     if (n_rows < 0 || n_rows > n_tokens) return um_errf(e, "bad row count %d", n_rows);
     for (int i = 0; i < n_rows; i++)
         if (rows[i] < 0 || rows[i] >= n_tokens) return um_errf(e, "row %d outside the canvas", rows[i]);
-    const int T = n_tokens, E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
-    const int NQ = H * HD, NKV = HKV * HD;
-    const int neox = m->arch->rope_neox ? 1 : 0;
+    const int T = n_tokens, E = hp->n_embd;
 
     if (ops_embed(NULL, g->x_host, m->tok_embd.data, (um_type)m->tok_embd.type, hp->n_vocab, E, tokens, T, e))
         return UM_FAIL;
@@ -384,38 +468,10 @@ static int gpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_
     memcpy(g->rows_host, rows, (size_t)n_rows * 4);
     if (n_rows) CK(cudaMemcpyAsync(g->rows, g->rows_host, (size_t)n_rows * 4, cudaMemcpyHostToDevice, g->st), "upload rows");
 
-    for (int il = 0; il < hp->n_layer; il++) {
-        const gpu_layer *gl = &g->layers[il];
-        const bool subset = il == hp->n_layer - 1 && n_rows < T;
-        const int nq = subset ? n_rows : T;
-
-        CK(gpu_rmsnorm(g->xn, g->x, gl->attn_norm, T, E, hp->norm_eps, g->st), "rmsnorm");
-        gpu_act a = make_act(g, g->xn, T, E);
-        if (linear(g, &gl->wk, &a, g->k, NKV, gl->bk, 0, e) || linear(g, &gl->wv, &a, g->v, NKV, gl->bv, 0, e))
-            return UM_FAIL;
-        if (subset) {
-            CK(gpu_gather_rows(g->hidden, g->xn, g->rows, n_rows, E, g->st), "gather rows");
-            gpu_act aq = make_act(g, g->hidden, nq, E);
-            if (linear(g, &gl->wq, &aq, g->q, NQ, gl->bq, 0, e)) return UM_FAIL;
-        } else if (linear(g, &gl->wq, &a, g->q, NQ, gl->bq, 0, e)) {
-            return UM_FAIL;
-        }
-        if (m->arch->qk_norm) {
-            CK(gpu_rmsnorm(g->q, g->q, gl->q_norm, nq * H, HD, hp->norm_eps, g->st), "q norm");
-            CK(gpu_rmsnorm(g->k, g->k, gl->k_norm, T * HKV, HD, hp->norm_eps, g->st), "k norm");
-        }
-        CK(gpu_rope(g->q, subset ? g->rows : g->pos, nq, H, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope q");
-        CK(gpu_rope(g->k, g->pos, T, HKV, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope k");
-        CK(gpu_attention(g->att, g->q, g->k, g->v, nq, T, H, HKV, HD, g->st), "attention");
-        if (subset) {
-            CK(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
-            CK(cudaMemcpyAsync(g->x, g->hidden, (size_t)n_rows * E * 4, cudaMemcpyDeviceToDevice, g->st), "copy rows");
-        }
-        gpu_act ao = make_act(g, g->att, nq, NQ);
-        if (linear(g, &gl->wo, &ao, g->x, E, gl->bo, 1, e)) return UM_FAIL;
-        CK(gpu_rmsnorm(g->xn, g->x, gl->ffn_norm, nq, E, hp->norm_eps, g->st), "rmsnorm");
-        if (ffn(g, il, nq, e)) return UM_FAIL;
-    }
+    const int done = run_graph(g, T, e);
+    if (done < 0) return UM_FAIL;
+    for (int il = done; il < hp->n_layer; il++)
+        if (run_layer(g, il, T, n_rows, e)) return UM_FAIL;
     if (n_rows == 0) {
         CK(cudaStreamSynchronize(g->st), "sync");
         return UM_OK;
@@ -457,6 +513,7 @@ static void gpu_free(void *impl) {
     gpu_impl *g = (gpu_impl *)impl;
     if (!g) return;
     if (g->st) cudaStreamSynchronize(g->st);
+    drop_graph(g);
     free_acts(g);
     for (int i = 0; i < g->n_wbufs; i++) cudaFree(g->wbufs[i]);
     free(g->wbufs);
@@ -499,6 +556,8 @@ extern "C" int gpu_backend_open(um_backend *out, const um_model *m, int max_toke
     gpu_impl *g = (gpu_impl *)calloc(1, sizeof *g);
     if (!g) return um_errf(e, "out of memory");
     g->m = m;
+    const char *ge = getenv("UNMASK_CUDA_GRAPH");
+    g->graph_off = ge && !strcmp(ge, "0");
     snprintf(g->kname, sizeof g->kname, "sm_%d%d mma.s8", p.major, p.minor);
     err = cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = gpu_kernels_init(m->hp.head_dim);
