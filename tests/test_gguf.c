@@ -446,7 +446,7 @@ static void make_broken(const uint8_t *base, size_t n) {
     WANT(b, "key length 1048576 exceeds the limit 65535 (at byte %llu)", (unsigned long long)L.kv_aa);
     b = add_case("string-past-end", base, n, n);
     put64(b->p, L.kv_aa + 16, 1ull << 62);      /* the value's length: after key (8+4) and type (4) */
-    WANT(b, "string length 4611686018427387904 runs past end of file (%zu bytes left) (at byte %llu)",
+    WANT(b, "key 'k.aa': string length 4611686018427387904 runs past end of file (%zu bytes left) (at byte %llu)",
          n - (size_t)(L.kv_aa + 24), (unsigned long long)(L.kv_aa + 16));
     b = add_case("unknown-value-type", base, n, n);
     put32(b->p, L.kv_aa + 12, 13);
