@@ -41,7 +41,7 @@ HALF_FIELDS = {
     "iq4_nl": [0], "iq4_xs": [0],
 }
 
-NE0, NROWS = 512, 3
+NE0, NROWS = 512, 5
 
 
 def make_input():
@@ -56,6 +56,8 @@ def make_input():
     x[1, 256:512] = rng.uniform(-1, 1, 256).astype(np.float32) * np.linspace(1e-4, 3, 256, dtype=np.float32)
     x[2, 0:256] = 0.0                                        # all-zero super-block
     x[2, 256:512] = (rng.standard_t(3, 256) * 0.05).astype(np.float32)   # heavy tails
+    x[3] = rng.uniform(-1, 1, NE0).astype(np.float32)        # uniform: the IQ4 scale search differs most
+    x[4] = (rng.randn(NE0) * 0.5 + 0.3).astype(np.float32)   # offset Gaussian, one sign dominates
     return x
 
 
