@@ -13,7 +13,7 @@
  *
  * Invariants: a helper touches the task only between seeing a new generation and its
  * decrement of `pending`, so the task may live on the caller's stack. Only one pool_run
- * is in flight per pool (the caller blocks until it is finished).
+ * is in flight per pool (`busy`); a nested or concurrent call runs on its caller alone.
  */
 #include "pool.h"
 
@@ -46,6 +46,7 @@ struct um_pool {
     atomic_int       pending;       /* helpers still running the current task */
     um_pool_task    *_Atomic task;  /* current task; valid while pending > 0 */
     atomic_bool      stop;          /* set by pool_free */
+    atomic_bool      busy;          /* a pool_run is in flight */
 };
 
 typedef struct helper_arg {
@@ -104,6 +105,7 @@ um_pool *pool_new(int n_threads) {
     atomic_init(&p->pending, 0);
     atomic_init(&p->task, NULL);
     atomic_init(&p->stop, false);
+    atomic_init(&p->busy, false);
     if (n_threads == 1) return p;
 
     p->threads = um_calloc((size_t)n_threads - 1, sizeof *p->threads);
@@ -150,7 +152,9 @@ int pool_threads(const um_pool *p) { return p ? p->n_threads : 1; }
 
 void pool_run(um_pool *p, um_pool_task *t) {
     atomic_store_explicit(&t->next, 0, memory_order_relaxed);
-    if (!p || p->n_threads == 1) {
+    /* One run at a time: a nested call (a task that itself calls pool_run) or a second
+     * thread calling in while a run is in flight gets the caller's thread alone. */
+    if (!p || p->n_threads == 1 || atomic_exchange_explicit(&p->busy, true, memory_order_acquire)) {
         t->fn(t, 0, 1);
         return;
     }
@@ -163,14 +167,18 @@ void pool_run(um_pool *p, um_pool_task *t) {
 
     t->fn(t, 0, p->n_threads);
 
-    for (int i = 0; i < SPIN_ITERS; i++) {
-        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return;
+    int spins = 0;
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0 && spins < SPIN_ITERS) {
         cpu_relax();
+        spins++;
     }
-    pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (spins == SPIN_ITERS) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
+            pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+    atomic_store_explicit(&p->busy, false, memory_order_release);
 }
 
 /* ------------------------------------------------------------------ pool_for */

@@ -129,3 +129,37 @@ TEST(pool_create_free_many) {
         pool_free(p);               /* immediately, with helpers possibly still spinning */
     }
 }
+
+/* A task that itself calls pool_run on the same pool: the inner run must not deadlock
+ * or disturb the outer one; it runs on the calling worker alone. */
+typedef struct nest_arg {
+    um_pool    *pool;
+    atomic_int  outer_hits;
+    atomic_int  inner_hits;
+    atomic_int  inner_bad_threads;
+} nest_arg;
+
+static void inner_chunk(void *argp, int64_t chunk, int thread_id) {
+    nest_arg *a = argp;
+    if (thread_id != 0) atomic_fetch_add(&a->inner_bad_threads, 1);
+    atomic_fetch_add(&a->inner_hits, 1);
+}
+
+static void outer_chunk(void *argp, int64_t chunk, int thread_id) {
+    nest_arg *a = argp;
+    atomic_fetch_add(&a->outer_hits, 1);
+    pool_for(a->pool, 5, inner_chunk, a);
+}
+
+TEST(pool_nested_run_is_inline) {
+    um_pool *p = pool_new(3);
+    CHECK(p != NULL);
+    nest_arg a = { .pool = p };
+    pool_for(p, 40, outer_chunk, &a);
+    int bad = run_counted(p, 100, 3);        /* the pool still works afterwards */
+    pool_free(p);
+    CHECK_EQ(atomic_load(&a.outer_hits), 40);
+    CHECK_EQ(atomic_load(&a.inner_hits), 200);
+    CHECK_EQ(atomic_load(&a.inner_bad_threads), 0);
+    CHECK(!bad);
+}
