@@ -206,8 +206,12 @@ static void attn_block_avx2(const um_attn_block *b) {
     float vpack[BK * UM_OPS_MAX_HEAD_DIM] __attribute__((aligned(32)));  /* (BK, hd) */
     float ml[BQ] __attribute__((aligned(32)));      /* per query: the tile's corr, at the end l */
 
-    for (int d = 0; d < hd; d++)
-        for (int i = 0; i < BQ; i++) qt[d * BQ + i] = i < nq ? b->q[(int64_t)i * b->q_stride + d] * b->scale : 0.0f;
+    /* row by row: each q row is read contiguously (rows are far apart in memory) */
+    for (int i = 0; i < BQ; i++) {
+        if (i >= nq) { for (int d = 0; d < hd; d++) qt[d * BQ + i] = 0.0f; continue; }
+        const float *qr = b->q + (int64_t)i * b->q_stride;
+        for (int d = 0; d < hd; d++) qt[d * BQ + i] = qr[d] * b->scale;
+    }
     for (int i = 0; i < nq * hd; i++) acc[i] = 0;
     __m256 m[4], l[4];
     #pragma GCC unroll 4
