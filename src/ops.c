@@ -236,6 +236,12 @@ static void rmsnorm_chunk(void *arg, int64_t c, int thread_id) {
         j->k->rmsnorm_row(j->y + r * j->n, j->x + r * j->n, j->w, j->n, j->eps);
 }
 
+static void add_bias_chunk(void *arg, int64_t c, int thread_id) {
+    const row_job *j = arg;
+    int64_t r1 = UM_MIN(j->n_rows, (c + 1) * j->per);
+    for (int64_t r = c * j->per; r < r1; r++) j->k->add(j->y + r * j->n, j->x + r * j->n, j->w, j->n);
+}
+
 static void softmax_chunk(void *arg, int64_t c, int thread_id) {
     const row_job *j = arg;
     int64_t r1 = UM_MIN(j->n_rows, (c + 1) * j->per);
@@ -251,6 +257,16 @@ void ops_rmsnorm(um_pool *pool, float *y, const float *x, const float *w,
 
 void ops_rmsnorm_ref(float *y, const float *x, const float *w, int64_t n_rows, int n, float eps) {
     for (int64_t r = 0; r < n_rows; r++) rmsnorm_row_ref(y + r * n, x + r * n, w, n, eps);
+}
+
+void ops_add_bias(um_pool *pool, float *y, const float *x, const float *bias, int64_t n_rows, int n) {
+    if (n_rows <= 0 || n <= 0) return;
+    row_job j = { kern(), y, x, bias, n_rows, rows_per_chunk(n), n, 0 };
+    pool_for(n_rows * n < 2 * ELEM_CHUNK ? NULL : pool, (n_rows + j.per - 1) / j.per, add_bias_chunk, &j);
+}
+
+void ops_add_bias_ref(float *y, const float *x, const float *bias, int64_t n_rows, int n) {
+    for (int64_t r = 0; r < n_rows; r++) ops_add_ref(y + r * n, x + r * n, bias, n);
 }
 
 void ops_softmax(um_pool *pool, float *x, int64_t n_rows, int n) {

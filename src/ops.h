@@ -48,7 +48,11 @@ void ops_mul(um_pool *pool, float *y, const float *a, const float *b, int64_t n)
 /* y = silu(gate) * up, silu(x) = x / (1 + exp(-x)); y may alias gate or up. */
 void ops_swiglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n);
 
+/* y[r,:] = x[r,:] + bias[:] for each of n_rows rows of n; y may alias x (QKV biases). */
+void ops_add_bias(um_pool *pool, float *y, const float *x, const float *bias, int64_t n_rows, int n);
+
 void ops_add_ref(float *y, const float *a, const float *b, int64_t n);
+void ops_add_bias_ref(float *y, const float *x, const float *bias, int64_t n_rows, int n);
 void ops_mul_ref(float *y, const float *a, const float *b, int64_t n);
 void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n);
 

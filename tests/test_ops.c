@@ -132,6 +132,29 @@ TEST(ops_elementwise_all_isas) {
     pool_free(pool);
 }
 
+TEST(ops_add_bias_all_isas) {
+    static const int widths[] = { 1, 9, 128, 3584 };
+    um_pool *pool = pool_new(3);
+    for (size_t wi = 0; wi < UM_ARRAY_LEN(widths); wi++) {
+        int n = widths[wi], nr = 37;
+        rng_seed(n + 5);
+        float *x = rnd_buf((int64_t)nr * n, 4.0f), *bias = rnd_buf(n, 1.0f);
+        float *y = malloc(sizeof(float) * nr * n);
+        FOR_EACH_ISA(isa) {
+            ops_add_bias(pool, y, x, bias, nr, n);
+            for (int r = 0; r < nr; r++)
+                for (int i = 0; i < n; i++) CHECK_NEAR(y[r * n + i], x[r * n + i] + bias[i], TOL_EXACT);
+            memcpy(y, x, sizeof(float) * nr * n);
+            ops_add_bias(pool, y, y, bias, nr, n);      /* in place */
+            for (int r = 0; r < nr; r++)
+                for (int i = 0; i < n; i++) CHECK_NEAR(y[r * n + i], x[r * n + i] + bias[i], TOL_EXACT);
+        }
+        free(x); free(bias); free(y);
+    }
+    restore_isa();
+    pool_free(pool);
+}
+
 TEST(ops_swiglu_extremes) {
     /* silu saturates: huge negative gates give -0, huge positive give the gate itself */
     float g[9] = { -1000, -100, -88.5f, -20, 0, 20, 88.5f, 100, 1000 }, u[9], y[9];
