@@ -168,3 +168,6 @@ peer:
 
 clean:
 	rm -rf build/release build/asan build/tsan build/werror build/fuzz unmask
+
+check-peer: all
+	@tools/check-peer.sh
