@@ -458,9 +458,6 @@ static void embed_chunk(void *arg, int64_t t, int thread_id) {
     }
 }
 
-/* Weak until quant.c (the traits table) is linked in; then it binds normally. */
-extern const um_type_traits *um_traits(uint32_t t) __attribute__((weak));
-
 int ops_embed(um_pool *pool, float *out, const void *table, um_type type,
               int64_t n_vocab, int n_embd, const int32_t *tokens, int n_tokens, um_err *e) {
     if (!out || !table || (!tokens && n_tokens > 0) || n_embd < 1 || n_vocab < 1 || n_tokens < 0)
@@ -468,7 +465,7 @@ int ops_embed(um_pool *pool, float *out, const void *table, um_type type,
                        (long long)n_vocab, n_embd, n_tokens);
     const um_type_traits *tr = NULL;
     if (type != UM_TYPE_F32 && type != UM_TYPE_F16 && type != UM_TYPE_BF16) {
-        tr = um_traits ? um_traits(type) : NULL;
+        tr = um_traits(type);
         if (!tr || !tr->to_float_ref)
             return um_errf(e, "embed: cannot dequantize type %s", um_type_name(type));
     }
