@@ -28,6 +28,10 @@ void ops_mul_ref(float *y, const float *a, const float *b, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
 }
 
+static void axpy_ref(float *y, float a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 /* silu as ggml computes it: x / (1 + expf(-x)) in float. */
 void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
@@ -113,6 +117,7 @@ static const um_ops_kern kern_ref = {
     .add         = ops_add_ref,
     .mul         = ops_mul_ref,
     .swiglu      = ops_swiglu_ref,
+    .axpy        = axpy_ref,
     .rmsnorm_row = rmsnorm_row_ref,
     .softmax_row = softmax_row_ref,
     .rope_norm   = rope_norm_ref,
@@ -585,26 +590,34 @@ void ops_gather_rows(um_pool *pool, float *dst, const float *src, const int32_t 
 }
 
 typedef struct combine_job {
-    float         *out;
-    const float   *y, *weight;
-    const int32_t *slot;
-    int            k, width;
-    bool           accumulate;
+    const um_ops_kern *k;
+    float             *out;
+    const float       *y, *weight;
+    const int32_t     *slot;
+    int                n_choice, width;
+    bool               accumulate;
 } combine_job;
 
 static void combine_chunk(void *arg, int64_t t, int thread_id) {
     const combine_job *j = arg;
     float *o = j->out + t * j->width;
     if (!j->accumulate) memset(o, 0, (size_t)j->width * sizeof *o);
-    for (int m = 0; m < j->k; m++) {
-        float w = j->weight[t * j->k + m];
-        const float *yr = j->y + (int64_t)j->slot[t * j->k + m] * j->width;
-        for (int i = 0; i < j->width; i++) o[i] += w * yr[i];
-    }
+    for (int m = 0; m < j->n_choice; m++)
+        j->k->axpy(o, j->weight[t * j->n_choice + m], j->y + (int64_t)j->slot[t * j->n_choice + m] * j->width, j->width);
+}
+
+static void combine_run(um_pool *pool, const um_ops_kern *k, float *out, const float *y, const float *weight,
+                        const int32_t *slot, int n_tokens, int n_choice, int width, bool accumulate) {
+    combine_job j = { k, out, y, weight, slot, n_choice, width, accumulate };
+    pool_for((int64_t)n_tokens * width * n_choice < 2 * ELEM_CHUNK ? NULL : pool, n_tokens, combine_chunk, &j);
 }
 
 void ops_moe_combine(um_pool *pool, float *out, const float *y, const float *weight,
                      const int32_t *slot, int n_tokens, int k, int width, bool accumulate) {
-    combine_job j = { out, y, weight, slot, k, width, accumulate };
-    pool_for((int64_t)n_tokens * width * k < 2 * ELEM_CHUNK ? NULL : pool, n_tokens, combine_chunk, &j);
+    combine_run(pool, kern(), out, y, weight, slot, n_tokens, k, width, accumulate);
+}
+
+void ops_moe_combine_ref(float *out, const float *y, const float *weight,
+                         const int32_t *slot, int n_tokens, int k, int width, bool accumulate) {
+    combine_run(NULL, &kern_ref, out, y, weight, slot, n_tokens, k, width, accumulate);
 }

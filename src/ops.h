@@ -173,6 +173,8 @@ void ops_gather_rows(um_pool *pool, float *dst, const float *src, const int32_t 
  * (adding the MoE output straight onto the residual stream). */
 void ops_moe_combine(um_pool *pool, float *out, const float *y, const float *weight,
                      const int32_t *slot, int n_tokens, int k, int width, bool accumulate);
+void ops_moe_combine_ref(float *out, const float *y, const float *weight,
+                         const int32_t *slot, int n_tokens, int k, int width, bool accumulate);
 
 /* ------------------------------------------------------------------ kernel tables
  * Row kernels of one instruction set; ops.c threads and dispatches, ops_<isa>.c fill
@@ -194,6 +196,7 @@ typedef struct um_ops_kern {
     void (*add)(float *y, const float *a, const float *b, int64_t n);
     void (*mul)(float *y, const float *a, const float *b, int64_t n);
     void (*swiglu)(float *y, const float *gate, const float *up, int64_t n);
+    void (*axpy)(float *y, float a, const float *x, int64_t n);      /* y += a * x */
     void (*rmsnorm_row)(float *y, const float *x, const float *w, int n, float eps);
     void (*softmax_row)(float *x, int n);
     /* Rotate one head's first n_dims values with a per-token table made by ops.c:

@@ -88,6 +88,13 @@ static void swiglu_avx2(float *y, const float *gate, const float *up, int64_t n)
     if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, swiglu8(load_t(gate + i, m), load_t(up + i, m))); }
 }
 
+static void axpy_avx2(float *y, float a, const float *x, int64_t n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, _mm256_fmadd_ps(va, load_t(x + i, m), load_t(y + i, m))); }
+}
+
 /* ------------------------------------------------------------------ row-wise */
 
 static void rmsnorm_row_avx2(float *y, const float *x, const float *w, int n, float eps) {
@@ -292,6 +299,7 @@ const um_ops_kern ops_kern_avx2 = {
     .add         = add_avx2,
     .mul         = mul_avx2,
     .swiglu      = swiglu_avx2,
+    .axpy        = axpy_avx2,
     .rmsnorm_row = rmsnorm_row_avx2,
     .softmax_row = softmax_row_avx2,
     .rope_norm   = rope_norm_avx2,

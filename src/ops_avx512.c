@@ -64,6 +64,14 @@ static void swiglu_avx512(float *y, const float *gate, const float *up, int64_t 
     }
 }
 
+static void axpy_avx512(float *y, float a, const float *x, int64_t n) {
+    const __m512 va = _mm512_set1_ps(a);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
 /* ------------------------------------------------------------------ row-wise */
 
 /* Add the 16 floats of v into two double accumulators (exactly, as the reference's
@@ -286,6 +294,7 @@ const um_ops_kern ops_kern_avx512 = {
     .add         = add_avx512,
     .mul         = mul_avx512,
     .swiglu      = swiglu_avx512,
+    .axpy        = axpy_avx512,
     .rmsnorm_row = rmsnorm_row_avx512,
     .softmax_row = softmax_row_avx512,
     .rope_norm   = rope_norm_avx512,

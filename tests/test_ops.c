@@ -629,26 +629,37 @@ TEST(ops_moe_pipeline_matches_direct) {
     CHECK(ops_moe_route(&c, logits, NT, ex, w, &e) == UM_OK);
     CHECK(ops_moe_group(ex, w, NT, K, NE, off, tok, rw, slot, &e) == UM_OK);
     ops_gather_rows(pool, xg, x, tok, NT * K, W);
+    for (int r = 0; r < NT * K; r++)
+        CHECK(memcmp(xg + r * W, x + tok[r] * W, W * sizeof *x) == 0);
     for (int ei = 0; ei < NE; ei++)
         for (int r = off[ei]; r < off[ei + 1]; r++)
             for (int i = 0; i < W; i++) yg[r * W + i] = (ei + 1) * xg[r * W + i] + ei;
-    ops_moe_combine(pool, out, yg, w, slot, NT, K, W, false);
-    ops_moe_combine(pool, acc, yg, w, slot, NT, K, W, true);
-    pool_free(pool);
-    for (int t = 0; t < NT; t++) {
-        double wsum = 0;
-        for (int j = 0; j < K; j++) wsum += w[t * K + j];
-        CHECK_NEAR(wsum, 1.0, 1e-6);
-        for (int j = 1; j < K; j++) CHECK(w[t * K + j] <= w[t * K + j - 1]);
-        for (int i = 0; i < W; i++) {
-            double d = 0;
-            for (int j = 0; j < K; j++) {
-                int ei = ex[t * K + j];
-                d += w[t * K + j] * ((ei + 1) * (double)x[t * W + i] + ei);
+    float *out_ref = malloc(sizeof(float) * NT * W);
+    ops_moe_combine_ref(out_ref, yg, w, slot, NT, K, W, false);
+    FOR_EACH_ISA(isa) {
+        memcpy(acc, resid, sizeof(float) * NT * W);
+        ops_moe_combine(pool, out, yg, w, slot, NT, K, W, false);
+        ops_moe_combine(pool, acc, yg, w, slot, NT, K, W, true);
+        /* FMA in the SIMD sets: one rounding fewer per term than the reference */
+        CHECK_CLOSE(out, out_ref, NT * W, 1e-6, 4 * ULP, ops_isa_name(isa));
+        for (int t = 0; t < NT; t++) {
+            double wsum = 0;
+            for (int j = 0; j < K; j++) wsum += w[t * K + j];
+            CHECK_NEAR(wsum, 1.0, 1e-6);
+            for (int j = 1; j < K; j++) CHECK(w[t * K + j] <= w[t * K + j - 1]);
+            for (int i = 0; i < W; i++) {
+                double d = 0;
+                for (int j = 0; j < K; j++) {
+                    int ei = ex[t * K + j];
+                    d += w[t * K + j] * ((ei + 1) * (double)x[t * W + i] + ei);
+                }
+                CHECK_NEAR(out[t * W + i], d, 1e-5);    /* float sum of K terms of size <= 16 */
+                CHECK_NEAR(acc[t * W + i], resid[t * W + i] + d, 1e-5);
             }
-            CHECK_NEAR(out[t * W + i], d, 1e-5);        /* float sum of K terms of size <= 16 */
-            CHECK_NEAR(acc[t * W + i], resid[t * W + i] + d, 1e-5);
         }
     }
+    restore_isa();
+    pool_free(pool);
+    free(out_ref);
     free(logits); free(x); free(resid); free(xg); free(yg); free(out); free(acc);
 }
