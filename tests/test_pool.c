@@ -7,6 +7,7 @@
 #include "pool.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #define TP_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -69,13 +70,22 @@ TEST(pool_every_chunk_once) {
     }
 }
 
+/* Back-to-back runs (helpers still spinning) mixed with pauses long enough for them to
+ * fall asleep, so both wake-up paths are taken; 2 threads spin on this machine's CPUs,
+ * 4 may outnumber them and then sleep at once. */
 TEST(pool_repeated_runs) {
-    um_pool *p = pool_new(4);
-    CHECK(p != NULL);
-    int bad = 0;
-    for (int r = 0; r < 300 && !bad; r++) bad = run_counted(p, 1 + r % 37, 4);
-    pool_free(p);
-    CHECK(!bad);
+    static const int threads[] = { 2, 4 };
+    for (size_t ti = 0; ti < TP_LEN(threads); ti++) {
+        um_pool *p = pool_new(threads[ti]);
+        CHECK(p != NULL);
+        int bad = 0;
+        for (int r = 0; r < 300 && !bad; r++) {
+            if (r % 50 == 49) nanosleep(&(struct timespec){ 0, 3000000 }, NULL);
+            bad = run_counted(p, 1 + r % 37, threads[ti]);
+        }
+        pool_free(p);
+        CHECK_MSG(!bad, "threads %d", threads[ti]);
+    }
 }
 
 TEST(pool_null_and_single_thread) {
