@@ -61,13 +61,15 @@ static void softmax_row_ref(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
+/* Both rotations use one fused multiply-add, rounding the x1 product first, exactly as
+ * llama.cpp's compiled rotate_pairs (GCC contracts x0*c - x1*s into fma(x0, c, -(x1*s)));
+ * so the reference and every kernel set match ggml_rope_ext bit for bit. */
 static void rope_norm_ref(float *x, const float *cs, int n_dims) {
-    const float *cosd = cs, *sina = cs + n_dims;      /* cos per element, sin signed -,+ */
-    for (int i = 0; i < n_dims; i += 2) {
+    for (int i = 0; i < n_dims; i += 2) {                /* cs: (cos, sin) per pair */
         float x0 = x[i], x1 = x[i + 1];
-        float c = cosd[i], s = sina[i + 1];
-        x[i]     = x0 * c - x1 * s;
-        x[i + 1] = x0 * s + x1 * c;
+        float c = cs[i], s = cs[i + 1];
+        x[i]     = fmaf(x0, c, -(x1 * s));
+        x[i + 1] = fmaf(x0, s, x1 * c);
     }
 }
 
@@ -76,8 +78,8 @@ static void rope_neox_ref(float *x, const float *cs, int n_dims) {
     const float *c = cs, *s = cs + half;
     for (int i = 0; i < half; i++) {
         float x0 = x[i], x1 = x[i + half];
-        x[i]        = x0 * c[i] - x1 * s[i];
-        x[i + half] = x0 * s[i] + x1 * c[i];
+        x[i]        = fmaf(x0, c[i], -(x1 * s[i]));
+        x[i + half] = fmaf(x0, s[i], x1 * c[i]);
     }
 }
 
@@ -312,9 +314,10 @@ static void rope_table(const um_rope *r, int32_t pos, float *cs) {
         float t = freq_scale * theta;
         float c = cosf(t), s = sinf(t);
         if (r->mode == UM_ROPE_NORM) {
-            cs[2 * i] = cs[2 * i + 1] = c;
+            cs[2 * i] = c;
+            cs[2 * i + 1] = s;
             cs[r->n_dims + 2 * i] = -s;
-            cs[r->n_dims + 2 * i + 1] = s;
+            cs[r->n_dims + 2 * i + 1] = c;
         } else {
             cs[i] = c;
             cs[half + i] = s;

@@ -200,7 +200,7 @@ typedef struct um_ops_kern {
     void (*rmsnorm_row)(float *y, const float *x, const float *w, int n, float eps);
     void (*softmax_row)(float *x, int n);
     /* Rotate one head's first n_dims values with a per-token table made by ops.c:
-     * NORM: cs = cos duplicated per pair (n_dims), then sin with signs -,+ (n_dims);
+     * NORM: cs = (cos_i, sin_i) pairs (n_dims), then (-sin_i, cos_i) pairs (n_dims);
      * NEOX: cs = cos (n_dims/2), then sin (n_dims/2). */
     void (*rope_norm)(float *x, const float *cs, int n_dims);
     void (*rope_neox)(float *x, const float *cs, int n_dims);

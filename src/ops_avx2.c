@@ -142,13 +142,16 @@ static void softmax_row_avx2(float *x, int n) {
 
 /* ------------------------------------------------------------------ RoPE */
 
+/* y0 = x0 c - x1 s, y1 = x0 s + x1 c, fused as fma(x0, (c | s), round(x1 * (-s | c))):
+ * the same single rounding of the x1 product that llama.cpp's compiled code has, so the
+ * result matches ggml_rope_ext bit for bit. */
 static void rope_norm_avx2(float *x, const float *cs, int n_dims) {
-    const float *cosd = cs, *sina = cs + n_dims;
+    const float *cs0 = cs, *cs1 = cs + n_dims;
     for (int i = 0; i < n_dims; i += 8) {
         __m256i m = tail_mask(n_dims - i);
         __m256 v = load_t(x + i, m);
-        __m256 sw = _mm256_permute_ps(v, 0xB1);     /* (x1, x0, x3, x2, ...) */
-        store_t(x + i, m, _mm256_fmadd_ps(sw, load_t(sina + i, m), _mm256_mul_ps(v, load_t(cosd + i, m))));
+        __m256 x0 = _mm256_moveldup_ps(v), x1 = _mm256_movehdup_ps(v);
+        store_t(x + i, m, _mm256_fmadd_ps(x0, load_t(cs0 + i, m), _mm256_mul_ps(x1, load_t(cs1 + i, m))));
     }
 }
 

@@ -123,14 +123,17 @@ static void softmax_row_avx512(float *x, int n) {
 
 /* ------------------------------------------------------------------ RoPE */
 
+/* y0 = x0 c - x1 s, y1 = x0 s + x1 c, fused as fma(x0, (c | s), round(x1 * (-s | c))):
+ * the same single rounding of the x1 product that llama.cpp's compiled code has, so the
+ * result matches ggml_rope_ext bit for bit. */
 static void rope_norm_avx512(float *x, const float *cs, int n_dims) {
-    const float *cosd = cs, *sina = cs + n_dims;
+    const float *cs0 = cs, *cs1 = cs + n_dims;
     for (int i = 0; i < n_dims; i += 16) {
         __mmask16 m = tail_mask(n_dims - i);
         __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        __m512 sw = _mm512_permute_ps(v, 0xB1);     /* (x1, x0, x3, x2, ...) */
-        __m512 r = _mm512_fmadd_ps(sw, _mm512_maskz_loadu_ps(m, sina + i),
-                                   _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, cosd + i)));
+        __m512 x0 = _mm512_moveldup_ps(v), x1 = _mm512_movehdup_ps(v);
+        __m512 r = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m, cs0 + i),
+                                   _mm512_mul_ps(x1, _mm512_maskz_loadu_ps(m, cs1 + i)));
         _mm512_mask_storeu_ps(x + i, m, r);
     }
 }

@@ -16,8 +16,8 @@
  *            is itself within 1 ulp), plus one division: 16 ulp of float is ample.
  * TOL_NORM:  relative; RMSNorm/softmax sums are in double in every set, so only the sum
  *            order differs, plus exp's ~3 ulp in softmax: 8 ulp.
- * TOL_FMA:   absolute for |x| <= 1 data; RoPE kernels fuse one product into the add
- *            (one rounding fewer than the reference): under 2 ulp of the result.
+ * RoPE:      exact; the reference and the kernels do the same fused multiply-adds on the
+ *            same per-token table (and match llama.cpp bit for bit, see the fixture test).
  * TOL_ATTN:  absolute for v in [-1, 1]. With q, k in [-3, 3] a score sums head_dim
  *            products of up to 9 (partial sums ~100, so ~1e-5 of float rounding), and a
  *            different summation order (pre-scaled q, FMA, tiles) moves it by about that
@@ -30,7 +30,6 @@
 #define TOL_EXACT  0.0
 #define TOL_EXP    (16 * ULP)
 #define TOL_NORM   (8 * ULP)
-#define TOL_FMA    (2e-7)
 #define TOL_ATTN   (1e-5)
 #define TOL_ATTN_D (1e-5)
 
@@ -311,14 +310,57 @@ TEST(ops_rope_against_formula_and_isas) {
         FOR_EACH_ISA(isa) {
             float *qa = copy_buf(q, nq), *ka = copy_buf(k, nk);
             CHECK(ops_rope(pool, &r, pos, nt, qa, nh, nkv ? ka : NULL, nkv, &e) == UM_OK);
-            CHECK_CLOSE(qa, qr, nq, TOL_FMA, 0, ops_isa_name(isa));
-            CHECK_CLOSE(ka, kr, nk, TOL_FMA, 0, ops_isa_name(isa));
+            CHECK_CLOSE(qa, qr, nq, TOL_EXACT, 0, ops_isa_name(isa));
+            CHECK_CLOSE(ka, kr, nk, TOL_EXACT, 0, ops_isa_name(isa));
             free(qa); free(ka);
         }
         free(q); free(k); free(qr); free(kr); free(pos);
     }
     restore_isa();
     pool_free(pool);
+}
+
+/* Values computed by llama.cpp v0.4.0 (80fb11a, the peer build: AVX-512, AMX off) with
+ * ggml_rope_ext(ext_factor 0, attn_factor 1, freq_scale 1) on one head of 128 with
+ * x[t][i] = ((5i + t) % 11 - 5) / 8, positions 0, 1, 77, 1023; elements 0, 1, 2, 3, 62,
+ * 63, 64, 127. Every kernel set must reproduce them bit for bit. */
+TEST(ops_rope_matches_llama_cpp) {
+    static const int pos[4] = { 0, 1, 77, 1023 }, idx[8] = { 0, 1, 2, 3, 62, 63, 64, 127 };
+    static const float norm128[4][8] = {   /* UM_ROPE_NORM, n_dims 128, base 500000 */
+        { -0x1.4p-1, 0x0p+0, 0x1.4p-1, -0x1p-3, -0x1.8p-2, 0x1p-2, -0x1p-1, 0x1.8p-2 },
+        { -0x1.8057d2p-2, -0x1.69aca8p-2, -0x1.b7225p-2, -0x1.d1938ap-2, -0x1.00aa9p-2, 0x1.7f8e14p-2, -0x1.805c96p-2, 0x1.ffffecp-2 },
+        { -0x1.e7f72cp-3, -0x1.87bedp-2, -0x1.ef862ap-2, 0x1.6b3abp-3, -0x1.86314cp-3, 0x1.ea5f6ep-2, -0x1.28376ep-2, 0x1.4p-1 },
+        { 0x1.f306ap-3, 0x1.843f18p-2, 0x1.bfeap-2, 0x1.bccaaap-4, -0x1.3949b4p-1, -0x1.04ca0cp-3, -0x1.05f3aep-1, -0x1.3fd698p-1 },
+    };
+    static const float neox96[4][8] = {    /* UM_ROPE_NEOX, n_dims 96 (partial), base 1e6 */
+        { -0x1.4p-1, 0x0p+0, 0x1.4p-1, -0x1p-3, -0x1.8p-2, 0x1p-2, -0x1p-1, 0x1.8p-2 },
+        { -0x1.97968cp-1, 0x1.69cf7ep-3, -0x1.9736ccp-1, 0x1.a321e2p-4, -0x1.ffeb46p-3, 0x1.888008p-2, -0x1.8142c2p-2, 0x1p-1 },
+        { 0x1.45cb2ep-1, 0x1.798d06p-4, 0x1.7d968p-8, 0x1.5cfd4p-3, 0x1.8f281cp-4, -0x1.1aa1e2p-2, -0x1.6f9202p-3, 0x1.4p-1 },
+        { -0x1.1dd438p-1, 0x1.edb2b4p-3, 0x1.066f98p-3, -0x1.15ca78p-3, -0x1.39022cp-3, -0x1.24a768p-3, -0x1.cb444p-9, -0x1.4p-1 },
+    };
+    const um_rope modes[2] = { { UM_ROPE_NORM, 128, 128, 500000.0f, 1.0f }, { UM_ROPE_NEOX, 128, 96, 1e6f, 1.0f } };
+    const float (*expect[2])[8] = { norm128, neox96 };
+    float x[4 * 128], y[4 * 128];
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < 128; i++) x[t * 128 + i] = (float)((i * 5 + t) % 11 - 5) * 0.125f;
+    um_err e = { "" };
+    for (int m = 0; m < 2; m++) {
+        memcpy(y, x, sizeof y);
+        CHECK(ops_rope_ref(&modes[m], pos, 4, y, 1, NULL, 0, &e) == UM_OK);
+        for (int t = 0; t < 4; t++)
+            for (int k = 0; k < 8; k++)
+                CHECK_MSG(y[t * 128 + idx[k]] == expect[m][t][k], "ref mode %d t %d i %d: %a vs llama.cpp %a",
+                          (int)modes[m].mode, t, idx[k], y[t * 128 + idx[k]], expect[m][t][k]);
+        FOR_EACH_ISA(isa) {
+            memcpy(y, x, sizeof y);
+            CHECK(ops_rope(NULL, &modes[m], pos, 4, y, 1, NULL, 0, &e) == UM_OK);
+            for (int t = 0; t < 4; t++)
+                for (int k = 0; k < 8; k++)
+                    CHECK_MSG(y[t * 128 + idx[k]] == expect[m][t][k], "%s mode %d t %d i %d: %a vs llama.cpp %a",
+                              ops_isa_name(isa), (int)modes[m].mode, t, idx[k], y[t * 128 + idx[k]], expect[m][t][k]);
+        }
+    }
+    restore_isa();
 }
 
 TEST(ops_rope_rejects_bad_params) {
