@@ -84,7 +84,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench check-peer demo-model gpu-check
+.PHONY: run all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench check-peer demo-model gpu-check
 all: deps $(BIN)
 ifneq ($(CUDA_NOTE),)
 	@echo "$(CUDA_NOTE)"
@@ -171,3 +171,7 @@ clean:
 
 check-peer: all
 	@tools/check-peer.sh
+
+# Until the visualizer lands, the main job is describing the bundled test file.
+run: all
+	./unmask info tests/data/tiny-llada.gguf

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "genopts.h"
 #include "jsonw.h"
+#include "schedule.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: unmask generate [-m FILE] -p PROMPT [options]\n\n"
@@ -103,11 +104,11 @@ int cmd_generate(int argc, char **argv) {
         jsonw_key(&j, "settings"); jsonw_obj_begin(&j);
         jsonw_key(&j, "gen"); jsonw_int(&j, s.n_gen);
         jsonw_key(&j, "steps"); jsonw_int(&j, s.steps);
-        jsonw_key(&j, "schedule"); jsonw_str(&j, engine_schedule_name(s.schedule));
+        jsonw_key(&j, "schedule"); jsonw_str(&j, schedule_name(s.schedule));
         jsonw_key(&j, "block"); jsonw_int(&j, s.block_len);
         jsonw_key(&j, "eps"); jsonw_num(&j, s.eps);
         jsonw_key(&j, "threshold"); jsonw_num(&j, s.threshold);
-        jsonw_key(&j, "alg"); jsonw_str(&j, engine_score_name(s.score));
+        jsonw_key(&j, "alg"); jsonw_str(&j, schedule_score_name(s.score));
         jsonw_key(&j, "temperature"); jsonw_num(&j, s.temperature);
         jsonw_key(&j, "top_k"); jsonw_int(&j, s.top_k);
         jsonw_key(&j, "top_p"); jsonw_num(&j, s.top_p);

@@ -62,22 +62,6 @@ struct um_engine {
     char          quant[32], isa[32];
 };
 
-/* ------------------------------------------------------------------ names */
-
-static const char *const g_sched_names[UM_SCHED_COUNT] = { "block", "timestep", "threshold" };
-static const char *const g_score_names[UM_SCORE_COUNT] = { "confidence", "margin", "entropy", "random", "origin" };
-
-const char *engine_schedule_name(um_schedule s) { return s < UM_SCHED_COUNT ? g_sched_names[s] : "?"; }
-const char *engine_score_name(um_score s) { return s < UM_SCORE_COUNT ? g_score_names[s] : "?"; }
-int engine_schedule_from_name(const char *n) {
-    for (int i = 0; i < UM_SCHED_COUNT; i++) if (!strcmp(n, g_sched_names[i])) return i;
-    return -1;
-}
-int engine_score_from_name(const char *n) {
-    for (int i = 0; i < UM_SCORE_COUNT; i++) if (!strcmp(n, g_score_names[i])) return i;
-    return -1;
-}
-
 /* ------------------------------------------------------------------ snapshots */
 
 static um_snapshot *snapshot_new(int n_canvas, int n_committed) {
@@ -243,8 +227,9 @@ void engine_default_settings(const um_engine *en, um_settings *s) {
     s->seed = 42;
     const char *a = en->model->arch->name;
     if (!strcmp(a, "dream") || !strcmp(a, "rnd1")) {
-        /* Dream's README / RND1's demo: timestep schedule with eps, entropy ordering */
-        s->schedule = UM_SCHED_TIMESTEP;
+        /* Dream's README: timestep schedule with eps, entropy ordering; RND1's sampler keeps
+         * floor(N (S-k-1)/S) masks after step k (the linear schedule) */
+        s->schedule = !strcmp(a, "dream") ? UM_SCHED_TIMESTEP : UM_SCHED_LINEAR;
         s->score = UM_SCORE_ENTROPY;
         s->block_len = 0;
         s->temperature = !strcmp(a, "dream") ? 0.2f : 0.1f;

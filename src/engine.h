@@ -22,6 +22,7 @@ typedef enum um_schedule {       /* how many positions commit per step */
     UM_SCHED_BLOCK = 0,          /* LLaDA semi-autoregressive blocks over the generated part */
     UM_SCHED_TIMESTEP,           /* Dream: t from 1 to eps */
     UM_SCHED_THRESHOLD,          /* Fast-dLLM: every masked position above tau, at least one */
+    UM_SCHED_LINEAR,             /* RND1: after step k of S, floor(N (S-k-1)/S) masks remain */
     UM_SCHED_COUNT
 } um_schedule;
 
@@ -143,10 +144,5 @@ bool engine_token_is_special(const um_engine *en, int32_t token);
 /* Decode the generated part of a snapshot (masks skipped, stops at the first end-of-generation
  * token). Heap string, caller frees. */
 char *engine_answer(const um_engine *en, const um_snapshot *s);
-/* Settings applied by models.conf / flags to a struct, by name. */
-const char *engine_schedule_name(um_schedule s);
-const char *engine_score_name(um_score s);
-int engine_schedule_from_name(const char *n);
-int engine_score_from_name(const char *n);
 
 #endif

@@ -4,6 +4,8 @@
  */
 #include "genopts.h"
 
+#include "schedule.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@ void genopts_usage(FILE *f) {
         "  --block B          block schedule (LLaDA): blocks of B tokens\n"
         "  --eps E            timestep schedule (Dream) with this eps\n"
         "  --threshold T      confidence-threshold schedule (Fast-dLLM): commit all above T\n"
+        "  --schedule NAME    block, timestep, threshold or linear (RND1)\n"
         "  --alg A            position score: confidence, margin, entropy, random or origin\n"
         "  --alg-temp T       > 0: sample which positions commit (Dream's alg_temp)\n"
         "  --temp T           temperature (0 = greedy)\n"
@@ -68,7 +71,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     if (!strcmp(a, "--json")) { g->json = true; return 1; }
     static const char *const with_value[] = {
         "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--system", "--gen", "--steps", "--block", "--eps",
-        "--threshold", "--alg", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
+        "--threshold", "--alg", "--schedule", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
     };
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
@@ -82,10 +85,15 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     else if (!strcmp(a, "--chat-template")) g->eng.chat_template = v;
     else if (!strcmp(a, "--system")) g->eng.system = v;
     else if (!strcmp(a, "--alg")) {
-        if ((g->score = engine_score_from_name(v)) < 0) {
-            fprintf(stderr, "%s: --alg: unknown score '%s' (confidence, margin, entropy, random, origin)\n", prog, v);
-            return -1;
-        }
+        um_score sc;
+        um_err e;
+        if (schedule_score_from_name(v, &sc, &e)) { fprintf(stderr, "%s: --alg: %s\n", prog, e.msg); return -1; }
+        g->score = (int)sc;
+    } else if (!strcmp(a, "--schedule")) {
+        um_schedule sc;
+        um_err e;
+        if (schedule_from_name(v, &sc, &e)) { fprintf(stderr, "%s: --schedule: %s\n", prog, e.msg); return -1; }
+        g->schedule = (int)sc;
     } else if (!strcmp(a, "-t")) { if (num(prog, a, v, 1, 1024, &d)) return -1; g->eng.n_threads = (int)d; }
     else if (!strcmp(a, "--ctx")) { if (num(prog, a, v, 1, 1 << 24, &d)) return -1; g->eng.n_ctx = (int)d; }
     else if (!strcmp(a, "--gen")) { if (num(prog, a, v, 1, 1 << 20, &d)) return -1; g->n_gen = (int32_t)d; }

@@ -17,6 +17,7 @@
  * this file uses that one strict order, so results never depend on sort stability.
  */
 #include "sampler.h"
+#include "cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -77,17 +78,15 @@ double sampler_uniform_at(uint64_t seed, int64_t step, int64_t pos, um_rng_purpo
 
 /* ---------------------------------------------------------------- workspace */
 
-#define SAMPLER_PREFIX 64        /* sorted prefix kept by pass 1 when a filter is on */
+static um_scan_fn choose_scan(void);
 
-typedef struct um_ent {
-    float   logit;
-    int32_t id;
-} um_ent;
+#define SAMPLER_PREFIX 64        /* sorted prefix kept by pass 1 when a filter is on */
 
 struct um_sample_ws {
     int32_t n_vocab;
-    um_ent  best[SAMPLER_PREFIX]; /* pass 1: best candidates, strict order */
-    um_ent *heap;                 /* (n_vocab) fallback: whole row as a max-heap, popped to its tail */
+    um_scan_fn scan;              /* pass 1: the AVX2 kernel when the CPU has it, else the reference */
+    um_logit_id  best[SAMPLER_PREFIX]; /* pass 1: best candidates, strict order */
+    um_logit_id *heap;                 /* (n_vocab) fallback: whole row as a max-heap, popped to its tail */
 };
 
 um_sample_ws *sampler_ws_new(int32_t n_vocab) {
@@ -97,6 +96,7 @@ um_sample_ws *sampler_ws_new(int32_t n_vocab) {
     if (!ws)
         return NULL;
     ws->n_vocab = n_vocab;
+    ws->scan = choose_scan();
     ws->heap = um_malloc((size_t)n_vocab * sizeof *ws->heap);
     if (!ws->heap) {
         free(ws);
@@ -113,74 +113,98 @@ void sampler_ws_free(um_sample_ws *ws) {
 }
 
 /* a comes before b */
-static inline bool ent_before(um_ent a, um_ent b) {
+static inline bool ent_before(um_logit_id a, um_logit_id b) {
     return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
 }
 
-/* ---------------------------------------------------------------- pass 1 */
+/* ---------------------------------------------------------------- pass 1 (reference) */
 
-typedef struct row_stats {
-    float   m;                   /* running max logit */
-    double  zr, sr;              /* raw: sum e^(l-m), sum e^(l-m)(l-m) */
-    double  zt, st;              /* tempered (x = (l-m)/T), when track_t */
-    double  inv_t;
-    bool    track_t;
-    int32_t n_finite;
-    um_ent *best;                /* (cap) sorted */
-    int32_t n_best, cap;
-} row_stats;
+typedef struct scan_state {
+    um_row_scan *o;
+    double       inv_t;
+    bool         track_t;
+    um_logit_id *best;           /* (cap) sorted */
+    int32_t      cap;
+} scan_state;
 
-static void scan_range(const float *x, int32_t lo, int32_t hi, row_stats *st) {
+/* One online pass over x[lo, hi): running max with rescaled sums, and the best-cap list. */
+static void scan_range(const float *x, int32_t lo, int32_t hi, scan_state *st) {
+    um_row_scan *o = st->o;
     for (int32_t i = lo; i < hi; i++) {
         float l = x[i];
         if (!(l > -INFINITY) || l == INFINITY)   /* NaN, -inf, +inf: no probability */
             continue;
-        if (st->n_finite == 0) {
-            st->m = l;
-        } else if (l > st->m) {
+        if (o->n_finite == 0) {
+            o->m = l;
+        } else if (l > o->m) {
             /* new max: rescale both sums (S' = f (S + (m - m') Z), Z' = f Z) */
-            double dm = (double)st->m - (double)l;
+            double dm = (double)o->m - (double)l;
             double f = exp(dm);
-            st->sr = f * (st->sr + dm * st->zr);
-            st->zr *= f;
+            o->sr = f * (o->sr + dm * o->zr);
+            o->zr *= f;
             if (st->track_t) {
                 double dmt = dm * st->inv_t, ft = exp(dmt);
-                st->st = ft * (st->st + dmt * st->zt);
-                st->zt *= ft;
+                o->st = ft * (o->st + dmt * o->zt);
+                o->zt *= ft;
             }
-            st->m = l;
+            o->m = l;
         }
-        st->n_finite++;
-        float d = l - st->m;
+        o->n_finite++;
+        float d = l - o->m;
         double e = expf(d);
-        st->zr += e;
-        st->sr += e * d;
+        o->zr += e;
+        o->sr += e * d;
         if (st->track_t) {
             float dt = (float)(d * st->inv_t);
             double et = expf(dt);
-            st->zt += et;
-            st->st += et * dt;
+            o->zt += et;
+            o->st += et * dt;
         }
-        /* keep the best cap entries; ids arrive ascending, so an equal logit never displaces */
-        if (st->n_best < st->cap || l > st->best[st->n_best - 1].logit) {
-            int32_t j = st->n_best < st->cap ? st->n_best++ : st->cap - 1;
-            while (j > 0 && l > st->best[j - 1].logit) {
-                st->best[j] = st->best[j - 1];
-                j--;
-            }
-            st->best[j] = (um_ent){ l, i };
-        }
+        sampler_best_insert(st->best, &o->n_best, st->cap, l, i);
     }
+}
+
+void sampler_best_insert(um_logit_id *best, int32_t *n_best, int32_t cap, float l, int32_t id) {
+    /* ids arrive ascending, so an equal logit never displaces an earlier entry */
+    if (*n_best < cap || l > best[*n_best - 1].logit) {
+        int32_t j = *n_best < cap ? (*n_best)++ : cap - 1;
+        while (j > 0 && l > best[j - 1].logit) {
+            best[j] = best[j - 1];
+            j--;
+        }
+        best[j] = (um_logit_id){ l, id };
+    }
+}
+
+void sampler_scan_ref(const float *x, int32_t n, int32_t skip, double inv_t, bool track_t,
+                      um_logit_id *best, int32_t cap, um_row_scan *out) {
+    *out = (um_row_scan){ .m = -INFINITY };
+    scan_state st = { .o = out, .inv_t = inv_t, .track_t = track_t, .best = best, .cap = cap };
+    if (skip >= 0 && skip < n) {
+        scan_range(x, 0, skip, &st);
+        scan_range(x, skip + 1, n, &st);
+    } else {
+        scan_range(x, 0, n, &st);
+    }
+}
+
+static um_scan_fn choose_scan(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    const um_cpu *c = cpu_features();
+    if (c->avx2 && c->fma && c->os_avx)
+        return sampler_scan_avx2;
+#endif
+    return sampler_scan_ref;
 }
 
 /* ---------------------------------------------------------------- sorted prefix */
 
 typedef struct prefix {
-    const um_ent *best;
+    const um_logit_id *best;
     int32_t       n_best;        /* pass-1 prefix length (the best n_best of the row) */
     int32_t       n_finite;      /* candidates in all */
     bool          all_in_best;   /* the prefix holds every finite entry */
-    um_ent       *heap;          /* fallback heap, built on first need */
+    um_logit_id       *heap;          /* fallback heap, built on first need */
     int32_t       heap_n;        /* entries still in the heap */
     int32_t       popped;        /* entries popped to the tail, in order */
     bool          heap_built;
@@ -188,20 +212,20 @@ typedef struct prefix {
     int32_t       n_vocab, mask_id;
 } prefix;
 
-static void heap_down(um_ent *h, int32_t n, int32_t i) {
+static void heap_down(um_logit_id *h, int32_t n, int32_t i) {
     for (;;) {
         int32_t l = 2 * i + 1, r = l + 1, b = i;
         if (l < n && ent_before(h[l], h[b])) b = l;
         if (r < n && ent_before(h[r], h[b])) b = r;
         if (b == i)
             return;
-        um_ent t = h[i]; h[i] = h[b]; h[b] = t;
+        um_logit_id t = h[i]; h[i] = h[b]; h[b] = t;
         i = b;
     }
 }
 
 /* The j-th candidate in order (0-based); j < n_finite. */
-static um_ent prefix_get(prefix *p, int32_t j) {
+static um_logit_id prefix_get(prefix *p, int32_t j) {
     if (!p->heap_built && (j < p->n_best))
         return p->best[j];
     if (!p->heap_built) {
@@ -210,7 +234,7 @@ static um_ent prefix_get(prefix *p, int32_t j) {
             float l = p->x[i];
             if (i == p->mask_id || !(l > -INFINITY) || l == INFINITY)
                 continue;
-            p->heap[n++] = (um_ent){ l, i };
+            p->heap[n++] = (um_logit_id){ l, i };
         }
         for (int32_t i = n / 2 - 1; i >= 0; i--)
             heap_down(p->heap, n, i);
@@ -221,7 +245,7 @@ static um_ent prefix_get(prefix *p, int32_t j) {
     while (p->popped <= j) {
         /* pop the root to the tail: the tail holds the popped entries, best last */
         int32_t n = p->heap_n;
-        um_ent top = p->heap[0];
+        um_logit_id top = p->heap[0];
         p->heap[0] = p->heap[n - 1];
         p->heap_n = n - 1;
         heap_down(p->heap, p->heap_n, 0);
@@ -251,14 +275,10 @@ int sampler_pick(const float *logits, int32_t n_vocab, int32_t mask_id, const um
     const bool has_top_p = s->top_p < 1.0f;
     const bool has_top_k = s->top_k > 0;
 
-    row_stats st = { .m = -INFINITY, .inv_t = 1.0 / tq, .track_t = tq != 1.0, .best = ws->best };
-    st.cap = (has_top_p || has_top_k) ? SAMPLER_PREFIX : (UM_TOPK > 2 ? UM_TOPK : 2);
-    if (mask_id >= 0 && mask_id < n_vocab) {
-        scan_range(logits, 0, mask_id, &st);
-        scan_range(logits, mask_id + 1, n_vocab, &st);
-    } else {
-        scan_range(logits, 0, n_vocab, &st);
-    }
+    const int32_t cap = (has_top_p || has_top_k) ? SAMPLER_PREFIX : (UM_TOPK > 2 ? UM_TOPK : 2);
+    const bool track_t = tq != 1.0;
+    um_row_scan st;
+    ws->scan(logits, n_vocab, mask_id, 1.0 / tq, track_t, ws->best, cap, &st);
     if (st.n_finite == 0)
         return um_errf(e, "sampler: position %lld has no finite logit", (long long)pos);
 
@@ -267,16 +287,16 @@ int sampler_pick(const float *logits, int32_t n_vocab, int32_t mask_id, const um
     out->n_top = st.n_best < UM_TOPK ? st.n_best : UM_TOPK;
     for (int32_t j = 0; j < UM_TOPK; j++) {
         if (j < out->n_top)
-            out->top[j] = (um_cand){ st.best[j].id, (float)(exp(st.best[j].logit - m) / st.zr) };
+            out->top[j] = (um_cand){ ws->best[j].id, (float)(exp(ws->best[j].logit - m) / st.zr) };
         else
             out->top[j] = (um_cand){ -1, 0.0f };
     }
     out->entropy = (float)fmax(0.0, log(st.zr) - st.sr / st.zr);
 
     /* the kept set: a prefix of M candidates in order, or the whole row (M = n_finite) */
-    const double zq = st.track_t ? st.zt : st.zr;       /* tempered Z over the whole row */
-    const double sq = st.track_t ? st.st : st.sr;
-    prefix pf = { .best = st.best, .n_best = st.n_best, .n_finite = st.n_finite,
+    const double zq = track_t ? st.zt : st.zr;       /* tempered Z over the whole row */
+    const double sq = track_t ? st.st : st.sr;
+    prefix pf = { .best = ws->best, .n_best = st.n_best, .n_finite = st.n_finite,
                   .heap = ws->heap, .x = logits, .n_vocab = n_vocab, .mask_id = mask_id };
     int32_t M = st.n_finite;
     if (has_top_p) {
@@ -285,7 +305,7 @@ int sampler_pick(const float *logits, int32_t n_vocab, int32_t mask_id, const um
         double cum = 0.0;
         int32_t j = 0;
         while (j < st.n_finite) {
-            um_ent c = prefix_get(&pf, j);
+            um_logit_id c = prefix_get(&pf, j);
             cum += exp((c.logit - m) / tq) / zq;
             j++;
             if (cum > s->top_p)
@@ -299,8 +319,8 @@ int sampler_pick(const float *logits, int32_t n_vocab, int32_t mask_id, const um
 
     /* scoring distribution over the kept set (Dream) or the raw row (LLaDA, gumbel) */
     double zs, ss, ts;                                    /* Z, S and temperature of the scores */
-    um_ent c0 = prefix_get(&pf, 0);
-    um_ent c1 = M > 1 ? prefix_get(&pf, 1) : c0;
+    um_logit_id c0 = prefix_get(&pf, 0);
+    um_logit_id c1 = M > 1 ? prefix_get(&pf, 1) : c0;
     if (s->gumbel) {
         zs = st.zr; ss = st.sr; ts = 1.0;
         c1 = st.n_finite > 1 ? prefix_get(&pf, 1) : c0;
@@ -332,7 +352,7 @@ int sampler_pick(const float *logits, int32_t n_vocab, int32_t mask_id, const um
             double best_key = -INFINITY;
             if (subset) {
                 for (int32_t j = 0; j < M; j++) {
-                    um_ent c = prefix_get(&pf, j);
+                    um_logit_id c = prefix_get(&pf, j);
                     double key = (double)c.logit - temp * log(-log(sampler_rng_uniform(&rng)));
                     if (key > best_key) { best_key = key; tok = c.id; tok_logit = c.logit; }
                 }
@@ -351,7 +371,7 @@ int sampler_pick(const float *logits, int32_t n_vocab, int32_t mask_id, const um
             bool found = false;
             if (subset) {
                 for (int32_t j = 0; j < M && !found; j++) {
-                    um_ent c = prefix_get(&pf, j);
+                    um_logit_id c = prefix_get(&pf, j);
                     acc += exp((c.logit - m) / tq);
                     tok = c.id; tok_logit = c.logit;
                     found = acc >= target;

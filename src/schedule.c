@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------- plan */
 
@@ -93,6 +94,24 @@ int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const b
         out->count = (int32_t)floor((double)R * out->p_transfer);
         if (out->count > R)
             out->count = R;
+        break;
+    }
+    case UM_SCHED_LINEAR: {
+        /* RND1's diffusion_sample: after in-block step k of S, floor(N (S-k-1) / S) of the
+           block's N positions stay masked (N = the block's size: every generated position
+           starts masked); the block's last step commits the rest. */
+        if (out->steps_left == 1) {
+            out->count = R;
+            out->p_transfer = 1.0;
+            break;
+        }
+        int64_t own = allot_through(T, nb, b) - (b > 0 ? allot_through(T, nb, b - 1) : 0);
+        int64_t S = own > out->steps_left ? own : out->steps_left;
+        int64_t k = S - out->steps_left;
+        int64_t N = out->end - out->start;
+        int64_t keep = N * (S - k - 1) / S;
+        out->count = R > keep ? (int32_t)(R - keep) : 0;
+        out->p_transfer = (double)out->count / R;
         break;
     }
     case UM_SCHED_THRESHOLD:
@@ -235,4 +254,54 @@ int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int
     }
     free(masked);
     return steps;
+}
+
+/* ---------------------------------------------------------------- names */
+
+static const char *const schedule_names[UM_SCHED_COUNT] = {
+    [UM_SCHED_BLOCK] = "block", [UM_SCHED_TIMESTEP] = "timestep",
+    [UM_SCHED_THRESHOLD] = "threshold", [UM_SCHED_LINEAR] = "linear",
+};
+
+static const char *const score_names[UM_SCORE_COUNT] = {
+    [UM_SCORE_CONFIDENCE] = "confidence", [UM_SCORE_MARGIN] = "margin",
+    [UM_SCORE_ENTROPY] = "entropy", [UM_SCORE_RANDOM] = "random", [UM_SCORE_ORIGIN] = "origin",
+};
+
+const char *schedule_name(um_schedule s) {
+    return (int)s >= 0 && s < UM_SCHED_COUNT ? schedule_names[s] : "?";
+}
+
+const char *schedule_score_name(um_score s) {
+    return (int)s >= 0 && s < UM_SCORE_COUNT ? score_names[s] : "?";
+}
+
+static int from_name(const char *what, const char *const *names, int n, const char *name, int *out, um_err *e) {
+    char known[128] = "";
+    for (int i = 0; i < n; i++) {
+        if (name && !strcmp(name, names[i])) {
+            *out = i;
+            return UM_OK;
+        }
+        if (i)
+            strncat(known, "|", sizeof known - strlen(known) - 1);
+        strncat(known, names[i], sizeof known - strlen(known) - 1);
+    }
+    return um_errf(e, "unknown %s '%s' (known: %s)", what, name ? name : "", known);
+}
+
+int schedule_from_name(const char *name, um_schedule *out, um_err *e) {
+    int v;
+    if (from_name("schedule", schedule_names, UM_SCHED_COUNT, name, &v, e) != UM_OK)
+        return UM_FAIL;
+    *out = (um_schedule)v;
+    return UM_OK;
+}
+
+int schedule_score_from_name(const char *name, um_score *out, um_err *e) {
+    int v;
+    if (from_name("score", score_names, UM_SCORE_COUNT, name, &v, e) != UM_OK)
+        return UM_FAIL;
+    *out = (um_score)v;
+    return UM_OK;
 }

@@ -11,6 +11,8 @@
  *   UM_SCHED_TIMESTEP   Dream: within a block of S steps, at in-block step k,
  *                       t = 1 - k/S (1-eps), s = 1 - (k+1)/S (1-eps): commit
  *                       floor(R (1 - s/t)) of the R masks left; the block's last step commits all.
+ *   UM_SCHED_LINEAR     RND1: after in-block step k of S, floor(N (S-k-1)/S) of the block's
+ *                       N positions stay masked; the block's last step commits the rest.
  *   UM_SCHED_THRESHOLD  Fast-dLLM: commit every eligible position whose score >= threshold,
  *                       at least the best one; a block takes as many steps as it needs.
  *
@@ -80,5 +82,13 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
  * model, or when cap is too small.
  */
 int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int32_t cap, um_err *e);
+
+/* Names for flags, snapshots and the UI: "block", "timestep", "threshold", "linear";
+   "confidence", "margin", "entropy", "random", "origin". *_from_name fails with a message
+   listing the known names. */
+const char *schedule_name(um_schedule s);
+int         schedule_from_name(const char *name, um_schedule *out, um_err *e);
+const char *schedule_score_name(um_score s);
+int         schedule_score_from_name(const char *name, um_score *out, um_err *e);
 
 #endif

@@ -104,6 +104,19 @@ TEST(schedule_timestep_dream_defaults_sum) {
     CHECK_EQ(got[0], 0);                   /* floor(128 * .00195) */
 }
 
+/* ---------------------------------------------------------------- linear (RND1) */
+
+TEST(schedule_linear_counts_by_hand) {
+    /* RND1: gen 10, 4 steps: masks left after each step floor(10*3/4) = 7, floor(10*2/4) = 5,
+       floor(10*1/4) = 2, 0 -> commits 3, 2, 3, 2 (LLaDA's block schedule gives 3, 3, 2, 2) */
+    um_settings s = base(UM_SCHED_LINEAR, 10, 4, 0);
+    CHECK(table_is(&s, (int[]){ 3, 2, 3, 2 }, 4));
+    /* gen 5, 8 steps: left floor(5*7/8) = 4, 3, 3, 2, 1, 1, floor(5/8) = 0 after steps 0..6:
+       commits 1, 1, 0, 1, 1, 0, 1 and the run is done after 7 steps (nothing left to do) */
+    s = base(UM_SCHED_LINEAR, 5, 8, 0);
+    CHECK(table_is(&s, (int[]){ 1, 1, 0, 1, 1, 0, 1 }, 7));
+}
+
 /* ---------------------------------------------------------------- plan */
 
 TEST(schedule_plan_layout_and_done) {
@@ -358,4 +371,26 @@ TEST(schedule_tiny_canvas_confidence_order) {
         CHECK_EQ(when[0], 1); CHECK_EQ(when[1], 0); CHECK_EQ(when[2], 1); CHECK_EQ(when[3], 0);
         CHECK_EQ(token[0], 0); CHECK_EQ(token[1], 0); CHECK_EQ(token[2], 0); CHECK_EQ(token[3], 1);
     }
+}
+
+TEST(schedule_names_round_trip) {
+    for (int i = 0; i < UM_SCHED_COUNT; i++) {
+        um_schedule got;
+        CHECK(schedule_from_name(schedule_name((um_schedule)i), &got, NULL) == UM_OK);
+        CHECK_EQ(got, i);
+    }
+    for (int i = 0; i < UM_SCORE_COUNT; i++) {
+        um_score got;
+        CHECK(schedule_score_from_name(schedule_score_name((um_score)i), &got, NULL) == UM_OK);
+        CHECK_EQ(got, i);
+    }
+    CHECK_STREQ(schedule_name(UM_SCHED_TIMESTEP), "timestep");
+    CHECK_STREQ(schedule_score_name(UM_SCORE_MARGIN), "margin");
+    um_err e = { "" };
+    um_score sc;
+    CHECK(schedule_score_from_name("low_confidence", &sc, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "confidence|margin|entropy|random|origin");
+    um_schedule sh;
+    CHECK(schedule_from_name(NULL, &sh, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "block|timestep|threshold|linear");
 }
