@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <pthread.h>
 
 int um_errf(um_err *e, const char *fmt, ...) {
     if (e) {
@@ -103,7 +107,7 @@ float um_fp16_to_fp32(uint16_t h) {
             bits = sign | (exp << 23) | (man << 13);
         }
     } else if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
+        bits = sign | 0x7f800000u | (man << 13) | (man ? 0x00400000u : 0);   /* NaN made quiet, as ggml and F16C do */
     } else {
         bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
     }
@@ -154,4 +158,36 @@ uint16_t um_fp32_to_bf16(float f) {
     memcpy(&u, &f, 4);
     if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 64);
     return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+
+#ifndef UM_PREFIX
+#define UM_PREFIX "/usr/local"
+#endif
+
+static char g_share[PATH_MAX];
+static pthread_once_t g_share_once = PTHREAD_ONCE_INIT;
+
+static void find_share(void) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char cand[PATH_MAX + 32];
+            snprintf(cand, sizeof cand, "%s/../share/unmask", exe);
+            struct stat st;
+            if (stat(cand, &st) == 0 && S_ISDIR(st.st_mode) && strlen(cand) < sizeof g_share) {
+                snprintf(g_share, sizeof g_share, "%s", cand);
+                return;
+            }
+        }
+    }
+    snprintf(g_share, sizeof g_share, "%s/share/unmask", UM_PREFIX);
+}
+
+const char *um_share_dir(void) {
+    pthread_once(&g_share_once, find_share);
+    return g_share;
 }
