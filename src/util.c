@@ -16,12 +16,20 @@
 #include <sys/stat.h>
 #include <pthread.h>
 
+/* Messages are one line and may quote names from hostile files: control bytes (newlines,
+ * terminal escapes) become '?', so printing a message can never drive the terminal. */
+static void sanitize(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 int um_errf(um_err *e, const char *fmt, ...) {
     if (e) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
+        sanitize(e->msg);
     }
     return UM_FAIL;
 }
@@ -43,6 +51,7 @@ int um_err_prefix(um_err *e, const char *fmt, ...) {
     size_t no = strnlen(old, room);
     memcpy(e->msg + np + 2, old, no);
     e->msg[np + 2 + no] = '\0';
+    sanitize(e->msg);
     return UM_FAIL;
 }
 
