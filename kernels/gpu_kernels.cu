@@ -405,7 +405,8 @@ cudaError_t gpu_rmsnorm(float *y, const float *x, const float *w, int n_rows, in
     return cudaGetLastError();
 }
 
-/* One thread per rotated pair; products rounded separately as on the CPU (no FMA). */
+/* One thread per rotated pair; one fused multiply-add after rounding the x1 product, as
+ * ops.c (and llama.cpp's compiled rotate_pairs) do: bit-identical to the CPU. */
 __global__ void k_rope(float *x, const int *pos, int n_tok, int n_head, int head_dim, int n_dims, int neox,
                        const float *cos_t, const float *sin_t) {
     const int half = n_dims / 2;
@@ -418,8 +419,8 @@ __global__ void k_rope(float *x, const int *pos, int n_tok, int n_head, int head
     const float c = cos_t[(int64_t)pos[t] * half + i], s = sin_t[(int64_t)pos[t] * half + i];
     const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
     const float x0 = h[i0], x1 = h[i1];
-    h[i0] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-    h[i1] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+    h[i0] = __fmaf_rn(x0, c, -__fmul_rn(x1, s));
+    h[i1] = __fmaf_rn(x0, s, __fmul_rn(x1, c));
 }
 
 cudaError_t gpu_rope(float *x, const int *pos, int n_tok, int n_head, int head_dim, int n_dims, int neox,
@@ -461,9 +462,9 @@ __global__ void k_moe_combine(float *out, const float *y, const float *w, const 
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)n_tok * width) return;
     const int t = (int)(i / width), c = (int)(i % width);
-    float s = 0.0f;
-    for (int j = 0; j < k; j++) s += w[t * k + j] * y[(int64_t)slot[t * k + j] * width + c];
-    out[i] += s;
+    float o = out[i];   /* choices added one at a time, in order, as ops_moe_combine's axpy */
+    for (int j = 0; j < k; j++) o += w[t * k + j] * y[(int64_t)slot[t * k + j] * width + c];
+    out[i] = o;
 }
 
 cudaError_t gpu_moe_combine(float *out, const float *y, const float *w, const int *slot, int n_tok, int k, int width,

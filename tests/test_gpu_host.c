@@ -223,7 +223,7 @@ TEST(gpu_mma_fragments_cover_tiles_once) {
 
 /* ------------------------------------------------------------------ RoPE table */
 
-/* Rotating with the uploaded table (as k_rope does, products rounded separately) gives
+/* Rotating with the uploaded table (as k_rope does: fma after rounding the x1 product) gives
  * ops_rope_ref's result bit for bit, in both modes and with partial rotary. */
 TEST(gpu_rope_table_reproduces_ops_rope_ref) {
     enum { T = 37, H = 3, HD = 64 };
@@ -246,9 +246,8 @@ TEST(gpu_rope_table_reproduces_ops_rope_ref) {
                         const float c = ct[t * half + i], s = st[t * half + i];
                         const int i0 = mode ? i : 2 * i, i1 = mode ? i + half : 2 * i + 1;
                         const float x0 = v[i0], x1 = v[i1];
-                        const float a = x0 * c, b = x1 * s, p = x0 * s, q = x1 * c;
-                        v[i0] = a - b;
-                        v[i1] = p + q;
+                        v[i0] = fmaf(x0, c, -(x1 * s));
+                        v[i1] = fmaf(x0, s, x1 * c);
                     }
                 }
             for (int i = 0; i < T * H * HD; i++)

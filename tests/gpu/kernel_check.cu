@@ -323,7 +323,7 @@ static void check_small(void) {
     for (auto &x : out) x = frand();
     for (int i = 0; i < T * K; i++) memcpy(&gref[(size_t)i * W], &src[(size_t)tok[i] * W], W * 4);
     std::vector<float> cref = out;
-    ops_moe_combine(NULL, cref.data(), y.data(), wt.data(), slot.data(), T, K, W, true);
+    ops_moe_combine_ref(cref.data(), y.data(), wt.data(), slot.data(), T, K, W, true);
     float *sd = dev_copy(src.data(), src.size()), *gd2 = dev_copy<float>(NULL, gref.size());
     int *td = dev_copy((const int *)tok.data(), tok.size()), *sld = dev_copy((const int *)slot.data(), slot.size());
     float *yd = dev_copy(y.data(), y.size()), *od = dev_copy(out.data(), out.size()), *wd = dev_copy(wt.data(), wt.size());
