@@ -33,6 +33,7 @@ extern "C" {
 #include "quant.h"
 #include "util.h"
 }
+#include "gpu_backend.h"
 #include "gpu_kernels.cuh"
 #include "gpu_pack.h"
 
@@ -85,10 +86,13 @@ typedef struct gpu_impl {
     int     *asum;                              /* (T*KU, kmax/16) */
     uint16_t *ah;                               /* (T*KU, kmax) */
     float   *logits;                            /* (T, V) */
+    int     *st_arg;                            /* (T) row statistics: argmax */
+    float   *st_p1, *st_p2, *st_ent;            /* (T) each */
     /* host mirrors */
     float   *x_host;                            /* (T, E) embeddings */
     float   *router_host, *ex_w_host, *ex_roww; /* (T, X), (T, KU), (T*KU) */
     int32_t *ex_id, *ex_off, *ex_tok_host, *ex_slot_host, *rows_host, *pos_host;
+    uint32_t *st_host;                          /* (4, T) statistics bits: argmax, p1, p2, entropy */
 } gpu_impl;
 
 /* ------------------------------------------------------------------ weights */
@@ -219,14 +223,15 @@ static int upload_weights(gpu_impl *g, um_err *e) {
 static void free_acts(gpu_impl *g) {
     void *dev[] = { g->x, g->xn, g->hidden, g->q, g->att, g->k, g->v, g->ffa, g->ffb, g->gathered, g->ex_out,
                     g->router, g->ex_w, g->ex_tok, g->ex_slot, g->rows, g->pos, g->cos_t, g->sin_t, g->aq, g->ad,
-                    g->asum, g->ah, g->logits };
+                    g->asum, g->ah, g->logits, g->st_arg, g->st_p1, g->st_p2, g->st_ent };
     for (size_t i = 0; i < UM_ARRAY_LEN(dev); i++) cudaFree(dev[i]);
     void *host[] = { g->x_host, g->router_host, g->ex_w_host, g->ex_roww, g->ex_id, g->ex_off, g->ex_tok_host,
-                     g->ex_slot_host, g->rows_host, g->pos_host };
+                     g->ex_slot_host, g->rows_host, g->pos_host, g->st_host };
     for (size_t i = 0; i < UM_ARRAY_LEN(host); i++) free(host[i]);
     g->x = g->xn = g->hidden = g->q = g->att = g->k = g->v = g->ffa = g->ffb = g->gathered = g->ex_out = NULL;
-    g->router = g->ex_w = g->cos_t = g->sin_t = g->ad = g->logits = NULL;
-    g->ex_tok = g->ex_slot = g->rows = g->pos = g->asum = NULL;
+    g->router = g->ex_w = g->cos_t = g->sin_t = g->ad = g->logits = g->st_p1 = g->st_p2 = g->st_ent = NULL;
+    g->ex_tok = g->ex_slot = g->rows = g->pos = g->asum = g->st_arg = NULL;
+    g->st_host = NULL;
     g->aq = NULL;
     g->ah = NULL;
     g->x_host = g->router_host = g->ex_w_host = g->ex_roww = NULL;
@@ -252,7 +257,9 @@ static int alloc_acts(gpu_impl *g, int T, um_err *e) {
         { (void **)&g->cos_t, (uint64_t)T * (d.n_rot / 2) * 4 }, { (void **)&g->sin_t, (uint64_t)T * (d.n_rot / 2) * 4 },
         { (void **)&g->aq, R * K }, { (void **)&g->ad, R * (K / 32) * 4 }, { (void **)&g->asum, R * (K / 16) * 4 },
         { (void **)&g->ah, R * K * 2 }, { (void **)&g->logits, (uint64_t)T * d.V * 4 },
-        { (void **)&g->pos, (uint64_t)T * 4 },
+        { (void **)&g->pos, (uint64_t)T * 4 }, { (void **)&g->st_arg, (uint64_t)T * 4 },
+        { (void **)&g->st_p1, (uint64_t)T * 4 }, { (void **)&g->st_p2, (uint64_t)T * 4 },
+        { (void **)&g->st_ent, (uint64_t)T * 4 },
     };
     for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
         if (!want[i].bytes) continue;
@@ -271,9 +278,10 @@ static int alloc_acts(gpu_impl *g, int T, um_err *e) {
     g->ex_slot_host = (int32_t *)malloc((size_t)(R * 4));
     g->rows_host = (int32_t *)malloc((size_t)T * 4);
     g->pos_host = (int32_t *)malloc((size_t)T * 4);
+    g->st_host = (uint32_t *)malloc((size_t)T * 4 * 4);
     float *ct = (float *)malloc((size_t)T * (d.n_rot / 2 + 1) * 4), *stab = (float *)malloc((size_t)T * (d.n_rot / 2 + 1) * 4);
     if (!g->x_host || !g->router_host || !g->ex_w_host || !g->ex_roww || !g->ex_id || !g->ex_off || !g->ex_tok_host ||
-        !g->ex_slot_host || !g->rows_host || !g->pos_host || !ct || !stab) {
+        !g->ex_slot_host || !g->rows_host || !g->pos_host || !g->st_host || !ct || !stab) {
         free(ct); free(stab);
         return um_errf(e, "out of memory");
     }
@@ -450,9 +458,10 @@ static int run_graph(gpu_impl *g, int T, um_err *e) {
     return L;
 }
 
-static int gpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows, float *logits,
-                   um_err *e) {
-    gpu_impl *g = (gpu_impl *)impl;
+/* The whole pass up to the logits of rows[0..n_rows) in g->logits (n_rows, n_vocab), on
+ * the stream (not synchronised). */
+static int forward_logits(gpu_impl *g, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows,
+                          um_err *e) {
     const um_model *m = g->m;
     const um_hparams *hp = &m->hp;
     if (n_tokens <= 0 || n_tokens > g->T)
@@ -472,17 +481,45 @@ static int gpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_
     if (done < 0) return UM_FAIL;
     for (int il = done; il < hp->n_layer; il++)
         if (run_layer(g, il, T, n_rows, e)) return UM_FAIL;
-    if (n_rows == 0) {
-        CK(cudaStreamSynchronize(g->st), "sync");
-        return UM_OK;
-    }
+    if (n_rows == 0) return UM_OK;
     if (n_rows < T) CK(cudaMemcpyAsync(g->hidden, g->x, (size_t)n_rows * E * 4, cudaMemcpyDeviceToDevice, g->st), "copy rows");
     else CK(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
     CK(gpu_rmsnorm(g->hidden, g->hidden, g->output_norm, n_rows, E, hp->norm_eps, g->st), "output norm");
     gpu_act ah = make_act(g, g->hidden, n_rows, E);
-    if (linear(g, &g->output, &ah, g->logits, hp->n_vocab, g->output_b, 0, e)) return UM_FAIL;
-    CK(cudaMemcpyAsync(logits, g->logits, (size_t)n_rows * hp->n_vocab * 4, cudaMemcpyDeviceToHost, g->st), "logits copy");
+    return linear(g, &g->output, &ah, g->logits, hp->n_vocab, g->output_b, 0, e);
+}
+
+static int gpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows, float *logits,
+                   um_err *e) {
+    gpu_impl *g = (gpu_impl *)impl;
+    if (forward_logits(g, tokens, n_tokens, rows, n_rows, e)) return UM_FAIL;
+    if (n_rows)
+        CK(cudaMemcpyAsync(logits, g->logits, (size_t)n_rows * g->m->hp.n_vocab * 4, cudaMemcpyDeviceToHost, g->st),
+           "logits copy");
     CK(cudaStreamSynchronize(g->st), "forward pass");
+    return UM_OK;
+}
+
+extern "C" int gpu_backend_run_stats(void *impl, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows,
+                                     float temp, gpu_row_stat *out, um_err *e) {
+    gpu_impl *g = (gpu_impl *)impl;
+    if (!(temp > 0)) return um_errf(e, "temperature %g: the row statistics need temp > 0", (double)temp);
+    if (forward_logits(g, tokens, n_tokens, rows, n_rows, e)) return UM_FAIL;
+    if (n_rows) {
+        const int V = g->m->hp.n_vocab;
+        CK(gpu_row_stats(g->logits, n_rows, V, temp, g->st_arg, g->st_p1, g->st_p2, g->st_ent, g->st), "row stats");
+        CK(cudaMemcpyAsync(g->st_host, g->st_arg, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
+        CK(cudaMemcpyAsync(g->st_host + g->T, g->st_p1, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
+        CK(cudaMemcpyAsync(g->st_host + 2 * g->T, g->st_p2, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
+        CK(cudaMemcpyAsync(g->st_host + 3 * g->T, g->st_ent, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
+    }
+    CK(cudaStreamSynchronize(g->st), "forward pass");
+    for (int i = 0; i < n_rows; i++) {
+        memcpy(&out[i].token, &g->st_host[i], 4);
+        memcpy(&out[i].p_max, &g->st_host[g->T + i], 4);
+        memcpy(&out[i].p_second, &g->st_host[2 * g->T + i], 4);
+        memcpy(&out[i].entropy, &g->st_host[3 * g->T + i], 4);
+    }
     return UM_OK;
 }
 

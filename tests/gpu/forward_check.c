@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "forward.h"
+#include "gpu_backend.h"
 #include "gpu.h"
 #include "model.h"
 #include "pool.h"
@@ -109,6 +110,36 @@ int main(int argc, char **argv) {
         }
         compare("gpu vs cpu scalar reference, all rows", lg, lr, T, V, min_cos);
         compare("cpu fast vs cpu reference (context)", lc, lr, T, V, 0);
+    }
+    /* the fused snapshot reduction against the same logits reduced on the host in double */
+    {
+        gpu_row_stat *st = malloc(sizeof *st * (size_t)T);
+        if (!st || gpu_backend_run_stats(gb.impl, tok, T, rows, T, 0.8f, st, &e)) {
+            fprintf(stderr, "forward_check: run_stats: %s\n", e.msg);
+            return 2;
+        }
+        int bad = 0;
+        for (int r = 0; r < T; r++) {
+            const float *l = lg + (size_t)r * V;
+            const int am = argmax(l, V);
+            double z = 0, m1 = 0, second = -INFINITY;
+            for (int i = 0; i < V; i++) {
+                if (i != am && l[i] > second) second = l[i];
+                const double u = (l[i] - l[am]) / 0.8;
+                z += exp(u);
+                m1 += exp(u) * u;
+            }
+            const double p1 = 1 / z, p2 = exp((second - l[am]) / 0.8) / z, h = log(z) - m1 / z;
+            if (st[r].token != am || fabs(st[r].p_max - p1) > 1e-5 + 1e-4 * p1 ||
+                fabs(st[r].p_second - p2) > 1e-5 + 1e-4 * p2 || fabs(st[r].entropy - h) > 1e-4 + 1e-4 * h) {
+                if (bad++ < 3)
+                    printf("    row %d: gpu (%d %.6g %.6g %.6g) host (%d %.6g %.6g %.6g)\n", r, st[r].token, st[r].p_max,
+                           st[r].p_second, st[r].entropy, am, p1, p2, h);
+            }
+        }
+        printf("%-4s run_stats: argmax, p_max, p_second, entropy of %d rows vs host double\n", bad ? "FAIL" : "ok", T);
+        if (bad) failures++;
+        free(st);
     }
     /* CUDA graph replay (the default for dense models) vs plain launches: identical */
     {
