@@ -49,6 +49,14 @@ extern "C" {
         if (ck_err_ != cudaSuccess) return um_errf(e, "CUDA %s: %s", what, cudaGetErrorString(ck_err_)); \
     } while (0)
 
+/* A kernel launch; with UNMASK_CUDA_SYNC=1 each one is waited for, so an execution error
+ * names its kernel (first-run debugging; CUDA graphs are off then). */
+#define KL(call, what)                                                                                 \
+    do {                                                                                               \
+        CK(call, what);                                                                                \
+        if (g->sync_each) CK(cudaStreamSynchronize(g->st), what);                                      \
+    } while (0)
+
 typedef struct gpu_layer {
     float  *attn_norm, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *ffn_norm, *gate_b, *up_b, *down_b;
     gpu_mat wq, wk, wv, wo, gate, up, down, router;
@@ -69,6 +77,7 @@ typedef struct gpu_impl {
     cudaGraphExec_t graph;                      /* layers 0..n_layer-2 for canvases of graph_T */
     int             graph_T;
     bool            graph_off;                  /* UNMASK_CUDA_GRAPH=0, MoE, or a failed capture */
+    bool            sync_each;                  /* UNMASK_CUDA_SYNC=1: wait after every kernel */
     gpu_dims        d;
     /* device activations (shapes for T = max tokens; see gpu_activation_bytes) */
     float   *x, *xn, *hidden;                   /* (T, E) */
@@ -317,10 +326,10 @@ static gpu_act make_act(gpu_impl *g, const float *x, int n, int K) {
 
 /* y (a.n, ldy) [+]= a.x W^T (+ bias), preparing a's int8 / half form on first need. */
 static int linear(gpu_impl *g, const gpu_mat *W, gpu_act *a, float *y, int ldy, const float *bias, int acc, um_err *e) {
-    if (W->kind == GPU_KIND_I8 && !a->q_ready) CK(gpu_quantize_act(a, g->st), "quantize activations");
+    if (W->kind == GPU_KIND_I8 && !a->q_ready) KL(gpu_quantize_act(a, g->st), "quantize activations");
     if ((W->kind == GPU_KIND_F16 || W->kind == GPU_KIND_BF16) && a->h_kind != W->kind)
-        CK(gpu_convert_act(a, W->kind, g->st), "convert activations");
-    CK(gpu_gemm(W, a, y, ldy, bias, acc, g->st), "gemm");
+        KL(gpu_convert_act(a, W->kind, g->st), "convert activations");
+    KL(gpu_gemm(W, a, y, ldy, bias, acc, g->st), "gemm");
     return UM_OK;
 }
 
@@ -334,7 +343,7 @@ static int ffn(gpu_impl *g, int il, int n, um_err *e) {
         gpu_act a = make_act(g, g->xn, n, E);
         if (linear(g, &gl->gate, &a, g->ffa, F, gl->gate_b, 0, e) || linear(g, &gl->up, &a, g->ffb, F, gl->up_b, 0, e))
             return UM_FAIL;
-        CK(gpu_swiglu(g->ffa, g->ffa, g->ffb, (int64_t)n * F, g->st), "swiglu");
+        KL(gpu_swiglu(g->ffa, g->ffa, g->ffb, (int64_t)n * F, g->st), "swiglu");
         gpu_act b = make_act(g, g->ffa, n, F);
         return linear(g, &gl->down, &b, g->x, E, gl->down_b, 1, e);
     }
@@ -362,15 +371,15 @@ static int ffn(gpu_impl *g, int il, int n, um_err *e) {
         const int r0 = g->ex_off[ex], cnt = g->ex_off[ex + 1] - r0;
         if (!cnt) continue;
         float *in = g->gathered + (int64_t)r0 * E, *ga = g->ffa + (int64_t)r0 * F, *up = g->ffb + (int64_t)r0 * F;
-        CK(gpu_gather_rows(in, g->xn, g->ex_tok + r0, cnt, E, g->st), "gather expert rows");
+        KL(gpu_gather_rows(in, g->xn, g->ex_tok + r0, cnt, E, g->st), "gather expert rows");
         gpu_act ai = make_act(g, in, cnt, E);
         if (linear(g, &gl->gate_x[ex], &ai, ga, F, NULL, 0, e) || linear(g, &gl->up_x[ex], &ai, up, F, NULL, 0, e))
             return UM_FAIL;
-        CK(gpu_swiglu(ga, ga, up, (int64_t)cnt * F, g->st), "swiglu");
+        KL(gpu_swiglu(ga, ga, up, (int64_t)cnt * F, g->st), "swiglu");
         gpu_act ad = make_act(g, ga, cnt, F);
         if (linear(g, &gl->down_x[ex], &ad, g->ex_out + (int64_t)r0 * E, E, NULL, 0, e)) return UM_FAIL;
     }
-    CK(gpu_moe_combine(g->x, g->ex_out, g->ex_w, g->ex_slot, n, K, E, g->st), "moe combine");
+    KL(gpu_moe_combine(g->x, g->ex_out, g->ex_w, g->ex_slot, n, K, E, g->st), "moe combine");
     /* the host routing arrays are reused by the next layer: wait for the uploads */
     CK(cudaStreamSynchronize(g->st), "moe sync");
     return UM_OK;
@@ -390,31 +399,31 @@ static int run_layer(gpu_impl *g, int il, int T, int n_rows, um_err *e) {
     const bool subset = il == hp->n_layer - 1 && n_rows < T;
     const int nq = subset ? n_rows : T;
 
-    CK(gpu_rmsnorm(g->xn, g->x, gl->attn_norm, T, E, hp->norm_eps, g->st), "rmsnorm");
+    KL(gpu_rmsnorm(g->xn, g->x, gl->attn_norm, T, E, hp->norm_eps, g->st), "rmsnorm");
     gpu_act a = make_act(g, g->xn, T, E);
     if (linear(g, &gl->wk, &a, g->k, NKV, gl->bk, 0, e) || linear(g, &gl->wv, &a, g->v, NKV, gl->bv, 0, e))
         return UM_FAIL;
     if (subset) {
-        CK(gpu_gather_rows(g->hidden, g->xn, g->rows, n_rows, E, g->st), "gather rows");
+        KL(gpu_gather_rows(g->hidden, g->xn, g->rows, n_rows, E, g->st), "gather rows");
         gpu_act aq = make_act(g, g->hidden, nq, E);
         if (linear(g, &gl->wq, &aq, g->q, NQ, gl->bq, 0, e)) return UM_FAIL;
     } else if (linear(g, &gl->wq, &a, g->q, NQ, gl->bq, 0, e)) {
         return UM_FAIL;
     }
     if (m->arch->qk_norm) {
-        CK(gpu_rmsnorm(g->q, g->q, gl->q_norm, nq * H, HD, hp->norm_eps, g->st), "q norm");
-        CK(gpu_rmsnorm(g->k, g->k, gl->k_norm, T * HKV, HD, hp->norm_eps, g->st), "k norm");
+        KL(gpu_rmsnorm(g->q, g->q, gl->q_norm, nq * H, HD, hp->norm_eps, g->st), "q norm");
+        KL(gpu_rmsnorm(g->k, g->k, gl->k_norm, T * HKV, HD, hp->norm_eps, g->st), "k norm");
     }
-    CK(gpu_rope(g->q, subset ? g->rows : g->pos, nq, H, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope q");
-    CK(gpu_rope(g->k, g->pos, T, HKV, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope k");
-    CK(gpu_attention(g->att, g->q, g->k, g->v, nq, T, H, HKV, HD, g->st), "attention");
+    KL(gpu_rope(g->q, subset ? g->rows : g->pos, nq, H, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope q");
+    KL(gpu_rope(g->k, g->pos, T, HKV, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope k");
+    KL(gpu_attention(g->att, g->q, g->k, g->v, nq, T, H, HKV, HD, g->st), "attention");
     if (subset) {
-        CK(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
+        KL(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
         CK(cudaMemcpyAsync(g->x, g->hidden, (size_t)n_rows * E * 4, cudaMemcpyDeviceToDevice, g->st), "copy rows");
     }
     gpu_act ao = make_act(g, g->att, nq, NQ);
     if (linear(g, &gl->wo, &ao, g->x, E, gl->bo, 1, e)) return UM_FAIL;
-    CK(gpu_rmsnorm(g->xn, g->x, gl->ffn_norm, nq, E, hp->norm_eps, g->st), "rmsnorm");
+    KL(gpu_rmsnorm(g->xn, g->x, gl->ffn_norm, nq, E, hp->norm_eps, g->st), "rmsnorm");
     return ffn(g, il, nq, e);
 }
 
@@ -483,8 +492,8 @@ static int forward_logits(gpu_impl *g, const int32_t *tokens, int n_tokens, cons
         if (run_layer(g, il, T, n_rows, e)) return UM_FAIL;
     if (n_rows == 0) return UM_OK;
     if (n_rows < T) CK(cudaMemcpyAsync(g->hidden, g->x, (size_t)n_rows * E * 4, cudaMemcpyDeviceToDevice, g->st), "copy rows");
-    else CK(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
-    CK(gpu_rmsnorm(g->hidden, g->hidden, g->output_norm, n_rows, E, hp->norm_eps, g->st), "output norm");
+    else KL(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
+    KL(gpu_rmsnorm(g->hidden, g->hidden, g->output_norm, n_rows, E, hp->norm_eps, g->st), "output norm");
     gpu_act ah = make_act(g, g->hidden, n_rows, E);
     return linear(g, &g->output, &ah, g->logits, hp->n_vocab, g->output_b, 0, e);
 }
@@ -507,7 +516,7 @@ extern "C" int gpu_backend_run_stats(void *impl, const int32_t *tokens, int n_to
     if (forward_logits(g, tokens, n_tokens, rows, n_rows, e)) return UM_FAIL;
     if (n_rows) {
         const int V = g->m->hp.n_vocab;
-        CK(gpu_row_stats(g->logits, n_rows, V, temp, g->st_arg, g->st_p1, g->st_p2, g->st_ent, g->st), "row stats");
+        KL(gpu_row_stats(g->logits, n_rows, V, temp, g->st_arg, g->st_p1, g->st_p2, g->st_ent, g->st), "row stats");
         CK(cudaMemcpyAsync(g->st_host, g->st_arg, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
         CK(cudaMemcpyAsync(g->st_host + g->T, g->st_p1, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
         CK(cudaMemcpyAsync(g->st_host + 2 * g->T, g->st_p2, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
@@ -594,7 +603,9 @@ extern "C" int gpu_backend_open(um_backend *out, const um_model *m, int max_toke
     if (!g) return um_errf(e, "out of memory");
     g->m = m;
     const char *ge = getenv("UNMASK_CUDA_GRAPH");
-    g->graph_off = ge && !strcmp(ge, "0");
+    const char *se = getenv("UNMASK_CUDA_SYNC");
+    g->sync_each = se && !strcmp(se, "1");
+    g->graph_off = (ge && !strcmp(ge, "0")) || g->sync_each;
     snprintf(g->kname, sizeof g->kname, "sm_%d%d mma.s8", p.major, p.minor);
     err = cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = gpu_kernels_init(m->hp.head_dim);
