@@ -97,11 +97,14 @@ typedef struct gpu_impl {
     float   *logits;                            /* (T, V) */
     int     *st_arg;                            /* (T) row statistics: argmax */
     float   *st_p1, *st_p2, *st_ent;            /* (T) each */
+    int     *st_topi;                           /* (T, GPU_STATS_TOPK) */
+    float   *st_topp;                           /* (T, GPU_STATS_TOPK) */
     /* host mirrors */
     float   *x_host;                            /* (T, E) embeddings */
     float   *router_host, *ex_w_host, *ex_roww; /* (T, X), (T, KU), (T*KU) */
     int32_t *ex_id, *ex_off, *ex_tok_host, *ex_slot_host, *rows_host, *pos_host;
-    uint32_t *st_host;                          /* (4, T) statistics bits: argmax, p1, p2, entropy */
+    uint32_t *st_host;                          /* (4 + 2 * TOPK, T) statistics bits: argmax, p1, p2,
+                                                 * entropy (T each), top ids, top p (T * TOPK each) */
 } gpu_impl;
 
 /* ------------------------------------------------------------------ weights */
@@ -232,14 +235,15 @@ static int upload_weights(gpu_impl *g, um_err *e) {
 static void free_acts(gpu_impl *g) {
     void *dev[] = { g->x, g->xn, g->hidden, g->q, g->att, g->k, g->v, g->ffa, g->ffb, g->gathered, g->ex_out,
                     g->router, g->ex_w, g->ex_tok, g->ex_slot, g->rows, g->pos, g->cos_t, g->sin_t, g->aq, g->ad,
-                    g->asum, g->ah, g->logits, g->st_arg, g->st_p1, g->st_p2, g->st_ent };
+                    g->asum, g->ah, g->logits, g->st_arg, g->st_p1, g->st_p2, g->st_ent, g->st_topi, g->st_topp };
     for (size_t i = 0; i < UM_ARRAY_LEN(dev); i++) cudaFree(dev[i]);
     void *host[] = { g->x_host, g->router_host, g->ex_w_host, g->ex_roww, g->ex_id, g->ex_off, g->ex_tok_host,
                      g->ex_slot_host, g->rows_host, g->pos_host, g->st_host };
     for (size_t i = 0; i < UM_ARRAY_LEN(host); i++) free(host[i]);
     g->x = g->xn = g->hidden = g->q = g->att = g->k = g->v = g->ffa = g->ffb = g->gathered = g->ex_out = NULL;
     g->router = g->ex_w = g->cos_t = g->sin_t = g->ad = g->logits = g->st_p1 = g->st_p2 = g->st_ent = NULL;
-    g->ex_tok = g->ex_slot = g->rows = g->pos = g->asum = g->st_arg = NULL;
+    g->ex_tok = g->ex_slot = g->rows = g->pos = g->asum = g->st_arg = g->st_topi = NULL;
+    g->st_topp = NULL;
     g->st_host = NULL;
     g->aq = NULL;
     g->ah = NULL;
@@ -268,7 +272,8 @@ static int alloc_acts(gpu_impl *g, int T, um_err *e) {
         { (void **)&g->ah, R * K * 2 }, { (void **)&g->logits, (uint64_t)T * d.V * 4 },
         { (void **)&g->pos, (uint64_t)T * 4 }, { (void **)&g->st_arg, (uint64_t)T * 4 },
         { (void **)&g->st_p1, (uint64_t)T * 4 }, { (void **)&g->st_p2, (uint64_t)T * 4 },
-        { (void **)&g->st_ent, (uint64_t)T * 4 },
+        { (void **)&g->st_ent, (uint64_t)T * 4 }, { (void **)&g->st_topi, (uint64_t)T * GPU_STATS_TOPK * 4 },
+        { (void **)&g->st_topp, (uint64_t)T * GPU_STATS_TOPK * 4 },
     };
     for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
         if (!want[i].bytes) continue;
@@ -287,7 +292,7 @@ static int alloc_acts(gpu_impl *g, int T, um_err *e) {
     g->ex_slot_host = (int32_t *)malloc((size_t)(R * 4));
     g->rows_host = (int32_t *)malloc((size_t)T * 4);
     g->pos_host = (int32_t *)malloc((size_t)T * 4);
-    g->st_host = (uint32_t *)malloc((size_t)T * 4 * 4);
+    g->st_host = (uint32_t *)malloc((size_t)T * (4 + 2 * GPU_STATS_TOPK) * 4);
     float *ct = (float *)malloc((size_t)T * (d.n_rot / 2 + 1) * 4), *stab = (float *)malloc((size_t)T * (d.n_rot / 2 + 1) * 4);
     if (!g->x_host || !g->router_host || !g->ex_w_host || !g->ex_roww || !g->ex_id || !g->ex_off || !g->ex_tok_host ||
         !g->ex_slot_host || !g->rows_host || !g->pos_host || !g->st_host || !ct || !stab) {
@@ -516,7 +521,12 @@ extern "C" int gpu_backend_run_stats(void *impl, const int32_t *tokens, int n_to
     if (forward_logits(g, tokens, n_tokens, rows, n_rows, e)) return UM_FAIL;
     if (n_rows) {
         const int V = g->m->hp.n_vocab;
-        KL(gpu_row_stats(g->logits, n_rows, V, temp, g->st_arg, g->st_p1, g->st_p2, g->st_ent, g->st), "row stats");
+        KL(gpu_row_stats(g->logits, n_rows, V, temp, g->st_arg, g->st_p1, g->st_p2, g->st_ent, GPU_STATS_TOPK,
+                         g->st_topi, g->st_topp, g->st), "row stats");
+        const size_t kb = (size_t)n_rows * GPU_STATS_TOPK * 4;
+        CK(cudaMemcpyAsync(g->st_host + 4 * g->T, g->st_topi, kb, cudaMemcpyDeviceToHost, g->st), "stats copy");
+        CK(cudaMemcpyAsync(g->st_host + (4 + GPU_STATS_TOPK) * g->T, g->st_topp, kb, cudaMemcpyDeviceToHost, g->st),
+           "stats copy");
         CK(cudaMemcpyAsync(g->st_host, g->st_arg, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
         CK(cudaMemcpyAsync(g->st_host + g->T, g->st_p1, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
         CK(cudaMemcpyAsync(g->st_host + 2 * g->T, g->st_p2, (size_t)n_rows * 4, cudaMemcpyDeviceToHost, g->st), "stats copy");
@@ -528,6 +538,8 @@ extern "C" int gpu_backend_run_stats(void *impl, const int32_t *tokens, int n_to
         memcpy(&out[i].p_max, &g->st_host[g->T + i], 4);
         memcpy(&out[i].p_second, &g->st_host[2 * g->T + i], 4);
         memcpy(&out[i].entropy, &g->st_host[3 * g->T + i], 4);
+        memcpy(out[i].top_id, &g->st_host[4 * g->T + (size_t)i * GPU_STATS_TOPK], 4 * GPU_STATS_TOPK);
+        memcpy(out[i].top_p, &g->st_host[(4 + GPU_STATS_TOPK) * g->T + (size_t)i * GPU_STATS_TOPK], 4 * GPU_STATS_TOPK);
     }
     return UM_OK;
 }

@@ -4,7 +4,8 @@
  * gpu_backend_run_stats() is the fused snapshot reduction: the same pass as run(), but
  * instead of the logits (n_rows x n_vocab floats) only four numbers per row come back,
  * computed on the GPU over softmax(logits / temp): the argmax token (lowest id on ties),
- * its probability, the runner-up's probability and the entropy in nats. impl is the
+ * its probability, the runner-up's probability, the entropy in nats and the
+ * GPU_STATS_TOPK best candidates with their probabilities. impl is the
  * um_backend.impl that gpu_backend_open() filled (CUDA builds only: there is no stub).
  */
 #ifndef UM_GPU_BACKEND_H
@@ -20,11 +21,15 @@ extern "C" {
 }
 #endif
 
+#define GPU_STATS_TOPK 8          /* candidates per row */
+
 typedef struct gpu_row_stat {
     int32_t token;              /* argmax of the row */
     float   p_max;              /* its probability */
     float   p_second;           /* the second largest probability (p_max - p_second: margin) */
     float   entropy;            /* nats */
+    int32_t top_id[GPU_STATS_TOPK];     /* best tokens, best first (top_id[0] == token) */
+    float   top_p[GPU_STATS_TOPK];      /* their probabilities */
 } gpu_row_stat;
 
 #ifdef __cplusplus

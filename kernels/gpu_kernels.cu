@@ -569,9 +569,15 @@ cudaError_t gpu_attention(float *out, const float *q, const float *k, const floa
 /* ------------------------------------------------------------------ snapshot reduction
  * One block per row: pass 1 finds the largest two logits (and the argmax, lowest index on
  * ties), pass 2 sums exp((l - max) / temp) and its first moment for the entropy:
- *   H = log Z - sum p (l - max) / temp,  p_max = 1 / Z,  p_second = exp((l2 - max) / temp) / Z. */
+ *   H = log Z - sum p (l - max) / temp,  p_max = 1 / Z,  p_second = exp((l2 - max) / temp) / Z;
+ * then k passes pick the top-k candidates in rank order (value, then lower id). */
+/* (v, i) ranks before (bv, bi): larger value first, lower index on ties. */
+static __device__ __forceinline__ bool ranks_before(float v, int i, float bv, int bi) {
+    return v > bv || (v == bv && i < bi);
+}
+
 __global__ void k_row_stats(const float *logits, int n_vocab, float temp, int *argmax, float *p_max, float *p_second,
-                            float *entropy) {
+                            float *entropy, int k, int *top_id, float *top_p) {
     __shared__ float s1[256], s2[256];
     __shared__ int si[256];
     const float *l = logits + (int64_t)blockIdx.x * n_vocab;
@@ -613,19 +619,53 @@ __global__ void k_row_stats(const float *logits, int n_vocab, float temp, int *a
         if (tid < o) { s1[tid] += s1[tid + o]; s2[tid] += s2[tid + o]; }
         __syncthreads();
     }
+    const float Z = s1[0];
     if (tid == 0) {
-        const float Z = s1[0];
         argmax[blockIdx.x] = am;
         p_max[blockIdx.x] = 1.0f / Z;
         p_second[blockIdx.x] = second == -INFINITY ? 0.0f : expf((second - mx) * it) / Z;
         entropy[blockIdx.x] = logf(Z) - s2[0] / Z;
     }
+    /* top-k, one block-wide pass per rank: the best entry ranked after the previous pick */
+    __shared__ float prev_v;
+    __shared__ int prev_i;
+    if (tid == 0) { prev_v = INFINITY; prev_i = -1; }
+    __syncthreads();
+    for (int j = 0; j < k; j++) {
+        const float pv = prev_v;
+        const int pi = prev_i;
+        float bv = -INFINITY;
+        int bi = 0x7fffffff;
+        for (int i = tid; i < n_vocab; i += blockDim.x) {
+            const float x = l[i];
+            if (ranks_before(pv, pi, x, i) && ranks_before(x, i, bv, bi)) { bv = x; bi = i; }
+        }
+        __syncthreads();                          /* everyone has read prev_v / prev_i */
+        s1[tid] = bv; si[tid] = bi;
+        __syncthreads();
+        for (int o = blockDim.x / 2; o; o >>= 1) {
+            if (tid < o && ranks_before(s1[tid + o], si[tid + o], s1[tid], si[tid])) {
+                s1[tid] = s1[tid + o];
+                si[tid] = si[tid + o];
+            }
+            __syncthreads();
+        }
+        if (tid == 0) {
+            const bool found = si[0] != 0x7fffffff;
+            top_id[(int64_t)blockIdx.x * k + j] = found ? si[0] : -1;
+            top_p[(int64_t)blockIdx.x * k + j] = found ? expf((s1[0] - mx) * it) / Z : 0.0f;
+            prev_v = s1[0];
+            prev_i = si[0];
+        }
+        __syncthreads();
+    }
 }
 
 cudaError_t gpu_row_stats(const float *logits, int n_rows, int n_vocab, float temp, int *argmax, float *p_max,
-                          float *p_second, float *entropy, cudaStream_t st) {
+                          float *p_second, float *entropy, int k, int *top_id, float *top_p, cudaStream_t st) {
     if (n_rows <= 0) return cudaSuccess;
-    if (!(temp > 0)) return cudaErrorInvalidValue;
-    k_row_stats<<<(unsigned)n_rows, 256, 0, st>>>(logits, n_vocab, temp, argmax, p_max, p_second, entropy);
+    if (!(temp > 0) || k < 0 || (k > 0 && (!top_id || !top_p))) return cudaErrorInvalidValue;
+    k_row_stats<<<(unsigned)n_rows, 256, 0, st>>>(logits, n_vocab, temp, argmax, p_max, p_second, entropy, k, top_id,
+                                                  top_p);
     return cudaGetLastError();
 }

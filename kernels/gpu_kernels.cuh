@@ -66,9 +66,10 @@ cudaError_t gpu_moe_combine(float *out, const float *y, const float *w, const in
                             int width, cudaStream_t st);
 /* Per-row statistics over the vocabulary (the fused snapshot reduction): for each row of
  * logits (n_rows, n_vocab): argmax, its softmax probability, the second largest
- * probability and the entropy (nats) of softmax(logits / temp). */
+ * probability, the entropy (nats) of softmax(logits / temp), and the k best token ids with
+ * their probabilities in rank order (top_id, top_p: (n_rows, k); id -1 past the vocabulary). */
 cudaError_t gpu_row_stats(const float *logits, int n_rows, int n_vocab, float temp, int *argmax, float *p_max,
-                          float *p_second, float *entropy, cudaStream_t st);
+                          float *p_second, float *entropy, int k, int *top_id, float *top_p, cudaStream_t st);
 
 /* Opt the attention kernel into the shared memory it needs for head_dim (once per device). */
 cudaError_t gpu_kernels_init(int head_dim);

@@ -130,6 +130,17 @@ int main(int argc, char **argv) {
                 m1 += exp(u) * u;
             }
             const double p1 = 1 / z, p2 = exp((second - l[am]) / 0.8) / z, h = log(z) - m1 / z;
+            /* candidates: ranked, each one's probability, top_id[0] the argmax */
+            bool cand_ok = st[r].top_id[0] == am;
+            for (int j = 0; j < GPU_STATS_TOPK && cand_ok; j++) {
+                const int id = st[r].top_id[j];
+                if (id < 0 || id >= V) { cand_ok = false; break; }
+                const double pj = exp((l[id] - l[am]) / 0.8) / z;
+                if (fabs(st[r].top_p[j] - pj) > 1e-5 + 1e-4 * pj) cand_ok = false;
+                if (j && (l[id] > l[st[r].top_id[j - 1]] ||
+                          (l[id] == l[st[r].top_id[j - 1]] && id < st[r].top_id[j - 1]))) cand_ok = false;
+            }
+            if (!cand_ok && bad++ < 3) printf("    row %d: top-%d candidates wrong\n", r, GPU_STATS_TOPK);
             if (st[r].token != am || fabs(st[r].p_max - p1) > 1e-5 + 1e-4 * p1 ||
                 fabs(st[r].p_second - p2) > 1e-5 + 1e-4 * p2 || fabs(st[r].entropy - h) > 1e-4 + 1e-4 * h) {
                 if (bad++ < 3)
@@ -137,7 +148,8 @@ int main(int argc, char **argv) {
                            st[r].p_second, st[r].entropy, am, p1, p2, h);
             }
         }
-        printf("%-4s run_stats: argmax, p_max, p_second, entropy of %d rows vs host double\n", bad ? "FAIL" : "ok", T);
+        printf("%-4s run_stats: argmax, p_max, p_second, entropy, top-%d of %d rows vs host double\n", bad ? "FAIL" : "ok",
+               GPU_STATS_TOPK, T);
         if (bad) failures++;
         free(st);
     }

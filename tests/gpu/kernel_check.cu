@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <algorithm>
 #include <vector>
 
 #define UM_POOL_H               /* pool.h is C11-atomics only; ops_*_ref need no pool */
@@ -356,7 +357,33 @@ static void check_small(void) {
     float *ld = dev_copy(lg.data(), lg.size()), *pm = dev_copy<float>(NULL, R), *p2 = dev_copy<float>(NULL, R),
           *en = dev_copy<float>(NULL, R);
     int *amd = dev_copy<int>(NULL, R);
-    CU(gpu_row_stats(ld, R, V, 0.7f, amd, pm, p2, en, 0));
+    const int KK = 6;
+    int *tid_d = dev_copy<int>(NULL, (size_t)R * KK);
+    float *tp_d = dev_copy<float>(NULL, (size_t)R * KK);
+    CU(gpu_row_stats(ld, R, V, 0.7f, amd, pm, p2, en, KK, tid_d, tp_d, 0));
+    {   /* top-k against a host ranking (value descending, lower id first on ties) */
+        std::vector<int> ti = host_copy(tid_d, (size_t)R * KK);
+        std::vector<float> tp = host_copy(tp_d, (size_t)R * KK), tref((size_t)R * KK), tgot((size_t)R * KK);
+        std::vector<float> iref((size_t)R * KK), igot((size_t)R * KK);
+        for (int r = 0; r < R; r++) {
+            const float *l = &lg[(size_t)r * V];
+            std::vector<int> idx(V);
+            for (int i = 0; i < V; i++) idx[i] = i;
+            std::partial_sort(idx.begin(), idx.begin() + KK, idx.end(),
+                              [l](int a, int b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+            double mx = l[idx[0]], z = 0;
+            for (int i = 0; i < V; i++) z += exp((l[i] - mx) / 0.7);
+            for (int j = 0; j < KK; j++) {
+                iref[(size_t)r * KK + j] = (float)idx[j];
+                igot[(size_t)r * KK + j] = (float)ti[(size_t)r * KK + j];
+                tref[(size_t)r * KK + j] = (float)(exp((l[idx[j]] - mx) / 0.7) / z);
+                tgot[(size_t)r * KK + j] = tp[(size_t)r * KK + j];
+            }
+        }
+        compare("row_stats top-6 ids", igot.data(), iref.data(), iref.size(), 0.0, 0.0);
+        compare("row_stats top-6 probabilities", tgot.data(), tref.data(), tref.size(), 1e-6, 1e-4);
+    }
+    cudaFree(tid_d); cudaFree(tp_d);
     std::vector<int> am = host_copy(amd, R);
     std::vector<float> pmh = host_copy(pm, R), p2h = host_copy(p2, R), enh = host_copy(en, R);
     for (int r = 0; r < R; r++) {
