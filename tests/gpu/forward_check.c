@@ -7,7 +7,8 @@
  * Checks, for the full canvas and for a row subset (every third row, reversed, which takes
  * the last-layer subset path on both backends): per-row cosine similarity of the logits
  * >= C (default 0.999; MoE models 0.99, since int8 activations may flip a routing choice)
- * against the CPU reference, argmax agreement >= 90% of rows, and the subset rows equal to
+ * against the CPU reference (against the CPU fast path: the same, 0.98 for MoE), argmax
+ * agreement >= 90% of rows, and the subset rows equal to
  * the same rows of the full run within 1e-3 relative. Exit 0 all passed, 1 a check failed,
  * 2 usage or setup error, 3 no CUDA device.
  */
@@ -101,7 +102,9 @@ int main(int argc, char **argv) {
 
     if (gb.run(gb.impl, tok, T, rows, T, lg, &e)) { fprintf(stderr, "forward_check: gpu run: %s\n", e.msg); return 2; }
     if (forward_run(fw, tok, T, rows, T, lc, &e)) { fprintf(stderr, "forward_check: cpu run: %s\n", e.msg); return 2; }
-    compare("gpu vs cpu fast path, all rows", lg, lc, T, V, min_cos);
+    /* both sides quantize activations (differently): for MoE a routing flip on either side
+     * moves a row, so the fast-path comparison is looser there; the reference decides */
+    compare("gpu vs cpu fast path, all rows", lg, lc, T, V, m->arch->moe ? 0.98 : min_cos);
     if (use_ref) {
         um_forward_opts ro = { .max_tokens = T, .reference = true };
         if (forward_new(&fr, m, NULL, &ro, &e) || forward_run(fr, tok, T, rows, T, lr, &e)) {
