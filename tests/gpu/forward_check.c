@@ -40,7 +40,8 @@ static int argmax(const float *a, int n) {
 }
 
 /* got vs want (n_rows, V): min cosine, argmax agreement, max |diff|. */
-static void compare(const char *what, const float *got, const float *want, int n_rows, int V, double min_cos) {
+static void compare(const char *what, const float *got, const float *want, int n_rows, int V, double min_cos,
+                    bool gate) {
     double worst = 1, maxd = 0;
     int agree = 0, worst_row = 0;
     for (int r = 0; r < n_rows; r++) {
@@ -49,9 +50,9 @@ static void compare(const char *what, const float *got, const float *want, int n
         agree += argmax(got + (size_t)r * V, V) == argmax(want + (size_t)r * V, V);
         for (int i = 0; i < V; i++) maxd = fmax(maxd, fabs((double)got[(size_t)r * V + i] - want[(size_t)r * V + i]));
     }
-    const bool ok = worst >= min_cos && agree * 10 >= n_rows * 9;
+    const bool ok = !gate || (worst >= min_cos && agree * 10 >= n_rows * 9);
     printf("%-4s %-40s rows %4d  min cosine %.6f (row %d, need %.4g)  argmax agree %3d%%  max|diff| %.3g\n",
-           ok ? "ok" : "FAIL", what, n_rows, worst, worst_row, min_cos, 100 * agree / (n_rows ? n_rows : 1), maxd);
+           !gate ? "info" : ok ? "ok" : "FAIL", what, n_rows, worst, worst_row, min_cos, 100 * agree / (n_rows ? n_rows : 1), maxd);
     if (!ok) failures++;
 }
 
@@ -104,15 +105,15 @@ int main(int argc, char **argv) {
     if (forward_run(fw, tok, T, rows, T, lc, &e)) { fprintf(stderr, "forward_check: cpu run: %s\n", e.msg); return 2; }
     /* both sides quantize activations (differently): for MoE a routing flip on either side
      * moves a row, so the fast-path comparison is looser there; the reference decides */
-    compare("gpu vs cpu fast path, all rows", lg, lc, T, V, m->arch->moe ? 0.98 : min_cos);
+    compare("gpu vs cpu fast path, all rows", lg, lc, T, V, m->arch->moe ? 0.98 : min_cos, true);
     if (use_ref) {
         um_forward_opts ro = { .max_tokens = T, .reference = true };
         if (forward_new(&fr, m, NULL, &ro, &e) || forward_run(fr, tok, T, rows, T, lr, &e)) {
             fprintf(stderr, "forward_check: reference: %s\n", e.msg);
             return 2;
         }
-        compare("gpu vs cpu scalar reference, all rows", lg, lr, T, V, min_cos);
-        compare("cpu fast vs cpu reference (context)", lc, lr, T, V, 0);
+        compare("gpu vs cpu scalar reference, all rows", lg, lr, T, V, min_cos, true);
+        compare("cpu fast vs cpu reference (context)", lc, lr, T, V, 0, false);
     }
     /* the fused snapshot reduction against the same logits reduced on the host in double */
     {
@@ -176,7 +177,7 @@ int main(int argc, char **argv) {
     /* the row subset: same rows as the full run */
     if (gb.run(gb.impl, tok, T, sub, n_sub, ls, &e)) { fprintf(stderr, "forward_check: gpu subset: %s\n", e.msg); return 2; }
     for (int i = 0; i < n_sub; i++) memcpy(lr + (size_t)i * V, lg + (size_t)sub[i] * V, sizeof(float) * V);
-    compare("gpu row subset vs gpu full rows", ls, lr, n_sub, V, 0.99999);
+    compare("gpu row subset vs gpu full rows", ls, lr, n_sub, V, 0.99999, true);
     /* errors: a token outside the vocabulary, a canvas beyond the reservation */
     tok[0] = V + 5;
     if (gb.run(gb.impl, tok, T, rows, 1, ls, &e) == UM_OK) { printf("FAIL bad token accepted\n"); failures++; }
