@@ -78,6 +78,7 @@ typedef struct gpu_impl {
     int             graph_T;
     bool            graph_off;                  /* UNMASK_CUDA_GRAPH=0, MoE, or a failed capture */
     bool            sync_each;                  /* UNMASK_CUDA_SYNC=1: wait after every kernel */
+    bool            pack4;                      /* nibble weights for Q4_0/Q4_1/Q4_K (UNMASK_CUDA_PACK4=0: off) */
     gpu_dims        d;
     /* device activations (shapes for T = max tokens; see gpu_activation_bytes) */
     float   *x, *xn, *hidden;                   /* (T, E) */
@@ -144,11 +145,14 @@ static int upload_vec(gpu_impl *g, float **dst, um_vec src, int64_t n, um_err *e
 static int upload_mat(gpu_impl *g, gpu_mat *gm, const um_weight *w, um_err *e) {
     memset(gm, 0, sizeof *gm);
     if (!w->data) return UM_OK;
-    const gpu_layout L = gpu_layout_for(w->type, w->n_in, w->n_out);
+    gpu_layout L = gpu_layout_for(w->type, w->n_in, w->n_out);
     if (L.kind == GPU_KIND_NONE) return um_errf(e, "tensor '%s': type %s has no CUDA kernel", w->name, um_type_name(w->type));
+    if (g->pack4) gpu_layout_pack4(&L, w->n_out);
     gm->kind = L.kind;
     gm->group = L.group;
     gm->has_off = L.has_off;
+    gm->pack4 = L.pack4;
+    gm->bias4 = L.bias4;
     gm->n_in = (int)w->n_in;
     gm->n_out = (int)w->n_out;
     gm->k_pad = (int)L.k_pad;
@@ -165,13 +169,17 @@ static int upload_mat(gpu_impl *g, gpu_mat *gm, const um_weight *w, um_err *e) {
     float *ss = (float *)malloc((size_t)(ng ? ng * chunk : 1) * 4);
     float *so = (float *)malloc((size_t)(ng ? ng * chunk : 1) * 4);
     float *tmp = (float *)malloc((size_t)w->n_in * 4);
+    int8_t *q8 = (int8_t *)malloc((size_t)L.k_pad);      /* one int8 row before nibble packing */
     int rc = UM_OK;
-    if (!sw || !ss || !so || !tmp) { rc = um_errf(e, "out of memory staging '%s'", w->name); goto out; }
+    if (!sw || !ss || !so || !tmp || !q8) { rc = um_errf(e, "out of memory staging '%s'", w->name); goto out; }
     for (int64_t r0 = 0; r0 < w->n_out; r0 += chunk) {
         const int64_t nr = UM_MIN(chunk, w->n_out - r0);
         for (int64_t r = 0; r < nr; r++) {
             const char *src = (const char *)w->data + (uint64_t)(r0 + r) * w->row_bytes;
-            if (L.kind == GPU_KIND_I8)
+            if (L.kind == GPU_KIND_I8 && L.pack4) {
+                gpu_pack_row(w->type, &L, src, w->n_in, q8, ss + r * ng, so + r * ng, tmp);
+                gpu_nibble_pack(q8, L.k_pad, L.bias4, (uint8_t *)sw + r * row_w);
+            } else if (L.kind == GPU_KIND_I8)
                 gpu_pack_row(w->type, &L, src, w->n_in, (int8_t *)sw + r * row_w, ss + r * ng, so + r * ng, tmp);
             else
                 gpu_pack_row_float(w->type, src, w->n_in, L.k_pad, sw + r * row_w);
@@ -185,7 +193,7 @@ static int upload_mat(gpu_impl *g, gpu_mat *gm, const um_weight *w, um_err *e) {
         if (err != cudaSuccess) { rc = um_errf(e, "CUDA upload of '%s': %s", w->name, cudaGetErrorString(err)); goto out; }
     }
 out:
-    free(sw); free(ss); free(so); free(tmp);
+    free(sw); free(ss); free(so); free(tmp); free(q8);
     return rc;
 }
 
@@ -602,8 +610,10 @@ extern "C" int gpu_backend_open(um_backend *out, const um_model *m, int max_toke
                        p.name, p.major, p.minor);
     if (m->hp.head_dim > 256 || m->hp.head_dim % 2)
         return um_errf(e, "head_dim %d: the CUDA attention kernel handles even head dims up to 256", m->hp.head_dim);
+    const char *pe = getenv("UNMASK_CUDA_PACK4");
+    const bool pack4 = !(pe && !strcmp(pe, "0"));
     uint64_t wbytes = 0;
-    if (!gpu_weight_plan(m, &wbytes, e)) return UM_FAIL;
+    if (!gpu_weight_plan(m, pack4, &wbytes, e)) return UM_FAIL;
     const gpu_dims d = gpu_dims_for(m, max_tokens);
     const uint64_t abytes = gpu_activation_bytes(&d);
     char what[400];
@@ -614,6 +624,7 @@ extern "C" int gpu_backend_open(um_backend *out, const um_model *m, int max_toke
     gpu_impl *g = (gpu_impl *)calloc(1, sizeof *g);
     if (!g) return um_errf(e, "out of memory");
     g->m = m;
+    g->pack4 = pack4;
     const char *ge = getenv("UNMASK_CUDA_GRAPH");
     const char *se = getenv("UNMASK_CUDA_SYNC");
     g->sync_each = se && !strcmp(se, "1");

@@ -3,7 +3,8 @@
  *
  * GEMMs (y = x W^T), 64 x 64 output tiles (64 weight rows x 64 tokens), 4 warps of 32 x 32,
  * K in steps of 32 staged through shared memory:
- *   I8:   mma.sync m16n8k32 s8 (groups of 32) or two m16n8k16 s8 (groups of 16); each
+ *   I8:   mma.sync m16n8k32 s8 (groups of 32) or two m16n8k16 s8 (groups of 16); nibble
+ *         weights (Q4_0/Q4_1/Q4_K) are expanded to int8 while staging the tile; each
  *         group's int32 partial is scaled in float by weight scale x activation scale and,
  *         for formats with a minimum, the offset term off x act_scale x sum(act q) is added
  *         (dequantization fused into the accumulation; weights stay int8 in memory).
@@ -116,11 +117,11 @@ static __device__ __forceinline__ void store_out(float *y, int ldy, const float 
 
 /* ------------------------------------------------------------------ int8 GEMM */
 
-template <int G, bool OFF>
+template <int G, bool OFF, bool P4>
 __global__ void __launch_bounds__(GPU_GEMM_THREADS)
 k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const float *__restrict__ woff,
           int n_out, int k_pad, const int8_t *__restrict__ X, const float *__restrict__ xd,
-          const int *__restrict__ xsum, int n_tok, float *y, int ldy, const float *bias, int accumulate) {
+          const int *__restrict__ xsum, int n_tok, float *y, int ldy, const float *bias, int accumulate, int bias4) {
     constexpr int NG = 32 / G;                       /* weight groups per 32-wide k step */
     __shared__ __align__(16) int8_t Ws[GPU_GEMM_BM * I8_ROW];
     __shared__ __align__(16) int8_t Xs[GPU_GEMM_BN * I8_ROW];
@@ -142,11 +143,26 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
     for (int kb = 0; kb < nkb; kb++) {
         {   /* stage: each thread one 16-byte piece of W and of X, then the scales */
             const int r = tid >> 1, part = tid & 1;
-            int4 wv = make_int4(0, 0, 0, 0), xv = make_int4(0, 0, 0, 0);
-            if (row0 + r < n_out) wv = *(const int4 *)(W + (int64_t)(row0 + r) * k_pad + kb * 32 + part * 16);
+            int4 xv = make_int4(0, 0, 0, 0);
             if (tok0 + r < n_tok) xv = *(const int4 *)(X + (int64_t)(tok0 + r) * k_pad + kb * 32 + part * 16);
-            *(int4 *)(Ws + r * I8_ROW + part * 16) = wv;
             *(int4 *)(Xs + r * I8_ROW + part * 16) = xv;
+            if (P4) {
+                /* 8 nibble bytes: values part*8 .. +7 (low nibbles) and 16 + part*8 .. +7 (high) */
+                int2 pv = make_int2(0, 0);
+                if (row0 + r < n_out) pv = *(const int2 *)(W + (int64_t)(row0 + r) * (k_pad / 2) + kb * 16 + part * 8);
+                const unsigned b4 = (unsigned)bias4 * 0x01010101u;
+                const unsigned lo0 = __vsub4((unsigned)pv.x & 0x0F0F0F0Fu, b4), lo1 = __vsub4((unsigned)pv.y & 0x0F0F0F0Fu, b4);
+                const unsigned hi0 = __vsub4(((unsigned)pv.x >> 4) & 0x0F0F0F0Fu, b4);
+                const unsigned hi1 = __vsub4(((unsigned)pv.y >> 4) & 0x0F0F0F0Fu, b4);
+                /* rows past n_out must stay 0, not -bias */
+                const bool ok = row0 + r < n_out;
+                *(int2 *)(Ws + r * I8_ROW + part * 8) = ok ? make_int2((int)lo0, (int)lo1) : make_int2(0, 0);
+                *(int2 *)(Ws + r * I8_ROW + 16 + part * 8) = ok ? make_int2((int)hi0, (int)hi1) : make_int2(0, 0);
+            } else {
+                int4 wv = make_int4(0, 0, 0, 0);
+                if (row0 + r < n_out) wv = *(const int4 *)(W + (int64_t)(row0 + r) * k_pad + kb * 32 + part * 16);
+                *(int4 *)(Ws + r * I8_ROW + part * 16) = wv;
+            }
             if (tid < GPU_GEMM_BM) {
                 const bool ok = row0 + tid < n_out;
                 #pragma unroll
@@ -346,19 +362,19 @@ cudaError_t gpu_gemm(const gpu_mat *W, const gpu_act *a, float *y, int ldy, cons
     const dim3 grid((unsigned)gx, (unsigned)gy);
     switch (W->kind) {
     case GPU_KIND_I8: {
+        if (!a->q_ready) return cudaErrorInvalidValue;
         const int8_t *w = (const int8_t *)W->w;
-        if (W->group == 32 && W->has_off)
-            k_gemm_i8<32, true><<<grid, GPU_GEMM_THREADS, 0, st>>>(w, W->scale, W->off, W->n_out, W->k_pad, a->q, a->d,
-                                                                   a->sum16, a->n, y, ldy, bias, accumulate);
-        else if (W->group == 32)
-            k_gemm_i8<32, false><<<grid, GPU_GEMM_THREADS, 0, st>>>(w, W->scale, W->off, W->n_out, W->k_pad, a->q, a->d,
-                                                                    a->sum16, a->n, y, ldy, bias, accumulate);
-        else if (W->has_off)
-            k_gemm_i8<16, true><<<grid, GPU_GEMM_THREADS, 0, st>>>(w, W->scale, W->off, W->n_out, W->k_pad, a->q, a->d,
-                                                                   a->sum16, a->n, y, ldy, bias, accumulate);
-        else
-            k_gemm_i8<16, false><<<grid, GPU_GEMM_THREADS, 0, st>>>(w, W->scale, W->off, W->n_out, W->k_pad, a->q, a->d,
-                                                                    a->sum16, a->n, y, ldy, bias, accumulate);
+#define GEMM_I8(G_, OFF_, P4_)                                                                                  \
+    k_gemm_i8<G_, OFF_, P4_><<<grid, GPU_GEMM_THREADS, 0, st>>>(w, W->scale, W->off, W->n_out, W->k_pad, a->q, a->d, \
+                                                              a->sum16, a->n, y, ldy, bias, accumulate, W->bias4)
+        if (W->pack4 && W->group != 32) return cudaErrorInvalidValue;
+        if (W->pack4 && W->has_off) GEMM_I8(32, true, true);
+        else if (W->pack4) GEMM_I8(32, false, true);
+        else if (W->group == 32 && W->has_off) GEMM_I8(32, true, false);
+        else if (W->group == 32) GEMM_I8(32, false, false);
+        else if (W->has_off) GEMM_I8(16, true, false);
+        else GEMM_I8(16, false, false);
+#undef GEMM_I8
         break;
     }
     case GPU_KIND_F16:

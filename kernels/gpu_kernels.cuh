@@ -17,6 +17,7 @@ typedef struct gpu_mat {
     int      group;             /* I8: weights per scale (16 or 32) */
     int      has_off;           /* I8: off present */
     int      n_in, n_out, k_pad;
+    int      pack4, bias4;      /* I8 stored as nibbles (n_out, k_pad/2), value = nibble - bias4 */
     void    *w;                 /* (n_out, k_pad): int8, f16/bf16 bits or float */
     float   *scale, *off;       /* I8: (n_out, k_pad/group) */
 } gpu_mat;

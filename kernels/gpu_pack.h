@@ -12,8 +12,9 @@
  *                exactly as the reference dequantizer computes it (same float products).
  *                G is the format's sub-block: 32 (Q4_0..Q8_0, Q4_K, Q5_K, IQ4_*) or
  *                16 (Q2_K, Q3_K, Q6_K). One byte per weight: 4/5-bit formats take about
- *                twice their file size on the GPU (simple, exact; nibble packing is the
- *                next step, see docs/cuda.md).
+ *                twice their file size on the GPU, except Q4_0, Q4_1 and Q4_K, whose
+ *                values are stored as nibbles (gpu_layout_pack4) unless
+ *                UNMASK_CUDA_PACK4=0.
  *   GPU_KIND_F16 / GPU_KIND_BF16: the file's 16-bit values (n_out, K), tensor-core mma.
  *   GPU_KIND_F32: float (n_out, K), SIMT kernel (routers, tiny test models).
  * Types with a reference dequantizer but no exact integer repacking here are dequantized
@@ -46,6 +47,9 @@ typedef struct gpu_layout {
     int      group;             /* G: weights per scale (I8 only) */
     bool     has_off;           /* I8: per-group additive offset present */
     bool     requant;           /* I8: lossy requantization (no exact repacking for this type) */
+    bool     pack4_ok;          /* I8 values fit 4 bits: q + bias4 in 0..15 (Q4_0, Q4_1, Q4_K) */
+    bool     pack4;             /* stored as nibbles (gpu_layout_pack4): half a byte per weight */
+    int      bias4;             /* nibble = q + bias4 */
     int64_t  k_pad;             /* K: n_in rounded up to 32 */
     uint64_t bytes_w;           /* q or 16/32-bit values: n_out * K * elem */
     uint64_t bytes_scale;       /* n_out * K/G floats (I8) */
@@ -76,6 +80,8 @@ static inline gpu_layout gpu_layout_for(uint32_t t, int64_t n_in, int64_t n_out)
     L.requant = !(t == UM_TYPE_Q4_0 || t == UM_TYPE_Q4_1 || t == UM_TYPE_Q5_0 || t == UM_TYPE_Q5_1 ||
                   t == UM_TYPE_Q8_0 || t == UM_TYPE_Q2_K || t == UM_TYPE_Q3_K || t == UM_TYPE_Q4_K ||
                   t == UM_TYPE_Q5_K || t == UM_TYPE_Q6_K || t == UM_TYPE_IQ4_NL || t == UM_TYPE_IQ4_XS);
+    L.pack4_ok = t == UM_TYPE_Q4_0 || t == UM_TYPE_Q4_1 || t == UM_TYPE_Q4_K;
+    L.bias4 = t == UM_TYPE_Q4_0 ? 8 : 0;
     L.bytes_w = (uint64_t)n_out * L.k_pad;
     L.bytes_scale = (uint64_t)n_out * (L.k_pad / L.group) * 4;
     L.bytes_off = L.has_off ? L.bytes_scale : 0;
@@ -83,6 +89,29 @@ static inline gpu_layout gpu_layout_for(uint32_t t, int64_t n_in, int64_t n_out)
 }
 
 static inline uint64_t gpu_layout_bytes(const gpu_layout *L) { return L->bytes_w + L->bytes_scale + L->bytes_off; }
+
+/* Switch a 4-bit format to the nibble layout: per 32 values 16 bytes, byte j holding value
+ * j + bias4 (low nibble) and value j + 16 + bias4 (high nibble); the GEMM expands them to
+ * int8 while staging a tile. No-op for other layouts. */
+static inline void gpu_layout_pack4(gpu_layout *L, int64_t n_out) {
+    if (!L->pack4_ok) return;
+    L->pack4 = true;
+    L->bytes_w = (uint64_t)n_out * (uint64_t)(L->k_pad / 2);
+}
+
+/* int8 row q (k_pad) -> nibbles (k_pad / 2), and back. */
+static inline void gpu_nibble_pack(const int8_t *q, int64_t k_pad, int bias, uint8_t *out) {
+    for (int64_t b = 0; b < k_pad / 32; b++)
+        for (int j = 0; j < 16; j++)
+            out[16 * b + j] = (uint8_t)(((q[32 * b + j] + bias) & 0xF) | (((q[32 * b + j + 16] + bias) & 0xF) << 4));
+}
+static inline void gpu_nibble_unpack(const uint8_t *in, int64_t k_pad, int bias, int8_t *q) {
+    for (int64_t b = 0; b < k_pad / 32; b++)
+        for (int j = 0; j < 16; j++) {
+            q[32 * b + j] = (int8_t)((in[16 * b + j] & 0xF) - bias);
+            q[32 * b + j + 16] = (int8_t)((in[16 * b + j] >> 4) - bias);
+        }
+}
 
 /* ------------------------------------------------------------------ repacking one row
  * q: (K) int8, scale/off: (K/G) floats; src: one row of n_in elements in the file's type.
@@ -384,7 +413,7 @@ static inline uint64_t gpu_vec_floats(const um_model *m) {
 
 /* Device bytes of every weight in its GPU layout plus the float vectors; fails (returns
  * false, e filled) on a weight type the GPU cannot compute with. */
-static inline bool gpu_weight_plan(const um_model *m, uint64_t *bytes, um_err *e) {
+static inline bool gpu_weight_plan(const um_model *m, bool pack4, uint64_t *bytes, um_err *e) {
     uint64_t total = gpu_vec_floats(m) * 4;
     const um_hparams *hp = &m->hp;
     for (int il = 0; il <= hp->n_layer; il++) {
@@ -399,6 +428,7 @@ static inline bool gpu_weight_plan(const um_model *m, uint64_t *bytes, um_err *e
         }
         for (int i = 0; i < nw; i++) {
             gpu_layout L = gpu_layout_for(ws[i]->type, ws[i]->n_in, ws[i]->n_out);
+            if (pack4) gpu_layout_pack4(&L, ws[i]->n_out);
             if (L.kind == GPU_KIND_NONE) {
                 um_errf(e, "tensor '%s': type %s has no CUDA kernel", ws[i]->name, um_type_name(ws[i]->type));
                 return false;
@@ -409,6 +439,7 @@ static inline bool gpu_weight_plan(const um_model *m, uint64_t *bytes, um_err *e
             const um_weight *ex[3] = { &l->gate_exps[x], &l->up_exps[x], &l->down_exps[x] };
             for (int i = 0; i < 3; i++) {
                 gpu_layout L = gpu_layout_for(ex[i]->type, ex[i]->n_in, ex[i]->n_out);
+                if (pack4) gpu_layout_pack4(&L, ex[i]->n_out);
                 if (L.kind == GPU_KIND_NONE) {
                     um_errf(e, "tensor '%s': type %s has no CUDA kernel", ex[i]->name, um_type_name(ex[i]->type));
                     return false;

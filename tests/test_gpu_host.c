@@ -64,6 +64,36 @@ TEST(gpu_pack_matches_reference_dequant_bit_exact) {
     }
 }
 
+/* Q4_0, Q4_1, Q4_K values survive the nibble layout exactly; other formats do not take it. */
+TEST(gpu_nibble_layout_round_trips) {
+    enum { N = 512 };
+    float x[N], tmp[N];
+    int8_t q[N], back[N];
+    uint8_t nib[N / 2];
+    float scale[N / 16], off[N / 16];
+    static uint8_t blocks[N * 4];
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(exact_types); ti++) {
+        const uint32_t t = exact_types[ti];
+        gpu_layout L = gpu_layout_for(t, N, 5);
+        gpu_layout_pack4(&L, 5);
+        const bool want = t == UM_TYPE_Q4_0 || t == UM_TYPE_Q4_1 || t == UM_TYPE_Q4_K;
+        CHECK_MSG(L.pack4 == want, "%s: pack4 %d", um_type_name(t), L.pack4);
+        CHECK_EQ(L.bytes_w, want ? 5 * N / 2 : 5 * N);
+        if (!want) continue;
+        for (int i = 0; i < N; i++) x[i] = frand() * 2.0f - 0.3f;
+        um_traits(t)->from_float_ref(x, blocks, N);
+        gpu_pack_row(t, &L, blocks, N, q, scale, off, tmp);
+        for (int i = 0; i < N; i++) CHECK(q[i] + L.bias4 >= 0 && q[i] + L.bias4 <= 15);
+        gpu_nibble_pack(q, N, L.bias4, nib);
+        gpu_nibble_unpack(nib, N, L.bias4, back);
+        CHECK(memcmp(q, back, N) == 0);
+        /* the byte order the GEMM's staging assumes: byte j = value j | value j+16 << 4 */
+        CHECK_EQ(nib[3] & 0xF, q[3] + L.bias4);
+        CHECK_EQ(nib[3] >> 4, q[19] + L.bias4);
+        CHECK_EQ(nib[16 + 5] >> 4, q[32 + 21] + L.bias4);
+    }
+}
+
 TEST(gpu_pack_float_rows_are_padded) {
     uint16_t src[40], dst[64];
     for (int i = 0; i < 40; i++) src[i] = (uint16_t)(0x3c00 + i);
@@ -94,7 +124,7 @@ TEST(gpu_requant_row_error_bound) {
     for (int i = 0; i < 96; i++) x[i] = frand() * (i < 32 ? 1e-3f : 5.0f);
     x[40] = 0;
     gpu_requant_row(x, 96, 96, q, d);
-    gpu_layout L = { GPU_KIND_I8, 32, false, true, 96, 0, 0, 0 };
+    gpu_layout L = { .kind = GPU_KIND_I8, .group = 32, .requant = true, .k_pad = 96 };
     gpu_unpack_row_ref(&L, q, d, NULL, 96, back);
     for (int i = 0; i < 96; i++) CHECK_NEAR(back[i], x[i], d[i / 32] * 0.5001f);
 }
@@ -268,11 +298,12 @@ static um_model *synth_model(const char *shape, uint32_t type, char *path, size_
     return m;
 }
 
-static uint64_t expect_bytes(const um_weight *w) {
+static uint64_t expect_bytes(const um_weight *w, bool pack4) {
     const gpu_layout L = gpu_layout_for(w->type, w->n_in, w->n_out);
     if (L.kind == GPU_KIND_I8) {
         const uint64_t groups = (uint64_t)w->n_out * (uint64_t)(w->n_in / L.group);
-        return (uint64_t)w->n_out * w->n_in + groups * 4 * (L.has_off ? 2 : 1);
+        const bool nib = pack4 && (w->type == UM_TYPE_Q4_0 || w->type == UM_TYPE_Q4_1 || w->type == UM_TYPE_Q4_K);
+        return (uint64_t)w->n_out * w->n_in / (nib ? 2 : 1) + groups * 4 * (L.has_off ? 2 : 1);
     }
     return (uint64_t)w->n_out * w->n_in * (w->type == UM_TYPE_F32 ? 4 : 2);
 }
@@ -288,26 +319,35 @@ TEST(gpu_memory_plan_counts_every_weight) {
             um_model *m = synth_model(shapes[si], types[ti], path, sizeof path);
             CHECK(m);
             um_err e = { "" };
-            uint64_t got = 0, want = gpu_vec_floats(m) * 4;
-            const bool ok = gpu_weight_plan(m, &got, &e);
-            for (int il = 0; il < m->hp.n_layer; il++) {
-                const um_layer *l = &m->layers[il];
-                want += expect_bytes(&l->wq) + expect_bytes(&l->wk) + expect_bytes(&l->wv) + expect_bytes(&l->wo);
-                if (m->arch->moe) {
-                    want += expect_bytes(&l->ffn_gate_inp);
-                    for (int x = 0; x < m->hp.n_expert; x++)
-                        want += expect_bytes(&l->gate_exps[x]) + expect_bytes(&l->up_exps[x]) + expect_bytes(&l->down_exps[x]);
-                } else {
-                    want += expect_bytes(&l->ffn_gate) + expect_bytes(&l->ffn_up) + expect_bytes(&l->ffn_down);
+            uint64_t got[2] = { 0, 0 }, want[2];
+            bool ok = true;
+            for (int p4 = 0; p4 < 2; p4++) {
+                ok = ok && gpu_weight_plan(m, p4, &got[p4], &e);
+                want[p4] = gpu_vec_floats(m) * 4;
+                for (int il = 0; il < m->hp.n_layer; il++) {
+                    const um_layer *l = &m->layers[il];
+                    want[p4] += expect_bytes(&l->wq, p4) + expect_bytes(&l->wk, p4) + expect_bytes(&l->wv, p4) +
+                                expect_bytes(&l->wo, p4);
+                    if (m->arch->moe) {
+                        want[p4] += expect_bytes(&l->ffn_gate_inp, p4);
+                        for (int x = 0; x < m->hp.n_expert; x++)
+                            want[p4] += expect_bytes(&l->gate_exps[x], p4) + expect_bytes(&l->up_exps[x], p4) +
+                                        expect_bytes(&l->down_exps[x], p4);
+                    } else {
+                        want[p4] += expect_bytes(&l->ffn_gate, p4) + expect_bytes(&l->ffn_up, p4) +
+                                    expect_bytes(&l->ffn_down, p4);
+                    }
                 }
+                want[p4] += expect_bytes(&m->output, p4);
             }
-            want += expect_bytes(&m->output);
             const gpu_dims d1 = gpu_dims_for(m, 64), d2 = gpu_dims_for(m, 128), d3 = gpu_dims_for(m, 192);
             const uint64_t a1 = gpu_activation_bytes(&d1), a2 = gpu_activation_bytes(&d2), a3 = gpu_activation_bytes(&d3);
             const int64_t V = m->hp.n_vocab;
             model_close(m);
             CHECK_MSG(ok, "%s", e.msg);
-            CHECK_EQ(got, want);
+            CHECK_EQ(got[0], want[0]);
+            CHECK_EQ(got[1], want[1]);
+            CHECK(types[ti] == UM_TYPE_Q4_K ? got[1] < got[0] : got[1] == got[0]);
             CHECK(a2 > a1 && a3 - a2 == a2 - a1);
             CHECK(a1 > (uint64_t)64 * V * 4);        /* the logits buffer alone */
         }

@@ -101,20 +101,23 @@ typedef struct gemm_case {
     int     ldy;
 } gemm_case;
 
-/* Upload W (n_out, n_in) of type t built from random floats; fills the host dequantized copy. */
-static gpu_mat make_weight(uint32_t t, int n_in, int n_out, std::vector<float> &wd, std::vector<int8_t> &hq,
-                           std::vector<float> &hs, std::vector<float> &ho) {
+/* Upload W (n_out, n_in) of type t built from random floats (nibbles when pack4 and the
+ * type allows); fills the host dequantized copy wd and the int8 values hq (n_out, k_pad). */
+static gpu_mat make_weight(uint32_t t, int n_in, int n_out, bool pack4, std::vector<float> &wd,
+                           std::vector<int8_t> &hq, std::vector<float> &hs, std::vector<float> &ho) {
     const um_type_traits *tr = um_traits(t);
-    const gpu_layout L = gpu_layout_for(t, n_in, n_out);
+    gpu_layout L = gpu_layout_for(t, n_in, n_out);
+    if (pack4) gpu_layout_pack4(&L, n_out);
     std::vector<float> x(n_in), tmp(n_in);
     std::vector<uint8_t> blk(um_row_size(t, n_in));
     wd.assign((size_t)n_out * n_in, 0);
     gpu_mat m;
     memset(&m, 0, sizeof m);
     m.kind = L.kind; m.group = L.group; m.has_off = L.has_off; m.n_in = n_in; m.n_out = n_out; m.k_pad = (int)L.k_pad;
+    m.pack4 = L.pack4; m.bias4 = L.bias4;
     const int64_t ng = L.kind == GPU_KIND_I8 ? L.k_pad / L.group : 0;
     std::vector<uint8_t> packed(L.bytes_w);
-    hq.assign(L.kind == GPU_KIND_I8 ? L.bytes_w : 0, 0);
+    hq.assign(L.kind == GPU_KIND_I8 ? (size_t)n_out * L.k_pad : 0, 0);
     hs.assign((size_t)(ng * n_out) + 1, 0);
     ho.assign((size_t)(ng * n_out) + 1, 0);
     const uint64_t row_w = L.bytes_w / n_out;
@@ -122,12 +125,15 @@ static gpu_mat make_weight(uint32_t t, int n_in, int n_out, std::vector<float> &
         for (int i = 0; i < n_in; i++) x[i] = frand() * 0.5f + (r % 7 == 0 ? 0.25f : 0.0f);
         tr->from_float_ref(x.data(), blk.data(), n_in);
         tr->to_float_ref(blk.data(), &wd[(size_t)r * n_in], n_in);
-        if (L.kind == GPU_KIND_I8)
-            gpu_pack_row(t, &L, blk.data(), n_in, (int8_t *)&packed[r * row_w], &hs[r * ng], &ho[r * ng], tmp.data());
-        else
+        if (L.kind == GPU_KIND_I8) {
+            int8_t *q = &hq[(size_t)r * L.k_pad];
+            gpu_pack_row(t, &L, blk.data(), n_in, q, &hs[r * ng], &ho[r * ng], tmp.data());
+            if (L.pack4) gpu_nibble_pack(q, L.k_pad, L.bias4, &packed[r * row_w]);
+            else memcpy(&packed[r * row_w], q, (size_t)L.k_pad);
+        } else {
             gpu_pack_row_float(t, blk.data(), n_in, L.k_pad, &packed[r * row_w]);
+        }
     }
-    if (L.kind == GPU_KIND_I8) memcpy(hq.data(), packed.data(), packed.size());
     m.w = dev_copy(packed.data(), packed.size());
     if (ng) {
         m.scale = dev_copy(hs.data(), (size_t)ng * n_out);
@@ -154,10 +160,10 @@ static void free_case(gpu_mat *m, gpu_act *a, float *xd, float *y) {
     cudaFree(xd); cudaFree(y);
 }
 
-static void check_gemm(uint32_t t, int n_in, int n_out, int n_tok, bool with_bias, bool accumulate) {
+static void check_gemm(uint32_t t, int n_in, int n_out, int n_tok, bool with_bias, bool accumulate, bool pack4) {
     std::vector<float> wd, hs, ho;
     std::vector<int8_t> hq;
-    gpu_mat W = make_weight(t, n_in, n_out, wd, hq, hs, ho);
+    gpu_mat W = make_weight(t, n_in, n_out, pack4, wd, hq, hs, ho);
     const gpu_layout L = gpu_layout_for(t, n_in, n_out);
     std::vector<float> x((size_t)n_tok * n_in), bias(n_out), y0((size_t)n_tok * n_out);
     for (auto &v : x) v = frand() * 2.0f;
@@ -221,8 +227,8 @@ static void check_gemm(uint32_t t, int n_in, int n_out, int n_tok, bool with_bia
     /* tolerance: the values are sums of n_in products of size ~0.5; float accumulation in
      * a different order (and FMA contraction) moves them by ~n_in * 2^-24 relative to the
      * sum of magnitudes: 1e-4 absolute covers n_in <= 4096 at these magnitudes. */
-    snprintf(name, sizeof name, "gemm %s %dx%dx%d%s%s", um_type_name(t), n_out, n_in, n_tok, with_bias ? " +bias" : "",
-             accumulate ? " +=" : "");
+    snprintf(name, sizeof name, "gemm %s%s %dx%dx%d%s%s", um_type_name(t), W.pack4 ? " nibbles" : "", n_out, n_in, n_tok,
+             with_bias ? " +bias" : "", accumulate ? " +=" : "");
     compare(name, got.data(), ref.data(), ref.size(), 1e-4 * sqrt((double)n_in), 1e-5);
     if (W.kind == GPU_KIND_I8) {
         /* loose check of the whole algebra against dequantized weights x quantized acts */
@@ -407,7 +413,7 @@ static void bench_gemm_shape(uint32_t t, int n_in, int n_out, int n_tok) {
     std::vector<float> wd, hs, ho;
     std::vector<int8_t> hq;
     bench_gemm b;
-    b.W = make_weight(t, n_in, n_out, wd, hq, hs, ho);
+    b.W = make_weight(t, n_in, n_out, true, wd, hq, hs, ho);
     std::vector<float> x((size_t)n_tok * n_in);
     for (auto &v : x) v = frand();
     float *xd = dev_copy(x.data(), x.size());
@@ -454,11 +460,16 @@ int main(int argc, char **argv) {
     const uint32_t types[] = { UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1, UM_TYPE_Q5_0, UM_TYPE_Q5_1, UM_TYPE_Q2_K,
                                UM_TYPE_Q3_K, UM_TYPE_Q4_K, UM_TYPE_Q5_K, UM_TYPE_Q6_K, UM_TYPE_IQ4_NL, UM_TYPE_IQ4_XS,
                                UM_TYPE_F16, UM_TYPE_BF16, UM_TYPE_F32 };
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_gemm(types[i], 512, 200, 77, false, false);
-    check_gemm(UM_TYPE_Q4_K, 1024, 130, 1, true, true);      /* one token, bias, residual accumulate */
-    check_gemm(UM_TYPE_Q6_K, 768, 64, 64, true, false);
-    check_gemm(UM_TYPE_BF16, 80, 70, 65, true, true);       /* K = 80: zero padding to 96 */
-    check_gemm(UM_TYPE_F32, 100, 33, 17, true, true);
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_gemm(types[i], 512, 200, 77, false, false, false);
+    /* the nibble layout of the 4-bit formats (the backend's default for them) */
+    check_gemm(UM_TYPE_Q4_0, 512, 200, 77, false, false, true);
+    check_gemm(UM_TYPE_Q4_1, 512, 200, 77, false, false, true);
+    check_gemm(UM_TYPE_Q4_K, 512, 200, 77, false, false, true);
+    check_gemm(UM_TYPE_Q4_K, 1024, 130, 1, true, true, true);    /* one token, bias, residual accumulate */
+    check_gemm(UM_TYPE_Q4_0, 256, 70, 130, true, false, true);   /* rows past n_out in a tile */
+    check_gemm(UM_TYPE_Q6_K, 768, 64, 64, true, false, false);
+    check_gemm(UM_TYPE_BF16, 80, 70, 65, true, true, false);     /* K = 80: zero padding to 96 */
+    check_gemm(UM_TYPE_F32, 100, 33, 17, true, true, false);
     check_rmsnorm(300, 256);
     check_rmsnorm(1000, 128);
     check_rope(0, 128);
