@@ -6,8 +6,8 @@
  *
  * Invariants kept by a loaded tokenizer (all checked at load, never changed after):
  *   - text_off / piece_off have n_vocab + 1 ascending entries into their arenas;
- *   - the token map holds every token text (the last id wins for duplicate texts, as in
- *     llama.cpp), the merge map holds (left id, right id) -> (rank, merged id) for every merge
+ *   - the token map holds every token text (for duplicate texts a NORMAL/BYTE token beats a
+ *     CONTROL/USER_DEFINED/UNKNOWN one, else the last id wins as in llama.cpp), the merge map holds (left id, right id) -> (rank, merged id) for every merge
  *     whose two halves and result are tokens (the first occurrence of a pair wins);
  *   - specials[] lists CONTROL / USER_DEFINED / UNKNOWN ids, longest text first.
  * Behaviour follows llama.cpp's llama-vocab.cpp (which matches Hugging Face tokenizers on the
@@ -89,6 +89,10 @@ int32_t tok_find(const tokenizer *t, const char *s, size_t len) {
     }
 }
 
+static bool is_added(uint8_t ty) {
+    return ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN;
+}
+
 static void tmap_insert(tokenizer *t, int32_t id) {
     uint32_t o = t->text_off[id], len = t->text_off[id + 1] - o;
     uint32_t i = (uint32_t)hash_bytes(t->text + o, len) & t->tmap_mask;
@@ -97,7 +101,10 @@ static void tmap_insert(tokenizer *t, int32_t id) {
         if (cur < 0) { t->tmap[i] = id; return; }
         uint32_t co = t->text_off[cur];
         if (t->text_off[cur + 1] - co == len && memcmp(t->text + co, t->text + o, len) == 0) {
-            t->tmap[i] = id;                         /* duplicate text: last id wins */
+            /* duplicate text: a model token beats an added one (DeepSeek adds "ÿ" etc. as
+             * USER_DEFINED copies of byte-level tokens; the byte must stay the byte), else
+             * the last id wins as in llama.cpp */
+            if (is_added(t->type[id]) <= is_added(t->type[cur])) t->tmap[i] = id;
             return;
         }
         i = (i + 1) & t->tmap_mask;
@@ -281,9 +288,6 @@ static int load_vocab(tokenizer *t, const gguf_file *g, um_err *e) {
         t->type[i] = TOK_TYPE_NORMAL;
     }
     t->text_off[n] = o;
-    memset(t->tmap, 0xFF, ((size_t)t->tmap_mask + 1) * sizeof *t->tmap);
-    for (int32_t i = 0; i < n; i++)
-        if (t->text_off[i + 1] > t->text_off[i]) tmap_insert(t, i);
 
     const gguf_kv *kv = gguf_find_kv(g, "tokenizer.ggml.token_type");
     if (kv) {
@@ -298,6 +302,10 @@ static int load_vocab(tokenizer *t, const gguf_file *g, um_err *e) {
             t->type[i] = (ty >= TOK_TYPE_NORMAL && ty <= TOK_TYPE_BYTE) ? (uint8_t)ty : TOK_TYPE_UNDEFINED;
         }
     }
+    memset(t->tmap, 0xFF, ((size_t)t->tmap_mask + 1) * sizeof *t->tmap);
+    for (int32_t i = 0; i < n; i++)
+        if (t->text_off[i + 1] > t->text_off[i]) tmap_insert(t, i);
+
     kv = gguf_find_kv(g, "tokenizer.ggml.scores");
     if (kv) {
         if (gguf_get_arr(g, "tokenizer.ggml.scores", GGUF_TYPE_COUNT, &kv, e) != UM_OK) return UM_FAIL;
