@@ -51,6 +51,11 @@ struct tokenizer {
                                        <0xNN>, else the 1-byte token, else unk), -1 if none */
     int32_t     *specials;          /* (n_specials) see invariants */
     size_t       n_specials;
+    int32_t     *smap;              /* (smap_mask + 1) rank in specials[] by text hash, -1 empty */
+    uint32_t     smap_mask;
+    uint32_t    *slens;             /* (n_slens) distinct special text lengths, descending */
+    size_t       n_slens;
+    uint8_t      sfirst[32];        /* bit set of the first bytes of special texts */
 
     tok_specials sp;
     int32_t      eog[MAX_EOG];
@@ -362,6 +367,19 @@ static int load_merges(tokenizer *t, const gguf_file *g, um_err *e) {
     return UM_OK;
 }
 
+/* Rank in specials[] of the special token whose text is s[0..len), or -1. */
+static int32_t special_rank(const tokenizer *t, const char *s, size_t len) {
+    uint32_t i = (uint32_t)hash_bytes(s, len) & t->smap_mask;
+    for (;;) {
+        int32_t k = t->smap[i];
+        if (k < 0) return -1;
+        int32_t id = t->specials[k];
+        uint32_t o = t->text_off[id];
+        if (t->text_off[id + 1] - o == len && memcmp(t->text + o, s, len) == 0) return k;
+        i = (i + 1) & t->smap_mask;
+    }
+}
+
 static int cmp_special(const void *a, const void *b, void *ctx) {
     const tokenizer *t = ctx;
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -436,6 +454,24 @@ static int load_specials(tokenizer *t, const gguf_file *g, um_err *e) {
             t->text_off[i + 1] > t->text_off[i]) t->specials[t->n_specials++] = i;
     }
     qsort_r(t->specials, t->n_specials, sizeof *t->specials, cmp_special, t);
+
+    /* index for partition(): text -> lowest rank, the distinct lengths, the first bytes */
+    t->smap_mask = table_size_for(t->n_specials) - 1;
+    t->smap = malloc(((size_t)t->smap_mask + 1) * sizeof *t->smap);
+    t->slens = malloc((t->n_specials ? t->n_specials : 1) * sizeof *t->slens);
+    if (!t->smap || !t->slens) return tok_alloc_fail(e);
+    memset(t->smap, 0xFF, ((size_t)t->smap_mask + 1) * sizeof *t->smap);
+    for (size_t k = 0; k < t->n_specials; k++) {
+        int32_t id = t->specials[k];
+        const char *st = t->text + t->text_off[id];
+        uint32_t sl = t->text_off[id + 1] - t->text_off[id];
+        if (special_rank(t, st, sl) >= 0) continue;            /* same text, lower rank kept */
+        uint32_t i = (uint32_t)hash_bytes(st, sl) & t->smap_mask;
+        while (t->smap[i] >= 0) i = (i + 1) & t->smap_mask;
+        t->smap[i] = (int32_t)k;
+        if (!t->n_slens || t->slens[t->n_slens - 1] != sl) t->slens[t->n_slens++] = sl;
+        t->sfirst[(uint8_t)st[0] >> 3] |= (uint8_t)(1u << (st[0] & 7));
+    }
     return UM_OK;
 }
 
@@ -532,7 +568,7 @@ void tok_free(tokenizer *t) {
     if (!t) return;
     free(t->text); free(t->text_off); free(t->piece); free(t->piece_off);
     free(t->type); free(t->score); free(t->tmap);
-    free(t->mkey); free(t->mrank); free(t->mres); free(t->specials);
+    free(t->mkey); free(t->mrank); free(t->mres); free(t->specials); free(t->smap); free(t->slens);
     free(t);
 }
 
@@ -796,41 +832,80 @@ static bool frag_push(fraglist *l, frag f) {
     return true;
 }
 
-/* Split text fragments around every occurrence of each special token, longest token first
- * (llama.cpp's tokenizer_st_partition). Without parse_special only USER_DEFINED tokens are
- * recognised, as Hugging Face does with added tokens that are not special. */
+typedef struct occ { uint32_t rank, pos; } occ;    /* a special token's text found at pos */
+
+static int cmp_occ(const void *a, const void *b) {
+    const occ *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int cmp_occ_pos(const void *a, const void *b) {
+    const occ *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Split the text around special tokens with llama.cpp's tokenizer_st_partition result:
+ * tokens are taken longest first (specials[] order); each one's occurrences are matched left
+ * to right in the text not yet taken by a longer one. Rather than scanning the text once per
+ * special (slow with tens of thousands of them), every occurrence of every special is found
+ * in one pass (hash lookups at the positions whose byte starts some special, one per distinct
+ * length), then accepted in (rank, position) order when none of its bytes is taken yet: the
+ * same outcome, since an occurrence overlapping an accepted one is exactly one that the
+ * fragment splitting would no longer see. Without parse_special only USER_DEFINED tokens
+ * count, as Hugging Face does with added tokens that are not special. */
 static bool partition(const tokenizer *t, const char *text, size_t len, bool parse_special, fraglist *out) {
-    fraglist a = { 0 }, b = { 0 };
-    if (!frag_push(&a, (frag){ -1, 0, (uint32_t)len })) return false;
-    for (size_t k = 0; k < t->n_specials; k++) {
-        int32_t id = t->specials[k];
-        if (!parse_special && t->type[id] != TOK_TYPE_USER_DEFINED) continue;
-        const char *st = t->text + t->text_off[id];
-        size_t sl = t->text_off[id + 1] - t->text_off[id];
-        b.n = 0;
-        for (size_t i = 0; i < a.n; i++) {
-            frag f = a.v[i];
-            if (f.id >= 0 || f.len < sl) { if (!frag_push(&b, f)) goto oom; continue; }
-            size_t pos = f.off, end = (size_t)f.off + f.len;
-            for (;;) {
-                const char *m = memmem(text + pos, end - pos, st, sl);
-                if (!m) break;
-                size_t at = (size_t)(m - text);
-                if (at > pos && !frag_push(&b, (frag){ -1, (uint32_t)pos, (uint32_t)(at - pos) })) goto oom;
-                if (!frag_push(&b, (frag){ id, 0, 0 })) goto oom;
-                pos = at + sl;
+    occ *found = NULL, *acc = NULL;
+    size_t nc = 0, cap = 0, na = 0;
+    uint8_t *taken = NULL;
+    bool ok = false;
+    for (size_t p = 0; p < len && t->n_specials; p++) {
+        uint8_t b = (uint8_t)text[p];
+        if (!(t->sfirst[b >> 3] & (1u << (b & 7)))) continue;
+        for (size_t li = 0; li < t->n_slens; li++) {
+            size_t sl = t->slens[li];
+            if (sl > len - p) continue;
+            int32_t k = special_rank(t, text + p, sl);
+            if (k < 0) continue;
+            if (!parse_special && t->type[t->specials[k]] != TOK_TYPE_USER_DEFINED) continue;
+            if (nc == cap) {
+                cap = cap ? 2 * cap : 16;
+                occ *v = realloc(found, cap * sizeof *v);
+                if (!v) goto done;
+                found = v;
             }
-            if (pos < end && !frag_push(&b, (frag){ -1, (uint32_t)pos, (uint32_t)(end - pos) })) goto oom;
+            found[nc++] = (occ){ (uint32_t)k, (uint32_t)p };
         }
-        fraglist tmp = a; a = b; b = tmp;
     }
-    free(b.v);
-    *out = a;
-    return true;
-oom:
-    free(a.v);
-    free(b.v);
-    return false;
+    if (nc) {
+        qsort(found, nc, sizeof *found, cmp_occ);
+        taken = calloc(len, 1);
+        acc = malloc(nc * sizeof *acc);
+        if (!taken || !acc) goto done;
+        for (size_t i = 0; i < nc; i++) {
+            int32_t id = t->specials[found[i].rank];
+            size_t sl = t->text_off[id + 1] - t->text_off[id];
+            if (memchr(taken + found[i].pos, 1, sl)) continue;
+            memset(taken + found[i].pos, 1, sl);
+            acc[na++] = found[i];
+        }
+        qsort(acc, na, sizeof *acc, cmp_occ_pos);
+    }
+    size_t pos = 0;
+    for (size_t i = 0; i < na; i++) {
+        int32_t id = t->specials[acc[i].rank];
+        if (acc[i].pos > pos && !frag_push(out, (frag){ -1, (uint32_t)pos, acc[i].pos - (uint32_t)pos })) goto done;
+        if (!frag_push(out, (frag){ id, 0, 0 })) goto done;
+        pos = acc[i].pos + (t->text_off[id + 1] - t->text_off[id]);
+    }
+    if (pos < len && !frag_push(out, (frag){ -1, (uint32_t)pos, (uint32_t)(len - pos) })) goto done;
+    ok = true;
+done:
+    free(found);
+    free(acc);
+    free(taken);
+    if (!ok) { free(out->v); *out = (fraglist){ 0 }; }
+    return ok;
 }
 
 /* ------------------------------------------------------------------ encode / decode */

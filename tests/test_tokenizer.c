@@ -341,9 +341,10 @@ TEST(tok_bpe_llama3_whole_word_and_bos) {
 }
 
 TEST(tok_special_tokens_in_text) {
-    static const char *tokens[] = { "<|eot_id|>", "<u>", "<a>", "<a><b>" };
-    static const int32_t types[] = { TOK_TYPE_CONTROL, TOK_TYPE_USER_DEFINED, TOK_TYPE_CONTROL, TOK_TYPE_CONTROL };
-    vocab_spec v = { "gpt2", "gpt-2", tokens, types, NULL, 4, (const char *[]){ "x y" }, 1, -1, -1, -1 };
+    static const char *tokens[] = { "<|eot_id|>", "<u>", "<a>", "<a><b>", "ab", "bcd" };
+    static const int32_t types[] = { TOK_TYPE_CONTROL, TOK_TYPE_USER_DEFINED, TOK_TYPE_CONTROL, TOK_TYPE_CONTROL,
+                                     TOK_TYPE_CONTROL, TOK_TYPE_CONTROL };
+    vocab_spec v = { "gpt2", "gpt-2", tokens, types, NULL, 6, (const char *[]){ "x y" }, 1, -1, -1, -1 };
     um_err e = { { 0 } };
     tokenizer *t = make_vocab(&v, &e);
     CHECK_MSG(t, "%s", e.msg);
@@ -354,6 +355,9 @@ TEST(tok_special_tokens_in_text) {
           B('_'), B('i'), B('d'), B('|'), B('>'), B('y'), 257, -1 }));
     /* the longer special wins */
     CHECK(encodes_to(t, "<a><b><a>", 9, TOK_PARSE_SPECIAL, (const int32_t[]){ 259, 258, -1 }));
+    /* longest first, not leftmost first (llama.cpp): "abcd" is a + bcd, not ab + cd */
+    CHECK(encodes_to(t, "abcd", 4, TOK_PARSE_SPECIAL, (const int32_t[]){ B('a'), 261, -1 }));
+    CHECK(encodes_to(t, "ab<a>bcdab", 10, TOK_PARSE_SPECIAL, (const int32_t[]){ 260, 258, 261, 260, -1 }));
     CHECK(round_trips(t, s, strlen(s), TOK_PARSE_SPECIAL, TOK_DECODE_SPECIAL));
     /* end of generation found by text; decode hides control tokens unless asked */
     CHECK(tok_is_eog(t, 256));
