@@ -47,6 +47,8 @@ struct tokenizer {
     int32_t     *mres;              /* (mmask + 1) id of the merged token */
     uint32_t     mmask;
 
+    uint16_t     byte_cp[256];      /* GPT-2 table: byte -> code point */
+    int16_t      cp_byte[0x144];    /* and back, -1 for code points outside the table */
     int32_t      byte_tok[256];     /* token for a lone byte (BPE: its table character; SPM:
                                        <0xNN>, else the 1-byte token, else unk), -1 if none */
     int32_t     *specials;          /* (n_specials) see invariants */
@@ -142,25 +144,28 @@ static void merge_insert(tokenizer *t, int32_t l, int32_t r, uint32_t rank, int3
 /* ------------------------------------------------------------------ GPT-2 byte table */
 
 /* GPT-2 maps every byte to a printable code point: bytes that are printable Latin-1
- * (! to ~, ¡ to ¬, ® to ÿ) map to themselves, the other 68 to U+0100 + n in byte order. */
-static uint32_t byte_to_cp(uint8_t b) {
-    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE)) return b;
-    uint32_t n = 0;
-    for (uint32_t c = 0; c < b; c++)
-        if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE))) n++;
-    return 0x100 + n;
+ * (! to ~, ¡ to ¬, ® to ÿ) map to themselves, the other 68 to U+0100 + n in byte order.
+ * So every table code point is below U+0144. */
+#define BYTE_CP_END 0x144
+
+static bool byte_is_printable(uint32_t b) {
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
-/* Inverse: -1 for a code point outside the table. */
-static int cp_to_byte(uint32_t cp) {
-    if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF)) return (int)cp;
-    if (cp < 0x100 || cp >= 0x100 + 68) return -1;
+static void build_byte_tables(tokenizer *t) {
     uint32_t n = 0;
-    for (uint32_t c = 0; c < 256; c++)
-        if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE)))
-            if (n++ == cp - 0x100) return (int)c;
-    return -1;
+    for (uint32_t cp = 0; cp < BYTE_CP_END; cp++) t->cp_byte[cp] = -1;
+    for (uint32_t b = 0; b < 256; b++) {
+        uint32_t cp = byte_is_printable(b) ? b : 0x100 + n++;
+        t->byte_cp[b] = (uint16_t)cp;
+        t->cp_byte[cp] = (int16_t)b;
+    }
 }
+
+static uint32_t byte_to_cp(const tokenizer *t, uint8_t b) { return t->byte_cp[b]; }
+
+/* Inverse: -1 for a code point outside the table. */
+static int cp_to_byte(const tokenizer *t, uint32_t cp) { return cp < BYTE_CP_END ? t->cp_byte[cp] : -1; }
 
 /* ------------------------------------------------------------------ loading */
 
@@ -254,7 +259,7 @@ static size_t make_piece(const tokenizer *t, int32_t id, uint8_t *out) {
     for (size_t i = 0; i < n; ) {
         uint32_t cp;
         size_t c = upre_utf8_decode(s + i, n - i, &cp);
-        int b = cp == UPRE_INVALID ? -1 : cp_to_byte(cp);
+        int b = cp == UPRE_INVALID ? -1 : cp_to_byte(t, cp);
         if (b >= 0) out[k++] = (uint8_t)b;
         else { memcpy(out + k, s + i, c); k += c; }
         i += c;
@@ -492,7 +497,7 @@ static int load_pieces(tokenizer *t, um_err *e) {
         t->byte_tok[b] = -1;
         if (t->model == TOK_MODEL_BPE) {
             uint8_t u[4];
-            size_t k = upre_utf8_encode(byte_to_cp((uint8_t)b), u);
+            size_t k = upre_utf8_encode(byte_to_cp(t, (uint8_t)b), u);
             t->byte_tok[b] = tok_find(t, (const char *)u, k);
         } else {
             static const char hex[] = "0123456789ABCDEF";
@@ -542,6 +547,7 @@ int tok_load(tokenizer **out, const gguf_file *g, um_err *e) {
         add_bos_default = pre_table[i].add_bos;
     }
 
+    build_byte_tables(t);
     if (load_vocab(t, g, e) != UM_OK) goto fail;
     if (t->model == TOK_MODEL_BPE && load_merges(t, g, e) != UM_OK) goto fail;
     if (t->model == TOK_MODEL_BPE) t->sp.add_bos = add_bos_default;
@@ -755,7 +761,7 @@ static void bpe_piece(const tokenizer *t, work *w, const char *p, size_t n, idbu
         /* the piece as byte-level text: each byte is one 1- or 2-byte character */
         if (!work_reserve(w, 0, 2 * n)) return;
         size_t k = 0;
-        for (size_t i = 0; i < n; i++) k += upre_utf8_encode(byte_to_cp((uint8_t)p[i]), (uint8_t *)w->buf + k);
+        for (size_t i = 0; i < n; i++) k += upre_utf8_encode(byte_to_cp(t, (uint8_t)p[i]), (uint8_t *)w->buf + k);
         int32_t id = tok_find(t, w->buf, k);
         if (id >= 0) { idbuf_push(out, id); return; }
     }
