@@ -21,18 +21,18 @@
  * file ends with a separator) against the matching line of NAME.gguf.out (ids separated by
  * spaces, possibly with a leading space). Encoding adds no BOS/EOS and parses no control
  * tokens, as the reference did. Returns the number of inputs checked, -1 on failure. */
-static int conformance(const char *name) {
-    char path[256];
+static int conformance_in(const char *dir, const char *name) {
+    char path[512];
     um_err e = { { 0 } };
     tokenizer *t;
-    snprintf(path, sizeof path, VOCAB_DIR "%s.gguf", name);
+    snprintf(path, sizeof path, "%s%s.gguf", dir, name);
     if (tok_load_file(&t, path, &e) != UM_OK) { th_fail(__FILE__, __LINE__, "load: %s", e.msg); return -1; }
 
     char *inp, *outp;
     size_t inp_len, out_len;
-    snprintf(path, sizeof path, VOCAB_DIR "%s.gguf.inp", name);
+    snprintf(path, sizeof path, "%s%s.gguf.inp", dir, name);
     if (um_read_file(path, &inp, &inp_len, &e) != UM_OK) { th_fail(__FILE__, __LINE__, "%s", e.msg); tok_free(t); return -1; }
-    snprintf(path, sizeof path, VOCAB_DIR "%s.gguf.out", name);
+    snprintf(path, sizeof path, "%s%s.gguf.out", dir, name);
     if (um_read_file(path, &outp, &out_len, &e) != UM_OK) { th_fail(__FILE__, __LINE__, "%s", e.msg); free(inp); tok_free(t); return -1; }
 
     static const char sep[] = "\n__ggml_vocab_test__\n";
@@ -97,6 +97,8 @@ static int conformance(const char *name) {
     tok_free(t);
     return bad ? -1 : count;
 }
+
+static int conformance(const char *name) { return conformance_in(VOCAB_DIR, name); }
 
 TEST(tok_conformance_gpt2)         { CHECK_EQ(conformance("ggml-vocab-gpt-2"), 46); }
 TEST(tok_conformance_deepseek_llm) { CHECK_EQ(conformance("ggml-vocab-deepseek-llm"), 46); }
@@ -504,3 +506,23 @@ TEST(tok_random_round_trip) {
         tok_free(t);
     }
 }
+
+/* More conformance files ship with llama.cpp (models/ggml-vocab-*.gguf, several MB each, so
+ * not copied here). When the peer source is present (make peer; or UNMASK_PEER_VOCAB=DIR/),
+ * they are checked too; otherwise these tests are skipped, never passed. */
+static void peer_conformance(const char *name) {
+    const char *dir = getenv("UNMASK_PEER_VOCAB");
+    if (!dir) dir = "build/peer/src/models/";
+    char path[512];
+    snprintf(path, sizeof path, "%s%s.gguf.out", dir, name);
+    if (access(path, R_OK) != 0) { th_skip("llama.cpp's vocab files not found (make peer, or set UNMASK_PEER_VOCAB)"); return; }
+    int n = conformance_in(dir, name);
+    CHECK_MSG(n > 0, "%s: conformance failed", name);
+}
+
+TEST(tok_peer_conformance_llama_bpe)      { peer_conformance("ggml-vocab-llama-bpe"); }
+TEST(tok_peer_conformance_qwen2)          { peer_conformance("ggml-vocab-qwen2"); }
+TEST(tok_peer_conformance_deepseek_coder) { peer_conformance("ggml-vocab-deepseek-coder"); }
+TEST(tok_peer_conformance_falcon)         { peer_conformance("ggml-vocab-falcon"); }
+TEST(tok_peer_conformance_command_r)      { peer_conformance("ggml-vocab-command-r"); }
+TEST(tok_peer_conformance_refact)         { peer_conformance("ggml-vocab-refact"); }
