@@ -6,14 +6,18 @@
  *
  * Invariants kept by a loaded tokenizer (all checked at load, never changed after):
  *   - text_off / piece_off have n_vocab + 1 ascending entries into their arenas;
- *   - the token map holds every token text (for duplicate texts a NORMAL/BYTE token beats a
- *     CONTROL/USER_DEFINED/UNKNOWN one, else the last id wins as in llama.cpp), the merge map holds (left id, right id) -> (rank, merged id) for every merge
- *     whose two halves and result are tokens (the first occurrence of a pair wins);
- *   - specials[] lists CONTROL / USER_DEFINED / UNKNOWN ids, longest text first.
+ *   - the token map holds every token text; for duplicate texts a model token (NORMAL, BYTE,
+ *     ...) beats an added one (CONTROL, USER_DEFINED, UNKNOWN), else the last id wins as in
+ *     llama.cpp;
+ *   - the merge map holds (left id, right id) -> (rank, merged id) for every merge whose two
+ *     halves and result are tokens (the first occurrence of a pair wins);
+ *   - specials[] lists CONTROL / USER_DEFINED / UNKNOWN ids, longest text first, and smap /
+ *     slens / sfirst index exactly those texts.
  * Behaviour follows llama.cpp's llama-vocab.cpp (which matches Hugging Face tokenizers on the
- * conformance files), except where noted: "clean up tokenization spaces" is never applied on
- * decode, and a byte-level token holding a character outside GPT-2's table decodes to that
- * character's UTF-8 rather than an "[UNK_BYTE_...]" marker.
+ * conformance files), except: "clean up tokenization spaces" is never applied on decode;
+ * invalid UTF-8 is split byte by byte instead of failing; the duplicate rule above; and a
+ * byte-level token holding a character outside GPT-2's table decodes to that character's
+ * UTF-8 rather than an "[UNK_BYTE_...]" marker.
  */
 #include "tokenizer.h"
 #include "unicode_pre.h"
@@ -232,16 +236,23 @@ static int read_flag(const gguf_file *g, const char *key, bool *v, um_err *e) {
     return gguf_get_bool(g, key, v, e);
 }
 
-/* Bytes of token id's decoded piece, written to out (room for 4 * text length). */
+static int hex_digit(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* Bytes of token id's decoded piece, written to out. Never longer than the token's text:
+ * a GPT-2 table character (1-2 bytes) becomes one byte, U+2581 (3 bytes) one space, <0xNN>
+ * one byte, anything else is copied. */
 static size_t make_piece(const tokenizer *t, int32_t id, uint8_t *out) {
     const uint8_t *s = (const uint8_t *)t->text + t->text_off[id];
     size_t n = t->text_off[id + 1] - t->text_off[id];
     tok_type ty = (tok_type)t->type[id];
     if (ty == TOK_TYPE_BYTE && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>') {
-        char hex[3] = { (char)s[3], (char)s[4], 0 };
-        char *end;
-        long v = strtol(hex, &end, 16);
-        if (*end == 0) { out[0] = (uint8_t)v; return 1; }
+        int hi = hex_digit(s[3]), lo = hex_digit(s[4]);
+        if (hi >= 0 && lo >= 0) { out[0] = (uint8_t)(hi << 4 | lo); return 1; }
     }
     if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN ||
         ty == TOK_TYPE_UNUSED || ty == TOK_TYPE_BYTE) {
@@ -482,7 +493,7 @@ static int load_specials(tokenizer *t, const gguf_file *g, um_err *e) {
 
 static int load_pieces(tokenizer *t, um_err *e) {
     int32_t n = t->n_vocab;
-    size_t cap = (size_t)t->text_off[n] * 4 + 1;    /* a byte-level char may become 4 bytes */
+    size_t cap = (size_t)t->text_off[n] + 1;        /* pieces are never longer than texts */
     t->piece = malloc(cap);
     t->piece_off = malloc(((size_t)n + 1) * sizeof *t->piece_off);
     if (!t->piece || !t->piece_off) return tok_alloc_fail(e);
