@@ -996,3 +996,23 @@ int tok_decode(const tokenizer *t, const int32_t *ids, size_t n, unsigned flags,
     *len = k;
     return UM_OK;
 }
+
+size_t tok_utf8_complete_len(const uint8_t *s, size_t n) {
+    /* look for a lead byte among the last 3 bytes whose sequence runs past the end */
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        uint8_t b = s[n - back];
+        if ((b & 0xC0) == 0x80) continue;               /* continuation: keep looking */
+        size_t need = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 1;
+        if (need <= back) return n;                     /* complete (or ASCII / invalid) */
+        /* the bytes present must be a valid start of a sequence to be worth waiting for */
+        uint8_t tmp[4] = { 0x80, 0x80, 0x80, 0x80 };
+        memcpy(tmp, s + n - back, back);
+        if (b == 0xE0 && back >= 2 && tmp[1] < 0xA0) return n;      /* overlong */
+        if (b == 0xED && back >= 2 && tmp[1] > 0x9F) return n;      /* surrogate */
+        if (b == 0xF0 && back >= 2 && tmp[1] < 0x90) return n;      /* overlong */
+        if (b == 0xF4 && back >= 2 && tmp[1] > 0x8F) return n;      /* above U+10FFFF */
+        if (b == 0xC0 || b == 0xC1 || b > 0xF4) return n;           /* never valid */
+        return n - back;
+    }
+    return n;
+}

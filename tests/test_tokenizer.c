@@ -526,3 +526,19 @@ TEST(tok_peer_conformance_deepseek_coder) { peer_conformance("ggml-vocab-deepsee
 TEST(tok_peer_conformance_falcon)         { peer_conformance("ggml-vocab-falcon"); }
 TEST(tok_peer_conformance_command_r)      { peer_conformance("ggml-vocab-command-r"); }
 TEST(tok_peer_conformance_refact)         { peer_conformance("ggml-vocab-refact"); }
+
+TEST(tok_utf8_complete_len_holds_back_partial_sequences) {
+    const uint8_t *s = (const uint8_t *)"ab\xc3\xa9\xf0\x9f\xa6\x99";
+    CHECK_EQ(tok_utf8_complete_len(s, 0), 0);
+    CHECK_EQ(tok_utf8_complete_len(s, 2), 2);
+    CHECK_EQ(tok_utf8_complete_len(s, 3), 2);       /* "ab" + lead of é */
+    CHECK_EQ(tok_utf8_complete_len(s, 4), 4);
+    CHECK_EQ(tok_utf8_complete_len(s, 5), 4);       /* lead of the emoji */
+    CHECK_EQ(tok_utf8_complete_len(s, 7), 4);       /* 3 of its 4 bytes */
+    CHECK_EQ(tok_utf8_complete_len(s, 8), 8);
+    CHECK_EQ(tok_utf8_complete_len((const uint8_t *)"a\x80", 2), 2);      /* stray continuation */
+    CHECK_EQ(tok_utf8_complete_len((const uint8_t *)"a\xff", 2), 2);      /* never valid */
+    CHECK_EQ(tok_utf8_complete_len((const uint8_t *)"a\xc0", 2), 2);      /* overlong lead */
+    CHECK_EQ(tok_utf8_complete_len((const uint8_t *)"a\xed\xa0", 3), 3); /* surrogate start */
+    CHECK_EQ(tok_utf8_complete_len((const uint8_t *)"\xe2\x82", 2), 0);  /* start of euro sign */
+}
