@@ -6,8 +6,9 @@
  *
  * Checks, for the full canvas and for a row subset (every third row, reversed, which takes
  * the last-layer subset path on both backends): per-row cosine similarity of the logits
- * >= C (default 0.999; MoE models 0.99, since int8 activations may flip a routing choice)
- * against the CPU reference (against the CPU fast path: the same, 0.98 for MoE), argmax
+ * >= C (default 0.999; MoE models 0.99, and up to 5% of rows may fall to 0.9 where int8
+ * activations flip a near-tied routing choice) against the CPU reference (against the CPU
+ * fast path: the same, 0.98 for MoE), argmax
  * agreement >= 90% of rows, and the subset rows equal to
  * the same rows of the full run within 1e-3 relative. Exit 0 all passed, 1 a check failed,
  * 2 usage or setup error, 3 no CUDA device.
@@ -39,20 +40,29 @@ static int argmax(const float *a, int n) {
     return b;
 }
 
+/* MoE: a token whose router scores are nearly tied may pick another expert on one side
+ * (int8 activations on the GPU, float on the CPU reference), which moves that row a lot;
+ * up to 5% of the rows (at least one) may then fall below min_cos, none below 0.9. */
+static bool moe_rows;
+
 /* got vs want (n_rows, V): min cosine, argmax agreement, max |diff|. */
 static void compare(const char *what, const float *got, const float *want, int n_rows, int V, double min_cos,
                     bool gate) {
     double worst = 1, maxd = 0;
-    int agree = 0, worst_row = 0;
+    int agree = 0, worst_row = 0, below = 0;
     for (int r = 0; r < n_rows; r++) {
         const double c = cosine(got + (size_t)r * V, want + (size_t)r * V, V);
+        below += c < min_cos;
         if (c < worst) { worst = c; worst_row = r; }
         agree += argmax(got + (size_t)r * V, V) == argmax(want + (size_t)r * V, V);
         for (int i = 0; i < V; i++) maxd = fmax(maxd, fabs((double)got[(size_t)r * V + i] - want[(size_t)r * V + i]));
     }
-    const bool ok = !gate || (worst >= min_cos && agree * 10 >= n_rows * 9);
-    printf("%-4s %-40s rows %4d  min cosine %.6f (row %d, need %.4g)  argmax agree %3d%%  max|diff| %.3g\n",
-           !gate ? "info" : ok ? "ok" : "FAIL", what, n_rows, worst, worst_row, min_cos, 100 * agree / (n_rows ? n_rows : 1), maxd);
+    const int allowed = moe_rows ? UM_MAX(1, n_rows / 20) : 0;
+    const bool cos_ok = worst >= min_cos || (below <= allowed && worst >= 0.9);
+    const bool ok = !gate || (cos_ok && agree * 10 >= n_rows * 9);
+    printf("%-4s %-40s rows %4d  min cosine %.6f (row %d, need %.4g; %d below)  argmax agree %3d%%  max|diff| %.3g\n",
+           !gate ? "info" : ok ? "ok" : "FAIL", what, n_rows, worst, worst_row, min_cos, below,
+           100 * agree / (n_rows ? n_rows : 1), maxd);
     if (!ok) failures++;
 }
 
@@ -77,6 +87,7 @@ int main(int argc, char **argv) {
     um_model *m = NULL;
     if (model_open(&m, path, &e)) { fprintf(stderr, "forward_check: %s\n", e.msg); return 2; }
     if (min_cos < 0) min_cos = m->arch->moe ? 0.99 : 0.999;
+    moe_rows = m->arch->moe;
     const int V = m->hp.n_vocab;
     int32_t *tok = malloc(sizeof *tok * (size_t)T), *rows = malloc(sizeof *rows * (size_t)T);
     int32_t *sub = malloc(sizeof *sub * (size_t)T);
