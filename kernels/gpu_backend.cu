@@ -60,7 +60,8 @@ extern "C" {
 typedef struct gpu_layer {
     float  *attn_norm, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *ffn_norm, *gate_b, *up_b, *down_b;
     gpu_mat wq, wk, wv, wo, gate, up, down, router;
-    gpu_mat *gate_x, *up_x, *down_x;            /* (n_expert) */
+    gpu_mat *gate_x, *up_x, *down_x;            /* (n_expert) views into the stacks */
+    gpu_mat gate_s, up_s, down_s;               /* the stacks (w_stride, s_stride set) */
 } gpu_layer;
 
 typedef struct gpu_impl {
@@ -79,6 +80,7 @@ typedef struct gpu_impl {
     bool            graph_off;                  /* UNMASK_CUDA_GRAPH=0, MoE, or a failed capture */
     bool            sync_each;                  /* UNMASK_CUDA_SYNC=1: wait after every kernel */
     bool            pack4;                      /* nibble weights for Q4_0/Q4_1/Q4_K (UNMASK_CUDA_PACK4=0: off) */
+    bool            per_expert;                 /* UNMASK_CUDA_MOE=loop: one GEMM launch per expert */
     gpu_dims        d;
     /* device activations (shapes for T = max tokens; see gpu_activation_bytes) */
     float   *x, *xn, *hidden;                   /* (T, E) */
@@ -89,6 +91,7 @@ typedef struct gpu_impl {
     float   *router;                            /* (T, X) */
     float   *ex_w;                              /* (T, KU) */
     int     *ex_tok, *ex_slot;                  /* (T*KU) */
+    int     *ex_off_d;                          /* (X+1) expert row offsets */
     int     *rows, *pos;                        /* (T) */
     float   *cos_t, *sin_t;                     /* (T, n_rot/2) */
     int8_t  *aq;                                /* (T*KU, kmax) */
@@ -142,12 +145,21 @@ static int upload_vec(gpu_impl *g, float **dst, um_vec src, int64_t n, um_err *e
 }
 
 /* Repack w into its GPU layout in chunks of rows and upload it. */
-static int upload_mat(gpu_impl *g, gpu_mat *gm, const um_weight *w, um_err *e) {
+static int layout_of(const gpu_impl *g, const um_weight *w, gpu_layout *L, um_err *e) {
+    *L = gpu_layout_for(w->type, w->n_in, w->n_out);
+    if (L->kind == GPU_KIND_NONE) return um_errf(e, "tensor '%s': type %s has no CUDA kernel", w->name, um_type_name(w->type));
+    if (g->pack4) gpu_layout_pack4(L, w->n_out);
+    return UM_OK;
+}
+
+/* Repack w (layout L) into the device buffers wd / sd / od, filling gm as a view of them. */
+static int upload_into(gpu_impl *g, gpu_mat *gm, const um_weight *w, const gpu_layout *Lp, void *wd, float *sd,
+                       float *od, um_err *e) {
+    const gpu_layout L = *Lp;
     memset(gm, 0, sizeof *gm);
-    if (!w->data) return UM_OK;
-    gpu_layout L = gpu_layout_for(w->type, w->n_in, w->n_out);
-    if (L.kind == GPU_KIND_NONE) return um_errf(e, "tensor '%s': type %s has no CUDA kernel", w->name, um_type_name(w->type));
-    if (g->pack4) gpu_layout_pack4(&L, w->n_out);
+    gm->w = wd;
+    gm->scale = sd;
+    gm->off = od;
     gm->kind = L.kind;
     gm->group = L.group;
     gm->has_off = L.has_off;
@@ -156,9 +168,6 @@ static int upload_mat(gpu_impl *g, gpu_mat *gm, const um_weight *w, um_err *e) {
     gm->n_in = (int)w->n_in;
     gm->n_out = (int)w->n_out;
     gm->k_pad = (int)L.k_pad;
-    if (wmalloc(g, &gm->w, L.bytes_w, w->name, e) || wmalloc(g, (void **)&gm->scale, L.bytes_scale, w->name, e) ||
-        wmalloc(g, (void **)&gm->off, L.bytes_off, w->name, e))
-        return UM_FAIL;
     const uint64_t row_w = L.bytes_w / (uint64_t)w->n_out;
     const int64_t ng = L.kind == GPU_KIND_I8 ? L.k_pad / L.group : 0;
     const uint64_t row_all = row_w + (uint64_t)ng * 4 * (L.has_off ? 2 : 1);
@@ -197,6 +206,41 @@ out:
     return rc;
 }
 
+static int upload_mat(gpu_impl *g, gpu_mat *gm, const um_weight *w, um_err *e) {
+    memset(gm, 0, sizeof *gm);
+    if (!w->data) return UM_OK;
+    gpu_layout L;
+    void *wd, *sd, *od;
+    if (layout_of(g, w, &L, e) || wmalloc(g, &wd, L.bytes_w, w->name, e) || wmalloc(g, &sd, L.bytes_scale, w->name, e) ||
+        wmalloc(g, &od, L.bytes_off, w->name, e))
+        return UM_FAIL;
+    return upload_into(g, gm, w, &L, wd, (float *)sd, (float *)od, e);
+}
+
+/* The n experts of one tensor (equal type and shape) in one allocation each for values,
+ * scales and offsets, so one grouped GEMM covers them: views[x] is expert x, stack the
+ * first with the strides set. */
+static int upload_stack(gpu_impl *g, gpu_mat *stack, gpu_mat *views, const um_weight *ws, int n, um_err *e) {
+    gpu_layout L;
+    if (layout_of(g, &ws[0], &L, e)) return UM_FAIL;
+    for (int x = 1; x < n; x++)
+        if (ws[x].type != ws[0].type || ws[x].n_in != ws[0].n_in || ws[x].n_out != ws[0].n_out)
+            return um_errf(e, "tensor '%s': experts differ in type or shape", ws[x].name);
+    void *wd, *sd, *od;
+    if (wmalloc(g, &wd, L.bytes_w * (uint64_t)n, ws[0].name, e) || wmalloc(g, &sd, L.bytes_scale * (uint64_t)n, ws[0].name, e) ||
+        wmalloc(g, &od, L.bytes_off * (uint64_t)n, ws[0].name, e))
+        return UM_FAIL;
+    const uint64_t ns = L.bytes_scale / 4;
+    for (int x = 0; x < n; x++)
+        if (upload_into(g, &views[x], &ws[x], &L, (char *)wd + L.bytes_w * (uint64_t)x, sd ? (float *)sd + ns * x : NULL,
+                        od ? (float *)od + ns * x : NULL, e))
+            return UM_FAIL;
+    *stack = views[0];
+    stack->w_stride = (long long)L.bytes_w;
+    stack->s_stride = (long long)ns;
+    return UM_OK;
+}
+
 static int upload_weights(gpu_impl *g, um_err *e) {
     const um_model *m = g->m;
     const um_hparams *hp = &m->hp;
@@ -221,10 +265,10 @@ static int upload_weights(gpu_impl *g, um_err *e) {
             gl->up_x = (gpu_mat *)calloc((size_t)X, sizeof(gpu_mat));
             gl->down_x = (gpu_mat *)calloc((size_t)X, sizeof(gpu_mat));
             if (!gl->gate_x || !gl->up_x || !gl->down_x) return um_errf(e, "out of memory");
-            for (int x = 0; x < X; x++)
-                if (upload_mat(g, &gl->gate_x[x], &l->gate_exps[x], e) || upload_mat(g, &gl->up_x[x], &l->up_exps[x], e) ||
-                    upload_mat(g, &gl->down_x[x], &l->down_exps[x], e))
-                    return UM_FAIL;
+            if (upload_stack(g, &gl->gate_s, gl->gate_x, l->gate_exps, X, e) ||
+                upload_stack(g, &gl->up_s, gl->up_x, l->up_exps, X, e) ||
+                upload_stack(g, &gl->down_s, gl->down_x, l->down_exps, X, e))
+                return UM_FAIL;
         } else {
             if (upload_mat(g, &gl->gate, &l->ffn_gate, e) || upload_mat(g, &gl->up, &l->ffn_up, e) ||
                 upload_mat(g, &gl->down, &l->ffn_down, e) || upload_vec(g, &gl->gate_b, l->ffn_gate_b, hp->n_ff, e) ||
@@ -243,7 +287,7 @@ static int upload_weights(gpu_impl *g, um_err *e) {
 static void free_acts(gpu_impl *g) {
     void *dev[] = { g->x, g->xn, g->hidden, g->q, g->att, g->k, g->v, g->ffa, g->ffb, g->gathered, g->ex_out,
                     g->router, g->ex_w, g->ex_tok, g->ex_slot, g->rows, g->pos, g->cos_t, g->sin_t, g->aq, g->ad,
-                    g->asum, g->ah, g->logits, g->st_arg, g->st_p1, g->st_p2, g->st_ent, g->st_topi, g->st_topp };
+                    g->asum, g->ah, g->logits, g->st_arg, g->st_p1, g->st_p2, g->st_ent, g->st_topi, g->st_topp, g->ex_off_d };
     for (size_t i = 0; i < UM_ARRAY_LEN(dev); i++) cudaFree(dev[i]);
     void *host[] = { g->x_host, g->router_host, g->ex_w_host, g->ex_roww, g->ex_id, g->ex_off, g->ex_tok_host,
                      g->ex_slot_host, g->rows_host, g->pos_host, g->st_host };
@@ -252,6 +296,7 @@ static void free_acts(gpu_impl *g) {
     g->router = g->ex_w = g->cos_t = g->sin_t = g->ad = g->logits = g->st_p1 = g->st_p2 = g->st_ent = NULL;
     g->ex_tok = g->ex_slot = g->rows = g->pos = g->asum = g->st_arg = g->st_topi = NULL;
     g->st_topp = NULL;
+    g->ex_off_d = NULL;
     g->st_host = NULL;
     g->aq = NULL;
     g->ah = NULL;
@@ -281,7 +326,7 @@ static int alloc_acts(gpu_impl *g, int T, um_err *e) {
         { (void **)&g->pos, (uint64_t)T * 4 }, { (void **)&g->st_arg, (uint64_t)T * 4 },
         { (void **)&g->st_p1, (uint64_t)T * 4 }, { (void **)&g->st_p2, (uint64_t)T * 4 },
         { (void **)&g->st_ent, (uint64_t)T * 4 }, { (void **)&g->st_topi, (uint64_t)T * GPU_STATS_TOPK * 4 },
-        { (void **)&g->st_topp, (uint64_t)T * GPU_STATS_TOPK * 4 },
+        { (void **)&g->st_topp, (uint64_t)T * GPU_STATS_TOPK * 4 }, { (void **)&g->ex_off_d, (X + 1) * 4 },
     };
     for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
         if (!want[i].bytes) continue;
@@ -380,6 +425,25 @@ static int ffn(gpu_impl *g, int il, int n, um_err *e) {
     CK(cudaMemcpyAsync(g->ex_tok, g->ex_tok_host, nk, cudaMemcpyHostToDevice, g->st), "upload routing");
     CK(cudaMemcpyAsync(g->ex_slot, g->ex_slot_host, nk, cudaMemcpyHostToDevice, g->st), "upload routing");
     CK(cudaMemcpyAsync(g->ex_w, g->ex_w_host, nk, cudaMemcpyHostToDevice, g->st), "upload routing");
+    if (gl->gate_s.kind == GPU_KIND_I8 && gl->up_s.kind == GPU_KIND_I8 && gl->down_s.kind == GPU_KIND_I8 && !g->per_expert) {
+        /* every expert in one launch per matrix: gather all grouped rows, quantize once */
+        int max_rows = 0;
+        for (int ex = 0; ex < X; ex++) max_rows = UM_MAX(max_rows, g->ex_off[ex + 1] - g->ex_off[ex]);
+        CK(cudaMemcpyAsync(g->ex_off_d, g->ex_off, (size_t)(X + 1) * 4, cudaMemcpyHostToDevice, g->st), "upload routing");
+        const int R = n * K;
+        KL(gpu_gather_rows(g->gathered, g->xn, g->ex_tok, R, E, g->st), "gather expert rows");
+        gpu_act ai = make_act(g, g->gathered, R, E);
+        KL(gpu_quantize_act(&ai, g->st), "quantize activations");
+        KL(gpu_gemm_grouped(&gl->gate_s, X, g->ex_off_d, max_rows, &ai, g->ffa, F, g->st), "expert gate");
+        KL(gpu_gemm_grouped(&gl->up_s, X, g->ex_off_d, max_rows, &ai, g->ffb, F, g->st), "expert up");
+        KL(gpu_swiglu(g->ffa, g->ffa, g->ffb, (int64_t)R * F, g->st), "swiglu");
+        gpu_act ad = make_act(g, g->ffa, R, F);
+        KL(gpu_quantize_act(&ad, g->st), "quantize activations");
+        KL(gpu_gemm_grouped(&gl->down_s, X, g->ex_off_d, max_rows, &ad, g->ex_out, E, g->st), "expert down");
+        KL(gpu_moe_combine(g->x, g->ex_out, g->ex_w, g->ex_slot, n, K, E, g->st), "moe combine");
+        CK(cudaStreamSynchronize(g->st), "moe sync");
+        return UM_OK;
+    }
     for (int ex = 0; ex < X; ex++) {
         const int r0 = g->ex_off[ex], cnt = g->ex_off[ex + 1] - r0;
         if (!cnt) continue;
@@ -625,6 +689,8 @@ extern "C" int gpu_backend_open(um_backend *out, const um_model *m, int max_toke
     if (!g) return um_errf(e, "out of memory");
     g->m = m;
     g->pack4 = pack4;
+    const char *me = getenv("UNMASK_CUDA_MOE");
+    g->per_expert = me && !strcmp(me, "loop");
     const char *ge = getenv("UNMASK_CUDA_GRAPH");
     const char *se = getenv("UNMASK_CUDA_SYNC");
     g->sync_each = se && !strcmp(se, "1");

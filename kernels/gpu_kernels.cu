@@ -121,7 +121,8 @@ template <int G, bool OFF, bool P4>
 __global__ void __launch_bounds__(GPU_GEMM_THREADS)
 k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const float *__restrict__ woff,
           int n_out, int k_pad, const int8_t *__restrict__ X, const float *__restrict__ xd,
-          const int *__restrict__ xsum, int n_tok, float *y, int ldy, const float *bias, int accumulate, int bias4) {
+          const int *__restrict__ xsum, int n_tok, float *y, int ldy, const float *bias, int accumulate, int bias4,
+          const int *__restrict__ offs, long long w_stride, long long s_stride) {
     constexpr int NG = 32 / G;                       /* weight groups per 32-wide k step */
     __shared__ __align__(16) int8_t Ws[GPU_GEMM_BM * I8_ROW];
     __shared__ __align__(16) int8_t Xs[GPU_GEMM_BN * I8_ROW];
@@ -129,7 +130,19 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
     __shared__ int xs_s[GPU_GEMM_BN][2];
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int row0 = blockIdx.x * GPU_GEMM_BM, tok0 = blockIdx.y * GPU_GEMM_BN;
+    const int row0 = blockIdx.x * GPU_GEMM_BM;
+    int tok0 = blockIdx.y * GPU_GEMM_BN;
+    if (offs) {
+        /* grouped (MoE): blockIdx.z is the expert; its rows are [offs[z], offs[z+1]) of X
+         * and y, its weights the z-th of a stack of equal matrices */
+        const int e = blockIdx.z, lo = offs[e], hi = offs[e + 1];
+        tok0 += lo;
+        if (tok0 >= hi) return;               /* whole block: no barrier has been reached */
+        n_tok = hi;
+        W += (long long)e * w_stride;
+        wscale += (long long)e * s_stride;
+        if (OFF) woff += (long long)e * s_stride;
+    }
     const int wm = (warp & 1) * 32, wn = (warp >> 1) * 32;
     const int nkb = k_pad / 32, ngw = k_pad / G;
     float acc[2][4][4];
@@ -353,20 +366,24 @@ __global__ void k_gemm_f32(const float *__restrict__ W, int n_out, int K, int k_
     store_out(y, ldy, bias, accumulate, n_out, n_tok, r0 + tx, t0 + ty, acc);
 }
 
-cudaError_t gpu_gemm(const gpu_mat *W, const gpu_act *a, float *y, int ldy, const float *bias, int accumulate,
-                     cudaStream_t st) {
+/* Plain (offs NULL) or grouped GEMM; grouped: n_group experts, at most max_rows rows each. */
+static cudaError_t gemm_any(const gpu_mat *W, const gpu_act *a, float *y, int ldy, const float *bias, int accumulate,
+                            const int *offs, int n_group, int max_rows, cudaStream_t st) {
     if (a->n == 0) return cudaSuccess;
     if (a->K != W->n_in) return cudaErrorInvalidValue;
     int gx, gy;
-    gpu_gemm_grid(W->n_out, a->n, &gx, &gy);
-    const dim3 grid((unsigned)gx, (unsigned)gy);
+    gpu_gemm_grid(W->n_out, offs ? max_rows : a->n, &gx, &gy);
+    const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)(offs ? n_group : 1));
+    const long long w_stride = W->w_stride, s_stride = W->s_stride;
+    if (offs && (W->kind != GPU_KIND_I8 || gy == 0)) return gy == 0 ? cudaSuccess : cudaErrorNotSupported;
     switch (W->kind) {
     case GPU_KIND_I8: {
         if (!a->q_ready) return cudaErrorInvalidValue;
         const int8_t *w = (const int8_t *)W->w;
 #define GEMM_I8(G_, OFF_, P4_)                                                                                  \
     k_gemm_i8<G_, OFF_, P4_><<<grid, GPU_GEMM_THREADS, 0, st>>>(w, W->scale, W->off, W->n_out, W->k_pad, a->q, a->d, \
-                                                              a->sum16, a->n, y, ldy, bias, accumulate, W->bias4)
+                                                              a->sum16, a->n, y, ldy, bias, accumulate, W->bias4,     \
+                                                              offs, w_stride, s_stride)
         if (W->pack4 && W->group != 32) return cudaErrorInvalidValue;
         if (W->pack4 && W->has_off) GEMM_I8(32, true, true);
         else if (W->pack4) GEMM_I8(32, false, true);
@@ -397,6 +414,17 @@ cudaError_t gpu_gemm(const gpu_mat *W, const gpu_act *a, float *y, int ldy, cons
         return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
+}
+
+cudaError_t gpu_gemm(const gpu_mat *W, const gpu_act *a, float *y, int ldy, const float *bias, int accumulate,
+                     cudaStream_t st) {
+    return gemm_any(W, a, y, ldy, bias, accumulate, NULL, 0, 0, st);
+}
+
+cudaError_t gpu_gemm_grouped(const gpu_mat *W, int n_group, const int *offs, int max_rows, const gpu_act *a, float *y,
+                             int ldy, cudaStream_t st) {
+    if (!offs || n_group <= 0) return cudaErrorInvalidValue;
+    return gemm_any(W, a, y, ldy, NULL, 0, offs, n_group, max_rows, st);
 }
 
 /* ------------------------------------------------------------------ row-wise and elementwise */

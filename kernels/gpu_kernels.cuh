@@ -20,6 +20,8 @@ typedef struct gpu_mat {
     int      pack4, bias4;      /* I8 stored as nibbles (n_out, k_pad/2), value = nibble - bias4 */
     void    *w;                 /* (n_out, k_pad): int8, f16/bf16 bits or float */
     float   *scale, *off;       /* I8: (n_out, k_pad/group) */
+    long long w_stride;         /* a stack of experts: bytes from one matrix's w to the next */
+    long long s_stride;         /*                     floats from one's scale/off to the next */
 } gpu_mat;
 
 /* An activation matrix (n, K floats, row stride K) prepared for the GEMMs: int8 per 32
@@ -47,6 +49,13 @@ cudaError_t gpu_convert_act(gpu_act *a, int kind, cudaStream_t st);
  * accumulate: add onto y (residual), else overwrite. */
 cudaError_t gpu_gemm(const gpu_mat *W, const gpu_act *a, float *y, int ldy, const float *bias,
                      int accumulate, cudaStream_t st);
+
+/* The MoE expert GEMM in one launch: W is the first of n_group equal I8 matrices spaced by
+ * W->w_stride / W->s_stride; expert e multiplies rows [offs[e], offs[e+1]) of the
+ * prepared activation into the same rows of y (offs: device, n_group + 1 ascending ints;
+ * max_rows: the largest group). cudaErrorNotSupported for non-I8 kinds (run per expert). */
+cudaError_t gpu_gemm_grouped(const gpu_mat *W, int n_group, const int *offs, int max_rows, const gpu_act *a, float *y,
+                             int ldy, cudaStream_t st);
 
 /* RMSNorm of n_rows rows of n floats: y = x / sqrt(mean(x^2) + eps) * w (w may be NULL). */
 cudaError_t gpu_rmsnorm(float *y, const float *x, const float *w, int n_rows, int n, float eps, cudaStream_t st);

@@ -391,6 +391,7 @@ static inline uint64_t gpu_activation_bytes(const gpu_dims *d) {
     if (d->X) b += R * d->E * 4 * 2;        /* gathered, ex_out */
     b += T * (d->X ? d->X : 1) * 4;         /* router */
     b += R * 4 * 3 + T * 4 * 2;             /* ex_tok, ex_w, ex_slot; rows, pos */
+    b += (uint64_t)((d->X ? d->X : 1) + 1) * 4; /* expert offsets */
     b += T * 4 * (4 + 2 * GPU_STATS_TOPK);  /* row statistics with their top-k candidates */
     b += T * (uint64_t)(d->n_rot / 2) * 4 * 2;  /* rope cos, sin */
     b += R * K;                             /* int8 activations */

@@ -22,7 +22,7 @@ $CXX $SAN -o "$OUT/forward_check" "$OUT/forward_check.o" "$OUT/gpu_backend.o" "$
 pass=0
 fail=0
 for spec in tiny-llada:q8_0 tiny-llada:q4_K tiny-llada:bf16 tiny-llada:f32 tiny-dream:q6_K tiny-dream:f16 \
-            tiny-llada-moe:q4_0 tiny-llada-moe:q4_K tiny-rnd1:q5_K; do
+            tiny-llada-moe:q4_0 tiny-llada-moe:q4_K tiny-llada-moe:bf16 tiny-rnd1:q5_K; do
     shape=${spec%%:*}
     type=${spec#*:}
     f="$OUT/$shape-$type.gguf"

@@ -239,6 +239,60 @@ static void check_gemm(uint32_t t, int n_in, int n_out, int n_tok, bool with_bia
     cudaFree(bd);
 }
 
+/* The grouped (MoE) GEMM: experts stacked in one buffer, each over its own rows, some empty. */
+static void check_gemm_grouped(uint32_t t, bool pack4) {
+    const int X = 5, n_in = 512, n_out = 96;
+    const int counts[5] = { 0, 70, 1, 130, 33 };
+    std::vector<int> offs(X + 1, 0);
+    for (int e = 0; e < X; e++) offs[e + 1] = offs[e] + counts[e];
+    const int R = offs[X];
+    int max_rows = 0;
+    for (int e = 0; e < X; e++) max_rows = counts[e] > max_rows ? counts[e] : max_rows;
+    std::vector<std::vector<float>> wd(X), hs(X), ho(X);
+    std::vector<std::vector<int8_t>> hq(X);
+    std::vector<gpu_mat> ws(X);
+    for (int e = 0; e < X; e++) ws[e] = make_weight(t, n_in, n_out, pack4, wd[e], hq[e], hs[e], ho[e]);
+    gpu_layout L = gpu_layout_for(t, n_in, n_out);
+    if (pack4) gpu_layout_pack4(&L, n_out);
+    const long long ns = (long long)(L.bytes_scale / 4);
+    gpu_mat st = ws[0];
+    st.w = dev_copy<uint8_t>(NULL, L.bytes_w * X);
+    st.scale = dev_copy<float>(NULL, (size_t)ns * X);
+    st.off = L.has_off ? dev_copy<float>(NULL, (size_t)ns * X) : NULL;
+    st.w_stride = (long long)L.bytes_w;
+    st.s_stride = ns;
+    for (int e = 0; e < X; e++) {
+        CU(cudaMemcpy((char *)st.w + L.bytes_w * e, ws[e].w, L.bytes_w, cudaMemcpyDeviceToDevice));
+        CU(cudaMemcpy(st.scale + ns * e, ws[e].scale, (size_t)ns * 4, cudaMemcpyDeviceToDevice));
+        if (L.has_off) CU(cudaMemcpy(st.off + ns * e, ws[e].off, (size_t)ns * 4, cudaMemcpyDeviceToDevice));
+    }
+    std::vector<float> x((size_t)R * n_in);
+    for (auto &v : x) v = frand() * 2.0f;
+    float *xd = dev_copy(x.data(), x.size()), *yd = dev_copy<float>(NULL, (size_t)R * n_out);
+    int *od = dev_copy(offs.data(), offs.size());
+    gpu_act A = make_act_buffers(xd, R, n_in);
+    CU(gpu_quantize_act(&A, 0));
+    CU(gpu_gemm_grouped(&st, X, od, max_rows, &A, yd, n_out, 0));
+    std::vector<float> got = host_copy(yd, (size_t)R * n_out), ref((size_t)R * n_out);
+    const int kp = (int)L.k_pad;
+    std::vector<int8_t> aq(kp);
+    std::vector<float> ad(kp / 32);
+    std::vector<int> as(kp / 16);
+    for (int e = 0; e < X; e++)
+        for (int r = offs[e]; r < offs[e + 1]; r++) {
+            gpu_quantize_act_ref(&x[(size_t)r * n_in], n_in, kp, aq.data(), ad.data(), as.data());
+            for (int o = 0; o < n_out; o++)
+                ref[(size_t)r * n_out + o] = gpu_i8_dot_ref(&L, &hq[e][(size_t)o * kp], &hs[e][(size_t)o * (kp / L.group)],
+                                                            &ho[e][(size_t)o * (kp / L.group)], aq.data(), ad.data(), as.data());
+        }
+    char name[96];
+    snprintf(name, sizeof name, "gemm grouped %s%s 5 experts, %d rows", um_type_name(t), L.pack4 ? " nibbles" : "", R);
+    compare(name, got.data(), ref.data(), ref.size(), 1e-4 * sqrt((double)n_in), 1e-5);
+    for (int e = 0; e < X; e++) { cudaFree(ws[e].w); cudaFree(ws[e].scale); cudaFree(ws[e].off); }
+    cudaFree(A.q); cudaFree(A.d); cudaFree(A.sum16); cudaFree(A.h);
+    cudaFree(st.w); cudaFree(st.scale); cudaFree(st.off); cudaFree(xd); cudaFree(yd); cudaFree(od);
+}
+
 /* ------------------------------------------------------------------ other kernels */
 
 static void check_rmsnorm(int rows, int n) {
@@ -470,6 +524,9 @@ int main(int argc, char **argv) {
     check_gemm(UM_TYPE_Q6_K, 768, 64, 64, true, false, false);
     check_gemm(UM_TYPE_BF16, 80, 70, 65, true, true, false);     /* K = 80: zero padding to 96 */
     check_gemm(UM_TYPE_F32, 100, 33, 17, true, true, false);
+    check_gemm_grouped(UM_TYPE_Q4_K, true);
+    check_gemm_grouped(UM_TYPE_Q6_K, false);
+    check_gemm_grouped(UM_TYPE_Q8_0, false);
     check_rmsnorm(300, 256);
     check_rmsnorm(1000, 128);
     check_rope(0, 128);

@@ -177,3 +177,27 @@ cudaError_t gpu_row_stats(const float *logits, int n_rows, int n_vocab, float te
     }
     return cudaSuccess;
 }
+
+cudaError_t gpu_gemm_grouped(const gpu_mat *W, int n_group, const int *offs, int max_rows, const gpu_act *a, float *y,
+                             int ldy, cudaStream_t st) {
+    if (!offs || n_group <= 0) return cudaErrorInvalidValue;
+    if (W->kind != GPU_KIND_I8) return cudaErrorNotSupported;
+    if (!a->q_ready && a->n) return cudaErrorInvalidValue;
+    for (int e = 0; e < n_group; e++) {
+        const int lo = offs[e], hi = offs[e + 1];
+        if (hi - lo > max_rows || lo > hi || hi > a->n) return cudaErrorInvalidValue;
+        gpu_mat we = *W;
+        we.w = (char *)W->w + (long long)e * W->w_stride;
+        we.scale = W->scale + (long long)e * W->s_stride;
+        we.off = W->has_off ? W->off + (long long)e * W->s_stride : NULL;
+        gpu_act ae = *a;
+        ae.x = a->x + (int64_t)lo * a->K;
+        ae.n = hi - lo;
+        ae.q = a->q + (int64_t)lo * a->k_pad;
+        ae.d = a->d + (int64_t)lo * (a->k_pad / 32);
+        ae.sum16 = a->sum16 + (int64_t)lo * (a->k_pad / 16);
+        cudaError_t err = gpu_gemm(&we, &ae, y + (int64_t)lo * ldy, ldy, NULL, 0, st);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
