@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cpu.h"
 #include "gpu.h"
+#include "ui_main.h"
 
 static const struct um_command {
     const char *name;
@@ -65,10 +66,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
+    if (argc < 2 || argv[1][0] == '-') return ui_main(argc, argv);   /* no subcommand: the visualizer */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "unmask: unknown command '%s' (see unmask --help)\n", argv[1]);
