@@ -31,7 +31,7 @@ static struct {
 
 static volatile sig_atomic_t quit_flag;
 
-static void on_quit(int sig) { (void)sig; quit_flag = 1; }
+static void on_quit(int sig) { quit_flag = sig; }
 
 static void on_fatal(int sig) {
     static const char restore[] = "\033[?1000l\033[?1002l\033[?1006l\033[0m\033[?25h\033[?1049l\r\n";
@@ -42,7 +42,7 @@ static void on_fatal(int sig) {
     raise(sig);
 }
 
-bool draw_curses_quit_requested(void) { return quit_flag != 0; }
+int draw_curses_quit_signal(void) { return quit_flag; }
 
 static int quantise(frame_color c) {
     if (c == FRAME_DEFAULT) return -1;

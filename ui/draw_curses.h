@@ -22,7 +22,7 @@ int  draw_curses_open(int want_depth, int *depth, um_err *e);
 void draw_curses_size(int *w, int *h);
 void draw_curses_frame(const frame *f);
 void draw_curses_reset_colors(void);    /* forget colour pairs (after a theme change) */
-bool draw_curses_quit_requested(void);  /* SIGINT or SIGTERM arrived */
+int  draw_curses_quit_signal(void);     /* SIGINT, SIGTERM or SIGHUP that arrived, else 0 */
 void draw_curses_close(void);
 
 #endif

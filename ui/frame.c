@@ -133,8 +133,11 @@ int frame_color_to_256(frame_color c) {
 
 int frame_color_to_8(frame_color c) {
     if (c == FRAME_DEFAULT) return -1;
-    int best = 0, bd = 1 << 30;
-    for (int i = 0; i < 8; i++) {
+    /* black only for near-black: dark greys as text must stay visible on dark terminals */
+    int maxc = UM_MAX((int)(c >> 16 & 255), UM_MAX((int)(c >> 8 & 255), (int)(c & 255)));
+    if (maxc < 0x40) return 0;
+    int best = 1, bd = 1 << 30;
+    for (int i = 1; i < 8; i++) {
         int d = dist2(c, frame_color_from_256(i));
         if (d < bd) { bd = d; best = i; }
     }

@@ -76,7 +76,8 @@ void frame_restyle(frame *f, int x, int y, int w, frame_style st);
 
 /* Colour helpers shared by every renderer. */
 int         frame_color_to_256(frame_color c);   /* nearest xterm-256 index (16..255) */
-int         frame_color_to_8(frame_color c);     /* nearest of the 8 ANSI colours (0..7) */
+int         frame_color_to_8(frame_color c);     /* nearest of the 8 ANSI colours (0..7); black
+                                                  * only for near-black, so dark greys stay visible */
 frame_color frame_color_from_256(int idx);       /* xterm palette entry as 0xRRGGBB */
 
 /* Debug/test helper: row y as UTF-8 text (continuation cells skipped); returns bytes. */

@@ -343,7 +343,7 @@ static int redraw(app *a, um_err *e) {
 
 static int run_loop(app *a, um_err *e) {
     struct pollfd fds[2] = { { STDIN_FILENO, POLLIN, 0 }, { ui_worker_fd(a->worker), POLLIN, 0 } };
-    while (!a->quit && !draw_curses_quit_requested()) {
+    while (!a->quit && !draw_curses_quit_signal()) {
         if (redraw(a, e)) return UM_FAIL;
         int timeout = -1;
         if (a->message_until > 0) {
@@ -577,6 +577,7 @@ int ui_main(int argc, char **argv) {
         goto close_src;
     }
     rc = run_loop(a, &e) == UM_OK ? 0 : 1;
+    if (rc == 0 && draw_curses_quit_signal()) rc = 128 + draw_curses_quit_signal();
     ui_worker_close(a->worker);
     draw_curses_close();
     if (rc) fprintf(stderr, "unmask: %s\n", e.msg);
