@@ -529,6 +529,13 @@ int ui_main(int argc, char **argv) {
         models_conf_free(&mc);
         return 2;
     }
+    theme th;                                       /* config errors first, then the tty */
+    um_err te = { "" };
+    if (theme_load(&th, theme_name, &te)) {
+        fprintf(stderr, "unmask: %s\n", te.msg);
+        models_conf_free(&mc);
+        return 1;
+    }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
         fprintf(stderr, "unmask: the visualizer needs a terminal (stdin and stdout); for plain text output use `unmask generate`\n");
         models_conf_free(&mc);
@@ -543,7 +550,7 @@ int ui_main(int argc, char **argv) {
     a->follow = true;
     a->heat = (view_heat)heat;
     snprintf(a->prompt, sizeof a->prompt, "%s", prompt);
-    if (theme_load(&a->th, theme_name, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
+    a->th = th;
     for (int i = 0; i < theme_cycle_len; i++)
         if (!strcmp(theme_cycle[i], a->th.name)) a->theme_idx = i;
     if (demo ? fake_source_open(&a->src, (int)delay, &e) : engine_source_open(&a->src, model, (int)threads, &e)) {

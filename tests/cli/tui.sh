@@ -66,6 +66,22 @@ expect_grep "not a tty: points to generate" 'unmask generate' "$TMP/err"
 expect_rc "no model given: exit 2" 2 env -u NO_COLOR "$BIN" --paused
 expect_grep "no model: says what to pass" '(-m FILE|--demo-ui)' "$TMP/err"
 
+# ---------------------------------------------------------------- models.conf and themes from the command line
+expect_rc "--list-models: the shipped models.conf parses" 0 "$BIN" --list-models
+expect_grep "--list-models: lists llada-8b" '^  llada-8b +(present|MISSING) ' "$TMP/out"
+mkdir -p "$TMP/mc" && : >"$TMP/mc/here.gguf"
+printf '[ok]\npath = here.gguf\nsteps = 8\n[gone]\npath = missing.gguf\n' >"$TMP/mc/models.conf"
+(cd "$TMP/mc" && "$BIN" --list-models >"$TMP/out" 2>&1)
+if grep -qE '^  ok +present ' "$TMP/out" && grep -qE '^  gone +MISSING ' "$TMP/out"; then ok "--list-models: says which files exist"; else fail "--list-models present/missing" "$(cat "$TMP/out")"; fi
+(cd "$TMP/mc" && "$BIN" -M nope >"$TMP/out" 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q 'no preset \[nope\]' "$TMP/out"; then ok "-M unknown preset: clear error"; else fail "-M unknown" "rc $rc: $(cat "$TMP/out")"; fi
+printf '[bad]\npath = x\nstep = 8\n' >"$TMP/mc/models.conf"
+(cd "$TMP/mc" && "$BIN" -M bad >"$TMP/out" 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q 'models.conf:3: unknown key' "$TMP/out"; then ok "-M with a broken models.conf: FILE:LINE"; else fail "-M broken conf" "rc $rc: $(cat "$TMP/out")"; fi
+printf 'name = b\nmask = #123\n' >"$TMP/bad.theme"
+expect_rc "--theme with a bad file: exit 1" 1 "$BIN" --demo-ui --theme "$TMP/bad.theme"
+expect_grep "--theme error names FILE:LINE" 'bad.theme:2: bad colour' "$TMP/err"
+
 # ---------------------------------------------------------------- start, masks, steps advance
 start 100 30 --demo-ui --delay-ms 150 --seed 7 -p "'漢字😀x café'"
 if wait_for step_is 1 || wait_for screen_has "step "; then ok "starts and draws a status line"; else fail "starts" "$(cap)"; fi
