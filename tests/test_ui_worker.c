@@ -175,3 +175,24 @@ TEST(ui_fake_source_deterministic) {
     CHECK(same);
     CHECK(differ);
 }
+
+TEST(ui_worker_restart_cancels_a_long_step) {
+    ui_source src;
+    um_err e = { "" };
+    CHECK(fake_source_open(&src, 600000, &e) == UM_OK);       /* a 10-minute step */
+    um_settings s = src.defaults;
+    ui_worker *w;
+    CHECK(ui_worker_open(&w, &src, &s, "", true, &e) == UM_OK);
+    ui_event ev;
+    bool first = next_event(w, &ev) && ev.kind == UI_EV_RESTARTED;
+    if (ev.snap) src.release(ev.snap);
+    while (!ui_worker_busy(w)) { struct pollfd p = { -1, 0, 0 }; poll(&p, 0, 10); }
+    s.seed = 9;
+    ui_worker_restart(w, &s, "");                            /* must not wait 10 minutes */
+    bool restarted = next_event(w, &ev) && ev.kind == UI_EV_RESTARTED && ev.snap->settings.seed == 9;
+    if (ev.snap) src.release(ev.snap);
+    ui_worker_close(w);                                       /* cancels the next long step too */
+    src.close(src.self);
+    CHECK(first);
+    CHECK(restarted);
+}

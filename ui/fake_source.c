@@ -38,6 +38,7 @@ static const char *const fake_words[] = {
 
 typedef struct fake {
     int          delay_ms;
+    int          cancel;                   /* atomic: set by fake_cancel, cleared per step */
     um_settings  s;
     int32_t      n_prompt, n_canvas;      /* canvas = prompt + n_gen */
     int32_t      step, n_steps, n_blocks, steps_per_block;
@@ -230,10 +231,20 @@ static void plan(fake *f) {
     }
 }
 
-static void sleep_ms(int ms) {
-    if (ms <= 0) return;
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) != 0) {}
+/* Sleep ms in 10 ms slices; false when cancelled meanwhile. */
+static bool sleep_ms(fake *f, int ms) {
+    for (int left = ms; left > 0; left -= 10) {
+        if (__atomic_load_n(&f->cancel, __ATOMIC_ACQUIRE)) return false;
+        int slice = left < 10 ? left : 10;
+        struct timespec ts = { 0, (long)slice * 1000000L };
+        while (nanosleep(&ts, &ts) != 0) {}
+    }
+    return !__atomic_load_n(&f->cancel, __ATOMIC_ACQUIRE);
+}
+
+static void fake_cancel(void *self) {
+    fake *f = self;
+    __atomic_store_n(&f->cancel, 1, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------ source callbacks */
@@ -260,6 +271,7 @@ static int32_t tokenize(const char *prompt, int32_t *out, int32_t cap) {
 
 static um_snapshot *fake_start(void *self, const um_settings *s, const char *prompt, um_err *e) {
     fake *f = self;
+    __atomic_store_n(&f->cancel, 0, __ATOMIC_RELEASE);
     if (s->n_gen < 1 || s->n_gen > 4096) { um_errf(e, "fake source: n_gen %d out of range 1..4096", s->n_gen); return NULL; }
     if (s->steps < 1) { um_errf(e, "fake source: steps must be at least 1"); return NULL; }
     int32_t prompt_cap = (int32_t)strlen(prompt ? prompt : "");
@@ -308,7 +320,11 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
 static um_snapshot *fake_step(void *self, um_err *e) {
     fake *f = self;
     double t0 = um_now();
-    sleep_ms(f->delay_ms);
+    if (!sleep_ms(f, f->delay_ms)) {
+        __atomic_store_n(&f->cancel, 0, __ATOMIC_RELEASE);
+        um_errf(e, "fake source: step cancelled");
+        return NULL;
+    }
     int32_t masks = count_masked(f, f->n_prompt, f->n_canvas);
     if (masks == 0) { um_errf(e, "fake source: step after the run finished"); return NULL; }
     int32_t s_idx = f->step;                          /* steps done before this one */
@@ -415,6 +431,7 @@ int fake_source_open(ui_source *out, int delay_ms, um_err *e) {
     out->apply = fake_apply;
     out->needs_restart = fake_needs_restart;
     out->piece = fake_piece;
+    out->cancel = fake_cancel;
     out->retain = fake_retain;
     out->release = fake_release;
     out->close = fake_close;

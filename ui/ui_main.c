@@ -585,8 +585,8 @@ int ui_main(int argc, char **argv) {
     }
     rc = run_loop(a, &e) == UM_OK ? 0 : 1;
     if (rc == 0 && draw_curses_quit_signal()) rc = 128 + draw_curses_quit_signal();
+    draw_curses_close();                            /* terminal first: the worker may be mid-step */
     ui_worker_close(a->worker);
-    draw_curses_close();
     if (rc) fprintf(stderr, "unmask: %s\n", e.msg);
     hist_clear(a);
 close_src:

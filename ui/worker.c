@@ -22,6 +22,7 @@ struct ui_worker {
     int             pipe_rd, pipe_wr;
     /* guarded by mu */
     bool            quit, running, busy, done;
+    bool            cancelled;              /* the step in flight was cancelled on purpose */
     int             step_requests;          /* single steps asked for while paused */
     bool            restart_pending, apply_pending;
     um_settings     restart_settings, apply_settings;
@@ -91,6 +92,7 @@ static void *worker_main(void *arg) {
         if (!w->done && (w->running || w->step_requests > 0)) {
             if (w->step_requests > 0) w->step_requests--;
             w->busy = true;
+            w->cancelled = false;
             pthread_mutex_unlock(&w->mu);
             um_snapshot *snap = w->src->step(w->src->self, &e);
             pthread_mutex_lock(&w->mu);
@@ -99,6 +101,8 @@ static void *worker_main(void *arg) {
                 w->done = snap->done;
                 if (snap->done) w->step_requests = 0;
                 publish(w, UI_EV_SNAPSHOT, snap, NULL);
+            } else if (w->cancelled) {              /* a restart or quit cut the step short */
+                w->cancelled = false;
             } else {
                 w->running = false;
                 w->step_requests = 0;
@@ -111,6 +115,14 @@ static void *worker_main(void *arg) {
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
+}
+
+/* Called with mu held: cut a step in flight short (restart, quit). */
+static void cancel_step(ui_worker *w) {
+    if (w->busy && w->src->cancel) {
+        w->cancelled = true;
+        w->src->cancel(w->src->self);
+    }
 }
 
 int ui_worker_open(ui_worker **out, ui_source *src, const um_settings *s, const char *prompt,
@@ -174,6 +186,7 @@ void ui_worker_restart(ui_worker *w, const um_settings *s, const char *prompt) {
     w->restart_pending = true;
     w->step_requests = 0;
     w->done = false;
+    cancel_step(w);
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
@@ -211,6 +224,7 @@ void ui_worker_close(ui_worker *w) {
     if (!w) return;
     pthread_mutex_lock(&w->mu);
     w->quit = true;
+    cancel_step(w);
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);

@@ -9,8 +9,9 @@
  *
  * Invariants: only the worker thread calls the source's start/step/apply/close (close is
  * called by ui_worker_close after the thread has joined); every shared field is guarded by
- * one mutex; the worker sleeps on a condition variable when it has nothing to do; a step in
- * flight is never interrupted (pause takes effect after it).
+ * one mutex; the worker sleeps on a condition variable when it has nothing to do; pause
+ * takes effect after the step in flight; restart and close cancel a step in flight when the
+ * source has a cancel hook (a cancelled step publishes nothing).
  */
 #ifndef UM_UI_WORKER_H
 #define UM_UI_WORKER_H

@@ -18,9 +18,8 @@ set -g status off
 EOF
 T() { tmux -u -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
 trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-# tsan reports go to files we check at the end
-export TSAN_OPTIONS="${TSAN_OPTIONS:-} log_path=$TMP/tsan"
-RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8"
+# ThreadSanitizer builds write their reports to $TMP/tsan.PID (checked at the end)
+RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8 TSAN_OPTIONS=log_path=$TMP/tsan"
 T new-session -d -s keep "sleep 600"      # keeps the server up between sessions
 
 start() {  # start W H ARGS... : fresh session running unmask ARGS, wrapped to record tty state and rc
@@ -184,13 +183,24 @@ if wait_for test -s "$TMP/stty.after"; then ok "SIGTERM ends the visualizer"; el
 if [ "$(cat "$TMP/rc" 2>/dev/null)" = 143 ]; then ok "SIGTERM: exit status 143"; else fail "SIGTERM exit status" "$(cat "$TMP/rc" 2>/dev/null)"; fi
 if cmp -s "$TMP/stty.before" "$TMP/stty.after" && [ "$(pane '#{alternate_on}')" = 0 ]; then ok "SIGTERM: terminal restored"; else fail "SIGTERM: terminal restored" ""; fi
 
+# ---------------------------------------------------------------- keys answered while a step computes
+start 100 30 --demo-ui --delay-ms 20000
+wait_for screen_has "RUNNING"
+T send-keys -t ui '?'
+if wait_for screen_has "keys (? or Esc closes)" && step_is 0; then ok "keys answered during a 20 s step (help shown at step 0)"; else fail "keys during a long step" "$(status_line)"; fi
+T send-keys -t ui Escape
+T send-keys -t ui h
+if wait_for screen_has "heat: live confidence" && step_is 0; then ok "heat mode changes during the step"; else fail "heat during step" "$(status_line)"; fi
+T send-keys -t ui q
+if wait_for test -s "$TMP/stty.after" ; then ok "q during a long step quits after it"; else fail "q during long step" ""; fi
+
 # ---------------------------------------------------------------- colour fallbacks
-RUN="env LANG=C.UTF-8 LC_ALL=C.UTF-8 NO_COLOR=1"
+RUN="env LANG=C.UTF-8 LC_ALL=C.UTF-8 NO_COLOR=1 TSAN_OPTIONS=log_path=$TMP/tsan"
 start 100 30 --demo-ui --delay-ms 50 --paused
 wait_for screen_has "PAUSED"
 kinds=$(cape | sgr_colours)
 if [ "$kinds" = "" ]; then ok "NO_COLOR: no colour sequences"; else fail "NO_COLOR" "colours used: $kinds"; fi
-RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm"
+RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm TSAN_OPTIONS=log_path=$TMP/tsan"
 start 100 30 --demo-ui --delay-ms 50 --paused
 wait_for screen_has "PAUSED"
 kinds=$(cape | sgr_colours)
