@@ -389,9 +389,10 @@ static void draw_legend(frame *f, const view_state *v, const um_snapshot *s, int
     fr.attrs |= role(v, THEME_FRESH).attrs;
     x = frame_puts(f, x, y, f->w, "new", fr);
     x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
-    if (v->message && *v->message && x < f->w) {
+    if (v->message && *v->message) {                  /* messages win over the legend's tail */
         int mw = ui_text_width(v->message);
-        int mx = UM_MAX(x, f->w - mw - 1);
+        int mx = UM_MAX(0, f->w - mw - 1);
+        if (mx < x) frame_fill(f, UM_MAX(0, mx - 1), y, f->w, 1, pn);
         frame_puts(f, mx, y, f->w, v->message, role(v, THEME_MESSAGE));
     }
 }
@@ -420,7 +421,7 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     }
     double ms_step = v->shown > 0 ? ms / v->shown : 0, tps = ms > 0 ? committed / (ms / 1000.0) : 0;
     const um_settings *se = &s->settings;
-    int off = snprintf(buf, sizeof buf, " step %d/%d \xC2\xB7 block %d/%d \xC2\xB7 masks %d \xC2\xB7 %.0f ms/step \xC2\xB7 %.1f tok/s \xC2\xB7 %s \xC2\xB7 %s \xC2\xB7 T %.2f \xC2\xB7 seed %llu",
+    int off = snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
                        s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, ms_step, tps,
                        view_schedule_names[se->schedule % UM_SCHED_COUNT], view_score_names[se->score % UM_SCORE_COUNT],
                        (double)se->temperature, (unsigned long long)se->seed);

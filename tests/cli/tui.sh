@@ -183,6 +183,26 @@ if wait_for test -s "$TMP/stty.after"; then ok "SIGTERM ends the visualizer"; el
 if [ "$(cat "$TMP/rc" 2>/dev/null)" = 143 ]; then ok "SIGTERM: exit status 143"; else fail "SIGTERM exit status" "$(cat "$TMP/rc" 2>/dev/null)"; fi
 if cmp -s "$TMP/stty.before" "$TMP/stty.after" && [ "$(pane '#{alternate_on}')" = 0 ]; then ok "SIGTERM: terminal restored"; else fail "SIGTERM: terminal restored" ""; fi
 
+# ---------------------------------------------------------------- e edits the prompt and restarts
+start 100 30 --demo-ui --delay-ms 100 --paused -p old
+wait_for screen_has "PAUSED"
+T send-keys -t ui e C-u
+T send-keys -t ui -l 'new 漢字'
+if wait_for screen_has "prompt> new 漢字"; then ok "e: the status line edits the prompt"; else fail "e edit line" "$(status_line)"; fi
+T send-keys -t ui Enter
+if wait_for bash -c "tmux -u -L $SOCK capture-pane -p -t ui | sed -n 2p | grep -q '^new 漢字'"; then ok "Enter: restarted with the new prompt"; else fail "edit restart" "$(cap | sed -n 2p)"; fi
+T send-keys -t ui s
+if wait_for screen_has "schedule timestep: from the next step"; then ok "s: schedule change applies from the next step"; else fail "s message" "$(cap | tail -2)"; fi
+T send-keys -t ui +
+if wait_for screen_has "steps 64: restarted"; then ok "+: steps change restarts"; else fail "+ message" "$(cap | tail -2)"; fi
+
+# ---------------------------------------------------------------- a fatal signal restores the terminal
+pid=$(pgrep -P "$(pane '#{pane_pid}')" | head -1)
+[ -n "$pid" ] && kill -SEGV "$pid"
+if wait_for test -s "$TMP/stty.after" && cmp -s "$TMP/stty.before" "$TMP/stty.after" && [ "$(pane '#{alternate_on}')" = 0 ]; then
+  ok "SIGSEGV: terminal restored before dying"; else fail "SIGSEGV restore" "rc $(cat "$TMP/rc" 2>/dev/null)"; fi
+if [ "$(cat "$TMP/rc" 2>/dev/null)" = 139 ]; then ok "SIGSEGV: still dies of the signal"; else fail "SIGSEGV rc" "$(cat "$TMP/rc" 2>/dev/null)"; fi
+
 # ---------------------------------------------------------------- keys answered while a step computes
 start 100 30 --demo-ui --delay-ms 20000
 wait_for screen_has "RUNNING"
