@@ -1,0 +1,87 @@
+/*
+ * matmul: Y (n_tokens, n_out) = X (n_tokens, n_in) * W^T for every weight format unmask
+ * computes with, on the best kernel the CPU has.
+ *
+ * A diffusion step multiplies the whole canvas by every weight matrix, so this is GEMM:
+ * kernels decode each weight block once and reuse it across a register block of tokens.
+ *
+ * Kernels (chosen once per matrix at matmul_prepare, from cpu_features() or UNMASK_KERNEL):
+ *   ref      scalar: activations quantized with quant.c's reference quantizer to the
+ *            format's vec_dot_type, then quant.c's vec_dot_ref per (token, row). Always built.
+ *   avx2     256-bit; integer formats with vpmaddubsw/vpmaddwd
+ *   avxvnni  256-bit with AVX-VNNI vpdpbusd (UNMASK_KERNEL=avx2 on a VNNI CPU picks this)
+ *   avx512   512-bit, AVX-512 VNNI vpdpbusd, f32 FMA for float formats
+ *   amx      AMX-INT8 tiles for Q4_K/Q6_K/Q8_0 (other formats: the avx512 code)
+ *   amx-emu  the AMX loops and data layout with scalar tile ops (tests only)
+ *
+ * Layouts. Q4_K, Q6_K and Q8_0 are repacked at load into panels of 16 rows (see matmul.c
+ * for the byte layout) when the caller lends a writable buffer of the same size: resident
+ * memory stays the file size. Every other format, and these three without a writable
+ * buffer, stays in the file's row-major layout and runs the "float tile" path: a panel of
+ * 16 rows x 256 columns is decoded to f32 once and multiplied with f32 activations.
+ *
+ * Invariants: n_in is a multiple of the format's block size; the row-major data is
+ * n_out * (n_in / blck * bytes) bytes; y is fully overwritten; matmul never allocates.
+ */
+#ifndef UM_MATMUL_H
+#define UM_MATMUL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool.h"
+#include "util.h"
+
+typedef enum um_kernel {
+    UM_KERNEL_AUTO = -1,         /* matmul_prepare: best available (or UNMASK_KERNEL) */
+    UM_KERNEL_REF = 0,
+    UM_KERNEL_AVX2,
+    UM_KERNEL_AVXVNNI,
+    UM_KERNEL_AVX512,
+    UM_KERNEL_AMX,
+    UM_KERNEL_AMX_EMU,
+    UM_KERNEL_COUNT
+} um_kernel;
+
+#define UM_MATMUL_PANEL 16       /* rows per repacked panel */
+
+typedef struct um_matmul_weights {
+    uint32_t    type;            /* um_type of the weights */
+    int64_t     n_in;            /* columns (elements per row) */
+    int64_t     n_out;           /* rows */
+    size_t      row_bytes;       /* bytes of one row in the file layout */
+    const void *data;            /* n_out * row_bytes bytes: panels, then file-layout tail rows */
+    bool        packed;          /* rows [0, n_out / 16 * 16) are 16-row panels */
+    um_kernel   kernel;          /* the kernel every matmul() on these weights uses */
+} um_matmul_weights;
+
+/* Name of a kernel ("ref", "avx2", ...). */
+const char *matmul_kernel_name(um_kernel k);
+/* Can this CPU run kernel k? */
+bool matmul_kernel_available(um_kernel k);
+/* The kernel AUTO stands for: UNMASK_KERNEL if set (fails if unknown or the CPU lacks it),
+ * else the best available. */
+int matmul_kernel_default(um_kernel *out, um_err *e);
+/* Does matmul_prepare repack this type for kernel k (so a writable buffer helps)? */
+bool matmul_wants_repack(uint32_t type, um_kernel k);
+
+/* Prepare a weight matrix. data: n_out rows in the file layout (typically the mmap).
+ * dst: NULL (use data as is), or a writable buffer of n_out * row_bytes bytes that
+ * receives the repacked matrix; dst == data repacks in place. When the type or kernel
+ * needs no repacking, dst is still filled (copied) unless it is NULL or equal to data, and
+ * w->data points at it. Fails with a message for an unsupported type, a bad shape or a
+ * kernel the CPU lacks. */
+int matmul_prepare(um_matmul_weights *w, uint32_t type, int64_t n_in, int64_t n_out,
+                   const void *data, void *dst, um_kernel kernel, um_err *e);
+
+/* Bytes of scratch a matmul() of n_tokens rows needs with n_threads threads (64-byte
+ * aligned buffer). The same scratch may be reused by every call with at most n_tokens. */
+size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_threads);
+
+/* y (n_tokens, n_out) = x (n_tokens, n_in) * W^T. x, y row-major f32; scratch from
+ * matmul_scratch_bytes(w, >= n_tokens, pool_threads(p)), 64-byte aligned. */
+void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_tokens,
+            float *y, void *scratch);
+
+#endif

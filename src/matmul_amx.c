@@ -1,0 +1,214 @@
+/*
+ * matmul_amx: AMX-INT8 kernels for the 16-row panels (Q4_K, Q6_K, Q8_0), and the same
+ * loops with scalar tile operations (amx-emu) so the data layout and loop logic can be
+ * tested on CPUs without AMX. Other formats and partial panels use the AVX-512 code.
+ *
+ * Tiles: C (tmm0) = 16 tokens x 16 outputs int32, A (tmm1) = 16 tokens x K activation bytes
+ * straight from the quantized activation rows, B (tmm2) = K/4 rows x 64 bytes of weights in
+ * VNNI order, which is exactly the panel's vector layout (4 columns of 16 rows). K is one
+ * scale sub-block: 32 columns (Q4_K, Q8_0) or 16 (Q6_K), because each sub-block has its own
+ * scale per output and tiles accumulate only int32; AVX-512 applies the scales to C.
+ * Q4_K/Q6_K nibbles are first unpacked to bytes for the whole panel (16 x n_in bytes in
+ * per-thread scratch); Q8_0 panels are loaded as they are (codes q + 128, so C gets the
+ * activation row's -128 * sum(q) added).
+ *
+ * AMX use: cpu_features() asked Linux for tile-data permission (process-wide) before any
+ * kernel could be chosen; each chunk loads its tile configuration and releases the tiles
+ * when done, so no thread ever runs tile instructions unconfigured.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "matmul_impl.h"
+
+#define AI static inline __attribute__((always_inline))
+#define TM 16                    /* tokens per tile */
+
+typedef struct tilecfg {
+    uint8_t  palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t  rows[16];
+} tilecfg;
+
+/* The emulated tile register file: 3 tiles of up to 16 rows x 64 bytes. */
+typedef struct emu_tiles {
+    tilecfg cfg;
+    uint8_t t[3][16][64];
+} emu_tiles;
+
+size_t mm_amx_scratch_bytes(const um_matmul_weights *w) {
+    /* tables, unpacked panel, C spill (16 x 16 int32), emulated tiles */
+    return mm_tables_bytes(w) + (size_t)UM_MATMUL_PANEL * w->n_in + TM * 16 * 4 + sizeof(emu_tiles) + 256;
+}
+
+/* ---------------------------------------------------------------- tile ops */
+
+AI void t_config(bool emu, emu_tiles *et, int m, int k) {
+    tilecfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    c.rows[0] = (uint8_t)m; c.colsb[0] = 64;                /* C: m x 16 int32 */
+    c.rows[1] = (uint8_t)m; c.colsb[1] = (uint16_t)k;       /* A: m x k bytes */
+    c.rows[2] = (uint8_t)(k / 4); c.colsb[2] = 64;          /* B: k/4 x 64 bytes */
+    if (emu) et->cfg = c;
+    else _tile_loadconfig(&c);
+}
+
+AI void t_zero_c(bool emu, emu_tiles *et) {
+    if (emu) memset(et->t[0], 0, sizeof et->t[0]);
+    else _tile_zero(0);
+}
+
+AI void t_load_a(bool emu, emu_tiles *et, const void *p, size_t stride) {
+    if (emu) {
+        for (int r = 0; r < et->cfg.rows[1]; r++) memcpy(et->t[1][r], (const uint8_t *)p + r * stride, et->cfg.colsb[1]);
+    } else {
+        _tile_loadd(1, p, stride);
+    }
+}
+
+AI void t_load_b(bool emu, emu_tiles *et, const void *p) {
+    if (emu) {
+        for (int r = 0; r < et->cfg.rows[2]; r++) memcpy(et->t[2][r], (const uint8_t *)p + r * 64, 64);
+    } else {
+        _tile_loadd(2, p, 64);
+    }
+}
+
+/* C[m][n] += sum_k A[m][k] (signed) * B[k/4][n*4 + k%4] (unsigned): TDPBSUD. */
+AI void t_dpbsud(bool emu, emu_tiles *et) {
+    if (emu) {
+        for (int m = 0; m < et->cfg.rows[0]; m++)
+            for (int n = 0; n < 16; n++) {
+                int32_t c;
+                memcpy(&c, &et->t[0][m][n * 4], 4);
+                for (int k = 0; k < et->cfg.colsb[1]; k++)
+                    c += (int8_t)et->t[1][m][k] * (int32_t)et->t[2][k / 4][n * 4 + k % 4];
+                memcpy(&et->t[0][m][n * 4], &c, 4);
+            }
+    } else {
+        _tile_dpbsud(0, 1, 2);
+    }
+}
+
+AI void t_store_c(bool emu, emu_tiles *et, int32_t *p) {
+    if (emu) {
+        for (int r = 0; r < et->cfg.rows[0]; r++) memcpy(p + r * 16, et->t[0][r], 64);
+    } else {
+        _tile_stored(0, p, 64);
+    }
+}
+
+AI void t_release(bool emu) {
+    if (!emu) _tile_release();
+}
+
+/* ---------------------------------------------------------------- unpacking */
+
+/* Q4_K panel -> bytes, per sub-block (sb, j) a B tile of 8 x 64 at ((sb*8 + j) * 512):
+ * rows 0..3 = low nibbles of vectors j*4+0..3, rows 4..7 = their high nibbles. */
+static void unpack_q4k(const uint8_t *pb, int64_t nsb, uint8_t *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t sb = 0; sb < nsb; sb++)
+        for (int j = 0; j < 8; j++) {
+            const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K) + j * 4 * 64;
+            uint8_t *o = out + (sb * 8 + j) * 512;
+            for (int s = 0; s < 4; s++) {
+                __m512i v = _mm512_loadu_si512(qv + s * 64);
+                _mm512_storeu_si512(o + s * 64, _mm512_and_si512(v, m4));
+                _mm512_storeu_si512(o + (s + 4) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+            }
+        }
+}
+
+/* Q6_K panel -> bytes, per sub-block (sb, j) a B tile of 4 x 64 at ((sb*16 + j) * 256):
+ * columns +0..3, +4..7 (low nibbles of vectors j*2, j*2+1), +8..11, +12..15 (high). */
+static void unpack_q6k(const uint8_t *pb, int64_t nsb, uint8_t *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    for (int64_t sb = 0; sb < nsb; sb++)
+        for (int j = 0; j < 16; j++) {
+            const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K);
+            uint8_t *o = out + (sb * 16 + j) * 256;
+            __m512i hb = _mm512_loadu_si512(qv + 2048 + j * 64);
+            for (int s = 0; s < 2; s++) {
+                __m512i v = _mm512_loadu_si512(qv + (j * 2 + s) * 64);
+                __m512i hlo = s == 0 ? _mm512_slli_epi16(hb, 4) : hb;
+                __m512i hhi = s == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
+                _mm512_storeu_si512(o + s * 64, _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hlo, m30)));
+                _mm512_storeu_si512(o + (s + 2) * 64,
+                                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hhi, m30)));
+            }
+        }
+}
+
+/* ---------------------------------------------------------------- the loops */
+
+AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t t1, uint8_t *ts) {
+    const um_matmul_weights *w = j->w;
+    float *tab = (float *)ts;
+    uint8_t *unpacked = ts + mm_tables_bytes(w);
+    int32_t *cbuf = (int32_t *)(unpacked + (size_t)UM_MATMUL_PANEL * w->n_in);
+    emu_tiles *et = (emu_tiles *)(cbuf + TM * 16);
+    mm_panel_tables(w, panel, tab);
+    const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
+    int64_t nb = w->n_in / um_type_blck(w->type);
+    int kq = w->type == UM_TYPE_Q6_K ? 16 : 32;         /* columns per sub-block (K of a tile) */
+    if (w->type == UM_TYPE_Q4_K) unpack_q4k(pb, nb, unpacked);
+    else if (w->type == UM_TYPE_Q6_K) unpack_q6k(pb, nb, unpacked);
+    int cfg_m = -1;
+    for (int64_t t = t0; t < t1; t += TM) {
+        int m = (int)UM_MIN(TM, t1 - t);
+        if (m != cfg_m) { t_config(emu, et, m, kq); cfg_m = m; }
+        const uint8_t *act = j->act + (size_t)t * j->act_stride;
+        __m512 acc[TM];
+        for (int u = 0; u < m; u++) acc[u] = _mm512_setzero_ps();
+        int64_t n_sub = w->n_in / kq;
+        for (int64_t q = 0; q < n_sub; q++) {
+            const uint8_t *b;
+            if (w->type == UM_TYPE_Q4_K) b = unpacked + q * 512;
+            else if (w->type == UM_TYPE_Q6_K) b = unpacked + q * 256;
+            else b = pb + q * 16 * sizeof(um_block_q8_0);
+            t_zero_c(emu, et);
+            t_load_a(emu, et, act + q * kq, j->act_stride);
+            t_load_b(emu, et, b);
+            t_dpbsud(emu, et);
+            t_store_c(emu, et, cbuf);
+            for (int u = 0; u < m; u++) {
+                const uint8_t *a = act + (size_t)u * j->act_stride;
+                const float *scale = (const float *)(a + j->off_scale);
+                __m512i c = _mm512_loadu_si512(cbuf + u * 16);
+                if (w->type == UM_TYPE_Q4_K) {
+                    int64_t sb = q / 8, jj = q % 8;
+                    __m512 s = _mm512_mul_ps(_mm512_loadu_ps(tab + sb * 256 + jj * 16), _mm512_set1_ps(scale[sb]));
+                    acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), s, acc[u]);
+                    acc[u] = _mm512_fnmadd_ps(_mm512_loadu_ps(tab + sb * 256 + 128 + jj * 16),
+                                              _mm512_set1_ps(((const float *)(a + j->off_corr))[q]), acc[u]);
+                } else if (w->type == UM_TYPE_Q6_K) {
+                    int64_t sb = q / 16, jj = q % 16;
+                    c = _mm512_add_epi32(c, _mm512_set1_epi32(((const int32_t *)(a + j->off_corr))[q]));
+                    __m512 s = _mm512_mul_ps(_mm512_loadu_ps(tab + sb * 256 + jj * 16), _mm512_set1_ps(scale[sb]));
+                    acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), s, acc[u]);
+                } else {
+                    c = _mm512_add_epi32(c, _mm512_set1_epi32(((const int32_t *)(a + j->off_corr))[q]));
+                    __m512 s = _mm512_mul_ps(_mm512_loadu_ps(tab + q * 16), _mm512_set1_ps(scale[q]));
+                    acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), s, acc[u]);
+                }
+            }
+        }
+        float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
+        for (int u = 0; u < m; u++) _mm512_storeu_ps(y + (size_t)u * w->n_out, acc[u]);
+    }
+    t_release(emu);
+}
+
+void mm_chunk_amx(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
+    const um_matmul_weights *w = j->w;
+    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) amx_chunk(false, j, panel, t0, t1, ts);
+    else mm_chunk_avx512(j, panel, t0, t1, ts);
+}
+
+void mm_chunk_amx_emu(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
+    const um_matmul_weights *w = j->w;
+    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) amx_chunk(true, j, panel, t0, t1, ts);
+    else mm_chunk_avx512(j, panel, t0, t1, ts);
+}

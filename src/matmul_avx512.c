@@ -1,0 +1,218 @@
+/*
+ * matmul_avx512: 512-bit kernels (AVX-512 F/BW/VL/DQ + VNNI). Called only when
+ * matmul_kernel_available(UM_KERNEL_AVX512).
+ *
+ * Integer panels (Q4_K, Q6_K, Q8_0; layouts in matmul.c): one zmm holds 4 columns of all
+ * 16 rows, so one vpdpbusd with a broadcast activation dword advances 16 outputs by 4
+ * columns. Each decoded weight vector serves a register block of up to 8 tokens. Per
+ * sub-block the int32 sums are converted once and scaled by the panel's float table
+ * (d * sub-block scale); the activation scale is applied once per 256 (K-quants) or 32
+ * (Q8_0) columns. Everything else: the float-tile path (16 rows x 256 columns decoded to
+ * f32, transposed, then 16 x 12 register blocks of FMAs).
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "matmul_impl.h"
+
+#define AI static inline __attribute__((always_inline))
+#define TB 8                     /* tokens per integer register block */
+#define TF 12                    /* tokens per float register block */
+
+AI __m512i bcast32(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* ---------------------------------------------------------------- Q4_K */
+
+AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+                  int64_t t, float *y) {
+    const uint8_t *a[TB];
+    const float *scale[TB], *corr[TB];
+    for (int u = 0; u < T; u++) {
+        a[u] = j->act + (size_t)(t + u) * j->act_stride;
+        scale[u] = (const float *)(a[u] + j->off_scale);
+        corr[u] = (const float *)(a[u] + j->off_corr);
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[TB];
+    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K);
+        const float *dsc = tab + sb * 256, *dmm = dsc + 128;
+        __m512 asb[TB];
+        for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
+        for (int jj = 0; jj < 8; jj++) {
+            __m512i is[TB];
+            for (int u = 0; u < T; u++) is[u] = _mm512_setzero_si512();
+            for (int s = 0; s < 4; s++) {
+                __m512i v = _mm512_loadu_si512(qv + (jj * 4 + s) * 64);
+                __m512i lo = _mm512_and_si512(v, m4);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                size_t k = (size_t)sb * 256 + jj * 32 + s * 4;
+                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
+                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 16));
+            }
+            __m512 sc = _mm512_loadu_ps(dsc + jj * 16), mn = _mm512_loadu_ps(dmm + jj * 16);
+            for (int u = 0; u < T; u++) {
+                asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
+                acc[u] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(corr[u][sb * 8 + jj]), acc[u]);
+            }
+        }
+        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
+    }
+    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+}
+
+/* ---------------------------------------------------------------- Q6_K */
+
+AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+                  int64_t t, float *y) {
+    const uint8_t *a[TB];
+    const float *scale[TB];
+    const int32_t *corr[TB];
+    for (int u = 0; u < T; u++) {
+        a[u] = j->act + (size_t)(t + u) * j->act_stride;
+        scale[u] = (const float *)(a[u] + j->off_scale);
+        corr[u] = (const int32_t *)(a[u] + j->off_corr);
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    __m512 acc[TB];
+    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K);
+        const float *dsc = tab + sb * 256;
+        __m512 asb[TB];
+        for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
+        for (int jj = 0; jj < 16; jj++) {
+            __m512i is[TB];
+            for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][sb * 16 + jj]);
+            __m512i hb = _mm512_loadu_si512(qv + 2048 + jj * 64);
+            for (int s = 0; s < 2; s++) {
+                __m512i v = _mm512_loadu_si512(qv + (jj * 2 + s) * 64);
+                /* high bits of field f = s*2 (+1 for the high nibble), moved to bits 4..5 */
+                __m512i hlo = s == 0 ? _mm512_slli_epi16(hb, 4) : hb;
+                __m512i hhi = s == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
+                __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hlo, m30));
+                __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hhi, m30));
+                size_t k = (size_t)sb * 256 + jj * 16 + s * 4;
+                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
+                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 8));
+            }
+            __m512 sc = _mm512_loadu_ps(dsc + jj * 16);
+            for (int u = 0; u < T; u++) asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
+        }
+        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
+    }
+    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+}
+
+/* ---------------------------------------------------------------- Q8_0 */
+
+AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
+                   int64_t t, float *y) {
+    const uint8_t *a[TB];
+    const float *scale[TB];
+    const int32_t *corr[TB];
+    for (int u = 0; u < T; u++) {
+        a[u] = j->act + (size_t)(t + u) * j->act_stride;
+        scale[u] = (const float *)(a[u] + j->off_scale);
+        corr[u] = (const int32_t *)(a[u] + j->off_corr);
+    }
+    __m512 acc[TB];
+    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0);
+        __m512i is[TB];
+        for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][b]);
+        for (int s = 0; s < 8; s++) {
+            __m512i v = _mm512_loadu_si512(qv + s * 64);
+            for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32((const int8_t *)a[u] + b * 32 + s * 4));
+        }
+        __m512 d = _mm512_loadu_ps(tab + b * 16);
+        for (int u = 0; u < T; u++)
+            acc[u] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is[u]), _mm512_set1_ps(scale[u][b])), d, acc[u]);
+    }
+    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+}
+
+#define CASES(F, ...) \
+    switch (nt) { \
+    case 1: F(1, __VA_ARGS__); break; case 2: F(2, __VA_ARGS__); break; \
+    case 3: F(3, __VA_ARGS__); break; case 4: F(4, __VA_ARGS__); break; \
+    case 5: F(5, __VA_ARGS__); break; case 6: F(6, __VA_ARGS__); break; \
+    case 7: F(7, __VA_ARGS__); break; default: F(8, __VA_ARGS__); break; }
+
+static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
+    const um_matmul_weights *w = j->w;
+    mm_panel_tables(w, panel, tab);
+    const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
+    int64_t nb = w->n_in / um_type_blck(w->type);
+    for (int64_t t = t0; t < t1; t += TB) {
+        int nt = (int)UM_MIN(TB, t1 - t);
+        float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
+        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, pb, tab, nb, j, t, y) }
+        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, pb, tab, nb, j, t, y) }
+        else { CASES(q8_0_block, pb, tab, nb, j, t, y) }
+    }
+}
+
+/* ---------------------------------------------------------------- float tiles */
+
+/* y[u][0..n_rows) (+)= sum_k x[u][k] * wt[k][r] for T tokens; wt (kc, 16). */
+AI void float_block(const int T, const float *wt, int64_t kc, const float *x, int64_t xs,
+                    float *y, int64_t ys, __mmask16 m, bool add) {
+    __m512 acc[TF];
+    for (int u = 0; u < T; u++) acc[u] = add ? _mm512_maskz_loadu_ps(m, y + u * ys) : _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; k++) {
+        __m512 wv = _mm512_load_ps(wt + k * 16);
+        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(x[u * xs + k]), wv, acc[u]);
+    }
+    for (int u = 0; u < T; u++) _mm512_mask_storeu_ps(y + u * ys, m, acc[u]);
+}
+
+static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *ts) {
+    const um_matmul_weights *w = j->w;
+    int64_t row0 = panel * UM_MATMUL_PANEL;
+    int n_rows = (int)UM_MIN(UM_MATMUL_PANEL, w->n_out - row0);
+    __mmask16 m = (__mmask16)((1u << n_rows) - 1);
+    float *rows = ts, *wt = ts + UM_MATMUL_PANEL * MM_KC;
+    bool fast = w->type == UM_TYPE_F32 || w->type == UM_TYPE_F16 || w->type == UM_TYPE_BF16;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(MM_KC));
+    for (int64_t k0 = 0; k0 < w->n_in; k0 += MM_KC) {
+        int64_t kc = UM_MIN(MM_KC, w->n_in - k0);
+        if (fast) mm_decode_rows_avx2(w, row0, n_rows, k0, kc, rows);
+        else mm_decode_rows_ref(w, row0, n_rows, k0, kc, rows);
+        for (int64_t k = 0; k < kc; k++) _mm512_store_ps(wt + k * 16, _mm512_i32gather_ps(idx, rows + k, 4));
+        for (int64_t t = t0; t < t1; t += TF) {
+            int nt = (int)UM_MIN(TF, t1 - t);
+            const float *x = j->x + t * w->n_in + k0;
+            float *y = j->y + t * w->n_out + row0;
+            int64_t xs = w->n_in, ys = w->n_out;
+            bool add = k0 > 0;
+            switch (nt) {
+            case 1: float_block(1, wt, kc, x, xs, y, ys, m, add); break;
+            case 2: float_block(2, wt, kc, x, xs, y, ys, m, add); break;
+            case 3: float_block(3, wt, kc, x, xs, y, ys, m, add); break;
+            case 4: float_block(4, wt, kc, x, xs, y, ys, m, add); break;
+            case 5: float_block(5, wt, kc, x, xs, y, ys, m, add); break;
+            case 6: float_block(6, wt, kc, x, xs, y, ys, m, add); break;
+            case 7: float_block(7, wt, kc, x, xs, y, ys, m, add); break;
+            case 8: float_block(8, wt, kc, x, xs, y, ys, m, add); break;
+            case 9: float_block(9, wt, kc, x, xs, y, ys, m, add); break;
+            case 10: float_block(10, wt, kc, x, xs, y, ys, m, add); break;
+            case 11: float_block(11, wt, kc, x, xs, y, ys, m, add); break;
+            default: float_block(12, wt, kc, x, xs, y, ys, m, add); break;
+            }
+        }
+    }
+}
+
+void mm_chunk_avx512(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
+    const um_matmul_weights *w = j->w;
+    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) int_chunk(j, panel, t0, t1, ts);
+    else float_chunk(j, panel, t0, t1, ts);
+}

@@ -1,0 +1,72 @@
+/*
+ * matmul_impl: what matmul.c shares with its per-ISA kernel files (matmul_*.c). Private to
+ * the matmul module; nothing outside src/matmul*.c includes it.
+ *
+ * Work is cut into (panel, token slab) chunks. A panel is 16 consecutive output rows; the
+ * last one may be partial (raw rows, float-tile path). For the integer kernels the
+ * activations are quantized once per call into `act` (one row of act_stride bytes per
+ * token, layout below), and each thread decodes the panel's per-block scales into a float
+ * table before running its token blocks.
+ */
+#ifndef UM_MATMUL_IMPL_H
+#define UM_MATMUL_IMPL_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "matmul.h"
+#include "quant.h"
+
+#define MM_KC 256                /* float-tile path: columns decoded per step */
+
+/* Quantized activation row of one token (integer kernels), byte offsets from the row start:
+ *   [0, n_in)         int8 q            x ~= scale * q
+ *   [off_scale, ...)  float scale       per 256 (Q4_K, Q6_K) or per 32 (Q8_0)
+ *   [off_corr, ...)   Q4_K: float scale*sum(q) per 32    (the mins term)
+ *                     Q6_K: int32 -32*sum(q) per 16      (the -32 offset of q6)
+ *                     Q8_0: int32 -128*sum(q) per 32     (weights are stored as w ^ 0x80) */
+typedef struct mm_job {
+    const um_matmul_weights *w;
+    const float   *x;            /* (n_tokens, n_in) */
+    float         *y;            /* (n_tokens, n_out) */
+    int64_t        n_tokens;
+    int64_t        slab;         /* tokens per chunk */
+    int64_t        n_slabs;
+    const uint8_t *act;          /* (n_tokens, act_stride) bytes, integer kernels only */
+    size_t         act_stride;
+    size_t         off_scale, off_corr;
+    uint8_t       *thread_scratch;     /* n_threads * per_thread bytes, 64-aligned each */
+    size_t         per_thread;
+} mm_job;
+
+/* Per-thread scratch of the float-tile path: decoded rows (16, MM_KC) f32 then the
+ * transposed tile (MM_KC, 16) f32. */
+#define MM_FLOAT_SCRATCH (2 * UM_MATMUL_PANEL * MM_KC * sizeof(float))
+
+/* Decode rows [row0, row0 + n_rows) columns [k0, k0 + kc) of a file-layout matrix to f32,
+ * out (16, MM_KC) row-major, rows >= n_rows zero. Portable (quant.c's reference
+ * dequantizers), with fast F32/F16/BF16 (matmul_avx2.c, needs AVX2+F16C). */
+void mm_decode_rows_ref(const um_matmul_weights *w, int64_t row0, int n_rows, int64_t k0,
+                        int64_t kc, float *out);
+void mm_decode_rows_avx2(const um_matmul_weights *w, int64_t row0, int n_rows, int64_t k0,
+                         int64_t kc, float *out);
+
+/* Per-panel scale tables (floats), see matmul.c: Q4_K n_in floats, Q6_K n_in, Q8_0 n_in/2. */
+void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *tables);
+size_t mm_tables_bytes(const um_matmul_weights *w);
+
+/* One chunk of work on one ISA: rows of panel `panel`, tokens [t0, t1). */
+typedef void (*mm_chunk_fn)(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
+
+void mm_chunk_avx2(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
+void mm_chunk_avxvnni(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
+void mm_chunk_avx512(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
+void mm_chunk_amx(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
+void mm_chunk_amx_emu(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
+size_t mm_amx_scratch_bytes(const um_matmul_weights *w);
+
+/* Quantize one token's activations (n_in floats) into an act row (layout above). */
+void mm_quantize_act(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
+                     size_t off_scale, size_t off_corr);
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * matmul_k256: the 256-bit kernels, included by matmul_avx2.c (MM_VNNI 0: vpmaddubsw +
+ * vpmaddwd) and matmul_avxvnni.c (MM_VNNI 1: vpdpbusd ymm). Private to the matmul module.
+ *
+ * Same panel layouts as the 512-bit kernels (matmul.c): a ymm holds 4 columns of 8 rows, so
+ * a 16-row panel is done as two halves (rows 0..7 = bytes 0..31 of each 64-byte vector,
+ * rows 8..15 = bytes 32..63). 16 ymm registers allow register blocks of 4 tokens; the
+ * activation scale is folded into the sub-block scale (one more multiply per sub-block).
+ *
+ * Without VNNI, vpmaddubsw saturates at 32767: fine for Q4_K (codes <= 15) and Q6_K
+ * (<= 63), but Q8_0's offset codes reach 255, so Q8_0 uses |w| x sign(a, w) instead and
+ * ignores the -128 * sum(q) correction.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "matmul_impl.h"
+
+#define AI static inline __attribute__((always_inline))
+#define TB 4                     /* tokens per integer register block */
+#define TF 6                     /* tokens per float register block */
+
+AI __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
+#if MM_VNNI
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+AI __m256i bcast32(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+typedef struct tok_ptrs {
+    const int8_t *q[TB];
+    const float *scale[TB];
+    const void *corr[TB];
+} tok_ptrs;
+
+AI void tok_init(const int T, const mm_job *j, int64_t t, tok_ptrs *p) {
+    for (int u = 0; u < T; u++) {
+        const uint8_t *a = j->act + (size_t)(t + u) * j->act_stride;
+        p->q[u] = (const int8_t *)a;
+        p->scale[u] = (const float *)(a + j->off_scale);
+        p->corr[u] = a + j->off_corr;
+    }
+}
+
+/* h: panel half (rows h*8 .. h*8+7) */
+AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+                  int64_t t, int h, float *y) {
+    tok_ptrs p;
+    tok_init(T, j, t, &p);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[TB];
+    for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K) + h * 32;
+        const float *dsc = tab + sb * 256 + h * 8, *dmm = dsc + 128;
+        for (int jj = 0; jj < 8; jj++) {
+            __m256i is[TB];
+            for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
+            for (int s = 0; s < 4; s++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(qv + (jj * 4 + s) * 64));
+                __m256i lo = _mm256_and_si256(v, m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                size_t k = (size_t)sb * 256 + jj * 32 + s * 4;
+                for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], lo, bcast32(p.q[u] + k));
+                for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], hi, bcast32(p.q[u] + k + 16));
+            }
+            __m256 sc = _mm256_loadu_ps(dsc + jj * 16), mn = _mm256_loadu_ps(dmm + jj * 16);
+            for (int u = 0; u < T; u++) {
+                __m256 s = _mm256_mul_ps(sc, _mm256_set1_ps(p.scale[u][sb]));
+                acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]), s, acc[u]);
+                acc[u] = _mm256_fnmadd_ps(mn, _mm256_set1_ps(((const float *)p.corr[u])[sb * 8 + jj]), acc[u]);
+            }
+        }
+    }
+    for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+}
+
+AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+                  int64_t t, int h, float *y) {
+    tok_ptrs p;
+    tok_init(T, j, t, &p);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc[TB];
+    for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K) + h * 32;
+        const float *dsc = tab + sb * 256 + h * 8;
+        for (int jj = 0; jj < 16; jj++) {
+            __m256i is[TB];
+            for (int u = 0; u < T; u++) is[u] = _mm256_set1_epi32(((const int32_t *)p.corr[u])[sb * 16 + jj]);
+            __m256i hb = _mm256_loadu_si256((const __m256i *)(qv + 2048 + jj * 64));
+            for (int s = 0; s < 2; s++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(qv + (jj * 2 + s) * 64));
+                __m256i hlo = s == 0 ? _mm256_slli_epi16(hb, 4) : hb;
+                __m256i hhi = s == 0 ? _mm256_slli_epi16(hb, 2) : _mm256_srli_epi16(hb, 2);
+                __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hlo, m30));
+                __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hhi, m30));
+                size_t k = (size_t)sb * 256 + jj * 16 + s * 4;
+                for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], lo, bcast32(p.q[u] + k));
+                for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], hi, bcast32(p.q[u] + k + 8));
+            }
+            __m256 sc = _mm256_loadu_ps(dsc + jj * 16);
+            for (int u = 0; u < T; u++)
+                acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]), _mm256_mul_ps(sc, _mm256_set1_ps(p.scale[u][sb])), acc[u]);
+        }
+    }
+    for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+}
+
+AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
+                   int64_t t, int h, float *y) {
+    tok_ptrs p;
+    tok_init(T, j, t, &p);
+    __m256 acc[TB];
+    for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0) + h * 32;
+        __m256i is[TB];
+        for (int u = 0; u < T; u++)
+            is[u] = MM_VNNI ? _mm256_set1_epi32(((const int32_t *)p.corr[u])[b]) : _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(qv + s * 64));
+#if MM_VNNI
+            for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + b * 32 + s * 4));
+#else
+            __m256i wq = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+            __m256i aw = _mm256_abs_epi8(wq);
+            for (int u = 0; u < T; u++)
+                is[u] = dpbusd(is[u], aw, _mm256_sign_epi8(bcast32(p.q[u] + b * 32 + s * 4), wq));
+#endif
+        }
+        __m256 d = _mm256_loadu_ps(tab + b * 16 + h * 8);
+        for (int u = 0; u < T; u++)
+            acc[u] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[u]), _mm256_set1_ps(p.scale[u][b])), d, acc[u]);
+    }
+    for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+}
+
+#define CASES(F, ...) \
+    switch (nt) { \
+    case 1: F(1, __VA_ARGS__); break; case 2: F(2, __VA_ARGS__); break; \
+    case 3: F(3, __VA_ARGS__); break; default: F(4, __VA_ARGS__); break; }
+
+static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
+    const um_matmul_weights *w = j->w;
+    mm_panel_tables(w, panel, tab);
+    const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
+    int64_t nb = w->n_in / um_type_blck(w->type);
+    for (int64_t t = t0; t < t1; t += TB) {
+        int nt = (int)UM_MIN(TB, t1 - t);
+        float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
+        for (int h = 0; h < 2; h++) {
+            if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, pb, tab, nb, j, t, h, y) }
+            else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, pb, tab, nb, j, t, h, y) }
+            else { CASES(q8_0_block, pb, tab, nb, j, t, h, y) }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- float tiles */
+
+AI __m256 maskload(const float *p, __m256i m, bool full) {
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+
+AI void maskstore(float *p, __m256i m, bool full, __m256 v) {
+    if (full) _mm256_storeu_ps(p, v);
+    else _mm256_maskstore_ps(p, m, v);
+}
+
+/* y[u][0..n_rows) (+)= sum_k x[u][k] * wt[k][r] for T tokens; wt (kc, 16). */
+AI void float_block(const int T, const float *wt, int64_t kc, const float *x, int64_t xs,
+                    float *y, int64_t ys, __m256i m0, __m256i m1, bool full, bool add) {
+    __m256 a0[TF], a1[TF];
+    for (int u = 0; u < T; u++) {
+        a0[u] = add ? maskload(y + u * ys, m0, full) : _mm256_setzero_ps();
+        a1[u] = add ? maskload(y + u * ys + 8, m1, full) : _mm256_setzero_ps();
+    }
+    for (int64_t k = 0; k < kc; k++) {
+        __m256 w0 = _mm256_load_ps(wt + k * 16), w1 = _mm256_load_ps(wt + k * 16 + 8);
+        for (int u = 0; u < T; u++) {
+            __m256 xv = _mm256_broadcast_ss(x + u * xs + k);
+            a0[u] = _mm256_fmadd_ps(xv, w0, a0[u]);
+            a1[u] = _mm256_fmadd_ps(xv, w1, a1[u]);
+        }
+    }
+    for (int u = 0; u < T; u++) {
+        maskstore(y + u * ys, m0, full, a0[u]);
+        maskstore(y + u * ys + 8, m1, full, a1[u]);
+    }
+}
+
+static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *ts) {
+    const um_matmul_weights *w = j->w;
+    int64_t row0 = panel * UM_MATMUL_PANEL;
+    int n_rows = (int)UM_MIN(UM_MATMUL_PANEL, w->n_out - row0);
+    bool full = n_rows == UM_MATMUL_PANEL;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows), lane);
+    __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows - 8), lane);
+    float *rows = ts, *wt = ts + UM_MATMUL_PANEL * MM_KC;
+    bool fast = w->type == UM_TYPE_F32 || w->type == UM_TYPE_F16 || w->type == UM_TYPE_BF16;
+    for (int64_t k0 = 0; k0 < w->n_in; k0 += MM_KC) {
+        int64_t kc = UM_MIN(MM_KC, w->n_in - k0);
+        if (fast) mm_decode_rows_avx2(w, row0, n_rows, k0, kc, rows);
+        else mm_decode_rows_ref(w, row0, n_rows, k0, kc, rows);
+        for (int64_t k = 0; k < kc; k++)
+            for (int r = 0; r < UM_MATMUL_PANEL; r++) wt[k * 16 + r] = rows[r * MM_KC + k];
+        for (int64_t t = t0; t < t1; t += TF) {
+            int nt = (int)UM_MIN(TF, t1 - t);
+            const float *x = j->x + t * w->n_in + k0;
+            float *y = j->y + t * w->n_out + row0;
+            int64_t xs = w->n_in, ys = w->n_out;
+            bool add = k0 > 0;
+            switch (nt) {
+            case 1: float_block(1, wt, kc, x, xs, y, ys, m0, m1, full, add); break;
+            case 2: float_block(2, wt, kc, x, xs, y, ys, m0, m1, full, add); break;
+            case 3: float_block(3, wt, kc, x, xs, y, ys, m0, m1, full, add); break;
+            case 4: float_block(4, wt, kc, x, xs, y, ys, m0, m1, full, add); break;
+            case 5: float_block(5, wt, kc, x, xs, y, ys, m0, m1, full, add); break;
+            default: float_block(6, wt, kc, x, xs, y, ys, m0, m1, full, add); break;
+            }
+        }
+    }
+}
+
+void MM_CHUNK_FN(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
+    const um_matmul_weights *w = j->w;
+    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) int_chunk(j, panel, t0, t1, ts);
+    else float_chunk(j, panel, t0, t1, ts);
+}

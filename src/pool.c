@@ -1,0 +1,193 @@
+/*
+ * pool: a persistent pthread pool (see pool.h for the contract).
+ *
+ * Protocol. The pool owns a generation counter. pool_run publishes the task, sets
+ * `pending` to the number of helper threads, and bumps the generation (under the mutex,
+ * then broadcasts). Each helper waits for the generation to change: first by spinning on
+ * an acquire load for SPIN_ITERS pauses, then by sleeping on `wake`, re-checking the
+ * generation under the mutex so no wake-up is lost. A helper runs the task, then
+ * decrements `pending` with release order; the one that reaches zero signals `done`
+ * under the mutex. The caller runs the task as thread 0, then waits for `pending == 0`
+ * the same way (spin, then sleep on `done`), with acquire order so it sees every
+ * helper's writes.
+ *
+ * Invariants: a helper touches the task only between seeing a new generation and its
+ * decrement of `pending`, so the task may live on the caller's stack. Only one pool_run
+ * is in flight per pool (the caller blocks until it is finished).
+ */
+#include "pool.h"
+
+#include "cpu.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* About 20-100 us of spinning: long enough to catch the next pool_run of a forward pass
+ * (kernels follow each other within microseconds), short enough that an idle pool
+ * falls asleep almost at once. */
+#define SPIN_ITERS 4096
+
+struct um_pool {
+    int              n_threads;     /* caller included */
+    pthread_t       *threads;       /* (n_threads - 1) helpers */
+    pthread_mutex_t  mu;
+    pthread_cond_t   wake;          /* helpers sleep here between tasks */
+    pthread_cond_t   done;          /* the caller sleeps here until pending == 0 */
+    atomic_uint      generation;    /* bumped once per pool_run (and once by pool_free) */
+    atomic_int       pending;       /* helpers still running the current task */
+    um_pool_task    *_Atomic task;  /* current task; valid while pending > 0 */
+    atomic_bool      stop;          /* set by pool_free */
+};
+
+typedef struct helper_arg {
+    um_pool *pool;
+    int      id;                    /* 1 .. n_threads-1 */
+} helper_arg;
+
+static unsigned wait_generation(um_pool *p, unsigned seen) {
+    for (int i = 0; i < SPIN_ITERS; i++) {
+        unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
+        if (g != seen) return g;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    unsigned g;
+    while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen)
+        pthread_cond_wait(&p->wake, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    return g;
+}
+
+static void *helper_main(void *argp) {
+    helper_arg a = *(helper_arg *)argp;
+    free(argp);
+    um_pool *p = a.pool;
+    unsigned seen = 0;
+    for (;;) {
+        seen = wait_generation(p, seen);
+        if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
+        um_pool_task *t = atomic_load_explicit(&p->task, memory_order_acquire);
+        t->fn(t, a.id, p->n_threads);
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+    return NULL;
+}
+
+int pool_default_threads(void) {
+    int n = cpu_features()->n_physical;
+    return n >= 1 ? n : 1;
+}
+
+um_pool *pool_new(int n_threads) {
+    if (n_threads <= 0) n_threads = pool_default_threads();
+    if (n_threads > UM_POOL_MAX_THREADS) n_threads = UM_POOL_MAX_THREADS;
+    um_pool *p = um_calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n_threads = n_threads;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->task, NULL);
+    atomic_init(&p->stop, false);
+    if (n_threads == 1) return p;
+
+    p->threads = um_calloc((size_t)n_threads - 1, sizeof *p->threads);
+    if (!p->threads) goto err;
+    int created = 0;
+    for (int i = 1; i < n_threads; i++) {
+        helper_arg *a = um_malloc(sizeof *a);
+        if (!a) break;
+        a->pool = p;
+        a->id = i;
+        if (pthread_create(&p->threads[i - 1], NULL, helper_main, a) != 0) { free(a); break; }
+        created++;
+    }
+    if (created == n_threads - 1) return p;
+    p->n_threads = created + 1;     /* let pool_free stop and join exactly those */
+    pool_free(p);
+    return NULL;
+err:
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+    return NULL;
+}
+
+void pool_free(um_pool *p) {
+    if (!p) return;
+    if (p->n_threads > 1) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store_explicit(&p->stop, true, memory_order_release);
+        atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < p->n_threads - 1; i++) pthread_join(p->threads[i], NULL);
+    }
+    free(p->threads);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+int pool_threads(const um_pool *p) { return p ? p->n_threads : 1; }
+
+void pool_run(um_pool *p, um_pool_task *t) {
+    atomic_store_explicit(&t->next, 0, memory_order_relaxed);
+    if (!p || p->n_threads == 1) {
+        t->fn(t, 0, 1);
+        return;
+    }
+    atomic_store_explicit(&p->task, t, memory_order_relaxed);
+    atomic_store_explicit(&p->pending, p->n_threads - 1, memory_order_relaxed);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+
+    t->fn(t, 0, p->n_threads);
+
+    for (int i = 0; i < SPIN_ITERS; i++) {
+        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ------------------------------------------------------------------ pool_for */
+
+typedef struct for_arg {
+    um_pool_chunk_fn fn;
+    void            *arg;
+} for_arg;
+
+static void for_task(um_pool_task *t, int thread_id, int n_threads) {
+    const for_arg *fa = t->arg;
+    for (int64_t c; (c = pool_next_chunk(t)) >= 0;) fa->fn(fa->arg, c, thread_id);
+}
+
+void pool_for(um_pool *p, int64_t n_chunks, um_pool_chunk_fn fn, void *arg) {
+    if (n_chunks <= 0) return;
+    for_arg fa = { fn, arg };
+    um_pool_task t = { .fn = for_task, .arg = &fa, .n_chunks = n_chunks };
+    pool_run(p, &t);
+}

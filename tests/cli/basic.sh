@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# basic.sh: the binary's top-level behaviour: --version, --help, unknown commands, and the
+# man page kept in step with every --help (each option a --help prints appears in unmask.1).
+. "$(dirname "$0")/lib.sh"
+SUITE=basic
+
+expect_rc version 0 "$BIN" --version
+expect_grep version-features '^features: ' "$TMP/out"
+expect_grep version-build '^build: .*(CUDA backend|no CUDA)' "$TMP/out"
+expect_grep version-gpu '^gpu: ' "$TMP/out"
+expect_rc help 0 "$BIN" --help
+expect_grep help-lists-info '^  info ' "$TMP/out"
+cp "$TMP/out" "$TMP/help"
+expect_rc unknown-command 2 "$BIN" frobnicate
+expect_grep unknown-command-msg "unknown command 'frobnicate'" "$TMP/err"
+
+# man page: every option in every --help appears in docs/unmask.1 (roff escapes '-' as '\-').
+man=$(sed 's/\\-/-/g' docs/unmask.1)
+cmds=$(awk '/^commands:/{f=1;next} /^$/{f=0} f && /^  [a-z]/{print $1}' "$TMP/help")
+missing=""
+for c in "" $cmds; do
+  # shellcheck disable=SC2086
+  "$BIN" $c --help >"$TMP/h" 2>&1
+  for opt in $(grep -oE '(^|[ ,\[])--?[a-zA-Z][a-zA-Z0-9-]*' "$TMP/h" | sed 's/^[ ,\[]//' | sort -u); do
+    grep -qF -- "$opt" <<<"$man" || missing="$missing ${c:-unmask}:$opt"
+  done
+  [ -n "$c" ] && { grep -qE "^\.SS $c\b|^\.SH $c\b|B $c\b" <<<"$(cat docs/unmask.1)" || missing="$missing section:$c"; }
+done
+if [ -z "$missing" ]; then ok man-page-in-step; else fail man-page-in-step "not in docs/unmask.1:$missing"; fi
+finish

@@ -1,0 +1,330 @@
+/*
+ * test_matmul: every weight format on every kernel this CPU has, against double-precision
+ * truths built from quant.c's reference dequantizers (never from the code under test).
+ *
+ * Two truths per case:
+ *   exact  y = W_deq . x computed in double; every kernel must be within a bound that is
+ *          derived, not tuned: the activation quantization error (each int8 activation is
+ *          off by at most half a step, step = amax/127 of its block; 0.6 of a step where the
+ *          reference stores the scale in f16 or rounds activations to f16/bf16) times
+ *          sum |w|, plus f32 accumulation (1e-5 of sum |w x|).
+ *   quant  for the SIMD integer kernels: the same sum with the activations those kernels
+ *          quantize (mm_quantize_act, whose rounding is checked here too) in double.
+ *          Their integer sums are exact and the scale tables exact in f32, so only f32
+ *          accumulation remains: 2e-5 of sum |w x_q|. A layout or loop bug is far outside.
+ * Shapes: n_tokens 1, 7, 160, 513; n_out odd (a partial 16-row panel); one larger case.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "matmul.h"
+#include "matmul_impl.h"
+#include "pool.h"
+#include "quant.h"
+#include "util.h"
+
+/* ---------------------------------------------------------------- deterministic data */
+
+static uint64_t rng_state;
+static float rnd(void) {               /* uniform in [-1, 1) */
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng_state >> 40) & 0xFFFFFF) / 8388608.f - 1.f;
+}
+
+typedef struct mcase {
+    uint32_t type;
+    int64_t n_in, n_out;
+    void   *raw;             /* file layout, quantized with quant.c's reference */
+    float  *wf;              /* (n_out, n_in) dequantized with quant.c's reference */
+    size_t  bytes;
+} mcase;
+
+static int make_case(mcase *c, uint32_t type, int64_t n_in, int64_t n_out, uint64_t seed) {
+    const um_type_traits *tr = um_traits(type);
+    if (!tr || !tr->from_float_ref) return UM_FAIL;
+    c->type = type; c->n_in = n_in; c->n_out = n_out;
+    c->bytes = (size_t)(n_in / tr->blck) * tr->bytes * (size_t)n_out;
+    c->raw = um_malloc_aligned(c->bytes);
+    c->wf = malloc(sizeof(float) * (size_t)(n_in * n_out));
+    float *tmp = malloc(sizeof(float) * (size_t)n_in);
+    rng_state = seed;
+    size_t rb = c->bytes / (size_t)n_out;
+    for (int64_t r = 0; r < n_out; r++) {
+        float scale = 0.02f + 0.05f * (float)(r % 7), offset = 0.3f * rnd() * scale;
+        for (int64_t k = 0; k < n_in; k++) tmp[k] = scale * rnd() + offset;
+        tr->from_float_ref(tmp, (uint8_t *)c->raw + r * rb, n_in);
+        tr->to_float_ref((uint8_t *)c->raw + r * rb, c->wf + r * n_in, n_in);
+    }
+    free(tmp);
+    return UM_OK;
+}
+
+static void free_case(mcase *c) {
+    um_free_aligned(c->raw);
+    free(c->wf);
+}
+
+static float *make_x(int64_t n_tokens, int64_t n_in, uint64_t seed) {
+    float *x = malloc(sizeof(float) * (size_t)(n_tokens * n_in));
+    rng_state = seed;
+    for (int64_t i = 0; i < n_tokens * n_in; i++) x[i] = rnd() * (1.f + 3.f * (float)((i / 97) % 3));
+    return x;
+}
+
+/* ---------------------------------------------------------------- running a kernel */
+
+static int run_kernel(const mcase *c, um_kernel k, bool repack, um_pool *p, const float *x,
+                      int64_t n_tokens, float *y, um_err *e) {
+    void *buf = repack ? um_malloc_aligned(c->bytes) : NULL;
+    um_matmul_weights w;
+    if (matmul_prepare(&w, c->type, c->n_in, c->n_out, c->raw, buf, k, e) != UM_OK) {
+        um_free_aligned(buf);
+        return UM_FAIL;
+    }
+    void *scratch = um_malloc_aligned(matmul_scratch_bytes(&w, n_tokens, pool_threads(p)));
+    matmul(p, &w, x, n_tokens, y, scratch);
+    um_free_aligned(scratch);
+    um_free_aligned(buf);
+    return UM_OK;
+}
+
+static bool is_kquant(uint32_t t) {
+    return t == UM_TYPE_Q2_K || t == UM_TYPE_Q3_K || t == UM_TYPE_Q4_K || t == UM_TYPE_Q5_K ||
+           t == UM_TYPE_Q6_K || t == UM_TYPE_IQ4_XS;
+}
+
+/* Bound on |y - y_exact| for a kernel that quantizes activations (see the file comment). */
+static double act_bound(const mcase *c, const float *xr, const float *wr, int blk, double step_frac) {
+    double b = 0, sum_abs = 0;
+    for (int64_t k0 = 0; k0 < c->n_in; k0 += blk) {
+        int64_t k1 = UM_MIN(k0 + blk, c->n_in);
+        double amax = 0;
+        for (int64_t k = k0; k < k1; k++) amax = fmax(amax, fabs(xr[k]));
+        for (int64_t k = k0; k < k1; k++) {
+            b += fabs(wr[k]) * step_frac * amax / 127.0;
+            sum_abs += fabs((double)wr[k] * xr[k]);
+        }
+    }
+    return b + 1e-5 * sum_abs + 1e-6;
+}
+
+/* Check one kernel on one case; returns 0 or fails the test. */
+static int check_kernel(const mcase *c, um_kernel k, bool repack, um_pool *p, int64_t n_tokens,
+                        const float *x, const double *truth) {
+    float *y = malloc(sizeof(float) * (size_t)(n_tokens * c->n_out));
+    um_err e;
+    if (run_kernel(c, k, repack, p, x, n_tokens, y, &e) != UM_OK) {
+        th_fail(__FILE__, __LINE__, "%s/%s: prepare failed: %s", um_type_name(c->type), matmul_kernel_name(k), e.msg);
+        free(y);
+        return -1;
+    }
+    bool float_type = c->type == UM_TYPE_F32 || c->type == UM_TYPE_F16 || c->type == UM_TYPE_BF16;
+    /* which activations the kernel multiplies with */
+    int blk = is_kquant(c->type) ? 256 : 32;
+    double frac = 0.5;
+    if (k == UM_KERNEL_REF) {
+        /* quant.c's Q8_0/Q8_1 store the scale as f16: up to 127 * 2^-11 of a step more */
+        if (!is_kquant(c->type)) frac = 0.6;
+    }
+    int bad = 0;
+    for (int64_t t = 0; t < n_tokens && bad < 3; t++) {
+        const float *xr = x + t * c->n_in;
+        for (int64_t r = 0; r < c->n_out && bad < 3; r++) {
+            const float *wr = c->wf + r * c->n_in;
+            double tol;
+            if (float_type) {
+                double sum_abs = 0;
+                for (int64_t i = 0; i < c->n_in; i++) sum_abs += fabs((double)wr[i] * xr[i]);
+                /* ref rounds activations to the weight type (f16: 2^-11, bf16: 2^-8 relative);
+                 * SIMD multiplies in f32 */
+                double rel = k != UM_KERNEL_REF || c->type == UM_TYPE_F32 ? 1e-5
+                           : c->type == UM_TYPE_F16 ? 1e-3 : 8e-3;
+                tol = rel * sum_abs + 1e-6;
+            } else {
+                tol = act_bound(c, xr, wr, blk, frac);
+            }
+            double got = y[t * c->n_out + r], want = truth[t * c->n_out + r];
+            if (!(fabs(got - want) <= tol)) {
+                th_fail(__FILE__, __LINE__, "%s/%s%s n_tokens=%lld y[%lld][%lld] = %.7g, want %.7g (tol %.3g)",
+                        um_type_name(c->type), matmul_kernel_name(k), repack ? "" : " (file layout)",
+                        (long long)n_tokens, (long long)t, (long long)r, got, want, tol);
+                bad++;
+            }
+        }
+    }
+    free(y);
+    return bad ? -1 : 0;
+}
+
+static double *exact_truth(const mcase *c, const float *x, int64_t n_tokens) {
+    double *tr = malloc(sizeof(double) * (size_t)(n_tokens * c->n_out));
+    for (int64_t t = 0; t < n_tokens; t++)
+        for (int64_t r = 0; r < c->n_out; r++) {
+            double s = 0;
+            for (int64_t k = 0; k < c->n_in; k++) s += (double)c->wf[r * c->n_in + k] * x[t * c->n_in + k];
+            tr[t * c->n_out + r] = s;
+        }
+    return tr;
+}
+
+static const uint32_t all_types[] = {
+    UM_TYPE_F32, UM_TYPE_F16, UM_TYPE_BF16, UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1, UM_TYPE_Q5_0,
+    UM_TYPE_Q5_1, UM_TYPE_Q2_K, UM_TYPE_Q3_K, UM_TYPE_Q4_K, UM_TYPE_Q5_K, UM_TYPE_Q6_K,
+    UM_TYPE_IQ4_NL, UM_TYPE_IQ4_XS,
+};
+
+/* Every format x every available kernel x (repacked, file layout) x n_tokens. */
+static void sweep(int64_t n_in, int64_t n_out, const int64_t *toks, int n_toks, um_pool *p) {
+    int n_kernels = 0;
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(all_types); ti++) {
+        mcase c;
+        CHECK_MSG(make_case(&c, all_types[ti], n_in, n_out, 1000 + ti) == UM_OK, "no reference quantizer for %s",
+                  um_type_name(all_types[ti]));
+        for (int i = 0; i < n_toks; i++) {
+            float *x = make_x(toks[i], n_in, 77 + i);
+            double *truth = exact_truth(&c, x, toks[i]);
+            for (int k = 0; k < UM_KERNEL_COUNT; k++) {
+                if (!matmul_kernel_available((um_kernel)k)) continue;
+                n_kernels++;
+                int bad = check_kernel(&c, (um_kernel)k, true, p, toks[i], x, truth);
+                if (!bad && matmul_wants_repack(c.type, (um_kernel)k))
+                    bad = check_kernel(&c, (um_kernel)k, false, p, toks[i], x, truth);
+                if (bad) { free(x); free(truth); free_case(&c); return; }
+            }
+            free(x);
+            free(truth);
+        }
+        free_case(&c);
+    }
+    CHECK(n_kernels > 0);
+}
+
+TEST(matmul_every_format_every_kernel_small) {
+    static const int64_t toks[] = { 1, 7, 160, 513 };
+    um_pool *p = pool_new(2);
+    sweep(256, 37, toks, 4, p);       /* 37 rows: two panels and a partial one */
+    pool_free(p);
+}
+
+TEST(matmul_every_format_larger_shape) {
+    static const int64_t toks[] = { 33 };
+    sweep(1536, 48, toks, 1, NULL);   /* several super-blocks per row, no pool */
+}
+
+/* The integer kernels against their own quantized activations: tight, catches layout bugs
+ * that the activation-error bound could hide on small values. */
+TEST(matmul_int_kernels_match_quantized_activations) {
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    const int64_t n_in = 512, n_out = 32, n_tokens = 19;
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
+        mcase c;
+        CHECK(make_case(&c, types[ti], n_in, n_out, 5 + ti) == UM_OK);
+        float *x = make_x(n_tokens, n_in, 9);
+        /* quantized activations, in double */
+        double *xq = malloc(sizeof(double) * (size_t)(n_tokens * n_in));
+        int blk = types[ti] == UM_TYPE_Q8_0 ? 32 : 256;
+        size_t row_bytes = (size_t)n_in * 3 + 256, off_scale = (size_t)n_in, off_corr = off_scale + (size_t)n_in / 32 * 4;
+        uint8_t *row = um_malloc_aligned(row_bytes);
+        for (int64_t t = 0; t < n_tokens; t++) {
+            mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
+            const float *scale = (const float *)(row + off_scale);
+            for (int64_t k = 0; k < n_in; k++) {
+                double v = (double)((int8_t *)row)[k] * scale[k / blk];
+                /* the quantizer rounds to nearest: within half a step of x */
+                CHECK_MSG(fabs(v - x[t * n_in + k]) <= 0.5001 * scale[k / blk] + 1e-7,
+                          "activation %lld of token %lld: %g vs %g", (long long)k, (long long)t, v, x[t * n_in + k]);
+                xq[t * n_in + k] = v;
+            }
+        }
+        for (int k = UM_KERNEL_AVX2; k < UM_KERNEL_COUNT; k++) {
+            if (!matmul_kernel_available((um_kernel)k)) continue;
+            float *y = malloc(sizeof(float) * (size_t)(n_tokens * n_out));
+            um_err e;
+            CHECK_MSG(run_kernel(&c, (um_kernel)k, true, NULL, x, n_tokens, y, &e) == UM_OK, "%s", e.msg);
+            for (int64_t t = 0; t < n_tokens; t++)
+                for (int64_t r = 0; r < n_out; r++) {
+                    double s = 0, sa = 0;
+                    for (int64_t i = 0; i < n_in; i++) {
+                        s += (double)c.wf[r * n_in + i] * xq[t * n_in + i];
+                        sa += fabs((double)c.wf[r * n_in + i] * xq[t * n_in + i]);
+                    }
+                    CHECK_MSG(fabs(y[t * n_out + r] - s) <= 2e-5 * sa + 1e-6, "%s/%s y[%lld][%lld] = %.8g, want %.8g",
+                              um_type_name(c.type), matmul_kernel_name((um_kernel)k), (long long)t, (long long)r,
+                              y[t * n_out + r], s);
+                }
+            free(y);
+        }
+        um_free_aligned(row);
+        free(xq);
+        free(x);
+        free_case(&c);
+    }
+}
+
+/* Results do not depend on the thread count or on repacking in place vs into a copy. */
+TEST(matmul_threads_and_in_place_repack_agree) {
+    mcase c;
+    CHECK(make_case(&c, UM_TYPE_Q4_K, 512, 40, 3) == UM_OK);
+    int64_t n_tokens = 50;
+    float *x = make_x(n_tokens, 512, 4);
+    um_kernel k;
+    um_err e;
+    CHECK(matmul_kernel_default(&k, &e) == UM_OK);
+    float *y1 = malloc(sizeof(float) * 50 * 40), *y2 = malloc(sizeof(float) * 50 * 40);
+    CHECK(run_kernel(&c, k, true, NULL, x, n_tokens, y1, &e) == UM_OK);
+    um_pool *p = pool_new(2);
+    CHECK(run_kernel(&c, k, true, p, x, n_tokens, y2, &e) == UM_OK);
+    pool_free(p);
+    CHECK(memcmp(y1, y2, sizeof(float) * 50 * 40) == 0);
+    /* in place */
+    void *copy = um_malloc_aligned(c.bytes);
+    memcpy(copy, c.raw, c.bytes);
+    um_matmul_weights w;
+    CHECK(matmul_prepare(&w, c.type, 512, 40, copy, copy, k, &e) == UM_OK);
+    CHECK(w.data == copy);
+    void *scratch = um_malloc_aligned(matmul_scratch_bytes(&w, n_tokens, 1));
+    matmul(NULL, &w, x, n_tokens, y2, scratch);
+    CHECK(memcmp(y1, y2, sizeof(float) * 50 * 40) == 0);
+    um_free_aligned(scratch);
+    um_free_aligned(copy);
+    free(y1); free(y2); free(x);
+    free_case(&c);
+}
+
+TEST(matmul_rejects_bad_input) {
+    um_matmul_weights w;
+    um_err e;
+    static uint8_t data[4096];
+    CHECK(matmul_prepare(&w, UM_TYPE_Q4_K, 100, 4, data, NULL, UM_KERNEL_REF, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "multiple of 256");
+    CHECK(matmul_prepare(&w, UM_TYPE_Q8_K, 256, 4, data, NULL, UM_KERNEL_REF, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "not supported");
+    CHECK(matmul_prepare(&w, 77, 256, 4, data, NULL, UM_KERNEL_REF, &e) == UM_FAIL);
+    CHECK(matmul_prepare(&w, UM_TYPE_F32, 0, 4, data, NULL, UM_KERNEL_REF, &e) == UM_FAIL);
+    CHECK(matmul_prepare(&w, UM_TYPE_F32, 16, 4, data, NULL, (um_kernel)99, &e) == UM_FAIL);
+}
+
+TEST(matmul_unmask_kernel_env) {
+    const char *old = getenv("UNMASK_KERNEL");
+    char *saved = old ? strdup(old) : NULL;
+    um_kernel k;
+    um_err e;
+    setenv("UNMASK_KERNEL", "ref", 1);
+    CHECK(matmul_kernel_default(&k, &e) == UM_OK && k == UM_KERNEL_REF);
+    setenv("UNMASK_KERNEL", "bogus", 1);
+    CHECK(matmul_kernel_default(&k, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "UNMASK_KERNEL=bogus");
+    setenv("UNMASK_KERNEL", "amx", 1);
+    if (matmul_kernel_available(UM_KERNEL_AMX)) CHECK(matmul_kernel_default(&k, &e) == UM_OK && k == UM_KERNEL_AMX);
+    else CHECK(matmul_kernel_default(&k, &e) == UM_FAIL);
+    setenv("UNMASK_KERNEL", "avx2", 1);
+    if (matmul_kernel_available(UM_KERNEL_AVX2)) {
+        CHECK(matmul_kernel_default(&k, &e) == UM_OK);
+        CHECK(k == UM_KERNEL_AVX2 || k == UM_KERNEL_AVXVNNI);
+    }
+    if (saved) { setenv("UNMASK_KERNEL", saved, 1); free(saved); }
+    else unsetenv("UNMASK_KERNEL");
+}
