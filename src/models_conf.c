@@ -11,21 +11,7 @@
 #include <sys/stat.h>
 
 #include "models_conf.h"
-
-static const char *const sched_names[] = { "block", "timestep", "threshold" };
-static const char *const score_names[] = { "confidence", "margin", "entropy", "random", "origin" };
-
-int models_schedule_from_name(const char *s) {
-    for (int i = 0; i < (int)(sizeof sched_names / sizeof sched_names[0]); i++)
-        if (!strcmp(s, sched_names[i])) return i;
-    return -1;
-}
-
-int models_score_from_name(const char *s) {
-    for (int i = 0; i < (int)(sizeof score_names / sizeof score_names[0]); i++)
-        if (!strcmp(s, score_names[i])) return i;
-    return -1;
-}
+#include "schedule.h"
 
 static char *trim(char *s) {
     while (*s == ' ' || *s == '\t') s++;
@@ -116,15 +102,15 @@ int models_conf_parse(models_conf *mc, const char *text, size_t len, const char 
         } else if (!strcmp(key, "block")) {
             if (parse_int(val, 1, 1 << 20, &cur->block)) { um_errf(e, "%s:%d: block must be an integer 1..1048576, got '%s'", file, line, val); goto err; }
         } else if (!strcmp(key, "schedule")) {
-            if ((cur->schedule = models_schedule_from_name(val)) < 0) {
-                um_errf(e, "%s:%d: unknown schedule '%s' (block, timestep, threshold)", file, line, val);
-                goto err;
-            }
+            um_schedule sc;
+            um_err why;
+            if (schedule_from_name(val, &sc, &why)) { um_errf(e, "%s:%d: %s", file, line, why.msg); goto err; }
+            cur->schedule = (int)sc;
         } else if (!strcmp(key, "scoring")) {
-            if ((cur->scoring = models_score_from_name(val)) < 0) {
-                um_errf(e, "%s:%d: unknown scoring '%s' (confidence, margin, entropy, random, origin)", file, line, val);
-                goto err;
-            }
+            um_score sc;
+            um_err why;
+            if (schedule_score_from_name(val, &sc, &why)) { um_errf(e, "%s:%d: %s", file, line, why.msg); goto err; }
+            cur->scoring = (int)sc;
         } else if (!strcmp(key, "temperature")) {
             char *tend;
             errno = 0;
@@ -187,4 +173,27 @@ void models_conf_free(models_conf *mc) {
     free(mc->presets);
     mc->presets = NULL;
     mc->n = 0;
+}
+
+int models_conf_resolve(const char *name, models_preset *out, um_err *e) {
+    char path[2048];
+    models_conf mc;
+    if (!models_conf_find(path, sizeof path))
+        return um_errf(e, "no models.conf in ./, $XDG_CONFIG_HOME/unmask/ (~/.config/unmask/) or %s/share/unmask/", UM_PREFIX);
+    if (models_conf_load(&mc, path, e)) return UM_FAIL;
+    const models_preset *p = models_conf_get(&mc, name);
+    if (p) *out = *p;
+    models_conf_free(&mc);
+    if (!p) return um_errf(e, "no preset [%s] in %s (unmask --list-models lists them)", name, path);
+    return UM_OK;
+}
+
+void models_conf_apply(const models_preset *p, um_settings *s) {
+    if (p->gen > 0) s->n_gen = p->gen;
+    if (p->steps > 0) s->steps = p->steps;
+    if (p->block > 0) s->block_len = p->block;
+    if (p->schedule >= 0) s->schedule = (um_schedule)p->schedule;
+    if (p->scoring >= 0) s->score = (um_score)p->scoring;
+    if (!isnan(p->temperature)) s->temperature = p->temperature;
+    if (s->block_len > s->n_gen) s->block_len = s->n_gen;
 }

@@ -9,7 +9,7 @@
  *     gen           = 128          # tokens to generate
  *     steps         = 128
  *     block         = 32
- *     schedule      = block        # block | timestep | threshold
+ *     schedule      = block        # block | timestep | threshold | linear (schedule.h names)
  *     scoring       = confidence   # confidence | margin | entropy | random | origin
  *     temperature   = 0
  *
@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "engine.h"
 #include "util.h"
 
 typedef struct models_preset {
@@ -49,8 +50,11 @@ bool models_conf_find(char *path, size_t cap);
 const models_preset *models_conf_get(const models_conf *mc, const char *name);
 void models_conf_free(models_conf *mc);
 
-/* Names <-> enums, shared with the command line. -1 for an unknown name. */
-int         models_schedule_from_name(const char *s);
-int         models_score_from_name(const char *s);
+/* Find models.conf (lookup order above), load it and copy out preset `name`. The error
+ * says when no file exists, when the file is bad (FILE:LINE) or which file lacks the name. */
+int  models_conf_resolve(const char *name, models_preset *out, um_err *e);
+/* Write the preset's set fields over s (n_gen, steps, block_len, schedule, score,
+ * temperature); block_len is kept <= n_gen. */
+void models_conf_apply(const models_preset *p, um_settings *s);
 
 #endif

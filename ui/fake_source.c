@@ -14,6 +14,7 @@
  * to zero.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,11 +86,6 @@ static float unit(uint64_t h) { return (float)((h >> 40) * (1.0 / 16777216.0)); 
 
 /* ------------------------------------------------------------------ snapshots */
 
-static void fake_retain(um_snapshot *s) { __atomic_add_fetch(&s->refs_, 1, __ATOMIC_RELAXED); }
-static void fake_release(um_snapshot *s) {
-    if (s && __atomic_sub_fetch(&s->refs_, 1, __ATOMIC_ACQ_REL) == 0) free(s);
-}
-
 static um_snapshot *snap_alloc(int32_t n_canvas, int32_t n_committed) {
     size_t bytes = sizeof(um_snapshot) + (size_t)n_canvas * sizeof(um_pos) +
                    (size_t)(n_committed > 0 ? n_committed : 1) * sizeof(int32_t);
@@ -97,7 +93,7 @@ static um_snapshot *snap_alloc(int32_t n_canvas, int32_t n_committed) {
     if (!s) return NULL;
     s->pos = (um_pos *)(s + 1);
     s->committed = (int32_t *)(s->pos + n_canvas);
-    s->refs_ = 1;
+    atomic_init(&s->refs_, 1);              /* freed by snapshot_unref (src/engine.c) */
     return s;
 }
 
@@ -352,6 +348,12 @@ static um_snapshot *fake_step(void *self, um_err *e) {
         planned = s_idx + 1 >= f->n_steps ? masks : (int32_t)lroundf((float)masks * (1.0f - tn / t));
         break;
     }
+    case UM_SCHED_LINEAR: {                            /* floor(N (S-k-1)/S) masks remain */
+        int32_t n_gen = f->n_canvas - f->n_prompt;
+        int64_t keep = s_idx + 1 >= f->n_steps ? 0 : (int64_t)n_gen * (f->n_steps - s_idx - 1) / f->n_steps;
+        planned = masks - (int32_t)keep;
+        break;
+    }
     case UM_SCHED_THRESHOLD: {
         while (lo < hi && f->commit_step[lo] >= 0) lo++;
         int32_t b = (lo - f->n_prompt) / f->s.block_len;
@@ -432,8 +434,8 @@ int fake_source_open(ui_source *out, int delay_ms, um_err *e) {
     out->needs_restart = fake_needs_restart;
     out->piece = fake_piece;
     out->cancel = fake_cancel;
-    out->retain = fake_retain;
-    out->release = fake_release;
+    out->retain = snapshot_ref;
+    out->release = snapshot_unref;
     out->close = fake_close;
     return UM_OK;
 }

@@ -11,7 +11,6 @@
  * view moves to each new snapshot as it arrives.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <locale.h>
 #include <math.h>
 #include <poll.h>
@@ -25,6 +24,8 @@
 
 #include "draw_curses.h"
 #include "fake_source.h"
+#include "genopts.h"
+#include "schedule.h"
 #include "keys.h"
 #include "models_conf.h"
 #include "ui_main.h"
@@ -201,12 +202,12 @@ static void act(app *a, ui_action action) {
         break;
     case UI_ACT_SCHEDULE:
         n.schedule = (um_schedule)((n.schedule + 1) % UM_SCHED_COUNT);
-        snprintf(what, sizeof what, "schedule %s", view_schedule_names[n.schedule]);
+        snprintf(what, sizeof what, "schedule %s", schedule_name(n.schedule));
         change(a, n, what);
         break;
     case UI_ACT_SCORING:
         n.score = (um_score)((n.score + 1) % UM_SCORE_COUNT);
-        snprintf(what, sizeof what, "scoring %s", view_score_names[n.score]);
+        snprintf(what, sizeof what, "scoring %s", schedule_score_name(n.score));
         change(a, n, what);
         break;
     case UI_ACT_STEPS_UP:
@@ -217,6 +218,7 @@ static void act(app *a, ui_action action) {
         break;
     case UI_ACT_BLOCK_UP:
     case UI_ACT_BLOCK_DOWN:
+        if (n.block_len <= 0 || n.block_len > n.n_gen) n.block_len = n.n_gen;   /* 0: no blocks */
         n.block_len = action == UI_ACT_BLOCK_UP ? UM_MIN(n.n_gen, n.block_len * 2) : UM_MAX(1, n.block_len / 2);
         snprintf(what, sizeof what, "block %d", n.block_len);
         change(a, n, what);
@@ -367,25 +369,19 @@ static int run_loop(app *a, um_err *e) {
 static void usage(FILE *f) {
     fprintf(f,
         "usage: unmask [OPTIONS]        the live visualizer (needs a terminal)\n"
-        "  -m, --model FILE       GGUF model to run\n"
-        "  -M, --preset NAME      a models.conf preset: model path and default settings\n"
-        "      --list-models      list the presets of models.conf and whether their files exist\n"
-        "  -p, --prompt TEXT      prompt (default: \"" DEFAULT_PROMPT "\")\n"
-        "  -n, --gen N            tokens to generate\n"
-        "  -s, --steps N          denoising steps\n"
-        "  -b, --block N          block length (block and threshold schedules)\n"
-        "      --schedule NAME    block | timestep | threshold\n"
-        "      --scoring NAME     confidence | margin | entropy | random | origin\n"
-        "  -t, --temperature T    0 = greedy\n"
-        "      --seed N\n"
-        "      --threads N\n"
-        "      --theme NAME|FILE  viridis (default) magma inferno cividis high-contrast mono, or a .theme file\n"
-        "      --color MODE       auto | 24bit | 256 | 8 | none (NO_COLOR is honoured)\n"
-        "      --heat MODE        commit | live | order | entropy\n"
-        "      --paused           start paused at step 0\n"
-        "      --ui-help          this help\n"
-        "Flags override the preset. Press ? in the visualizer for the keys.\n"
-        "Testing: --demo-ui runs a synthetic denoiser instead of a model; --delay-ms N sets its step time.\n");
+        "\n");
+    genopts_usage(f);
+    fprintf(f,
+        "visualizer:\n"
+        "  --list-models      list the presets of models.conf and whether their files exist\n"
+        "  --theme NAME|FILE  viridis (default), magma, inferno, cividis, high-contrast, mono, or a .theme file\n"
+        "  --color MODE       auto, 24bit, 256, 8 or none (NO_COLOR is honoured)\n"
+        "  --heat MODE        commit, live, order or entropy\n"
+        "  --paused           start paused at step 0\n"
+        "  --demo-ui          a synthetic denoiser instead of a model (tests, demos)\n"
+        "  --delay-ms N       its step time (default 300)\n"
+        "  --ui-help          this help\n"
+        "Flags override the preset (-M). Press ? in the visualizer for the keys.\n");
 }
 
 static int list_models(void) {
@@ -408,144 +404,91 @@ static int list_models(void) {
     return 0;
 }
 
-static int parse_long(const char *s, long lo, long hi, const char *what, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "unmask: %s must be an integer %ld..%ld, got '%s'\n", what, lo, hi, s);
-        return UM_FAIL;
-    }
-    *out = v;
-    return UM_OK;
+static void load_progress(void *ctx, const char *what, int done, int total) {
+    (void)ctx;
+    fprintf(stderr, "\runmask: %s %d/%d   ", what, done, total);
+    if (done >= total) fputc('\n', stderr);
 }
 
-enum { OPT_LIST = 1000, OPT_SCHED, OPT_SCORE, OPT_SEED, OPT_THREADS, OPT_THEME, OPT_COLOR, OPT_HEAT,
-       OPT_PAUSED, OPT_DEMO, OPT_DELAY, OPT_HELP };
-
 int ui_main(int argc, char **argv) {
-    static const struct option opts[] = {
-        { "model", required_argument, 0, 'm' },     { "preset", required_argument, 0, 'M' },
-        { "prompt", required_argument, 0, 'p' },    { "gen", required_argument, 0, 'n' },
-        { "steps", required_argument, 0, 's' },     { "block", required_argument, 0, 'b' },
-        { "temperature", required_argument, 0, 't' }, { "list-models", no_argument, 0, OPT_LIST },
-        { "schedule", required_argument, 0, OPT_SCHED }, { "scoring", required_argument, 0, OPT_SCORE },
-        { "seed", required_argument, 0, OPT_SEED }, { "threads", required_argument, 0, OPT_THREADS },
-        { "theme", required_argument, 0, OPT_THEME }, { "color", required_argument, 0, OPT_COLOR },
-        { "heat", required_argument, 0, OPT_HEAT }, { "paused", no_argument, 0, OPT_PAUSED },
-        { "demo-ui", no_argument, 0, OPT_DEMO },    { "delay-ms", required_argument, 0, OPT_DELAY },
-        { "ui-help", no_argument, 0, OPT_HELP },    { 0, 0, 0, 0 },
-    };
-    const char *model = NULL, *preset_name = NULL, *prompt = DEFAULT_PROMPT, *theme_name = "viridis";
-    long gen = -1, steps = -1, block = -1, seed = -1, threads = 0, delay = 300;
-    int sched = -1, score = -1, want_depth = -1, heat = 0;
-    float temp = NAN;
+    um_genopts g;
+    const char *theme_name = "viridis";
+    long delay = 300;
+    int want_depth = -1, heat = 0;
     bool demo = false, start_paused = false;
-    int c;
     setlocale(LC_ALL, "");
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":m:M:p:n:s:b:t:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'm': model = optarg; break;
-        case 'M': preset_name = optarg; break;
-        case 'p': prompt = optarg; break;
-        case 'n': if (parse_long(optarg, 1, 4096, "--gen", &gen)) return 2; break;
-        case 's': if (parse_long(optarg, 1, 4096, "--steps", &steps)) return 2; break;
-        case 'b': if (parse_long(optarg, 1, 4096, "--block", &block)) return 2; break;
-        case 't': {
-            char *end;
-            temp = strtof(optarg, &end);
-            if (end == optarg || *end || !(temp >= 0 && temp <= 100)) {
-                fprintf(stderr, "unmask: --temperature must be a number 0..100, got '%s'\n", optarg);
-                return 2;
-            }
-            break;
+    genopts_init(&g);
+    for (int i = 1; i < argc; i++) {
+        int r = genopts_parse(&g, argc, argv, &i, "unmask");
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "--list-models")) return list_models();
+        if (!strcmp(a, "--ui-help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--paused")) { start_paused = true; continue; }
+        if (!strcmp(a, "--demo-ui")) { demo = true; continue; }
+        bool valued = !strcmp(a, "--theme") || !strcmp(a, "--color") || !strcmp(a, "--heat") || !strcmp(a, "--delay-ms");
+        if (!valued) {
+            fprintf(stderr, a[0] == '-' ? "unmask: unknown option '%s' (see unmask --ui-help)\n"
+                                        : "unmask: unexpected argument '%s' (see unmask --ui-help)\n", a);
+            return 2;
         }
-        case OPT_LIST: return list_models();
-        case OPT_SCHED:
-            if ((sched = models_schedule_from_name(optarg)) < 0) {
-                fprintf(stderr, "unmask: unknown schedule '%s' (block, timestep, threshold)\n", optarg);
-                return 2;
-            }
-            break;
-        case OPT_SCORE:
-            if ((score = models_score_from_name(optarg)) < 0) {
-                fprintf(stderr, "unmask: unknown scoring '%s' (confidence, margin, entropy, random, origin)\n", optarg);
-                return 2;
-            }
-            break;
-        case OPT_SEED: if (parse_long(optarg, 0, 2147483647L, "--seed", &seed)) return 2; break;
-        case OPT_THREADS: if (parse_long(optarg, 1, 1024, "--threads", &threads)) return 2; break;
-        case OPT_THEME: theme_name = optarg; break;
-        case OPT_COLOR:
-            if (!strcmp(optarg, "auto")) want_depth = -1;
-            else if (!strcmp(optarg, "24bit")) want_depth = 16777216;
-            else if (!strcmp(optarg, "256")) want_depth = 256;
-            else if (!strcmp(optarg, "8")) want_depth = 8;
-            else if (!strcmp(optarg, "none")) want_depth = 0;
+        if (i + 1 >= argc) { fprintf(stderr, "unmask: %s needs a value\n", a); return 2; }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--theme")) theme_name = v;
+        else if (!strcmp(a, "--color")) {
+            if (!strcmp(v, "auto")) want_depth = -1;
+            else if (!strcmp(v, "24bit")) want_depth = 16777216;
+            else if (!strcmp(v, "256")) want_depth = 256;
+            else if (!strcmp(v, "8")) want_depth = 8;
+            else if (!strcmp(v, "none")) want_depth = 0;
             else { fprintf(stderr, "unmask: --color must be auto, 24bit, 256, 8 or none\n"); return 2; }
-            break;
-        case OPT_HEAT: {
+        } else if (!strcmp(a, "--heat")) {
             static const char *const hn[] = { "commit", "live", "order", "entropy" };
             heat = -1;
-            for (int i = 0; i < 4; i++) if (!strcmp(optarg, hn[i])) heat = i;
+            for (int k = 0; k < 4; k++) if (!strcmp(v, hn[k])) heat = k;
             if (heat < 0) { fprintf(stderr, "unmask: --heat must be commit, live, order or entropy\n"); return 2; }
-            break;
+        } else {
+            char *end;
+            errno = 0;
+            delay = strtol(v, &end, 10);
+            if (errno || end == v || *end || delay < 0 || delay > 600000) {
+                fprintf(stderr, "unmask: --delay-ms must be an integer 0..600000, got '%s'\n", v);
+                return 2;
+            }
         }
-        case OPT_PAUSED: start_paused = true; break;
-        case OPT_DEMO: demo = true; break;
-        case OPT_DELAY: if (parse_long(optarg, 0, 60000, "--delay-ms", &delay)) return 2; break;
-        case OPT_HELP: usage(stdout); return 0;
-        case ':': fprintf(stderr, "unmask: option '%s' needs a value\n", argv[optind - 1]); return 2;
-        default:  fprintf(stderr, "unmask: unknown option '%s' (see unmask --ui-help)\n", argv[optind - 1]); return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "unmask: unexpected argument '%s' (see unmask --ui-help)\n", argv[optind]);
-        return 2;
     }
 
-    /* preset: path and defaults, flags win */
-    models_conf mc = { .n = 0 };
-    const models_preset *pre = NULL;
-    if (preset_name) {
-        char path[2048];
+    /* preset: model path, chat template and settings; flags win */
+    models_preset pre;
+    bool have_pre = false;
+    if (g.preset) {
         um_err e = { "" };
-        if (!models_conf_find(path, sizeof path)) {
-            fprintf(stderr, "unmask: -M %s: no models.conf found (see unmask --ui-help)\n", preset_name);
-            return 1;
-        }
-        if (models_conf_load(&mc, path, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); return 1; }
-        if (!(pre = models_conf_get(&mc, preset_name))) {
-            fprintf(stderr, "unmask: no preset [%s] in %s (unmask --list-models lists them)\n", preset_name, path);
-            models_conf_free(&mc);
-            return 1;
-        }
-        if (!model) model = pre->path;
+        if (models_conf_resolve(g.preset, &pre, &e)) { fprintf(stderr, "unmask: -M %s: %s\n", g.preset, e.msg); return 1; }
+        have_pre = true;
     }
-    if (!model && !demo) {
-        fprintf(stderr, "unmask: no model: give -m FILE or -M PRESET (unmask --list-models), or --demo-ui for a synthetic demo\n");
-        models_conf_free(&mc);
-        return 2;
+    char pathbuf[1024];
+    const char *model = NULL;
+    if (!demo) {
+        model = g.model ? g.model : have_pre ? pre.path : genopts_model_path(&g, pathbuf, sizeof pathbuf);
+        if (!model) {
+            fprintf(stderr, "unmask: give -m FILE or -M PRESET (unmask --list-models), or --demo-ui for a synthetic demo\n");
+            return 2;
+        }
     }
     theme th;                                       /* config errors first, then the tty */
     um_err te = { "" };
-    if (theme_load(&th, theme_name, &te)) {
-        fprintf(stderr, "unmask: %s\n", te.msg);
-        models_conf_free(&mc);
-        return 1;
-    }
+    if (theme_load(&th, theme_name, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
         fprintf(stderr, "unmask: the visualizer needs a terminal (stdin and stdout); for plain text output use `unmask generate`\n");
-        models_conf_free(&mc);
         return 1;
     }
 
+    const char *prompt = g.prompt ? g.prompt : DEFAULT_PROMPT;
     app *a = um_calloc(1, sizeof *a);
     um_err e = { "" };
     int rc = 1;
-    if (!a) { fprintf(stderr, "unmask: out of memory\n"); models_conf_free(&mc); return 1; }
+    if (!a) { fprintf(stderr, "unmask: out of memory\n"); return 1; }
     a->cursor = -1;
     a->follow = true;
     a->heat = (view_heat)heat;
@@ -553,28 +496,19 @@ int ui_main(int argc, char **argv) {
     a->th = th;
     for (int i = 0; i < theme_cycle_len; i++)
         if (!strcmp(theme_cycle[i], a->th.name)) a->theme_idx = i;
-    if (demo ? fake_source_open(&a->src, (int)delay, &e) : engine_source_open(&a->src, model, (int)threads, &e)) {
-        fprintf(stderr, "unmask: %s\n", e.msg);
-        goto out;
+    if (demo) {
+        if (fake_source_open(&a->src, (int)delay, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
+    } else {
+        g.eng.model_path = model;
+        if (g.no_chat) g.eng.chat_template = "none";
+        else if (!g.eng.chat_template && have_pre && pre.chat_template[0]) g.eng.chat_template = pre.chat_template;
+        g.eng.progress = load_progress;
+        if (engine_source_open(&a->src, &g.eng, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
     }
     um_settings *s = &a->settings;
     *s = a->src.defaults;
-    if (pre) {
-        if (pre->gen > 0) s->n_gen = pre->gen;
-        if (pre->steps > 0) s->steps = pre->steps;
-        if (pre->block > 0) s->block_len = pre->block;
-        if (pre->schedule >= 0) s->schedule = (um_schedule)pre->schedule;
-        if (pre->scoring >= 0) s->score = (um_score)pre->scoring;
-        if (!isnan(pre->temperature)) s->temperature = pre->temperature;
-    }
-    if (gen > 0) s->n_gen = (int32_t)gen;
-    if (steps > 0) s->steps = (int32_t)steps;
-    if (block > 0) s->block_len = (int32_t)block;
-    if (sched >= 0) s->schedule = (um_schedule)sched;
-    if (score >= 0) s->score = (um_score)score;
-    if (!isnan(temp)) s->temperature = temp;
-    if (seed >= 0) s->seed = (uint64_t)seed;
-    if (s->block_len > s->n_gen) s->block_len = s->n_gen;
+    if (have_pre) models_conf_apply(&pre, s);
+    genopts_apply(&g, s);
 
     if (draw_curses_open(want_depth, &a->depth, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
     a->paused = start_paused;
@@ -596,6 +530,5 @@ out:
     frame_free(&a->fr);
     view_ctx_free(&a->vc);
     free(a);
-    models_conf_free(&mc);
     return rc;
 }

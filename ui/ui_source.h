@@ -48,8 +48,7 @@ struct ui_source {
     void         (*close)(void *self);
 };
 
-/* Open the real engine on a GGUF file (ui/engine_source.c). Returns UM_FAIL with a message
- * when this build has no engine yet. */
-int engine_source_open(ui_source *out, const char *model_path, int n_threads, um_err *e);
+/* Open the real engine (ui/engine_source.c) with o (model path, threads, chat template). */
+int engine_source_open(ui_source *out, const um_engine_opts *o, um_err *e);
 
 #endif

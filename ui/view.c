@@ -12,13 +12,12 @@
 #include <string.h>
 
 #include "keys.h"
+#include "schedule.h"
 #include "view.h"
 
 const char *const view_heat_names[VIEW_HEAT_COUNT] = {
     "confidence at commit", "live confidence", "commit order", "entropy",
 };
-const char *const view_schedule_names[UM_SCHED_COUNT] = { "block", "timestep", "threshold" };
-const char *const view_score_names[UM_SCORE_COUNT] = { "confidence", "margin", "entropy", "random", "origin" };
 
 #define TAB_STOP      4
 #define ENTROPY_SCALE 4.0f          /* nats mapped to the dark end of the ramp in entropy mode */
@@ -325,8 +324,8 @@ static void draw_schedule(frame *f, const view_state *v, const um_snapshot *s, i
     frame_style pn = role(v, THEME_PANEL), ti = role(v, THEME_TITLE);
     frame_fill(f, x0, y0, w, h, pn);
     char buf[256];
-    snprintf(buf, sizeof buf, "schedule  %s \xC2\xB7 %s", view_schedule_names[s->settings.schedule % UM_SCHED_COUNT],
-             view_score_names[s->settings.score % UM_SCORE_COUNT]);
+    snprintf(buf, sizeof buf, "schedule  %s \xC2\xB7 %s", schedule_name(s->settings.schedule),
+             schedule_score_name(s->settings.score));
     frame_puts(f, x0, y0, x0 + w, buf, ti);
     if (h < 4) return;
     /* bars: one column per recorded step (1..n), window around the shown one */
@@ -423,7 +422,7 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     const um_settings *se = &s->settings;
     int off = snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
                        s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, ms_step, tps,
-                       view_schedule_names[se->schedule % UM_SCHED_COUNT], view_score_names[se->score % UM_SCORE_COUNT],
+                       schedule_name(se->schedule), schedule_score_name(se->score),
                        (double)se->temperature, (unsigned long long)se->seed);
     (void)off;
     theme_role br;

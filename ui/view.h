@@ -37,8 +37,6 @@ typedef enum view_heat {
 } view_heat;
 
 extern const char *const view_heat_names[VIEW_HEAT_COUNT];
-extern const char *const view_schedule_names[UM_SCHED_COUNT];
-extern const char *const view_score_names[UM_SCORE_COUNT];
 
 typedef struct view_state {
     const ui_source    *src;        /* info (header) and piece() (token text) */
