@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "harness.h"
 #include "view.h"
+#include "rec_frame.h"
 
 static const char *const vocab[] = {
     "<m>", "ab", "\n", "cd", "\t", "x", "\xE2\x82", "\xAC", "漢字", "😀", "e", "\xCC\x81", "0123456789",
@@ -144,5 +145,29 @@ TEST(ui_frame_wide_cell_invariants) {
     frame_put_cluster(&f, 0, 0, 4, "b", 1, st, 2);                /* over the left half */
     CHECK_EQ(frame_at(&f, 1, 0)->width, 1);
     CHECK_STREQ(frame_at(&f, 1, 0)->text, " ");
+    frame_free(&f);
+}
+
+TEST(ui_frame_to_rec) {
+    frame f;
+    frame_style st = { 0x112233, FRAME_DEFAULT, FRAME_BOLD | FRAME_ITALIC };
+    CHECK(frame_init(&f, 4, 1, NULL) == UM_OK);
+    frame_put_cluster(&f, 0, 0, 4, "e\xCC\x81", 1, st, 0);
+    frame_put_cluster(&f, 1, 0, 4, "漢", 2, st, 1);
+    rec_cell cells[4];
+    rec_frame r = { 0, 0, cells };
+    frame_to_rec(&f, &r, 0xaaaaaa, 0x000000);
+    CHECK_EQ(r.cols, 4);
+    CHECK_EQ(cells[0].ncp, 2);
+    CHECK_EQ(cells[0].cp[0], 'e');
+    CHECK_EQ(cells[0].cp[1], 0x301);
+    CHECK_EQ(cells[0].fg, 0x112233);
+    CHECK_EQ(cells[0].bg, 0x000000);
+    CHECK_EQ(cells[0].attr, REC_BOLD);
+    CHECK_EQ(cells[1].width, 2);
+    CHECK_EQ(cells[1].cp[0], 0x6F22);
+    CHECK_EQ(cells[2].width, 0);
+    CHECK_EQ(cells[3].ncp, 0);                  /* blank */
+    CHECK_EQ(cells[3].fg, 0xaaaaaa);
     frame_free(&f);
 }

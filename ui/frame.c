@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "rec_frame.h"
 #include "text.h"
 
 static void blank(frame_cell *c, frame_style st) {
@@ -156,4 +157,27 @@ size_t frame_row_text(const frame *f, int y, char *buf, size_t cap) {
     }
     buf[n] = 0;
     return n;
+}
+
+void frame_to_rec(const frame *f, rec_frame *out, uint32_t fg_default, uint32_t bg_default) {
+    out->cols = f->w;
+    out->rows = f->h;
+    for (size_t i = 0; i < (size_t)f->w * (size_t)f->h; i++) {
+        const frame_cell *c = &f->cells[i];
+        rec_cell *r = &out->cells[i];
+        memset(r, 0, sizeof *r);
+        r->width = c->width;
+        r->fg = c->fg == FRAME_DEFAULT ? fg_default : c->fg;
+        r->bg = c->bg == FRAME_DEFAULT ? bg_default : c->bg;
+        r->attr = (uint8_t)((c->attrs & FRAME_BOLD ? REC_BOLD : 0) | (c->attrs & FRAME_UNDERLINE ? REC_UNDERLINE : 0) |
+                            (c->attrs & FRAME_DIM ? REC_DIM : 0) | (c->attrs & FRAME_REVERSE ? REC_REVERSE : 0));
+        size_t len = strlen(c->text);
+        for (size_t at = 0; at < len && r->ncp < REC_MAX_CP;) {
+            uint32_t cp;
+            uint8_t bad;
+            at += ui_text_decode((const unsigned char *)c->text + at, len - at, &cp, &bad);
+            if (cp == ' ' && r->ncp == 0 && at == len) break;       /* a blank: empty cell */
+            r->cp[r->ncp++] = cp;
+        }
+    }
 }

@@ -80,6 +80,12 @@ int         frame_color_to_8(frame_color c);     /* nearest of the 8 ANSI colour
                                                   * only for near-black, so dark greys stay visible */
 frame_color frame_color_from_256(int idx);       /* xterm palette entry as 0xRRGGBB */
 
+/* Convert to the recorders' frame (src/rec_frame.h): out->cells must hold f->w * f->h
+ * cells (out->cols/rows are set). Default colours become fg_default / bg_default, text is
+ * decoded to at most REC_MAX_CP code points, italic is dropped (the recorders have none). */
+struct rec_frame;
+void frame_to_rec(const frame *f, struct rec_frame *out, uint32_t fg_default, uint32_t bg_default);
+
 /* Debug/test helper: row y as UTF-8 text (continuation cells skipped); returns bytes. */
 size_t frame_row_text(const frame *f, int y, char *buf, size_t cap);
 
