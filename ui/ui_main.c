@@ -356,10 +356,11 @@ static int run_loop(app *a, um_err *e) {
         if (a->paused && timeout < 0) timeout = 250;    /* "finishing step" turns into PAUSED */
         int r = poll(fds, 2, timeout);
         if (r < 0 && errno != EINTR) return um_errf(e, "poll: %s", strerror(errno));
-        if (r <= 0) continue;
-        if (fds[1].revents & POLLIN) drain_worker(a);
-        if (fds[0].revents & (POLLIN | POLLHUP)) read_keys(a);
-        if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) a->quit = true;
+        if (r > 0 && (fds[1].revents & POLLIN)) drain_worker(a);
+        /* keys are read without blocking on every wake-up: a SIGWINCH interrupts poll and
+         * curses reports the new size only through get_wch (KEY_RESIZE) */
+        read_keys(a);
+        if (r > 0 && (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL))) a->quit = true;
     }
     return UM_OK;
 }

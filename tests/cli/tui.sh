@@ -216,8 +216,12 @@ if wait_for screen_has "keys (? or Esc closes)" && step_is 0; then ok "keys answ
 T send-keys -t ui Escape
 T send-keys -t ui h
 if wait_for screen_has "heat: live confidence" && step_is 0; then ok "heat mode changes during the step"; else fail "heat during step" "$(status_line)"; fi
+sleep 4.2                                    # let the heat message expire: nothing else wakes the UI
+T resize-window -t ui -x 80 -y 30
+if wait_for bash -c "! tmux -u -L $SOCK capture-pane -p -t ui | grep -q '│.*inspector'" && step_is 0; then
+  ok "resize mid-step redraws at once (no other wake-up)"; else fail "resize mid-step" "$(cap | head -3)"; fi
 T send-keys -t ui q
-if wait_for test -s "$TMP/stty.after" ; then ok "q during a long step quits after it"; else fail "q during long step" ""; fi
+if wait_for test -s "$TMP/stty.after" ; then ok "q during a long step quits at once (step cancelled)"; else fail "q during long step" ""; fi
 
 # ---------------------------------------------------------------- the real engine on a tiny random-weight model
 if "$BIN" synth --shape tiny-llada -o "$TMP/tiny.gguf" >/dev/null 2>&1; then
