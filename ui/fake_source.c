@@ -118,7 +118,7 @@ static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_co
             p->entropy = f->entropy[i];
         }
     }
-    memcpy(s->committed, committed, (size_t)n_committed * sizeof(int32_t));
+    if (n_committed > 0) memcpy(s->committed, committed, (size_t)n_committed * sizeof(int32_t));
     s->step = f->step;
     s->n_steps = f->n_steps;
     s->n_prompt = f->n_prompt;
