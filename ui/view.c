@@ -388,12 +388,7 @@ static void draw_legend(frame *f, const view_state *v, const um_snapshot *s, int
     fr.attrs |= role(v, THEME_FRESH).attrs;
     x = frame_puts(f, x, y, f->w, "new", fr);
     x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
-    if (v->message && *v->message) {                  /* messages win over the legend's tail */
-        int mw = ui_text_width(v->message);
-        int mx = UM_MAX(0, f->w - mw - 1);
-        if (mx < x) frame_fill(f, UM_MAX(0, mx - 1), y, f->w, 1, pn);
-        frame_puts(f, mx, y, f->w, v->message, role(v, THEME_MESSAGE));
-    }
+    (void)x;
 }
 
 static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int y) {
@@ -440,6 +435,14 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         br = THEME_RUNNING;
     }
     int right = put_right(f, y, f->w, badge, role(v, br));
+    if (v->message && *v->message) {       /* "...: from the next step" / "...: restarted" */
+        frame_style msg_st = role(v, THEME_MESSAGE);
+        msg_st.bg = st.bg;
+        int mw = ui_text_width(v->message) + 2;
+        int mx = UM_MAX(right / 3, right - mw);   /* keep "step k/N ..." readable */
+        frame_puts(f, mx + 1, y, right - 1, v->message, msg_st);
+        right = mx;
+    }
     frame_puts(f, 0, y, right - 1, buf, st);
 }
 

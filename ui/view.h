@@ -8,8 +8,9 @@
  *   rows 1..h-3      canvas (prompt dimmed, then the generated region, wrapped) and the
  *                    panels: inspector and schedule on the right when w >= 96, else in a
  *                    strip under the canvas
- *   row h-2          legend (what the heat colours mean) and transient messages
- *   row h-1          status line
+ *   row h-2          legend (what the heat colours mean)
+ *   row h-1          status line, with transient messages (setting changes, errors)
+ *                    right-aligned before the RUNNING/PAUSED badge
  * Below VIEW_MIN_W x VIEW_MIN_H the frame holds only a "terminal too small" message.
  *
  * To render a recorded run without the interactive UI: fill a view_state with the

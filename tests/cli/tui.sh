@@ -197,9 +197,10 @@ if wait_for screen_has "prompt> new 漢字"; then ok "e: the status line edits t
 T send-keys -t ui Enter
 if wait_for bash -c "tmux -u -L $SOCK capture-pane -p -t ui | sed -n 2p | grep -q '^new 漢字'"; then ok "Enter: restarted with the new prompt"; else fail "edit restart" "$(cap | sed -n 2p)"; fi
 T send-keys -t ui s
-if wait_for screen_has "schedule timestep: from the next step"; then ok "s: schedule change applies from the next step"; else fail "s message" "$(cap | tail -2)"; fi
+status_has() { status_line | grep -qF -- "$1"; }
+if wait_for status_has "schedule timestep: from the next step"; then ok "s: the status line says the change applies from the next step"; else fail "s message" "$(cap | tail -2)"; fi
 T send-keys -t ui +
-if wait_for screen_has "steps 64: restarted"; then ok "+: steps change restarts"; else fail "+ message" "$(cap | tail -2)"; fi
+if wait_for status_has "steps 64: restarted"; then ok "+: the status line says the steps change restarted"; else fail "+ message" "$(cap | tail -2)"; fi
 
 # ---------------------------------------------------------------- a fatal signal restores the terminal
 pid=$(pgrep -P "$(pane '#{pane_pid}')" | head -1)
