@@ -57,7 +57,7 @@ TEST(ui_worker_step_once_and_run_to_done) {
     CHECK(idle);
     CHECK(done);
     CHECK(consecutive);
-    CHECK_EQ(last, 6);        /* 24 tokens = 3 blocks of 8; 8 steps split evenly: 2 per block */
+    CHECK_EQ(last, 8);        /* 24 tokens = 3 blocks of 8; 8 steps split 3+3+2 (schedule.h) */
 }
 
 TEST(ui_worker_restart_and_apply) {

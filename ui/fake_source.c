@@ -9,6 +9,10 @@
  * follow from that. Everything random comes from a hash of (seed, position, step), so
  * snapshots depend only on seed, settings and prompt.
  *
+ * How many positions commit per step and in which block comes from schedule.h's
+ * schedule_plan, exactly as in the engine, so the demo's schedule panel matches a real run
+ * with the same settings; only which positions and tokens are made up.
+ *
  * Invariants: canvas arrays are allocated at start and never resized during a run;
  * published snapshots are single allocations freed when their reference count drops
  * to zero.
@@ -21,6 +25,7 @@
 #include <time.h>
 
 #include "fake_source.h"
+#include "schedule.h"
 
 /* ------------------------------------------------------------------ vocabulary */
 
@@ -42,7 +47,9 @@ typedef struct fake {
     int          cancel;                   /* atomic: set by fake_cancel, cleared per step */
     um_settings  s;
     int32_t      n_prompt, n_canvas;      /* canvas = prompt + n_gen */
-    int32_t      step, n_steps, n_blocks, steps_per_block;
+    int32_t      step;                     /* steps done */
+    um_plan      plan;                     /* schedule.h's plan for the next step */
+    bool        *masked;                   /* (n_canvas) still masked (schedule_plan's input) */
     int32_t     *token;                    /* (n_canvas) committed token or mask id */
     int32_t     *target;                   /* (n_canvas) hidden target of each position */
     int32_t     *commit_step;              /* (n_canvas) -1 while masked or prompt */
@@ -120,7 +127,6 @@ static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_co
     }
     if (n_committed > 0) memcpy(s->committed, committed, (size_t)n_committed * sizeof(int32_t));
     s->step = f->step;
-    s->n_steps = f->n_steps;
     s->n_prompt = f->n_prompt;
     s->n_canvas = f->n_canvas;
     s->masks_left = masks;
@@ -130,13 +136,11 @@ static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_co
     s->forward_ms = ms;
     s->sample_ms = 0;
     s->settings = f->s;
-    s->n_blocks = f->s.schedule == UM_SCHED_TIMESTEP ? 1 : f->n_blocks;
-    s->block = s->n_blocks == 1 ? 0 : UM_MIN(f->n_blocks - 1, (f->step > 0 ? f->step - 1 : 0) / f->steps_per_block);
-    if (f->s.schedule == UM_SCHED_THRESHOLD) {             /* block = first one with a mask */
-        s->block = f->n_blocks - 1;
-        for (int32_t i = f->n_prompt; i < f->n_canvas; i++)
-            if (f->commit_step[i] < 0) { s->block = (i - f->n_prompt) / f->s.block_len; break; }
-    }
+    s->block = UM_MIN(f->plan.block, f->plan.n_blocks - 1);
+    s->n_blocks = f->plan.n_blocks;
+    /* planned total, as the engine reports it: the settings' steps, or as many as ran */
+    s->n_steps = f->s.schedule == UM_SCHED_THRESHOLD ? f->step + (masks > 0 ? 1 : 0) : UM_MAX(f->s.steps, f->step);
+    if (masks == 0) s->n_steps = f->step;
     return s;
 }
 
@@ -144,7 +148,8 @@ static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_co
 
 /* Compute this step's view (top-k, entropy) for every masked generated position. */
 static void fake_view(fake *f) {
-    float progress = f->n_steps > 0 ? (float)f->step / (float)f->n_steps : 1.0f;
+    int32_t total = UM_MAX(1, f->s.steps);
+    float progress = f->step >= total ? 1.0f : (float)f->step / (float)total;
     float temp = f->s.temperature > 0 ? f->s.temperature : 0.0f;
     for (int32_t i = f->n_prompt; i < f->n_canvas; i++) {
         um_cand *top = &f->top[(size_t)i * UM_TOPK];
@@ -214,17 +219,10 @@ static int32_t count_masked(const fake *f, int32_t lo, int32_t hi) {
     return n;
 }
 
-static void plan(fake *f) {
-    um_settings *s = &f->s;
-    if (s->block_len <= 0 || s->block_len > s->n_gen) s->block_len = s->n_gen;
-    f->n_blocks = (s->n_gen + s->block_len - 1) / s->block_len;
-    if (s->schedule == UM_SCHED_BLOCK) {
-        f->steps_per_block = UM_MAX(1, s->steps / f->n_blocks);
-        f->n_steps = f->steps_per_block * f->n_blocks;
-    } else {
-        f->steps_per_block = UM_MAX(1, s->steps);
-        f->n_steps = UM_MAX(1, s->steps);
-    }
+/* Plan the next step with schedule.h, exactly as the engine does. */
+static int replan(fake *f, um_err *e) {
+    for (int32_t i = 0; i < f->n_canvas; i++) f->masked[i] = i >= f->n_prompt && f->commit_step[i] < 0;
+    return schedule_plan(&f->s, f->n_prompt, f->n_canvas - f->n_prompt, f->masked, f->step, &f->plan, e);
 }
 
 /* Sleep ms in 10 ms slices; false when cancelled meanwhile. */
@@ -274,7 +272,8 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
     int32_t need = prompt_cap + s->n_gen;
     if (need > f->cap) {
         free(f->token); free(f->target); free(f->commit_step); free(f->commit_conf);
-        free(f->score); free(f->top); free(f->entropy);
+        free(f->score); free(f->top); free(f->entropy); free(f->masked);
+        f->masked = um_calloc((size_t)need, sizeof(bool));
         f->token = um_calloc((size_t)need, sizeof(int32_t));
         f->target = um_calloc((size_t)need, sizeof(int32_t));
         f->commit_step = um_calloc((size_t)need, sizeof(int32_t));
@@ -283,7 +282,8 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
         f->top = um_calloc((size_t)need * UM_TOPK, sizeof(um_cand));
         f->entropy = um_calloc((size_t)need, sizeof(float));
         f->cap = need;
-        if (!f->token || !f->target || !f->commit_step || !f->commit_conf || !f->score || !f->top || !f->entropy) {
+        if (!f->token || !f->target || !f->commit_step || !f->commit_conf || !f->score || !f->top || !f->entropy ||
+            !f->masked) {
             f->cap = 0;
             um_errf(e, "fake source: out of memory for %d positions", need);
             return NULL;
@@ -308,7 +308,7 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
         f->target[i] = t;
     }
     f->step = 0;
-    plan(f);
+    if (replan(f, e)) return NULL;
     fake_view(f);
     return fake_publish(f, NULL, 0, 0, 0, e);
 }
@@ -323,48 +323,12 @@ static um_snapshot *fake_step(void *self, um_err *e) {
     }
     int32_t masks = count_masked(f, f->n_prompt, f->n_canvas);
     if (masks == 0) { um_errf(e, "fake source: step after the run finished"); return NULL; }
-    int32_t s_idx = f->step;                          /* steps done before this one */
-    int32_t lo = f->n_prompt, hi = f->n_canvas, n = 0, planned = 0;
-    switch (f->s.schedule) {
-    case UM_SCHED_BLOCK: {
-        int32_t b = UM_MIN(f->n_blocks - 1, s_idx / f->steps_per_block);
-        lo = f->n_prompt + b * f->s.block_len;
-        hi = UM_MIN(f->n_canvas, lo + f->s.block_len);
-        int32_t left_steps = f->steps_per_block - s_idx % f->steps_per_block;
-        if (s_idx >= f->n_steps) left_steps = 1;       /* past plan: finish the block */
-        int32_t m = count_masked(f, lo, hi);
-        planned = left_steps > 0 ? (m + left_steps - 1) / left_steps : m;
-        if (m == 0) {                                  /* block already done: move on */
-            for (lo = f->n_prompt; lo < f->n_canvas && f->commit_step[lo] >= 0; lo++) {}
-            hi = UM_MIN(f->n_canvas, lo + f->s.block_len);
-            planned = 1;
-        }
-        break;
-    }
-    case UM_SCHED_TIMESTEP: {
-        float eps = f->s.eps > 0 ? f->s.eps : 1e-3f;
-        float t = 1.0f - (1.0f - eps) * (float)s_idx / (float)f->n_steps;
-        float tn = 1.0f - (1.0f - eps) * (float)(s_idx + 1) / (float)f->n_steps;
-        planned = s_idx + 1 >= f->n_steps ? masks : (int32_t)lroundf((float)masks * (1.0f - tn / t));
-        break;
-    }
-    case UM_SCHED_LINEAR: {                            /* floor(N (S-k-1)/S) masks remain */
-        int32_t n_gen = f->n_canvas - f->n_prompt;
-        int64_t keep = s_idx + 1 >= f->n_steps ? 0 : (int64_t)n_gen * (f->n_steps - s_idx - 1) / f->n_steps;
-        planned = masks - (int32_t)keep;
-        break;
-    }
-    case UM_SCHED_THRESHOLD: {
-        while (lo < hi && f->commit_step[lo] >= 0) lo++;
-        int32_t b = (lo - f->n_prompt) / f->s.block_len;
-        lo = f->n_prompt + b * f->s.block_len;
-        hi = UM_MIN(f->n_canvas, lo + f->s.block_len);
-        float tau = f->s.threshold > 0 ? f->s.threshold : 0.9f;
+    /* how many and where: schedule.h's plan (as the engine); which: the fake scores */
+    int32_t lo = f->plan.start, hi = f->plan.end, n = 0, planned = f->plan.count;
+    if (f->s.schedule == UM_SCHED_THRESHOLD) {
+        planned = 0;
         for (int32_t i = lo; i < hi; i++)
-            planned += f->commit_step[i] < 0 && f->top[(size_t)i * UM_TOPK].prob > tau;
-        break;
-    }
-    default: break;
+            planned += f->commit_step[i] < 0 && f->top[(size_t)i * UM_TOPK].prob >= f->s.threshold;
     }
     planned = UM_MAX(1, planned);
     int32_t chosen[4096];
@@ -376,34 +340,30 @@ static um_snapshot *fake_step(void *self, um_err *e) {
         f->commit_conf[i] = f->top[(size_t)i * UM_TOPK].prob;
         f->commit_step[i] = f->step;
     }
+    if (replan(f, e)) return NULL;
     fake_view(f);
-    if (f->step > f->n_steps) f->n_steps = f->step;   /* ran past the plan: report it */
     return fake_publish(f, chosen, n, planned, (um_now() - t0) * 1000.0, e);
 }
 
 static int fake_apply(void *self, const um_settings *s, um_err *e) {
     fake *f = self;
-    f->s.schedule = s->schedule;
-    f->s.score = s->score;
-    f->s.temperature = s->temperature;
-    f->s.threshold = s->threshold;
-    f->s.eps = s->eps;
-    int32_t keep_steps = f->n_steps;
-    plan(f);
-    if (f->step > 0) f->n_steps = UM_MAX(keep_steps, f->step);
-    return UM_OK;
+    um_settings keep = f->s;
+    f->s = *s;
+    f->s.n_gen = keep.n_gen;                       /* these two restart (needs_restart) */
+    f->s.seed = keep.seed;
+    return replan(f, e);
 }
 
+/* The engine's rule (engine_set): a new n_gen, seed or guidance on/off restarts. */
 static bool fake_needs_restart(const um_settings *a, const um_settings *b) {
-    return a->n_gen != b->n_gen || a->steps != b->steps || a->block_len != b->block_len ||
-           a->seed != b->seed;
+    return a->n_gen != b->n_gen || a->seed != b->seed || (a->cfg > 0) != (b->cfg > 0);
 }
 
 static void fake_close(void *self) {
     fake *f = self;
     if (!f) return;
     free(f->token); free(f->target); free(f->commit_step); free(f->commit_conf);
-    free(f->score); free(f->top); free(f->entropy);
+    free(f->score); free(f->top); free(f->entropy); free(f->masked);
     free(f);
 }
 

@@ -200,7 +200,9 @@ T send-keys -t ui s
 status_has() { status_line | grep -qF -- "$1"; }
 if wait_for status_has "schedule timestep: from the next step"; then ok "s: the status line says the change applies from the next step"; else fail "s message" "$(cap | tail -2)"; fi
 T send-keys -t ui +
-if wait_for status_has "steps 64: restarted"; then ok "+: the status line says the steps change restarted"; else fail "+ message" "$(cap | tail -2)"; fi
+if wait_for status_has "steps 64: from the next step"; then ok "+: steps change applies from the next step"; else fail "+ message" "$(cap | tail -2)"; fi
+T send-keys -t ui R
+if wait_for status_has "restarted, seed" && wait_for step_is 0; then ok "R: the status line says restarted (new seed, step 0)"; else fail "R message" "$(cap | tail -2)"; fi
 
 # ---------------------------------------------------------------- a fatal signal restores the terminal
 pid=$(pgrep -P "$(pane '#{pane_pid}')" | head -1)
