@@ -171,3 +171,33 @@ TEST(ui_frame_to_rec) {
     CHECK_EQ(cells[3].fg, 0xaaaaaa);
     frame_free(&f);
 }
+
+TEST(ui_view_schedule_plan_ahead) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    int32_t toks[8] = { M, M, M, M, M, M, M, M };
+    um_snapshot *s = snap(toks, 8, 0);
+    s->step = 0;
+    s->settings.schedule = UM_SCHED_BLOCK;
+    s->settings.n_gen = 8;
+    s->settings.steps = 4;
+    s->settings.block_len = 8;
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    bool found = false;
+    for (int y = 0; y < f.h; y++) found |= strstr(row(&f, y), "4 to go") != NULL;   /* 8 masks, 4 steps */
+    CHECK(found);
+    /* 4 planned columns of equal height (2 each = the scale maximum): full ░ columns. At
+     * 100x30 the schedule panel is rows 19..27 (9 rows: title, 6 chart rows, marker, footer). */
+    int shaded = 0;
+    for (int y = 19; y < 28; y++)
+        for (int x = 66; x < f.w; x++) shaded += !strcmp(frame_at(&f, x, y)->text, "\xE2\x96\x91");
+    CHECK_EQ(shaded, 4 * 6);
+    s->settings.schedule = UM_SCHED_THRESHOLD;               /* model-dependent: no plan ahead */
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    found = false;
+    for (int y = 0; y < f.h; y++) found |= strstr(row(&f, y), "to go") != NULL;
+    CHECK(!found);
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}

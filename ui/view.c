@@ -320,7 +320,29 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
 
 /* ------------------------------------------------------------------ schedule */
 
-static void draw_schedule(frame *f, const view_state *v, const um_snapshot *s, int x0, int y0, int w, int h) {
+/* The plan ahead: commit counts of the steps after the newest snapshot if nothing changes,
+ * simulated with schedule_plan from its masks (committing the first masks of the active
+ * block: which ones does not change the counts). None for the threshold schedule, whose
+ * counts depend on the model. Returns the number of future steps in c->future. */
+static int32_t plan_ahead(view_ctx *c, const um_snapshot *last, um_err *e) {
+    int32_t n_gen = last->n_canvas - last->n_prompt;
+    if (last->done || last->settings.schedule == UM_SCHED_THRESHOLD || n_gen <= 0) return 0;
+    if (grow((void **)&c->sim_masked, sizeof *c->sim_masked, &c->sim_cap, n_gen, e)) return 0;
+    int32_t max_steps = UM_MIN(4096, UM_MAX(last->settings.steps, 1) + n_gen);
+    if (grow((void **)&c->future, sizeof *c->future, &c->future_cap, max_steps, e)) return 0;
+    for (int32_t i = 0; i < n_gen; i++) c->sim_masked[i] = last->pos[last->n_prompt + i].masked;
+    int32_t n = 0;
+    for (int32_t step = last->step; n < max_steps; step++) {
+        um_plan p;
+        if (schedule_plan(&last->settings, 0, n_gen, c->sim_masked, step, &p, NULL) != UM_OK || p.done) break;
+        c->future[n++] = p.count;
+        for (int32_t i = p.start, k = 0; i < p.end && k < p.count; i++)
+            if (c->sim_masked[i]) { c->sim_masked[i] = false; k++; }
+    }
+    return n;
+}
+
+static void draw_schedule(view_ctx *cx, frame *f, const view_state *v, const um_snapshot *s, int x0, int y0, int w, int h) {
     frame_style pn = role(v, THEME_PANEL), ti = role(v, THEME_TITLE);
     frame_fill(f, x0, y0, w, h, pn);
     char buf[256];
@@ -328,14 +350,17 @@ static void draw_schedule(frame *f, const view_state *v, const um_snapshot *s, i
              schedule_score_name(s->settings.score));
     frame_puts(f, x0, y0, x0 + w, buf, ti);
     if (h < 4) return;
-    /* bars: one column per recorded step (1..n), window around the shown one */
+    /* one column per step: recorded steps 1..n as bars (─ where the plan said more), then the
+     * plan ahead as ░ columns; a window around the shown step when they do not all fit */
     int label_w = 5, cols = w - label_w, chart_h = h - 3;
     int32_t n = v->n_hist - 1, cur = s->step;
     if (cols < 1 || n < 0) return;
+    int32_t n_future = plan_ahead(cx, v->hist[n], NULL), total = n + n_future;
     int32_t first = 1;
-    if (n > cols) first = UM_MAX(1, UM_MIN(cur - cols / 2, n - cols + 1));
+    if (total > cols) first = UM_MAX(1, UM_MIN(cur - cols / 2, total - cols + 1));
     int maxv = 1;
     for (int32_t k = 1; k <= n; k++) maxv = UM_MAX(maxv, UM_MAX(v->hist[k]->n_committed, v->hist[k]->planned));
+    for (int32_t j = 0; j < n_future; j++) maxv = UM_MAX(maxv, cx->future[j]);
     snprintf(buf, sizeof buf, "%d", maxv);
     frame_puts(f, x0, y0 + 1, x0 + label_w, buf, pn);
     frame_puts(f, x0, y0 + chart_h, x0 + label_w, "0", pn);
@@ -343,19 +368,27 @@ static void draw_schedule(frame *f, const view_state *v, const um_snapshot *s, i
                                            "\xE2\x96\x85", "\xE2\x96\x86", "\xE2\x96\x87", "\xE2\x96\x88" };
     for (int c = 0; c < cols; c++) {
         int32_t k = first + c;
-        if (k > n) break;
+        if (k > total) break;
+        int cx0 = x0 + label_w + c;
+        if (k > n) {                                             /* planned, not yet run */
+            int plan = cx->future[k - n - 1] * chart_h * 8 / maxv;
+            for (int r = 0; r < chart_h && plan > r * 8; r++)
+                frame_put_cluster(f, cx0, y0 + chart_h - r, x0 + w, "\xE2\x96\x91", 1, role(v, THEME_PLANNED), -1);
+            continue;
+        }
         const um_snapshot *hs = v->hist[k];
         int act = hs->n_committed * chart_h * 8 / maxv, plan = hs->planned * chart_h * 8 / maxv;
         frame_style bar = role(v, k == cur ? THEME_MARK : THEME_BAR);
         for (int r = 0; r < chart_h; r++) {                      /* r = 0 is the bottom row */
             int fill = act - r * 8, y = y0 + chart_h - r;
-            if (fill > 0) frame_put_cluster(f, x0 + label_w + c, y, x0 + w, eighth[fill >= 8 ? 8 : fill], 1, bar, -1);
+            if (fill > 0) frame_put_cluster(f, cx0, y, x0 + w, eighth[fill >= 8 ? 8 : fill], 1, bar, -1);
             else if (plan > r * 8 && plan <= (r + 1) * 8)          /* planned level above the bar */
-                frame_put_cluster(f, x0 + label_w + c, y, x0 + w, "\xE2\x94\x80", 1, role(v, THEME_PLANNED), -1);
+                frame_put_cluster(f, cx0, y, x0 + w, "\xE2\x94\x80", 1, role(v, THEME_PLANNED), -1);
         }
-        if (k == cur) frame_put_cluster(f, x0 + label_w + c, y0 + chart_h + 1, x0 + w, "\xE2\x96\xB2", 1, role(v, THEME_MARK), -1);
+        if (k == cur) frame_put_cluster(f, cx0, y0 + chart_h + 1, x0 + w, "\xE2\x96\xB2", 1, role(v, THEME_MARK), -1);
     }
-    snprintf(buf, sizeof buf, "step %d: %d committed, %d planned", cur, s->n_committed, s->planned);
+    if (n_future > 0) snprintf(buf, sizeof buf, "step %d: %d/%d committed, %d to go", cur, s->n_committed, s->planned, n_future);
+    else snprintf(buf, sizeof buf, "step %d: %d/%d committed/planned", cur, s->n_committed, s->planned);
     frame_puts(f, x0, y0 + h - 1, x0 + w, buf, pn);
 }
 
@@ -498,7 +531,7 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
                 frame_fill(f, sx, body_y + ih, SIDE_W, 1, role(v, THEME_BORDER));
                 for (int x = sx; x < f->w; x++)
                     frame_put_cluster(f, x, body_y + ih, f->w, "\xE2\x94\x80", 1, role(v, THEME_BORDER), -1);
-                draw_schedule(f, v, s, sx + 1, body_y + ih + 1, SIDE_W - 1, body_h - ih - 1);
+                draw_schedule(c, f, v, s, sx + 1, body_y + ih + 1, SIDE_W - 1, body_h - ih - 1);
             } else {
                 int ch = body_h - STRIP_H - 1, half = f->w / 2;
                 if (draw_canvas(c, f, v, s, 0, body_y, f->w, ch, e)) return UM_FAIL;
@@ -507,7 +540,7 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
                 draw_inspector(f, v, s, 0, body_y + ch + 1, half - 1, STRIP_H);
                 for (int y = body_y + ch + 1; y < body_y + body_h; y++)
                     frame_put_cluster(f, half - 1, y, f->w, "\xE2\x94\x82", 1, role(v, THEME_BORDER), -1);
-                draw_schedule(f, v, s, half, body_y + ch + 1, f->w - half, STRIP_H);
+                draw_schedule(c, f, v, s, half, body_y + ch + 1, f->w - half, STRIP_H);
             }
         } else {
             frame_fill(f, 0, body_y, f->w, body_h, role(v, THEME_TEXT));
@@ -527,5 +560,7 @@ void view_ctx_free(view_ctx *c) {
     free(c->runs);
     free(c->bytes);
     free(c->place);
+    free(c->sim_masked);
+    free(c->future);
     memset(c, 0, sizeof *c);
 }

@@ -6,8 +6,9 @@
  * Layout (w x h cells):
  *   row 0            header: model, architecture, quant, backend and ISA, threads
  *   rows 1..h-3      canvas (prompt dimmed, then the generated region, wrapped) and the
- *                    panels: inspector and schedule on the right when w >= 96, else in a
- *                    strip under the canvas
+ *                    panels: inspector and schedule (recorded steps as bars, the plan
+ *                    ahead from schedule.h as shaded columns) on the right when w >= 96,
+ *                    else in a strip under the canvas
  *   row h-2          legend (what the heat colours mean)
  *   row h-1          status line, with transient messages (setting changes, errors)
  *                    right-aligned before the RUNNING/PAUSED badge
@@ -63,6 +64,10 @@ typedef struct view_ctx {           /* scratch reused between frames */
     size_t    bytes_cap;
     int32_t  *place;                /* (3 * place_cap): line, x, width per cluster */
     int32_t   place_cap;
+    bool     *sim_masked;           /* (sim_cap) schedule panel: masks of the plan ahead */
+    int32_t   sim_cap;
+    int32_t  *future;               /* (future_cap) planned counts of the steps not yet run */
+    int32_t   future_cap;
 } view_ctx;
 
 int     view_build(view_ctx *c, frame *f, const view_state *v, um_err *e);
