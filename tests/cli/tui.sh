@@ -204,6 +204,18 @@ if wait_for status_has "steps 64: from the next step"; then ok "+: steps change 
 T send-keys -t ui R
 if wait_for status_has "restarted, seed" && wait_for step_is 0; then ok "R: the status line says restarted (new seed, step 0)"; else fail "R message" "$(cap | tail -2)"; fi
 
+# ---------------------------------------------------------------- mouse click and arrows move the inspector
+T send-keys -t ui Escape
+wait_for screen_has "(follows)"
+T send-keys -t ui -l $'\e[M +$'              # xterm X10 mouse: press at column 10, row 3 (0-based)
+T send-keys -t ui -l $'\e[M#+$'              # release
+inspector_pos() { cap | sed -n 2p | sed -n 's/.*inspector  pos \([0-9]*\).*/\1/p'; }
+if wait_for screen_lacks "(follows)"; then ok "click: the inspector takes the clicked token"; else fail "mouse click" "$(cap | sed -n 2p)"; fi
+p_click=$(inspector_pos)
+T send-keys -t ui Right
+if wait_for bash -c "[ \"\$(tmux -u -L $SOCK capture-pane -p -t ui | sed -n 2p | sed -n 's/.*inspector  pos \([0-9]*\).*/\1/p')\" = $((p_click + 1)) ]"; then
+  ok "Right: cursor to the next position ($p_click -> $((p_click + 1)))"; else fail "Right arrow" "$p_click -> $(inspector_pos)"; fi
+
 # ---------------------------------------------------------------- a fatal signal restores the terminal
 pid=$(pgrep -P "$(pane '#{pane_pid}')" | head -1)
 [ -n "$pid" ] && kill -SEGV "$pid"
