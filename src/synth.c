@@ -1,7 +1,8 @@
 /*
- * synth: write random-weight models (see synth.h). Weights are drawn from a fixed-seed
- * generator (splitmix64), uniform with the std-dev of a scaled normal init, generated a
- * few rows at a time and quantized straight into the file's type so even an 8B-shape
+ * synth: write random-weight models (see synth.h). Weights are drawn from fixed-seed
+ * generators (splitmix64, one stream per tensor and chunk of 64 rows, so the result does not
+ * depend on the thread count), uniform with the std-dev of a scaled normal init, and
+ * quantized chunk by chunk straight into the file's type on every core, so even an 8B-shape
  * model needs only its final size in memory.
  */
 #include "synth.h"
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "pool.h"
 #include "quant.h"
 #include "quantize.h"
 
@@ -222,7 +224,9 @@ static int plan_tensors(const um_synth_shape *s, plan *p) {
 static int choose_types(const um_synth_opts *o, plan *p, um_err *e) {
     const um_synth_shape *s = o->shape;
     if (!o->mixture) {
-        for (int i = 0; i < p->n; i++) p->t[i].type = p->t[i].ne[1] ? o->type : UM_TYPE_F32;
+        /* vectors and the MoE router stay F32, as llama-quantize leaves them */
+        for (int i = 0; i < p->n; i++)
+            p->t[i].type = p->t[i].ne[1] && !strstr(p->t[i].name, "ffn_gate_inp") ? o->type : UM_TYPE_F32;
         return UM_OK;
     }
     const um_mixture *mix = um_mixture_find(o->mixture);
@@ -247,7 +251,35 @@ static int choose_types(const um_synth_opts *o, plan *p, um_err *e) {
     return rc;
 }
 
-static int generate(const um_synth_opts *o, tspec *t, um_err *e) {
+typedef struct gen_job {
+    const um_synth_opts  *o;
+    const tspec          *t;
+    const um_type_traits *tr;
+    uint64_t              row_bytes, seed;
+    int64_t               rows;
+    float               **tmp;      /* (n_threads) buffers of GEN_CHUNK rows */
+} gen_job;
+
+#define GEN_CHUNK 64
+
+/* One chunk of GEN_CHUNK rows, from its own random stream so any thread may take it. */
+static void gen_chunk(void *arg, int64_t chunk, int tid) {
+    const gen_job *j = arg;
+    const tspec *t = j->t;
+    const int64_t ne0 = t->ne[0], r0 = chunk * GEN_CHUNK, nr = UM_MIN(GEN_CHUNK, j->rows - r0);
+    float *tmp = j->tmp[tid];
+    uint64_t rng = j->seed ^ ((uint64_t)chunk * 0x9e3779b97f4a7c15ull);
+    float a = t->std * sqrtf(3.0f) * j->o->init_scale;
+    for (int64_t i = 0; i < nr * ne0; i++) {
+        float u = uniform(&rng, 1.0f);
+        tmp[i] = t->kind == 1 ? 1.0f + 0.1f * u : t->kind == 2 ? 0.02f * u : a * u;
+    }
+    char *dst = (char *)t->data + (uint64_t)r0 * j->row_bytes;
+    if (t->type == UM_TYPE_F32) memcpy(dst, tmp, (size_t)(nr * ne0) * sizeof(float));
+    else j->tr->from_float_ref(tmp, dst, nr * ne0);
+}
+
+static int generate(const um_synth_opts *o, um_pool *pool, tspec *t, um_err *e) {
     const um_type_traits *tr = um_traits(t->type);
     if (!tr || (t->type != UM_TYPE_F32 && !tr->from_float_ref))
         return um_errf(e, "cannot write tensor '%s' as %s", t->name, um_type_name(t->type));
@@ -255,28 +287,21 @@ static int generate(const um_synth_opts *o, tspec *t, um_err *e) {
     if (ne0 % tr->blck)
         return um_errf(e, "tensor '%s': row length %" PRId64 " is not a multiple of %s's block of %u",
                        t->name, ne0, tr->name, tr->blck);
-    int64_t rows = (t->ne[1] ? t->ne[1] : 1) * (t->ne[2] ? t->ne[2] : 1);
-    uint64_t row_bytes = (uint64_t)ne0 / tr->blck * tr->bytes;
-    t->size = row_bytes * (uint64_t)rows;
+    gen_job j = { .o = o, .t = t, .tr = tr, .seed = hash_name(t->name, o->seed) };
+    j.rows = (t->ne[1] ? t->ne[1] : 1) * (t->ne[2] ? t->ne[2] : 1);
+    j.row_bytes = (uint64_t)ne0 / tr->blck * tr->bytes;
+    t->size = j.row_bytes * (uint64_t)j.rows;
     if (!(t->data = um_malloc_aligned(t->size)))
         return um_errf(e, "out of memory for '%s' (%" PRIu64 " bytes)", t->name, t->size);
-    const int64_t chunk = 64;
-    float *tmp = um_malloc((size_t)(chunk * ne0) * sizeof(float));
-    if (!tmp) return um_errf(e, "out of memory");
-    uint64_t rng = hash_name(t->name, o->seed);
-    float a = t->std * sqrtf(3.0f) * o->init_scale;
-    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-        int64_t nr = UM_MIN(chunk, rows - r0);
-        for (int64_t i = 0; i < nr * ne0; i++) {
-            float u = uniform(&rng, 1.0f);
-            tmp[i] = t->kind == 1 ? 1.0f + 0.1f * u : t->kind == 2 ? 0.02f * u : a * u;
-        }
-        char *dst = (char *)t->data + (uint64_t)r0 * row_bytes;
-        if (t->type == UM_TYPE_F32) memcpy(dst, tmp, (size_t)(nr * ne0) * sizeof(float));
-        else tr->from_float_ref(tmp, dst, nr * ne0);
-    }
-    free(tmp);
-    return UM_OK;
+    int nt = pool_threads(pool), rc = UM_OK;
+    j.tmp = um_calloc((size_t)nt, sizeof *j.tmp);
+    for (int i = 0; j.tmp && i < nt; i++)
+        if (!(j.tmp[i] = um_malloc((size_t)(GEN_CHUNK * ne0) * sizeof(float)))) rc = UM_FAIL;
+    if (!j.tmp || rc) rc = um_errf(e, "out of memory");
+    else pool_for(pool, (j.rows + GEN_CHUNK - 1) / GEN_CHUNK, gen_chunk, &j);
+    for (int i = 0; j.tmp && i < nt; i++) free(j.tmp[i]);
+    free(j.tmp);
+    return rc;
 }
 
 int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
@@ -284,6 +309,7 @@ int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
     gguf_writer *w = gguf_writer_new();
     if (!w) return um_errf(e, "out of memory");
     plan p = { 0 };
+    um_pool *pool = NULL;
     int rc = UM_FAIL;
     char key[160], name[160];
     const char *A = s->arch;
@@ -320,10 +346,11 @@ int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
     if (plan_tensors(s, &p)) { um_errf(e, "out of memory"); goto out; }
     if (choose_types(o, &p, e)) goto out;
     uint64_t total = 0;
+    pool = pool_new(0);
     for (int i = 0; i < p.n; i++) {
         tspec *t = &p.t[i];
         if (o->progress) fprintf(stderr, "\rsynth: tensor %d/%d %-28s", i + 1, p.n, t->name);
-        if (generate(o, t, e)) goto out;
+        if (generate(o, pool, t, e)) goto out;
         uint64_t ne[3] = { (uint64_t)t->ne[0], (uint64_t)(t->ne[1] ? t->ne[1] : 1), (uint64_t)(t->ne[2] ? t->ne[2] : 1) };
         uint32_t nd = t->ne[2] ? 3 : t->ne[1] ? 2 : 1;
         if (gguf_add_tensor(w, t->name, t->type, nd, ne, t->data, t->size, e)) goto out;
@@ -332,6 +359,7 @@ int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
     if (o->progress) fprintf(stderr, "\rsynth: writing %s (%.1f MB)%24s\n", path, (double)total / 1e6, "");
     rc = gguf_writer_write(w, path, e);
 out:
+    pool_free(pool);
     gguf_writer_free(w);
     for (int i = 0; i < p.n; i++) um_free_aligned(p.t[i].data);
     free(p.t);
