@@ -201,3 +201,24 @@ TEST(ui_view_schedule_plan_ahead) {
     free(s);
     view_ctx_free(&ctx);
 }
+
+static bool special_x(void *self, int32_t t) { (void)self; return t == X; }
+
+TEST(ui_view_generated_specials_compact) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    int32_t toks[] = { X, AB, X, X };            /* prompt "x", then "ab" and two specials */
+    um_snapshot *s = snap(toks, 4, 1);
+    ui_source keep = src;
+    src.is_special = special_x;
+    int rc = build(&f, 100, 30, s, VIEW_HEAT_COMMIT);
+    src = keep;
+    CHECK(rc == UM_OK);
+    CHECK(strncmp(row(&f, 1), "x ", 2) == 0);              /* the prompt keeps its text */
+    CHECK(strncmp(row(&f, 2), "ab\xE2\x88\x8E\xE2\x88\x8E ", 9) == 0);
+    CHECK(frame_at(&f, 2, 2)->attrs & FRAME_DIM);
+    CHECK_EQ(frame_at(&f, 3, 2)->pos, 3);
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}

@@ -45,6 +45,10 @@ static size_t es_piece(void *self, int32_t token, char *buf, size_t cap) {
     return len;
 }
 
+static bool es_is_special(void *self, int32_t token) {
+    return engine_token_is_special(self, token) || engine_token_is_eog(self, token);
+}
+
 static void es_close(void *self) { engine_close(self); }
 
 int engine_source_open(ui_source *out, const um_engine_opts *o, um_err *e) {
@@ -59,6 +63,7 @@ int engine_source_open(ui_source *out, const um_engine_opts *o, um_err *e) {
     out->apply = es_apply;
     out->needs_restart = es_needs_restart;
     out->piece = es_piece;
+    out->is_special = es_is_special;
     out->cancel = NULL;
     out->retain = snapshot_ref;
     out->release = snapshot_unref;

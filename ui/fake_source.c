@@ -60,6 +60,11 @@ typedef struct fake {
     int32_t      cap;                      /* allocated length of the arrays above */
 } fake;
 
+static bool fake_is_special(void *self, int32_t tok) {
+    (void)self;
+    return tok == FAKE_MASK_ID || tok == FAKE_EOS_ID;
+}
+
 static size_t fake_piece(void *self, int32_t tok, char *buf, size_t cap) {
     const char *p;
     size_t n;
@@ -393,6 +398,7 @@ int fake_source_open(ui_source *out, int delay_ms, um_err *e) {
     out->apply = fake_apply;
     out->needs_restart = fake_needs_restart;
     out->piece = fake_piece;
+    out->is_special = fake_is_special;
     out->cancel = fake_cancel;
     out->retain = snapshot_ref;
     out->release = snapshot_unref;

@@ -8,7 +8,7 @@
  * Threading contract:
  *   - start, step, apply and close are called from ONE thread (the worker, ui/worker.c),
  *     never concurrently. step may take seconds.
- *   - piece, needs_restart, release and cancel may be called from the UI thread at any time,
+ *   - piece, is_special, needs_restart, release and cancel may be called from the UI thread at any time,
  *     concurrently with step: they must only read immutable data (the vocabulary) or
  *     use atomics (reference counts).
  *   - info is filled once at open time and never changes.
@@ -40,6 +40,9 @@ struct ui_source {
     /* Raw bytes of a token's text (may be partial UTF-8); returns the byte count, writes at
      * most cap bytes. Thread-safe (reads the immutable vocabulary). */
     size_t       (*piece)(void *self, int32_t token, char *buf, size_t cap);
+    /* Optional (may be NULL): is this a special/control token (end of text, template
+     * markers)? The canvas shows generated ones compactly. Thread-safe like piece. */
+    bool         (*is_special)(void *self, int32_t token);
     /* Optional (may be NULL): make a step in flight return soon (NULL, any message). A
      * cancel that arrives between steps may be ignored. Thread-safe (an atomic flag). */
     void         (*cancel)(void *self);

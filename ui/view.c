@@ -24,6 +24,7 @@ const char *const view_heat_names[VIEW_HEAT_COUNT] = {
 #define SIDE_W        34            /* right-hand panel width (wide layout) */
 #define STRIP_H       9             /* bottom strip height (narrow layout) */
 #define PIECE_MAX     256           /* bytes of one token's text kept for display */
+#define SPECIAL_GLYPH "\xE2\x88\x8E"   /* ∎: a generated special token (end of text...) */
 
 static frame_style role(const view_state *v, theme_role r) { return v->th->role[r]; }
 
@@ -205,6 +206,10 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
                 r->len = strlen(v->th->mask_glyph);
                 memcpy(c->bytes + at, v->th->mask_glyph, r->len);
             }
+        } else if (i >= s->n_prompt && v->src && v->src->is_special && v->src->is_special(v->src->self, p->token)) {
+            r->opaque = true;                        /* generated <|eot|> etc.: one compact glyph */
+            r->len = sizeof SPECIAL_GLYPH - 1;
+            memcpy(c->bytes + at, SPECIAL_GLYPH, r->len);
         } else {
             r->len = piece(v, p->token, c->bytes + at, PIECE_MAX);
         }
@@ -254,6 +259,7 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
         bool ghost;
         frame_style st = pos_style(v, s, cl->pos, &ghost);
         if (cl->kind != UI_CL_TEXT || (cl->flags & UI_CL_REPLACED)) st.attrs |= FRAME_DIM;
+        if (!s->pos[cl->pos].masked && !strcmp(cl->text, SPECIAL_GLYPH) && cl->pos >= s->n_prompt) st.attrs |= FRAME_DIM;
         if (v->cursor >= 0 && cl->pos <= v->cursor && v->cursor <= cl->pos_last) st = cursor;
         frame_put_cluster(f, cx, y0 + ln, x0 + w, cl->text, cl->width, st, cl->pos);
         for (int j = 1; j < cw && cl->kind == UI_CL_TAB; j++)
