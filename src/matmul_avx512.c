@@ -16,6 +16,7 @@
 #include "matmul_impl.h"
 
 #define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 16")
 #define TB 8                     /* tokens per integer register block */
 #define TF 12                    /* tokens per float register block */
 
@@ -31,39 +32,39 @@ AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb,
                   int64_t t, float *y) {
     const uint8_t *a[TB];
     const float *scale[TB], *corr[TB];
-    for (int u = 0; u < T; u++) {
+    UNROLL for (int u = 0; u < T; u++) {
         a[u] = j->act + (size_t)(t + u) * j->act_stride;
         scale[u] = (const float *)(a[u] + j->off_scale);
         corr[u] = (const float *)(a[u] + j->off_corr);
     }
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
         const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K);
         const float *dsc = tab + sb * 256, *dmm = dsc + 128;
         __m512 asb[TB];
-        for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
+        UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
         for (int jj = 0; jj < 8; jj++) {
             __m512i is[TB];
-            for (int u = 0; u < T; u++) is[u] = _mm512_setzero_si512();
-            for (int s = 0; s < 4; s++) {
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_setzero_si512();
+            UNROLL for (int s = 0; s < 4; s++) {
                 __m512i v = _mm512_loadu_si512(qv + (jj * 4 + s) * 64);
                 __m512i lo = _mm512_and_si512(v, m4);
                 __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                 size_t k = (size_t)sb * 256 + jj * 32 + s * 4;
-                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
-                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 16));
+                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
+                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 16));
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16), mn = _mm512_loadu_ps(dmm + jj * 16);
-            for (int u = 0; u < T; u++) {
+            UNROLL for (int u = 0; u < T; u++) {
                 asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
                 acc[u] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(corr[u][sb * 8 + jj]), acc[u]);
             }
         }
-        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
+        UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
 
 /* ---------------------------------------------------------------- Q6_K */
@@ -73,24 +74,24 @@ AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb,
     const uint8_t *a[TB];
     const float *scale[TB];
     const int32_t *corr[TB];
-    for (int u = 0; u < T; u++) {
+    UNROLL for (int u = 0; u < T; u++) {
         a[u] = j->act + (size_t)(t + u) * j->act_stride;
         scale[u] = (const float *)(a[u] + j->off_scale);
         corr[u] = (const int32_t *)(a[u] + j->off_corr);
     }
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     __m512 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
         const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K);
         const float *dsc = tab + sb * 256;
         __m512 asb[TB];
-        for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
+        UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
         for (int jj = 0; jj < 16; jj++) {
             __m512i is[TB];
-            for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][sb * 16 + jj]);
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][sb * 16 + jj]);
             __m512i hb = _mm512_loadu_si512(qv + 2048 + jj * 64);
-            for (int s = 0; s < 2; s++) {
+            UNROLL for (int s = 0; s < 2; s++) {
                 __m512i v = _mm512_loadu_si512(qv + (jj * 2 + s) * 64);
                 /* high bits of field f = s*2 (+1 for the high nibble), moved to bits 4..5 */
                 __m512i hlo = s == 0 ? _mm512_slli_epi16(hb, 4) : hb;
@@ -98,15 +99,15 @@ AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb,
                 __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hlo, m30));
                 __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hhi, m30));
                 size_t k = (size_t)sb * 256 + jj * 16 + s * 4;
-                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
-                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 8));
+                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
+                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 8));
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16);
-            for (int u = 0; u < T; u++) asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
+            UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
         }
-        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
+        UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
 
 /* ---------------------------------------------------------------- Q8_0 */
@@ -116,26 +117,26 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
     const uint8_t *a[TB];
     const float *scale[TB];
     const int32_t *corr[TB];
-    for (int u = 0; u < T; u++) {
+    UNROLL for (int u = 0; u < T; u++) {
         a[u] = j->act + (size_t)(t + u) * j->act_stride;
         scale[u] = (const float *)(a[u] + j->off_scale);
         corr[u] = (const int32_t *)(a[u] + j->off_corr);
     }
     __m512 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0);
         __m512i is[TB];
-        for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][b]);
-        for (int s = 0; s < 8; s++) {
+        UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][b]);
+        UNROLL for (int s = 0; s < 8; s++) {
             __m512i v = _mm512_loadu_si512(qv + s * 64);
-            for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32((const int8_t *)a[u] + b * 32 + s * 4));
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32((const int8_t *)a[u] + b * 32 + s * 4));
         }
         __m512 d = _mm512_loadu_ps(tab + b * 16);
-        for (int u = 0; u < T; u++)
+        UNROLL for (int u = 0; u < T; u++)
             acc[u] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is[u]), _mm512_set1_ps(scale[u][b])), d, acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
 
 #define CASES(F, ...) \
@@ -165,12 +166,12 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
 AI void float_block(const int T, const float *wt, int64_t kc, const float *x, int64_t xs,
                     float *y, int64_t ys, __mmask16 m, bool add) {
     __m512 acc[TF];
-    for (int u = 0; u < T; u++) acc[u] = add ? _mm512_maskz_loadu_ps(m, y + u * ys) : _mm512_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = add ? _mm512_maskz_loadu_ps(m, y + u * ys) : _mm512_setzero_ps();
     for (int64_t k = 0; k < kc; k++) {
         __m512 wv = _mm512_load_ps(wt + k * 16);
-        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(x[u * xs + k]), wv, acc[u]);
+        UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(x[u * xs + k]), wv, acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm512_mask_storeu_ps(y + u * ys, m, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm512_mask_storeu_ps(y + u * ys, m, acc[u]);
 }
 
 static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *ts) {
