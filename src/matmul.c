@@ -12,13 +12,13 @@
  *     [0, 2048)     32 vectors, vector j*4+s (sub-block j = 0..7, s = 0..3):
  *                   low nibble = q of column j*32 + s*4 + i, high nibble = column +16
  *     [2048, 2080)  d[16] f16     [2080, 2112) dmin[16] f16
- *     [2112, 2304)  the 12 packed 6-bit scale/min bytes of each row, as in the file
+ *     [2112, 2304)  the 12 packed 6-bit scale/min bytes, transposed: byte b of row r at b*16 + r
  *   Q6_K, per 256 columns (3360 bytes = 16 x 210):
  *     [0, 2048)     32 vectors, vector j*2+s (sub-block j = 0..15 of 16 columns, s = 0..1):
  *                   low nibble = low 4 bits of q at column j*16 + s*4 + i, high nibble: +8
  *     [2048, 3072)  16 vectors, vector j: bits 2f..2f+1 = high 2 bits of q at column
  *                   j*16 + (f & 1)*8 + (f >> 1)*4 + i       (f = s*2 + half, see kernels)
- *     [3072, 3328)  scales[16][16] int8     [3328, 3360) d[16] f16
+ *     [3072, 3328)  int8 scale of sub-block j of row r at j*16 + r     [3328, 3360) d[16] f16
  *   Q8_0, per 32 columns (544 bytes = 16 x 34):
  *     [0, 512)      8 vectors, vector s: (uint8)(q ^ 0x80) of column s*4 + i
  *     [512, 544)    d[16] f16
@@ -127,7 +127,7 @@ static void pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int6
                         }
                 memcpy(o + 2048 + r * 2, &blk->d, 2);
                 memcpy(o + 2080 + r * 2, &blk->dmin, 2);
-                memcpy(o + 2112 + r * 12, blk->scales, 12);
+                for (int b2 = 0; b2 < 12; b2++) o[2112 + b2 * 16 + r] = blk->scales[b2];
             }
         } else if (type == UM_TYPE_Q6_K) {
             uint8_t *o = dst + b * 16 * sizeof(um_block_q6_K);
@@ -144,7 +144,7 @@ static void pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int6
                         }
                         o[2048 + j * 64 + r * 4 + i] = hb;
                     }
-                memcpy(o + 3072 + r * 16, blk->scales, 16);
+                for (int j = 0; j < 16; j++) o[3072 + j * 16 + r] = (uint8_t)blk->scales[j];
                 memcpy(o + 3328 + r * 2, &blk->d, 2);
             }
         } else { /* Q8_0 */
@@ -217,41 +217,39 @@ size_t mm_tables_bytes(const um_matmul_weights *w) {
     return (size_t)w->n_in * sizeof(float);   /* Q8_0 needs half of it */
 }
 
-static inline void q4k_scale_min(const uint8_t *q, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 /* Q4_K per 256 columns: dsc[8][16] = d * sc, then dmm[8][16] = dmin * m.
- * Q6_K per 256 columns: dsc[16][16] = d * sc.   Q8_0 per 32 columns: d[16]. */
+ * Q6_K per 256 columns: dsc[16][16] = d * sc.   Q8_0 per 32 columns: d[16].
+ * Loops run over the 16 rows innermost on contiguous bytes so they vectorize. */
 void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *t) {
     const uint8_t *base = (const uint8_t *)w->data + panel * UM_MATMUL_PANEL * w->row_bytes;
     int64_t nb = w->n_in / um_type_blck(w->type);
+    float d[16], dm[16];
     for (int64_t b = 0; b < nb; b++) {
         if (w->type == UM_TYPE_Q4_K) {
-            const uint8_t *o = base + b * 16 * sizeof(um_block_q4_K);
+            const uint8_t *o = base + b * 16 * sizeof(um_block_q4_K), *q = o + 2112;
             float *dsc = t + b * 256, *dmm = dsc + 128;
             for (int r = 0; r < 16; r++) {
-                float d = um_fp16_to_fp32(rd16(o + 2048 + r * 2)), dmin = um_fp16_to_fp32(rd16(o + 2080 + r * 2));
-                for (int j = 0; j < 8; j++) {
-                    int sc, m;
-                    q4k_scale_min(o + 2112 + r * 12, j, &sc, &m);
-                    dsc[j * 16 + r] = d * (float)sc;
-                    dmm[j * 16 + r] = dmin * (float)m;
-                }
+                d[r] = um_fp16_to_fp32(rd16(o + 2048 + r * 2));
+                dm[r] = um_fp16_to_fp32(rd16(o + 2080 + r * 2));
             }
+            for (int j = 0; j < 4; j++)
+                for (int r = 0; r < 16; r++) {
+                    dsc[j * 16 + r] = d[r] * (float)(q[j * 16 + r] & 63);
+                    dmm[j * 16 + r] = dm[r] * (float)(q[(j + 4) * 16 + r] & 63);
+                }
+            for (int j = 4; j < 8; j++)
+                for (int r = 0; r < 16; r++) {
+                    int sc = (q[(j + 4) * 16 + r] & 0xF) | ((q[(j - 4) * 16 + r] >> 6) << 4);
+                    int m = (q[(j + 4) * 16 + r] >> 4) | ((q[j * 16 + r] >> 6) << 4);
+                    dsc[j * 16 + r] = d[r] * (float)sc;
+                    dmm[j * 16 + r] = dm[r] * (float)m;
+                }
         } else if (w->type == UM_TYPE_Q6_K) {
             const uint8_t *o = base + b * 16 * sizeof(um_block_q6_K);
             float *dsc = t + b * 256;
-            for (int r = 0; r < 16; r++) {
-                float d = um_fp16_to_fp32(rd16(o + 3328 + r * 2));
-                for (int j = 0; j < 16; j++) dsc[j * 16 + r] = d * (float)(int8_t)o[3072 + r * 16 + j];
-            }
+            for (int r = 0; r < 16; r++) d[r] = um_fp16_to_fp32(rd16(o + 3328 + r * 2));
+            for (int j = 0; j < 16; j++)
+                for (int r = 0; r < 16; r++) dsc[j * 16 + r] = d[r] * (float)(int8_t)o[3072 + j * 16 + r];
         } else {
             const uint8_t *o = base + b * 16 * sizeof(um_block_q8_0);
             for (int r = 0; r < 16; r++) t[b * 16 + r] = um_fp16_to_fp32(rd16(o + 512 + r * 2));
@@ -389,8 +387,12 @@ static size_t act_stride_int(const um_matmul_weights *w, size_t *off_scale, size
 }
 
 static size_t per_thread_bytes(const um_matmul_weights *w) {
-    size_t n = UM_MAX((size_t)MM_FLOAT_SCRATCH, mm_tables_bytes(w));
-    if (w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU) n = UM_MAX(n, mm_amx_scratch_bytes(w));
+    size_t n = MM_FLOAT_SCRATCH;
+    if (w->packed) {
+        size_t i = MM_INT_SCRATCH(w);
+        if (w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU) i += mm_amx_scratch_bytes(w);
+        n = UM_MAX(n, i);
+    }
     return (n + 63) & ~(size_t)63;
 }
 
@@ -405,7 +407,7 @@ size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_
 
 static void quant_rows(void *arg, int64_t t, int thread_id) {
     const mm_job *j = arg;
-    mm_quantize_act(j->w->type, j->x + t * j->w->n_in, j->w->n_in, (uint8_t *)j->act + (size_t)t * j->act_stride,
+    mm_quantize_act_avx2(j->w->type, j->x + t * j->w->n_in, j->w->n_in, (uint8_t *)j->act + (size_t)t * j->act_stride,
                     j->off_scale, j->off_corr);
 }
 

@@ -4,7 +4,8 @@
  *
  * Integer panels (Q4_K, Q6_K, Q8_0; layouts in matmul.c): one zmm holds 4 columns of all
  * 16 rows, so one vpdpbusd with a broadcast activation dword advances 16 outputs by 4
- * columns. Each decoded weight vector serves a register block of up to 8 tokens. Per
+ * columns. Q4_K/Q6_K panels are first unpacked to one byte per weight (per thread, per
+ * chunk: 16 x n_in bytes, L2-resident), then every vector serves 8 tokens at a time. Per
  * sub-block the int32 sums are converted once and scaled by the panel's float table
  * (d * sub-block scale); the activation scale is applied once per 256 (K-quants) or 32
  * (Q8_0) columns. Everything else: the float-tile path (16 rows x 256 columns decoded to
@@ -26,35 +27,70 @@ AI __m512i bcast32(const int8_t *p) {
     return _mm512_set1_epi32(v);
 }
 
+/* ---------------------------------------------------------------- unpacking */
+
+/* A Q4_K or Q6_K panel -> one code byte per weight, 16 x n_in bytes: per 256 columns 64
+ * vectors, vector g = columns g*4 .. g*4+3 of the 16 rows (the Q8_0 panel order). Done
+ * once per chunk, so the token blocks only load and multiply. */
+void mm_unpack_panel_avx512(const um_matmul_weights *w, const uint8_t *pb, uint8_t *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    int64_t nsb = w->n_in / 256;
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        uint8_t *o = out + sb * 4096;
+        if (w->type == UM_TYPE_Q4_K) {
+            const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K);
+            for (int jj = 0; jj < 8; jj++)
+                for (int s = 0; s < 4; s++) {
+                    __m512i v = _mm512_loadu_si512(qv + (jj * 4 + s) * 64);
+                    _mm512_storeu_si512(o + (jj * 8 + s) * 64, _mm512_and_si512(v, m4));
+                    _mm512_storeu_si512(o + (jj * 8 + 4 + s) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+                }
+        } else {
+            const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K);
+            for (int jj = 0; jj < 16; jj++) {
+                __m512i hb = _mm512_loadu_si512(qv + 2048 + jj * 64);
+                for (int s = 0; s < 2; s++) {
+                    __m512i v = _mm512_loadu_si512(qv + (jj * 2 + s) * 64);
+                    /* high bits of field f = s*2 (+1 for the high nibble), moved to bits 4..5 */
+                    __m512i hlo = s == 0 ? _mm512_slli_epi16(hb, 4) : hb;
+                    __m512i hhi = s == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
+                    _mm512_storeu_si512(o + (jj * 4 + s) * 64,
+                                        _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hlo, m30)));
+                    _mm512_storeu_si512(o + (jj * 4 + 2 + s) * 64,
+                                        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hhi, m30)));
+                }
+            }
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- Q4_K */
 
-AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+/* ub: the unpacked panel; tab: its scale tables; T tokens from t; y: row t, column panel*16 */
+AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, float *y) {
-    const uint8_t *a[TB];
+    const int8_t *a[TB];
     const float *scale[TB], *corr[TB];
     UNROLL for (int u = 0; u < T; u++) {
-        a[u] = j->act + (size_t)(t + u) * j->act_stride;
-        scale[u] = (const float *)(a[u] + j->off_scale);
-        corr[u] = (const float *)(a[u] + j->off_corr);
+        const uint8_t *row = j->act + (size_t)(t + u) * j->act_stride;
+        a[u] = (const int8_t *)row;
+        scale[u] = (const float *)(row + j->off_scale);
+        corr[u] = (const float *)(row + j->off_corr);
     }
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K);
         const float *dsc = tab + sb * 256, *dmm = dsc + 128;
         __m512 asb[TB];
         UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
         for (int jj = 0; jj < 8; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64;
+            size_t k = (size_t)sb * 256 + jj * 32;
             __m512i is[TB];
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_setzero_si512();
-            UNROLL for (int s = 0; s < 4; s++) {
-                __m512i v = _mm512_loadu_si512(qv + (jj * 4 + s) * 64);
-                __m512i lo = _mm512_and_si512(v, m4);
-                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                size_t k = (size_t)sb * 256 + jj * 32 + s * 4;
-                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
-                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 16));
+            UNROLL for (int g = 0; g < 8; g++) {
+                __m512i v = _mm512_load_si512(qv + g * 64);
+                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32(a[u] + k + g * 4));
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16), mn = _mm512_loadu_ps(dmm + jj * 16);
             UNROLL for (int u = 0; u < T; u++) {
@@ -69,38 +105,32 @@ AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb,
 
 /* ---------------------------------------------------------------- Q6_K */
 
-AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, float *y) {
-    const uint8_t *a[TB];
+    const int8_t *a[TB];
     const float *scale[TB];
     const int32_t *corr[TB];
     UNROLL for (int u = 0; u < T; u++) {
-        a[u] = j->act + (size_t)(t + u) * j->act_stride;
-        scale[u] = (const float *)(a[u] + j->off_scale);
-        corr[u] = (const int32_t *)(a[u] + j->off_corr);
+        const uint8_t *row = j->act + (size_t)(t + u) * j->act_stride;
+        a[u] = (const int8_t *)row;
+        scale[u] = (const float *)(row + j->off_scale);
+        corr[u] = (const int32_t *)(row + j->off_corr);
     }
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K);
         const float *dsc = tab + sb * 256;
         __m512 asb[TB];
         UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
         for (int jj = 0; jj < 16; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 4 * 64;
+            size_t k = (size_t)sb * 256 + jj * 16;
             __m512i is[TB];
+            /* starting from -32 * sum(q) undoes the code offset (codes are q + 32) */
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][sb * 16 + jj]);
-            __m512i hb = _mm512_loadu_si512(qv + 2048 + jj * 64);
-            UNROLL for (int s = 0; s < 2; s++) {
-                __m512i v = _mm512_loadu_si512(qv + (jj * 2 + s) * 64);
-                /* high bits of field f = s*2 (+1 for the high nibble), moved to bits 4..5 */
-                __m512i hlo = s == 0 ? _mm512_slli_epi16(hb, 4) : hb;
-                __m512i hhi = s == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
-                __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hlo, m30));
-                __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hhi, m30));
-                size_t k = (size_t)sb * 256 + jj * 16 + s * 4;
-                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
-                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 8));
+            UNROLL for (int g = 0; g < 4; g++) {
+                __m512i v = _mm512_load_si512(qv + g * 64);
+                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32(a[u] + k + g * 4));
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16);
             UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
@@ -114,23 +144,25 @@ AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb,
 
 AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
                    int64_t t, float *y) {
-    const uint8_t *a[TB];
+    const int8_t *a[TB];
     const float *scale[TB];
     const int32_t *corr[TB];
     UNROLL for (int u = 0; u < T; u++) {
-        a[u] = j->act + (size_t)(t + u) * j->act_stride;
-        scale[u] = (const float *)(a[u] + j->off_scale);
-        corr[u] = (const int32_t *)(a[u] + j->off_corr);
+        const uint8_t *row = j->act + (size_t)(t + u) * j->act_stride;
+        a[u] = (const int8_t *)row;
+        scale[u] = (const float *)(row + j->off_scale);
+        corr[u] = (const int32_t *)(row + j->off_corr);
     }
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0);
         __m512i is[TB];
+        /* starting from -128 * sum(q) undoes the code offset (codes are w + 128) */
         UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][b]);
         UNROLL for (int s = 0; s < 8; s++) {
             __m512i v = _mm512_loadu_si512(qv + s * 64);
-            UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32((const int8_t *)a[u] + b * 32 + s * 4));
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32(a[u] + b * 32 + s * 4));
         }
         __m512 d = _mm512_loadu_ps(tab + b * 16);
         UNROLL for (int u = 0; u < T; u++)
@@ -150,12 +182,14 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     const um_matmul_weights *w = j->w;
     mm_panel_tables(w, panel, tab);
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
+    uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
+    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, ub);
     int64_t nb = w->n_in / um_type_blck(w->type);
     for (int64_t t = t0; t < t1; t += TB) {
         int nt = (int)UM_MIN(TB, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
-        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, pb, tab, nb, j, t, y) }
-        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, pb, tab, nb, j, t, y) }
+        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, tab, nb, j, t, y) }
+        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, ub, tab, nb, j, t, y) }
         else { CASES(q8_0_block, pb, tab, nb, j, t, y) }
     }
 }

@@ -4,8 +4,9 @@
  *
  * Same panel layouts as the 512-bit kernels (matmul.c): a ymm holds 4 columns of 8 rows, so
  * a 16-row panel is done as two halves (rows 0..7 = bytes 0..31 of each 64-byte vector,
- * rows 8..15 = bytes 32..63). 16 ymm registers allow register blocks of 4 tokens; the
- * activation scale is folded into the sub-block scale (one more multiply per sub-block).
+ * rows 8..15 = bytes 32..63). Q4_K/Q6_K panels are unpacked to one byte per weight first
+ * (mm_unpack_panel_avx2, same order as the 512-bit path). 16 ymm registers allow register
+ * blocks of 4 tokens; the activation scale is folded into the sub-block scale.
  *
  * Without VNNI, vpmaddubsw saturates at 32767: fine for Q4_K (codes <= 15) and Q6_K
  * (<= 63), but Q8_0's offset codes reach 255, so Q8_0 uses |w| x sign(a, w) instead and
@@ -50,27 +51,23 @@ AI void tok_init(const int T, const mm_job *j, int64_t t, tok_ptrs *p) {
     }
 }
 
-/* h: panel half (rows h*8 .. h*8+7) */
-AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+/* ub: the unpacked panel (mm_unpack_panel_avx2); h: panel half (rows h*8 .. h*8+7) */
+AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, int h, float *y) {
     tok_ptrs p;
     tok_init(T, j, t, &p);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K) + h * 32;
         const float *dsc = tab + sb * 256 + h * 8, *dmm = dsc + 128;
         for (int jj = 0; jj < 8; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64 + h * 32;
+            size_t k = (size_t)sb * 256 + jj * 32;
             __m256i is[TB];
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
-            UNROLL for (int s = 0; s < 4; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(qv + (jj * 4 + s) * 64));
-                __m256i lo = _mm256_and_si256(v, m4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                size_t k = (size_t)sb * 256 + jj * 32 + s * 4;
-                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], lo, bcast32(p.q[u] + k));
-                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], hi, bcast32(p.q[u] + k + 16));
+            UNROLL for (int g = 0; g < 8; g++) {
+                __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 64));
+                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
             }
             __m256 sc = _mm256_loadu_ps(dsc + jj * 16), mn = _mm256_loadu_ps(dmm + jj * 16);
             UNROLL for (int u = 0; u < T; u++) {
@@ -83,29 +80,22 @@ AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb,
     UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
 }
 
-AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, int h, float *y) {
     tok_ptrs p;
     tok_init(T, j, t, &p);
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K) + h * 32;
         const float *dsc = tab + sb * 256 + h * 8;
         for (int jj = 0; jj < 16; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 4 * 64 + h * 32;
+            size_t k = (size_t)sb * 256 + jj * 16;
             __m256i is[TB];
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_set1_epi32(((const int32_t *)p.corr[u])[sb * 16 + jj]);
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(qv + 2048 + jj * 64));
-            UNROLL for (int s = 0; s < 2; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(qv + (jj * 2 + s) * 64));
-                __m256i hlo = s == 0 ? _mm256_slli_epi16(hb, 4) : hb;
-                __m256i hhi = s == 0 ? _mm256_slli_epi16(hb, 2) : _mm256_srli_epi16(hb, 2);
-                __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hlo, m30));
-                __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hhi, m30));
-                size_t k = (size_t)sb * 256 + jj * 16 + s * 4;
-                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], lo, bcast32(p.q[u] + k));
-                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], hi, bcast32(p.q[u] + k + 8));
+            UNROLL for (int g = 0; g < 4; g++) {
+                __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 64));
+                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
             }
             __m256 sc = _mm256_loadu_ps(dsc + jj * 16);
             UNROLL for (int u = 0; u < T; u++)
@@ -153,13 +143,15 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     const um_matmul_weights *w = j->w;
     mm_panel_tables(w, panel, tab);
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
+    uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
+    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);
     int64_t nb = w->n_in / um_type_blck(w->type);
     for (int64_t t = t0; t < t1; t += TB) {
         int nt = (int)UM_MIN(TB, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
         for (int h = 0; h < 2; h++) {
-            if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, pb, tab, nb, j, t, h, y) }
-            else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, pb, tab, nb, j, t, h, y) }
+            if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, tab, nb, j, t, h, y) }
+            else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
             else { CASES(q8_0_block, pb, tab, nb, j, t, h, y) }
         }
     }

@@ -163,8 +163,52 @@ typedef struct um_type_traits {
     um_from_float_fn from_float_ref;  /* round-to-nearest quantizer, NULL if none */
     um_vec_dot_fn    vec_dot_ref;     /* scalar dot against vec_dot_type, NULL if none */
     um_type          vec_dot_type;    /* activation format it pairs with (Q8_0, Q8_K, F32, BF16...) */
+    bool             is_quantized;    /* block format (not a plain float type) */
+    bool             is_activation;   /* only used for activations (Q8_1, Q8_K): never a weight */
 } um_type_traits;
 
 /* NULL when unmask cannot compute with type t (the GGUF reader still knows its size). */
 const um_type_traits *um_traits(uint32_t t);
+
+/* Bytes of one row of n elements of type t; 0 if t is not a type or n is not a whole
+ * number of blocks. */
+uint64_t um_row_size(uint32_t t, int64_t n);
+
+/* ------------------------------------------------------------------ shared unpacking
+ * Small pure helpers for the packed scale fields, so every kernel (C or CUDA) decodes
+ * them the same way as the reference.
+ */
+
+/* Q4_K / Q5_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes. */
+static inline void um_k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m  = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m  = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* Q3_K: signed scale (-32..31) of sub-block j (0..15) from the 12 packed bytes. */
+static inline int um_q3_K_scale(int j, const uint8_t *s) {
+    int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+    int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+/* IQ4_XS: signed scale (-32..31) of sub-block ib (0..7). */
+static inline int um_iq4_xs_scale(int ib, const um_block_iq4_xs *b) {
+    int lo = (b->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+    int hi = (b->scales_h >> (2 * ib)) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+/* The IQ4_NL / IQ4_XS codebook: 4-bit index -> int8 level. */
+extern const int8_t um_iq4nl_values[16];
+
+/* Activation quantizers (reference, bit-exact with llama.cpp's quantize_row_*_ref). */
+void um_quantize_q8_0(const float *x, um_block_q8_0 *y, int64_t n);
+void um_quantize_q8_1(const float *x, um_block_q8_1 *y, int64_t n);
+void um_quantize_q8_K(const float *x, um_block_q8_K *y, int64_t n);
 #endif

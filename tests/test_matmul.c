@@ -228,8 +228,18 @@ TEST(matmul_int_kernels_match_quantized_activations) {
         int blk = types[ti] == UM_TYPE_Q8_0 ? 32 : 256;
         size_t row_bytes = (size_t)n_in * 3 + 256, off_scale = (size_t)n_in, off_corr = off_scale + (size_t)n_in / 32 * 4;
         uint8_t *row = um_malloc_aligned(row_bytes);
+        uint8_t *row2 = um_malloc_aligned(row_bytes);
         for (int64_t t = 0; t < n_tokens; t++) {
             mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
+            if (matmul_kernel_available(UM_KERNEL_AVX2)) {
+                /* the kernels' AVX2 quantizer must give the same bytes as the portable one */
+                size_t used = off_corr + (size_t)n_in / 16 * 4;
+                memset(row2, 0, row_bytes);
+                memset(row, 0, row_bytes);
+                mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
+                mm_quantize_act_avx2(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
+                CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX2 activation quantizer differs", um_type_name(types[ti]));
+            }
             const float *scale = (const float *)(row + off_scale);
             for (int64_t k = 0; k < n_in; k++) {
                 double v = (double)((int8_t *)row)[k] * scale[k / blk];
@@ -258,6 +268,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
             free(y);
         }
         um_free_aligned(row);
+        um_free_aligned(row2);
         free(xq);
         free(x);
         free_case(&c);
