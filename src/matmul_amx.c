@@ -111,7 +111,7 @@ AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t 
     uint8_t *unpacked = ts + mm_tables_bytes(w);
     int32_t *cbuf = (int32_t *)(unpacked + (size_t)UM_MATMUL_PANEL * w->n_in);
     emu_tiles *et = (emu_tiles *)(cbuf + TM * 16);
-    mm_panel_tables(w, panel, tab);
+    mm_panel_tables_avx2(w, panel, tab);
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     int kq = w->type == UM_TYPE_Q6_K ? 16 : 32;         /* columns per sub-block (K of a tile) */
     if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, unpacked);

@@ -117,3 +117,45 @@ void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *
         }
     }
 }
+
+/* mm_panel_tables (matmul.c) with F16C and 8 rows per vector; identical results (every
+ * entry is one exact product d * scale, tested). */
+void mm_panel_tables_avx2(const um_matmul_weights *w, int64_t panel, float *t) {
+    const uint8_t *base = (const uint8_t *)w->data + panel * UM_MATMUL_PANEL * w->row_bytes;
+    int64_t nb = w->n_in / um_type_blck(w->type);
+    const __m256i m63 = _mm256_set1_epi32(63), m15 = _mm256_set1_epi32(15);
+    for (int64_t b = 0; b < nb; b++) {
+        for (int h = 0; h < 2; h++) {
+            if (w->type == UM_TYPE_Q4_K) {
+                const uint8_t *o = base + b * 16 * sizeof(um_block_q4_K), *q = o + 2112 + h * 8;
+                float *dsc = t + b * 256 + h * 8, *dmm = dsc + 128;
+                __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 2048 + h * 16)));
+                __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 2080 + h * 16)));
+                __m256i Q[12];
+                for (int i = 0; i < 12; i++) Q[i] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + i * 16)));
+                for (int j = 0; j < 8; j++) {
+                    __m256i sc, m;
+                    if (j < 4) {
+                        sc = _mm256_and_si256(Q[j], m63);
+                        m = _mm256_and_si256(Q[j + 4], m63);
+                    } else {
+                        sc = _mm256_or_si256(_mm256_and_si256(Q[j + 4], m15), _mm256_slli_epi32(_mm256_srli_epi32(Q[j - 4], 6), 4));
+                        m = _mm256_or_si256(_mm256_srli_epi32(Q[j + 4], 4), _mm256_slli_epi32(_mm256_srli_epi32(Q[j], 6), 4));
+                    }
+                    _mm256_storeu_ps(dsc + j * 16, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+                    _mm256_storeu_ps(dmm + j * 16, _mm256_mul_ps(dm, _mm256_cvtepi32_ps(m)));
+                }
+            } else if (w->type == UM_TYPE_Q6_K) {
+                const uint8_t *o = base + b * 16 * sizeof(um_block_q6_K);
+                __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 3328 + h * 16)));
+                for (int j = 0; j < 16; j++) {
+                    __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(o + 3072 + j * 16 + h * 8)));
+                    _mm256_storeu_ps(t + b * 256 + j * 16 + h * 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+                }
+            } else {
+                const uint8_t *o = base + b * 16 * sizeof(um_block_q8_0);
+                _mm256_storeu_ps(t + b * 16 + h * 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 512 + h * 16))));
+            }
+        }
+    }
+}

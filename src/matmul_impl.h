@@ -54,6 +54,7 @@ void mm_decode_rows_avx2(const um_matmul_weights *w, int64_t row0, int n_rows, i
 /* Per-panel scale tables (floats), see matmul.c: Q4_K n_in floats, Q6_K n_in, Q8_0 n_in/2. */
 void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *tables);
 size_t mm_tables_bytes(const um_matmul_weights *w);
+void mm_panel_tables_avx2(const um_matmul_weights *w, int64_t panel, float *tables);   /* same, F16C */
 /* Integer-kernel per-thread scratch: the tables, then the panel unpacked to one byte per
  * weight (16 x n_in bytes; per 256 columns 64 vectors of 4 columns x 16 rows). */
 #define MM_INT_SCRATCH(w) (mm_tables_bytes(w) + (size_t)UM_MATMUL_PANEL * (size_t)(w)->n_in)

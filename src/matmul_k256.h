@@ -141,7 +141,7 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
-    mm_panel_tables(w, panel, tab);
+    mm_panel_tables_avx2(w, panel, tab);
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);

@@ -275,6 +275,31 @@ TEST(matmul_int_kernels_match_quantized_activations) {
     }
 }
 
+/* The kernels' F16C scale tables equal the portable ones exactly (one exact product each). */
+TEST(matmul_panel_tables_avx2_match_portable) {
+    if (!matmul_kernel_available(UM_KERNEL_AVX2)) { th_skip("no AVX2"); return; }
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
+        mcase c;
+        CHECK(make_case(&c, types[ti], 512, 32, 11 + ti) == UM_OK);
+        void *buf = um_malloc_aligned(c.bytes);
+        um_matmul_weights w;
+        um_err e;
+        CHECK(matmul_prepare(&w, c.type, 512, 32, c.raw, buf, UM_KERNEL_AVX2, &e) == UM_OK);
+        CHECK(w.packed);
+        float *t1 = malloc(mm_tables_bytes(&w)), *t2 = malloc(mm_tables_bytes(&w));
+        size_t n = c.type == UM_TYPE_Q8_0 ? 512 / 2 : 512;
+        for (int64_t p = 0; p < 2; p++) {
+            mm_panel_tables(&w, p, t1);
+            mm_panel_tables_avx2(&w, p, t2);
+            CHECK_MSG(memcmp(t1, t2, n * sizeof(float)) == 0, "%s panel %lld tables differ", um_type_name(c.type), (long long)p);
+        }
+        free(t1); free(t2);
+        um_free_aligned(buf);
+        free_case(&c);
+    }
+}
+
 /* Results do not depend on the thread count or on repacking in place vs into a copy. */
 TEST(matmul_threads_and_in_place_repack_agree) {
     mcase c;
