@@ -18,7 +18,10 @@
 
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
-#define TB 8                     /* tokens per integer register block */
+#define TB 12                    /* most tokens per integer register block (array size) */
+#define TB_Q4K 10                /* per format: as many as the 32 zmm registers allow */
+#define TB_Q6K 10
+#define TB_Q8_0 12
 #define TF 12                    /* tokens per float register block */
 
 AI __m512i bcast32(const int8_t *p) {
@@ -171,12 +174,16 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
     UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
 
-#define CASES(F, ...) \
+/* nt is at most the format's block size; the cases above it are never taken */
+#define CASES(F, MAX, ...) \
     switch (nt) { \
     case 1: F(1, __VA_ARGS__); break; case 2: F(2, __VA_ARGS__); break; \
     case 3: F(3, __VA_ARGS__); break; case 4: F(4, __VA_ARGS__); break; \
     case 5: F(5, __VA_ARGS__); break; case 6: F(6, __VA_ARGS__); break; \
-    case 7: F(7, __VA_ARGS__); break; default: F(8, __VA_ARGS__); break; }
+    case 7: F(7, __VA_ARGS__); break; case 8: F(8, __VA_ARGS__); break; \
+    case 9: F(9, __VA_ARGS__); break; case 10: F(10, __VA_ARGS__); break; \
+    case 11: if (MAX >= 11) F(11, __VA_ARGS__); break; \
+    default: if (MAX >= 12) F(12, __VA_ARGS__); break; }
 
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
@@ -185,12 +192,13 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, ub);
     int64_t nb = w->n_in / um_type_blck(w->type);
-    for (int64_t t = t0; t < t1; t += TB) {
-        int nt = (int)UM_MIN(TB, t1 - t);
+    int tb = w->type == UM_TYPE_Q4_K ? TB_Q4K : w->type == UM_TYPE_Q6_K ? TB_Q6K : TB_Q8_0;
+    for (int64_t t = t0; t < t1; t += tb) {
+        int nt = (int)UM_MIN(tb, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
-        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, tab, nb, j, t, y) }
-        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, ub, tab, nb, j, t, y) }
-        else { CASES(q8_0_block, pb, tab, nb, j, t, y) }
+        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, TB_Q4K, ub, tab, nb, j, t, y) }
+        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, TB_Q6K, ub, tab, nb, j, t, y) }
+        else { CASES(q8_0_block, TB_Q8_0, pb, tab, nb, j, t, y) }
     }
 }
 
