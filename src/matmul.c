@@ -98,32 +98,43 @@ bool matmul_wants_repack(uint32_t type, um_kernel k) {
 
 static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 
-/* Unsigned code of column k (0..255) of a Q4_K block. */
-static inline int q4k_code(const um_block_q4_K *b, int k) {
-    int c = k / 64, l = k % 64;
-    return l < 32 ? b->qs[c * 32 + l] & 15 : b->qs[c * 32 + l - 32] >> 4;
+/* The 256 unsigned codes of a Q4_K block (0..15), in column order. */
+static void q4k_codes(const um_block_q4_K *b, uint8_t *c) {
+    for (int h = 0; h < 4; h++)
+        for (int l = 0; l < 32; l++) {
+            c[h * 64 + l] = b->qs[h * 32 + l] & 15;
+            c[h * 64 + 32 + l] = b->qs[h * 32 + l] >> 4;
+        }
 }
 
-/* Unsigned code (0..63) of column k of a Q6_K block. */
-static inline int q6k_code(const um_block_q6_K *b, int k) {
-    const uint8_t *ql = b->ql + (k / 128) * 64, *qh = b->qh + (k / 128) * 32;
-    int g = (k % 128) / 32, l = k % 32;
-    int lo = g == 0 ? ql[l] & 15 : g == 1 ? ql[l + 32] & 15 : g == 2 ? ql[l] >> 4 : ql[l + 32] >> 4;
-    return lo | ((qh[l] >> (2 * g)) & 3) << 4;
+/* The 256 unsigned codes of a Q6_K block (0..63), in column order. */
+static void q6k_codes(const um_block_q6_K *b, uint8_t *c) {
+    for (int n = 0; n < 2; n++) {
+        const uint8_t *ql = b->ql + n * 64, *qh = b->qh + n * 32;
+        uint8_t *o = c + n * 128;
+        for (int l = 0; l < 32; l++) {
+            o[l]      = (uint8_t)((ql[l] & 15)      | ((qh[l] >> 0) & 3) << 4);
+            o[l + 32] = (uint8_t)((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4);
+            o[l + 64] = (uint8_t)((ql[l] >> 4)      | ((qh[l] >> 4) & 3) << 4);
+            o[l + 96] = (uint8_t)((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
+        }
+    }
 }
 
 /* One panel: 16 file rows (src, row_bytes apart) -> packed bytes (dst), nb blocks each. */
 static void pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    uint8_t c[256];
     for (int64_t b = 0; b < nb; b++) {
         if (type == UM_TYPE_Q4_K) {
             uint8_t *o = dst + b * 16 * sizeof(um_block_q4_K);
             for (int r = 0; r < 16; r++) {
                 const um_block_q4_K *blk = (const um_block_q4_K *)(src + r * row_bytes) + b;
+                q4k_codes(blk, c);
                 for (int j = 0; j < 8; j++)
                     for (int s = 0; s < 4; s++)
                         for (int i = 0; i < 4; i++) {
                             int k = j * 32 + s * 4 + i;
-                            o[(j * 4 + s) * 64 + r * 4 + i] = (uint8_t)(q4k_code(blk, k) | q4k_code(blk, k + 16) << 4);
+                            o[(j * 4 + s) * 64 + r * 4 + i] = (uint8_t)(c[k] | c[k + 16] << 4);
                         }
                 memcpy(o + 2048 + r * 2, &blk->d, 2);
                 memcpy(o + 2080 + r * 2, &blk->dmin, 2);
@@ -133,12 +144,13 @@ static void pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int6
             uint8_t *o = dst + b * 16 * sizeof(um_block_q6_K);
             for (int r = 0; r < 16; r++) {
                 const um_block_q6_K *blk = (const um_block_q6_K *)(src + r * row_bytes) + b;
+                q6k_codes(blk, c);
                 for (int j = 0; j < 16; j++)
                     for (int i = 0; i < 4; i++) {
                         uint8_t hb = 0;
                         for (int s = 0; s < 2; s++) {
                             int k = j * 16 + s * 4 + i;
-                            int lo = q6k_code(blk, k), hi = q6k_code(blk, k + 8);
+                            int lo = c[k], hi = c[k + 8];
                             o[(j * 2 + s) * 64 + r * 4 + i] = (uint8_t)((lo & 15) | (hi & 15) << 4);
                             hb |= (uint8_t)((lo >> 4) << (2 * (s * 2 + 0)) | (hi >> 4) << (2 * (s * 2 + 1)));
                         }

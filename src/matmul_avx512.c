@@ -193,6 +193,9 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, ub);
     int64_t nb = w->n_in / um_type_blck(w->type);
     int tb = w->type == UM_TYPE_Q4_K ? TB_Q4K : w->type == UM_TYPE_Q6_K ? TB_Q6K : TB_Q8_0;
+    /* even blocks: 32 tokens run as 4 x 8, not 3 x 10 + 2 */
+    int64_t n_blocks = (t1 - t0 + tb - 1) / tb;
+    tb = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
     for (int64_t t = t0; t < t1; t += tb) {
         int nt = (int)UM_MIN(tb, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
@@ -230,8 +233,10 @@ static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, 
         if (fast) mm_decode_rows_avx2(w, row0, n_rows, k0, kc, rows);
         else mm_decode_rows_ref(w, row0, n_rows, k0, kc, rows);
         for (int64_t k = 0; k < kc; k++) _mm512_store_ps(wt + k * 16, _mm512_i32gather_ps(idx, rows + k, 4));
-        for (int64_t t = t0; t < t1; t += TF) {
-            int nt = (int)UM_MIN(TF, t1 - t);
+        int64_t n_blocks = (t1 - t0 + TF - 1) / TF;   /* even register blocks */
+        int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
+        for (int64_t t = t0; t < t1; t += bs) {
+            int nt = (int)UM_MIN(bs, t1 - t);
             const float *x = j->x + t * w->n_in + k0;
             float *y = j->y + t * w->n_out + row0;
             int64_t xs = w->n_in, ys = w->n_out;

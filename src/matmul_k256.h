@@ -146,8 +146,10 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);
     int64_t nb = w->n_in / um_type_blck(w->type);
-    for (int64_t t = t0; t < t1; t += TB) {
-        int nt = (int)UM_MIN(TB, t1 - t);
+    int64_t n_blocks = (t1 - t0 + TB - 1) / TB;   /* even register blocks */
+    int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
+    for (int64_t t = t0; t < t1; t += bs) {
+        int nt = (int)UM_MIN(bs, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
         for (int h = 0; h < 2; h++) {
             if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, tab, nb, j, t, h, y) }
@@ -206,8 +208,10 @@ static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, 
         else mm_decode_rows_ref(w, row0, n_rows, k0, kc, rows);
         for (int64_t k = 0; k < kc; k++)
             for (int r = 0; r < UM_MATMUL_PANEL; r++) wt[k * 16 + r] = rows[r * MM_KC + k];
-        for (int64_t t = t0; t < t1; t += TF) {
-            int nt = (int)UM_MIN(TF, t1 - t);
+        int64_t n_blocks = (t1 - t0 + TF - 1) / TF;   /* even register blocks */
+        int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
+        for (int64_t t = t0; t < t1; t += bs) {
+            int nt = (int)UM_MIN(bs, t1 - t);
             const float *x = j->x + t * w->n_in + k0;
             float *y = j->y + t * w->n_out + row0;
             int64_t xs = w->n_in, ys = w->n_out;
