@@ -84,7 +84,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench check-peer demo-model gpu-check
+.PHONY: run all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench check-peer demo-model gpu-check
 all: deps $(BIN)
 ifneq ($(CUDA_NOTE),)
 	@echo "$(CUDA_NOTE)"
@@ -168,3 +168,10 @@ peer:
 
 clean:
 	rm -rf build/release build/asan build/tsan build/werror build/fuzz unmask
+
+check-peer: all
+	@tools/check-peer.sh
+
+# Until the visualizer lands, the main job is describing the bundled test file.
+run: all
+	./unmask info tests/data/tiny-llada.gguf

@@ -7,5 +7,10 @@
 #define UM_CLI_H
 
 int cmd_info(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 #endif

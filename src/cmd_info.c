@@ -1,4 +1,407 @@
-/* cmd_info: placeholder until the GGUF reader lands. */
+/*
+ * cmd_info: `unmask info FILE.gguf [--json]` describes a GGUF file: format, general
+ * metadata, the architecture's hyper-parameters (every "<arch>.*" key), a tokenizer
+ * summary, the tensor table, totals, and whether unmask can run it (and if not, why).
+ *
+ * Text and JSON come from the same walk over the file; every string from the file is
+ * hostile, so text output escapes control bytes (no terminal escapes get through) and
+ * JSON output escapes per RFC 8259 and replaces invalid UTF-8 with U+FFFD.
+ */
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
+
 #include "cli.h"
-int cmd_info(int argc, char **argv) { fprintf(stderr, "unmask info: not yet implemented\n"); return 1; }
+#include "gguf.h"
+#include "quant.h"
+
+static const char *const runnable_archs[] = { "llada", "dream", "llada-moe", "rnd1" };
+
+/* Types the engine computes with. TODO: replace with um_traits(t) != NULL once quant.c lands. */
+static const uint32_t computable_types[] = {
+    UM_TYPE_F32, UM_TYPE_F16, UM_TYPE_BF16, UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1, UM_TYPE_Q5_0,
+    UM_TYPE_Q5_1, UM_TYPE_Q2_K, UM_TYPE_Q3_K, UM_TYPE_Q4_K, UM_TYPE_Q5_K, UM_TYPE_Q6_K,
+    UM_TYPE_IQ4_NL, UM_TYPE_IQ4_XS,
+};
+
+static const struct { const char *key, *label; } token_ids[] = {
+    { "tokenizer.ggml.bos_token_id",       "bos" },
+    { "tokenizer.ggml.eos_token_id",       "eos" },
+    { "tokenizer.ggml.eot_token_id",       "eot" },
+    { "tokenizer.ggml.mask_token_id",      "mask" },
+    { "tokenizer.ggml.padding_token_id",   "pad" },
+    { "tokenizer.ggml.unknown_token_id",   "unk" },
+};
+
+/* ------------------------------------------------------------------ strings out */
+
+/* Text: printable bytes and UTF-8 as they are, control bytes and '\' as \xNN; at most max bytes. */
+static void put_text(FILE *f, gguf_str s, uint64_t max) {
+    for (uint64_t i = 0; i < s.len && i < max; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        if (c < 0x20 || c == 0x7f || c == '\\') fprintf(f, "\\x%02x", c);
+        else fputc(c, f);
+    }
+    if (s.len > max) fputs("...", f);
+}
+
+/* Length of a valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
+static int utf8_len(const unsigned char *p, uint64_t n) {
+    int len = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+            : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    if (!len || (uint64_t)len > n) return 0;
+    for (int i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||   /* overlong, surrogate */
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)) return 0;
+    return len;
+}
+
+static void put_json_str(FILE *f, gguf_str s) {
+    const unsigned char *p = (const unsigned char *)s.ptr;
+    fputc('"', f);
+    for (uint64_t i = 0; i < s.len;) {
+        int n = utf8_len(p + i, s.len - i);
+        if (n == 0) { fputs("\\ufffd", f); i++; continue; }
+        if (p[i] == '"' || p[i] == '\\') fprintf(f, "\\%c", p[i]);
+        else if (p[i] < 0x20) fprintf(f, "\\u%04x", p[i]);
+        else fwrite(p + i, 1, (size_t)n, f);
+        i += (uint64_t)n;
+    }
+    fputc('"', f);
+}
+
+static gguf_str cstr(const char *s) { return (gguf_str){ s, strlen(s) }; }
+
+static void put_json_key(FILE *f, const char *key, bool *first) {
+    fputs(*first ? "" : ", ", f);
+    *first = false;
+    put_json_str(f, cstr(key));
+    fputs(": ", f);
+}
+
+/* ------------------------------------------------------------------ values out */
+
+static void put_number(FILE *f, gguf_type t, uint64_t u, int64_t i, double d, bool json) {
+    switch (t) {
+    case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64:
+        if (json && !isfinite(d)) fputs("null", f);
+        else fprintf(f, json ? (t == GGUF_TYPE_FLOAT32 ? "%.9g" : "%.17g") : "%g", d);
+        break;
+    case GGUF_TYPE_BOOL: fputs(u ? "true" : "false", f); break;
+    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
+        fprintf(f, "%lld", (long long)i);
+        break;
+    default: fprintf(f, "%llu", (unsigned long long)u); break;
+    }
+}
+
+static void put_elem(FILE *f, const gguf_kv *kv, uint64_t j, bool json) {
+    if (kv->arr_type == GGUF_TYPE_STRING) {
+        if (json) put_json_str(f, kv->arr_str[j]);
+        else fputc('\'', f), put_text(f, kv->arr_str[j], 40), fputc('\'', f);
+        return;
+    }
+    int64_t i = gguf_arr_i64(kv, j);
+    put_number(f, kv->arr_type, (uint64_t)i, i, gguf_arr_f64(kv, j), json);
+}
+
+/* A value. Long arrays are summarized: text shows up to 8 elements, JSON up to 1024
+ * numbers or 16 strings, else {"type": T, "n": N}. */
+static void put_value(FILE *f, const gguf_kv *kv, bool json) {
+    if (kv->type == GGUF_TYPE_STRING) {
+        if (json) put_json_str(f, kv->v.s);
+        else put_text(f, kv->v.s, 72);
+        return;
+    }
+    if (kv->type != GGUF_TYPE_ARRAY) {
+        put_number(f, kv->type, kv->v.u, kv->v.i, kv->v.f, json);
+        return;
+    }
+    uint64_t limit = !json ? 8 : kv->arr_type == GGUF_TYPE_STRING ? 16 : 1024;
+    if (kv->arr_n > limit) {
+        if (json) fprintf(f, "{\"type\": \"%s\", \"n\": %llu}", gguf_type_name(kv->arr_type), (unsigned long long)kv->arr_n);
+        else fprintf(f, "[%llu x %s]", (unsigned long long)kv->arr_n, gguf_type_name(kv->arr_type));
+        return;
+    }
+    fputc('[', f);
+    for (uint64_t j = 0; j < kv->arr_n; j++) {
+        if (j) fputs(", ", f);
+        put_elem(f, kv, j, json);
+    }
+    fputc(']', f);
+}
+
+/* ------------------------------------------------------------------ facts */
+
+typedef struct info {
+    const gguf_file *g;
+    char      arch[64];          /* "" when general.architecture is missing or not a short string */
+    uint64_t  params, bytes;     /* totals over tensors: elements, data bytes */
+    char      why_not[256];      /* "" when unmask can run the file */
+    const gguf_kv *tokens;       /* tokenizer.ggml.tokens, or NULL */
+} info;
+
+static bool computable(uint32_t t) {
+    for (size_t i = 0; i < UM_ARRAY_LEN(computable_types); i++)
+        if (computable_types[i] == t) return true;
+    return false;
+}
+
+static void gather(info *in, const gguf_file *g) {
+    memset(in, 0, sizeof *in);
+    in->g = g;
+    um_err e;
+    if (gguf_get_str(g, "general.architecture", in->arch, sizeof in->arch, &e)) in->arch[0] = 0;
+    if (gguf_get_arr(g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &in->tokens, &e)) in->tokens = NULL;
+    const gguf_tensor *bad = NULL;
+    uint64_t n_bad = 0;
+    for (uint64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        in->params += t->n_elements;
+        in->bytes += t->size;
+        if (!computable(t->type)) n_bad++, bad = bad ? bad : t;
+    }
+    bool arch_ok = false;
+    for (size_t i = 0; i < UM_ARRAY_LEN(runnable_archs); i++) arch_ok |= !strcmp(in->arch, runnable_archs[i]);
+    if (gguf_n_tensors(g) == 0)
+        snprintf(in->why_not, sizeof in->why_not, "vocabulary only (no weights)");
+    else if (!in->arch[0])
+        snprintf(in->why_not, sizeof in->why_not, "no general.architecture string");
+    else if (!arch_ok)
+        snprintf(in->why_not, sizeof in->why_not, "architecture '%s' is not one unmask runs (llada, dream, llada-moe, rnd1)", in->arch);
+    else if (bad)
+        snprintf(in->why_not, sizeof in->why_not, "%llu tensor%s of a type unmask cannot compute with, e.g. '%.*s' (%s)",
+                 (unsigned long long)n_bad, n_bad > 1 ? "s" : "", (int)UM_MIN(bad->name.len, 64), bad->name.ptr,
+                 um_type_name(bad->type));
+}
+
+static bool has_prefix(gguf_str s, const char *p) {
+    size_t n = strlen(p);
+    return s.len >= n && memcmp(s.ptr, p, n) == 0;
+}
+
+/* "<arch>." keys are hyper-parameters; general.* and tokenizer.* are shown elsewhere. */
+static bool is_hparam(const info *in, const gguf_kv *kv) {
+    size_t n = strlen(in->arch);
+    return n && kv->key.len > n + 1 && !memcmp(kv->key.ptr, in->arch, n) && kv->key.ptr[n] == '.';
+}
+
+static void shape_str(const gguf_tensor *t, char *buf, size_t cap) {
+    size_t o = 0;
+    for (uint32_t d = 0; d < t->n_dims && o < cap; d++)
+        o += (size_t)snprintf(buf + o, cap - o, d ? " x %llu" : "%llu", (unsigned long long)t->ne[d]);
+}
+
+/* ------------------------------------------------------------------ text */
+
+static void print_text(const info *in, FILE *f) {
+    const gguf_file *g = in->g;
+    fprintf(f, "%s: GGUF v%u, %llu bytes, %llu keys, %llu tensors, alignment %llu\n", gguf_path(g), gguf_version(g),
+            (unsigned long long)gguf_file_size(g), (unsigned long long)gguf_n_kv(g),
+            (unsigned long long)gguf_n_tensors(g), (unsigned long long)gguf_alignment(g));
+    fprintf(f, "\ngeneral\n");
+    for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
+        const gguf_kv *kv = gguf_kv_at(g, i);
+        if (!has_prefix(kv->key, "general.")) continue;
+        fputs("  ", f);
+        gguf_str k = { kv->key.ptr + 8, kv->key.len - 8 };
+        put_text(f, k, 40);
+        fprintf(f, "%*s", (int)(k.len < 28 ? 28 - k.len : 1), "");
+        put_value(f, kv, false);
+        fputc('\n', f);
+    }
+    fprintf(f, "\nhyper-parameters (%s.*)\n", in->arch[0] ? in->arch : "?");
+    for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
+        const gguf_kv *kv = gguf_kv_at(g, i);
+        if (!is_hparam(in, kv)) continue;
+        size_t n = strlen(in->arch) + 1;
+        gguf_str k = { kv->key.ptr + n, kv->key.len - n };
+        fputs("  ", f);
+        put_text(f, k, 60);
+        fprintf(f, "%*s", (int)(k.len < 36 ? 36 - k.len : 1), "");
+        put_value(f, kv, false);
+        fputc('\n', f);
+    }
+    fprintf(f, "\ntokenizer\n");
+    const gguf_kv *kv;
+    static const char *const strs[][2] = { { "tokenizer.ggml.model", "model" }, { "tokenizer.ggml.pre", "pre" } };
+    for (int i = 0; i < 2; i++) {
+        fprintf(f, "  %-18s", strs[i][1]);
+        if ((kv = gguf_find_kv(g, strs[i][0])) && kv->type == GGUF_TYPE_STRING) put_text(f, kv->v.s, 60);
+        else fputs("-", f);
+        fputc('\n', f);
+    }
+    fprintf(f, "  %-18s%llu\n", "vocab size", (unsigned long long)(in->tokens ? in->tokens->arr_n : 0));
+    if ((kv = gguf_find_kv(g, "tokenizer.ggml.merges")) && kv->type == GGUF_TYPE_ARRAY)
+        fprintf(f, "  %-18s%llu\n", "merges", (unsigned long long)kv->arr_n);
+    for (size_t i = 0; i < UM_ARRAY_LEN(token_ids); i++) {
+        uint64_t id;
+        if (gguf_get_u64(g, token_ids[i].key, &id, NULL)) continue;
+        fprintf(f, "  %-18s%llu", token_ids[i].label, (unsigned long long)id);
+        if (in->tokens && id < in->tokens->arr_n) fputs(" '", f), put_text(f, in->tokens->arr_str[id], 40), fputc('\'', f);
+        else if (in->tokens) fputs(" (out of range)", f);
+        fputc('\n', f);
+    }
+    kv = gguf_find_kv(g, "tokenizer.chat_template");
+    if (kv && kv->type == GGUF_TYPE_STRING) fprintf(f, "  %-18syes (%llu bytes)\n", "chat template", (unsigned long long)kv->v.s.len);
+    else fprintf(f, "  %-18sno\n", "chat template");
+
+    if (gguf_n_tensors(g)) {
+        int w = 4;
+        for (uint64_t i = 0; i < gguf_n_tensors(g); i++) w = (int)UM_MAX((uint64_t)w, UM_MIN(gguf_tensor_at(g, i)->name.len, 48));
+        fprintf(f, "\ntensors\n  %-*s  %-7s  %-24s %12s\n", w, "name", "type", "shape", "bytes");
+        for (uint64_t i = 0; i < gguf_n_tensors(g); i++) {
+            const gguf_tensor *t = gguf_tensor_at(g, i);
+            char shape[96];
+            shape_str(t, shape, sizeof shape);
+            fputs("  ", f);
+            put_text(f, t->name, 48);
+            fprintf(f, "%*s  %-7s  %-24s %12llu\n", (int)(t->name.len < (uint64_t)w ? w - (int)t->name.len : 0), "",
+                    um_type_name(t->type), shape, (unsigned long long)t->size);
+        }
+    }
+    fprintf(f, "\ntotals\n  %-18s%llu\n  %-18s%llu\n", "parameters", (unsigned long long)in->params, "bytes",
+            (unsigned long long)in->bytes);
+    if (in->params)
+        fprintf(f, "  %-18s%.4f (%.3f bits)\n", "bytes per weight", (double)in->bytes / (double)in->params,
+                8.0 * (double)in->bytes / (double)in->params);
+    if (in->why_not[0]) fprintf(f, "\nrunnable: no: %s\n", in->why_not);
+    else fprintf(f, "\nrunnable: yes\n");
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+static void print_json(const info *in, FILE *f) {
+    const gguf_file *g = in->g;
+    fputs("{\"path\": ", f);
+    put_json_str(f, cstr(gguf_path(g)));
+    fprintf(f, ", \"version\": %u, \"file_size\": %llu, \"alignment\": %llu, \"n_kv\": %llu, \"n_tensors\": %llu",
+            gguf_version(g), (unsigned long long)gguf_file_size(g), (unsigned long long)gguf_alignment(g),
+            (unsigned long long)gguf_n_kv(g), (unsigned long long)gguf_n_tensors(g));
+    fputs(",\n \"architecture\": ", f);
+    if (in->arch[0]) put_json_str(f, cstr(in->arch));
+    else fputs("null", f);
+
+    fputs(",\n \"general\": {", f);
+    bool first = true;
+    for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
+        const gguf_kv *kv = gguf_kv_at(g, i);
+        if (!has_prefix(kv->key, "general.")) continue;
+        fputs(first ? "" : ", ", f);
+        first = false;
+        put_json_str(f, (gguf_str){ kv->key.ptr + 8, kv->key.len - 8 });
+        fputs(": ", f);
+        put_value(f, kv, true);
+    }
+    fputs("},\n \"hyperparameters\": {", f);
+    first = true;
+    for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
+        const gguf_kv *kv = gguf_kv_at(g, i);
+        if (!is_hparam(in, kv)) continue;
+        size_t n = strlen(in->arch) + 1;
+        fputs(first ? "" : ", ", f);
+        first = false;
+        put_json_str(f, (gguf_str){ kv->key.ptr + n, kv->key.len - n });
+        fputs(": ", f);
+        put_value(f, kv, true);
+    }
+    fputs("},\n \"tokenizer\": {", f);
+    first = true;
+    const gguf_kv *kv;
+    static const char *const strs[][2] = { { "tokenizer.ggml.model", "model" }, { "tokenizer.ggml.pre", "pre" } };
+    for (int i = 0; i < 2; i++) {
+        put_json_key(f, strs[i][1], &first);
+        if ((kv = gguf_find_kv(g, strs[i][0])) && kv->type == GGUF_TYPE_STRING) put_json_str(f, kv->v.s);
+        else fputs("null", f);
+    }
+    put_json_key(f, "vocab_size", &first);
+    fprintf(f, "%llu", (unsigned long long)(in->tokens ? in->tokens->arr_n : 0));
+    kv = gguf_find_kv(g, "tokenizer.ggml.merges");
+    put_json_key(f, "merges", &first);
+    fprintf(f, "%llu", (unsigned long long)(kv && kv->type == GGUF_TYPE_ARRAY ? kv->arr_n : 0));
+    for (size_t i = 0; i < UM_ARRAY_LEN(token_ids); i++) {
+        uint64_t id;
+        char key[32];
+        snprintf(key, sizeof key, "%s_token_id", token_ids[i].label);
+        put_json_key(f, key, &first);
+        if (gguf_get_u64(g, token_ids[i].key, &id, NULL)) { fputs("null", f); continue; }
+        fprintf(f, "%llu", (unsigned long long)id);
+        if (in->tokens && id < in->tokens->arr_n) {
+            snprintf(key, sizeof key, "%s_token", token_ids[i].label);
+            put_json_key(f, key, &first);
+            put_json_str(f, in->tokens->arr_str[id]);
+        }
+    }
+    kv = gguf_find_kv(g, "tokenizer.chat_template");
+    put_json_key(f, "chat_template", &first);
+    fputs(kv && kv->type == GGUF_TYPE_STRING ? "true" : "false", f);
+
+    fputs("},\n \"tensors\": [", f);
+    for (uint64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
+        put_json_str(f, t->name);
+        fprintf(f, ", \"type\": \"%s\", \"shape\": [", um_type_name(t->type));
+        for (uint32_t d = 0; d < t->n_dims; d++) fprintf(f, d ? ", %llu" : "%llu", (unsigned long long)t->ne[d]);
+        fprintf(f, "], \"bytes\": %llu, \"offset\": %llu}", (unsigned long long)t->size, (unsigned long long)t->offset);
+    }
+    fprintf(f, "],\n \"totals\": {\"params\": %llu, \"bytes\": %llu, \"bytes_per_weight\": ",
+            (unsigned long long)in->params, (unsigned long long)in->bytes);
+    if (in->params) fprintf(f, "%.6g, \"bits_per_weight\": %.6g}", (double)in->bytes / (double)in->params,
+                            8.0 * (double)in->bytes / (double)in->params);
+    else fputs("null, \"bits_per_weight\": null}", f);
+    fprintf(f, ",\n \"runnable\": %s, \"why_not\": ", in->why_not[0] ? "false" : "true");
+    if (in->why_not[0]) put_json_str(f, cstr(in->why_not));
+    else fputs("null", f);
+    fputs("}\n", f);
+}
+
+/* ------------------------------------------------------------------ command */
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: unmask info [--json] FILE.gguf\n"
+        "\n"
+        "Describe a GGUF file: format version, general metadata, the architecture's\n"
+        "hyper-parameters, a tokenizer summary, every tensor (name, type, shape, bytes),\n"
+        "totals, and whether unmask can run it (and if not, why).\n"
+        "\n"
+        "options:\n"
+        "  --json      print the same as one JSON object\n"
+        "  -h, --help  show this help\n");
+}
+
+int cmd_info(int argc, char **argv) {
+    const char *path = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--json")) { json = true; continue; }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "unmask info: unknown option '%s' (see unmask info --help)\n", argv[i]);
+            return 2;
+        }
+        if (path) {
+            fprintf(stderr, "unmask info: one file at a time ('%s' and '%s')\n", path, argv[i]);
+            return 2;
+        }
+        path = argv[i];
+    }
+    if (!path) {
+        usage(stderr);
+        return 2;
+    }
+    gguf_file *g;
+    um_err e;
+    if (gguf_open(&g, path, &e)) {
+        fprintf(stderr, "unmask info: %s\n", e.msg);
+        return 1;
+    }
+    info in;
+    gather(&in, g);
+    if (json) print_json(&in, stdout);
+    else print_text(&in, stdout);
+    gguf_close(g);
+    return fflush(stdout) == 0 ? 0 : 1;
+}

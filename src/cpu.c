@@ -5,7 +5,9 @@
  * (XCR0 bits): AVX needs YMM (bit 2), AVX-512 needs opmask/ZMM (bits 5-7), AMX needs
  * XTILECFG/XTILEDATA (bits 17-18) and, on Linux, a granted ARCH_REQ_XCOMP_PERM.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "cpu.h"
 
 #include <pthread.h>

@@ -22,6 +22,7 @@ typedef enum um_schedule {       /* how many positions commit per step */
     UM_SCHED_BLOCK = 0,          /* LLaDA semi-autoregressive blocks over the generated part */
     UM_SCHED_TIMESTEP,           /* Dream: t from 1 to eps */
     UM_SCHED_THRESHOLD,          /* Fast-dLLM: every masked position above tau, at least one */
+    UM_SCHED_LINEAR,             /* RND1: after step k of S, floor(N (S-k-1)/S) masks remain */
     UM_SCHED_COUNT
 } um_schedule;
 
@@ -46,6 +47,9 @@ typedef struct um_settings {
     float       temperature;     /* 0 = greedy */
     int32_t     top_k;           /* 0 = off */
     float       top_p;           /* 1 = off */
+    bool        gumbel;          /* token choice by Gumbel-max in float64 and scores from the raw
+                                    softmax (LLaDA); false: one multinomial draw from the tempered,
+                                    top-p/top-k filtered distribution, which also scores (Dream) */
     float       cfg;             /* classifier-free guidance weight, 0 = off */
     uint64_t    seed;
     bool        stop_at_eos;     /* stop once the active block is all EOS */
@@ -85,7 +89,7 @@ typedef struct um_snapshot {
     um_pos        *pos;          /* (n_canvas) */
     int32_t       *committed;    /* (n_committed) canvas indices committed this step */
     /* private */
-    int            refs_;
+    _Atomic int    refs_;
 } um_snapshot;
 
 typedef struct um_engine um_engine;
@@ -94,5 +98,51 @@ typedef struct um_engine_info {
     char arch[32], name[128], quant[32], backend[64], isa[32];
     int  n_threads, n_vocab, n_ctx, mask_id, eos_id;
 } um_engine_info;
+
+/* ------------------------------------------------------------------ API */
+
+typedef struct um_engine_opts {
+    const char *model_path;
+    int         n_threads;      /* <= 0: physical cores */
+    int         kernel;         /* um_kernel; -1 = best available or UNMASK_KERNEL */
+    bool        reference;      /* scalar reference forward pass (tests) */
+    int         n_ctx;          /* <= 0: the model's training context */
+    const char *chat_template;  /* NULL: detect; "none": raw prompt */
+    const char *system;         /* system prompt, NULL for the family's default */
+    void      (*progress)(void *ctx, const char *what, int done, int total);
+    void       *progress_ctx;
+} um_engine_opts;
+
+int  engine_open(um_engine **out, const um_engine_opts *o, um_err *e);
+void engine_close(um_engine *en);
+void engine_get_info(const um_engine *en, um_engine_info *info);
+/* The family's official defaults (steps, block, schedule, scoring, temperature...). */
+void engine_default_settings(const um_engine *en, um_settings *s);
+
+/* Lay out a new canvas: prompt (chat template applied unless disabled) + s->n_gen masks.
+ * Fails when the canvas would exceed the context, with the numbers. */
+int  engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err *e);
+/* Same with prompt token ids given as they are (no template, no BOS added). */
+int  engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_settings *s, um_err *e);
+/* One denoising step. Returns 1 when a step ran, 0 when the canvas was already done. */
+int  engine_step(um_engine *en, um_err *e);
+bool engine_done(const um_engine *en);
+/* Change settings between steps. Returns 1 if the change needs engine_start again (n_gen
+ * or seed changed), 0 if it applies from the next step. */
+int  engine_set(um_engine *en, const um_settings *s);
+const um_settings *engine_settings(const um_engine *en);
+
+/* The latest snapshot, with a reference the caller drops with snapshot_unref. */
+um_snapshot *engine_snapshot(um_engine *en);
+void snapshot_ref(um_snapshot *s);
+void snapshot_unref(um_snapshot *s);
+
+/* Raw bytes of a token for display (may hold partial UTF-8; specials give their text). */
+const uint8_t *engine_token_bytes(const um_engine *en, int32_t token, size_t *len);
+bool engine_token_is_eog(const um_engine *en, int32_t token);
+bool engine_token_is_special(const um_engine *en, int32_t token);
+/* Decode the generated part of a snapshot (masks skipped, stops at the first end-of-generation
+ * token). Heap string, caller frees. */
+char *engine_answer(const um_engine *en, const um_snapshot *s);
 
 #endif

@@ -158,5 +158,7 @@ int gguf_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_
 /* Write the file (atomically: to path.tmp, then rename). Alignment from general.alignment
  * if set (must be a power of two), else 32. */
 int gguf_writer_write(gguf_writer *w, const char *path, um_err *e);
+/* Same bytes into a malloc'd buffer (caller frees); for tests and fuzz seeds. */
+int gguf_writer_write_mem(gguf_writer *w, uint8_t **data, size_t *size, um_err *e);
 
 #endif

@@ -16,6 +16,11 @@ static const struct um_command {
     const char *summary;
 } commands[] = {
     { "info",     cmd_info,     "describe a GGUF file: metadata, tokenizer, tensors, whether it runs" },
+    { "generate", cmd_generate, "run a whole generation and print the answer (no visualizer)" },
+    { "logits",   cmd_logits,   "one forward pass over a given canvas; write every row's logits" },
+    { "synth",    cmd_synth,    "write a random-weight model of a named shape (tests, benchmarks)" },
+    { "tokenize", cmd_tokenize, "print the token ids (and pieces) of a text under a GGUF file's tokenizer" },
+    { "quantize", cmd_quantize, "convert a GGUF model's weights to Q4_K_M, Q5_K_M, Q6_K, Q8_0, F16..." },
 };
 
 static void usage(FILE *f) {

@@ -31,7 +31,14 @@ int um_err_prefix(um_err *e, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
-    snprintf(e->msg, sizeof e->msg, "%s: %s", pre, old);
+    size_t np = strlen(pre);
+    if (np >= sizeof e->msg - 3) np = sizeof e->msg - 3;
+    memcpy(e->msg, pre, np);
+    memcpy(e->msg + np, ": ", 2);
+    size_t room = sizeof e->msg - np - 3;
+    size_t no = strnlen(old, room);
+    memcpy(e->msg + np + 2, old, no);
+    e->msg[np + 2 + no] = '\0';
     return UM_FAIL;
 }
 

@@ -23,6 +23,7 @@ else
 fi
 
 for t in tests/cli/*.sh; do
+  [ "$(basename "$t")" = lib.sh ] && continue
   [ -e "$t" ] || continue
   bash "$t" | tee "$log"
   line=$(grep -E '^[a-z0-9_-]+: [0-9]+ passed' "$log" | tail -n 1)

@@ -1,0 +1,37 @@
+/*
+ * arch: the architecture table. Facts from each family's reference model and llama.cpp's
+ * loaders (src/models/{llada,dream,llada-moe,rnd1}.cpp in llama.cpp v0.4.0):
+ * - llada: Llama layout, no biases (optional attn_output/ffn biases are honoured), RoPE
+ *   normal, untied head (tied fallback allowed), LLaDA's converter writes shift_logits=false.
+ * - dream: Qwen2.5 layout, Q/K/V biases, GQA, RoPE NeoX, shifted logits.
+ * - llada-moe: OLMoE layout, QK-norm, RoPE NeoX, softmax router top-k without renormalising.
+ * - rnd1: Qwen3-MoE layout, QK-norm, RoPE NeoX, softmax router top-k renormalised, shifted
+ *   logits (llama.cpp's default; RND1's converter writes the key).
+ * Optional tensors (biases) are detected per file, not flagged here.
+ */
+#include "arch.h"
+
+#include <string.h>
+
+static const um_arch g_archs[] = {
+    { .name = "llada", .family = "LLaDA", .rope_neox = false, .qk_norm = false, .moe = false,
+      .shift_logits = false, .output_optional = true, .default_chat = "llada" },
+    { .name = "dream", .family = "Dream", .rope_neox = true, .qk_norm = false, .moe = false,
+      .shift_logits = true, .output_optional = true, .default_chat = "dream" },
+    { .name = "llada-moe", .family = "LLaDA-MoE", .rope_neox = true, .qk_norm = true, .moe = true,
+      .router = UM_ROUTER_SOFTMAX, .moe_norm_w = false, .shift_logits = false, .output_optional = false,
+      .default_chat = "llada" },
+    { .name = "rnd1", .family = "RND1", .rope_neox = true, .qk_norm = true, .moe = true,
+      .router = UM_ROUTER_SOFTMAX, .moe_norm_w = true, .shift_logits = true, .output_optional = true,
+      .default_chat = "rnd1" },
+};
+
+const um_arch *arch_find(const char *name) {
+    for (unsigned i = 0; i < sizeof g_archs / sizeof g_archs[0]; i++)
+        if (!strcmp(g_archs[i].name, name)) return &g_archs[i];
+    return NULL;
+}
+
+const char *arch_supported_list(void) {
+    return "llada, dream, llada-moe, rnd1";
+}

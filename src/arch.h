@@ -1,0 +1,37 @@
+/*
+ * arch: one description per supported model architecture, as data.
+ *
+ * Everything that differs between LLaDA, Dream, LLaDA-MoE and RND1 is a field here; the
+ * loader (model.c) and the forward pass (forward.c) read these flags and never test an
+ * architecture name. Hyper-parameters are not here: they come from the file.
+ * Tensor names follow llama.cpp's GGUF naming (blk.N.attn_q.weight, ...).
+ */
+#ifndef UM_ARCH_H
+#define UM_ARCH_H
+
+#include <stdbool.h>
+
+typedef enum um_router {
+    UM_ROUTER_SOFTMAX = 0,      /* softmax over all experts, then top-k */
+    UM_ROUTER_SIGMOID = 1,      /* sigmoid scores, top-k */
+} um_router;
+
+typedef struct um_arch {
+    const char  *name;          /* general.architecture value */
+    const char  *family;        /* human name for messages */
+    bool         rope_neox;     /* RoPE rotates halves (Qwen/Dream/OLMoE), else adjacent pairs (Llama/LLaDA) */
+    bool         qk_norm;       /* per-head RMSNorm on Q and K before RoPE (attn_q_norm, attn_k_norm) */
+    bool         moe;           /* FFN is a mixture of experts (ffn_gate_inp, ffn_*_exps) */
+    um_router    router;
+    bool         moe_norm_w;    /* renormalise the k selected weights to sum to 1 */
+    bool         shift_logits;  /* default when diffusion.shift_logits is absent: score i by row i-1 */
+    bool         output_optional; /* output.weight may be missing: tied to token_embd */
+    const char  *default_chat;  /* chat template used when the file's is not recognised */
+} um_arch;
+
+/* The table entry for general.architecture, or NULL. */
+const um_arch *arch_find(const char *name);
+/* "llada, dream, llada-moe, rnd1" for error messages. */
+const char *arch_supported_list(void);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * cmd_generate: `unmask generate` runs a whole generation without the visualizer and prints
+ * the answer on stdout; load and step progress with timings go to stderr; --json prints the
+ * tokens, per-step commits and timings as one JSON object instead.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "engine.h"
+#include "genopts.h"
+#include "jsonw.h"
+#include "schedule.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: unmask generate [-m FILE] -p PROMPT [options]\n\n"
+               "Run a whole denoising generation and print the answer.\n\n");
+    genopts_usage(f);
+    fprintf(f, "output:\n"
+               "  --json             print tokens, per-step commits and timings as JSON\n"
+               "  -q, --quiet        no progress on stderr\n"
+               "  -h, --help         this help\n");
+}
+
+static void progress(void *ctx, const char *what, int done, int total) {
+    if (*(bool *)ctx) return;
+    fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
+    if (done == total) fputc('\n', stderr);
+}
+
+int cmd_generate(int argc, char **argv) {
+    um_genopts g;
+    genopts_init(&g);
+    bool quiet = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
+        if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) { quiet = true; continue; }
+        int r = genopts_parse(&g, argc, argv, &i, "unmask generate");
+        if (r < 0) return 2;
+        if (r == 0) { fprintf(stderr, "unmask generate: unknown option '%s' (see --help)\n", argv[i]); return 2; }
+    }
+    if (!g.prompt) { fprintf(stderr, "unmask generate: -p PROMPT is required (see --help)\n"); return 2; }
+    char pathbuf[4096];
+    const char *path = genopts_model_path(&g, pathbuf, sizeof pathbuf);
+    if (!path) return 1;
+    g.eng.model_path = path;
+    if (g.no_chat) g.eng.chat_template = "none";
+    g.eng.progress = progress;
+    g.eng.progress_ctx = &quiet;
+    um_err e = { "" };
+    um_engine *en = NULL;
+    um_snapshot **hist = NULL;
+    int rc = 1, n_hist = 0;
+    double t0 = um_now();
+    if (engine_open(&en, &g.eng, &e)) goto out;
+    double t_load = um_now() - t0;
+    um_settings s;
+    engine_default_settings(en, &s);
+    genopts_apply(&g, &s);
+    if (engine_start(en, g.prompt, &s, &e)) goto out;
+    um_engine_info info;
+    engine_get_info(en, &info);
+    if (!quiet)
+        fprintf(stderr, "model: %s (%s, %s), kernel %s, %d threads, load %.2f s\n", info.name, info.arch, info.quant,
+                info.isa, info.n_threads, t_load);
+    hist = um_calloc((size_t)(s.n_gen + 2), sizeof *hist);
+    if (!hist) { snprintf(e.msg, sizeof e.msg, "out of memory"); goto out; }
+    double t_gen = um_now(), fwd = 0, smp = 0;
+    for (;;) {
+        int r = engine_step(en, &e);
+        if (r < 0) goto out;
+        if (r == 0) break;
+        um_snapshot *sn = engine_snapshot(en);
+        fwd += sn->forward_ms;
+        smp += sn->sample_ms;
+        if (!quiet)
+            fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
+                    sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
+        if (g.json && n_hist < s.n_gen + 2) hist[n_hist++] = sn;
+        else snapshot_unref(sn);
+        if (engine_done(en)) break;
+    }
+    double t_total = um_now() - t_gen;
+    um_snapshot *last = engine_snapshot(en);
+    if (!quiet) {
+        int steps = last->step;
+        fprintf(stderr, "\rdone: %d steps in %.2f s (%.0f ms/step: forward %.0f, sampling %.0f), %.1f tokens/s\n", steps,
+                t_total, steps ? t_total * 1e3 / steps : 0, steps ? fwd / steps : 0, steps ? smp / steps : 0,
+                t_total > 0 ? (last->n_canvas - last->n_prompt) / t_total : 0);
+    }
+    char *answer = engine_answer(en, last);
+    if (!g.json) {
+        printf("%s\n", answer ? answer : "");
+    } else {
+        jsonw j;
+        jsonw_init(&j, stdout);
+        jsonw_obj_begin(&j);
+        jsonw_key(&j, "model"); jsonw_str(&j, info.name);
+        jsonw_key(&j, "arch"); jsonw_str(&j, info.arch);
+        jsonw_key(&j, "kernel"); jsonw_str(&j, info.isa);
+        jsonw_key(&j, "threads"); jsonw_int(&j, info.n_threads);
+        jsonw_key(&j, "settings"); jsonw_obj_begin(&j);
+        jsonw_key(&j, "gen"); jsonw_int(&j, s.n_gen);
+        jsonw_key(&j, "steps"); jsonw_int(&j, s.steps);
+        jsonw_key(&j, "schedule"); jsonw_str(&j, schedule_name(s.schedule));
+        jsonw_key(&j, "block"); jsonw_int(&j, s.block_len);
+        jsonw_key(&j, "eps"); jsonw_num(&j, s.eps);
+        jsonw_key(&j, "threshold"); jsonw_num(&j, s.threshold);
+        jsonw_key(&j, "alg"); jsonw_str(&j, schedule_score_name(s.score));
+        jsonw_key(&j, "temperature"); jsonw_num(&j, s.temperature);
+        jsonw_key(&j, "top_k"); jsonw_int(&j, s.top_k);
+        jsonw_key(&j, "top_p"); jsonw_num(&j, s.top_p);
+        jsonw_key(&j, "cfg"); jsonw_num(&j, s.cfg);
+        jsonw_key(&j, "seed"); jsonw_int(&j, (long long)s.seed);
+        jsonw_obj_end(&j);
+        jsonw_key(&j, "n_prompt"); jsonw_int(&j, last->n_prompt);
+        jsonw_key(&j, "tokens"); jsonw_arr_begin(&j);
+        for (int i = 0; i < last->n_canvas; i++) jsonw_int(&j, last->pos[i].token);
+        jsonw_arr_end(&j);
+        jsonw_key(&j, "answer"); jsonw_str(&j, answer ? answer : "");
+        jsonw_key(&j, "steps"); jsonw_arr_begin(&j);
+        for (int h = 0; h < n_hist; h++) {
+            const um_snapshot *sn = hist[h];
+            jsonw_obj_begin(&j);
+            jsonw_key(&j, "step"); jsonw_int(&j, sn->step);
+            jsonw_key(&j, "block"); jsonw_int(&j, sn->block);
+            jsonw_key(&j, "planned"); jsonw_int(&j, sn->planned);
+            jsonw_key(&j, "forward_ms"); jsonw_num(&j, sn->forward_ms);
+            jsonw_key(&j, "sample_ms"); jsonw_num(&j, sn->sample_ms);
+            jsonw_key(&j, "commits"); jsonw_arr_begin(&j);
+            for (int c = 0; c < sn->n_committed; c++) {
+                int p = sn->committed[c];
+                jsonw_obj_begin(&j);
+                jsonw_key(&j, "pos"); jsonw_int(&j, p);
+                jsonw_key(&j, "token"); jsonw_int(&j, sn->pos[p].token);
+                jsonw_key(&j, "conf"); jsonw_num(&j, sn->pos[p].commit_conf);
+                jsonw_obj_end(&j);
+            }
+            jsonw_arr_end(&j);
+            jsonw_obj_end(&j);
+        }
+        jsonw_arr_end(&j);
+        jsonw_key(&j, "load_s"); jsonw_num(&j, t_load);
+        jsonw_key(&j, "generate_s"); jsonw_num(&j, t_total);
+        jsonw_obj_end(&j);
+        fputc('\n', stdout);
+    }
+    free(answer);
+    snapshot_unref(last);
+    rc = 0;
+out:
+    if (rc) fprintf(stderr, "\nunmask generate: %s\n", e.msg);
+    for (int h = 0; h < n_hist; h++) snapshot_unref(hist[h]);
+    free(hist);
+    engine_close(en);
+    return rc;
+}

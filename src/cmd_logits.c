@@ -1,0 +1,131 @@
+/*
+ * cmd_logits: `unmask logits` runs one forward pass over exactly the given canvas (no chat
+ * template, no BOS) and writes n_tokens rows of n_vocab little-endian float32 logits, rows
+ * unshifted, as the model computes them. The peer comparison (make check-peer) reads them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "forward.h"
+#include "model.h"
+#include "pool.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference] [--reps N]\n"
+        "\n"
+        "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
+        "\n"
+        "  -m FILE         model (GGUF)\n"
+        "  --tokens LIST   comma-separated token ids: the whole canvas\n"
+        "  --out FILE      output file (little-endian float32, row-major)\n"
+        "  -t N            threads (default: physical cores)\n"
+        "  --reference     use the scalar reference forward pass (slow)\n"
+        "  --reps N        run N passes and print their median time as JSON on stdout\n");
+}
+
+static int parse_tokens(const char *s, int32_t **out, int *n) {
+    int cap = 64, k = 0;
+    int32_t *t = malloc(sizeof *t * (size_t)cap);
+    if (!t) return -1;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || errno || v < 0 || v > INT32_MAX) { free(t); return -1; }
+        if (k == cap) {
+            int32_t *nt = realloc(t, sizeof *t * (size_t)(cap *= 2));
+            if (!nt) { free(t); return -1; }
+            t = nt;
+        }
+        t[k++] = (int32_t)v;
+        s = end;
+        if (*s == ',') s++;
+        else if (*s) { free(t); return -1; }
+    }
+    *out = t;
+    *n = k;
+    return k > 0 ? 0 : -1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int cmd_logits(int argc, char **argv) {
+    const char *model_path = NULL, *tokens = NULL, *out = NULL;
+    int threads = 0, reps = 0;
+    bool reference = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--reference")) { reference = true; continue; }
+        if (i + 1 >= argc) { fprintf(stderr, "unmask logits: '%s' needs a value or is unknown (see --help)\n", a); return 2; }
+        const char *v = argv[++i];
+        if (!strcmp(a, "-m")) model_path = v;
+        else if (!strcmp(a, "--tokens")) tokens = v;
+        else if (!strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "-t")) threads = atoi(v);
+        else if (!strcmp(a, "--reps")) reps = atoi(v);
+        else { fprintf(stderr, "unmask logits: unknown option '%s' (see --help)\n", a); return 2; }
+    }
+    if (!model_path || !tokens || (!out && reps <= 0)) { usage(stderr); return 2; }
+    int32_t *tok;
+    int n;
+    if (parse_tokens(tokens, &tok, &n)) { fprintf(stderr, "unmask logits: bad token list '%.40s'\n", tokens); return 2; }
+    um_err e = { "" };
+    um_model *m = NULL;
+    um_pool *pool = NULL;
+    um_forward *fw = NULL;
+    float *logits = NULL;
+    int32_t *rows = NULL;
+    int rc = 1;
+    double t0 = um_now();
+    if (model_open(&m, model_path, &e)) goto out;
+    double t_load = um_now() - t0;
+    pool = pool_new(threads > 0 ? threads : pool_default_threads());
+    um_forward_opts fo = { .max_tokens = n, .reference = reference, .kernel = UM_KERNEL_AUTO, .release_pages = true };
+    if (forward_new(&fw, m, pool, &fo, &e)) goto out;
+    double t_prep = um_now() - t0 - t_load;
+    logits = malloc(sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab);
+    rows = malloc(sizeof *rows * (size_t)n);
+    if (!logits || !rows) { snprintf(e.msg, sizeof e.msg, "out of memory for %d logits rows", n); goto out; }
+    for (int i = 0; i < n; i++) rows[i] = i;
+    int runs = reps > 0 ? reps : 1;
+    double ms[1024];
+    if (runs > 1024) runs = 1024;
+    for (int r = 0; r < runs; r++) {
+        double t = um_now();
+        if (forward_run(fw, tok, n, rows, n, logits, &e)) goto out;
+        ms[r] = (um_now() - t) * 1e3;
+    }
+    if (out) {
+        FILE *f = fopen(out, "wb");
+        if (!f) { snprintf(e.msg, sizeof e.msg, "%s: %s", out, strerror(errno)); goto out; }
+        size_t want = (size_t)n * (size_t)m->hp.n_vocab;
+        size_t wrote = fwrite(logits, sizeof(float), want, f);
+        if (fclose(f) != 0 || wrote != want) { snprintf(e.msg, sizeof e.msg, "%s: write failed", out); goto out; }
+    }
+    if (reps > 0) {
+        qsort(ms, (size_t)runs, sizeof ms[0], cmp_double);
+        printf("{\"n_tokens\": %d, \"n_vocab\": %d, \"threads\": %d, \"kernel\": \"%s\", \"load_s\": %.3f, "
+               "\"prepare_s\": %.3f, \"reps\": %d, \"forward_ms_median\": %.2f, \"forward_ms\": [",
+               n, m->hp.n_vocab, pool_threads(pool), forward_kernel_name(fw), t_load, t_prep, runs, ms[runs / 2]);
+        for (int r = 0; r < runs; r++) printf("%s%.2f", r ? ", " : "", ms[r]);
+        printf("]}\n");
+    }
+    rc = 0;
+out:
+    if (rc) fprintf(stderr, "unmask logits: %s\n", e.msg);
+    free(logits);
+    free(rows);
+    free(tok);
+    forward_free(fw);
+    pool_free(pool);
+    model_close(m);
+    return rc;
+}

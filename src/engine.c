@@ -1,0 +1,503 @@
+/*
+ * engine: the denoising loop behind engine.h. Owns the model, tokenizer, forward pass,
+ * thread pool and one canvas; each engine_step() runs one forward pass over the canvas,
+ * picks a token for every eligible masked position, lets the schedule commit some of them,
+ * and publishes a fresh immutable snapshot.
+ *
+ * Per step (see docs/decoding.md for the rules themselves):
+ *   plan   = schedule_plan(settings, canvas state)        active block, how many to commit
+ *   rows   = eligible positions (shifted by one when the model scores i from row i-1)
+ *   logits = forward(canvas, rows)  [and forward(unconditional canvas) for CFG]
+ *   picks  = sampler_pick(row) for each eligible position, in parallel, keyed RNG streams
+ *   commit = schedule_select(scores)
+ * Deterministic for a given seed whatever the thread count: every random draw comes from a
+ * stream keyed by (seed, step, position, purpose).
+ */
+#include "engine.h"
+
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat.h"
+#include "forward.h"
+#include "model.h"
+#include "pool.h"
+#include "quant.h"
+#include "sampler.h"
+#include "schedule.h"
+#include "tokenizer.h"
+
+struct um_engine {
+    um_model     *model;
+    tokenizer    *tok;
+    um_pool      *pool;
+    um_forward   *fw;
+    um_chat       chat;
+    char         *system;
+    int           n_ctx;
+    int           mask_id;
+    um_sample_ws **ws;          /* (n_threads) */
+    int           n_threads;
+    /* the canvas */
+    um_settings   set;
+    int32_t       n_prompt, n_canvas, steps_done;
+    int32_t      *tokens;       /* (n_canvas) */
+    bool         *masked;       /* (n_canvas) */
+    um_pos       *pos;          /* (n_canvas) live per-position state */
+    bool          done;
+    /* per-step scratch, sized for n_canvas */
+    int32_t      *elig;         /* eligible canvas positions */
+    int32_t      *rows;         /* logits rows for them */
+    float        *logits;       /* (n_elig, n_vocab) */
+    float        *logits_u;     /* CFG unconditional, same shape, or NULL */
+    int32_t      *canvas_u;     /* CFG canvas with the prompt masked */
+    um_pick      *picks;
+    um_scored    *scored;
+    int32_t      *committed;
+    int           cap;          /* canvas capacity of the scratch */
+    um_snapshot  *snap;         /* latest published */
+    char          quant[32], isa[32];
+};
+
+/* ------------------------------------------------------------------ snapshots */
+
+static um_snapshot *snapshot_new(int n_canvas, int n_committed) {
+    size_t bytes = sizeof(um_snapshot) + (size_t)n_canvas * sizeof(um_pos) + (size_t)n_committed * sizeof(int32_t) + 16;
+    um_snapshot *s = um_calloc(1, bytes);
+    if (!s) return NULL;
+    s->pos = (um_pos *)(s + 1);
+    s->committed = (int32_t *)(s->pos + n_canvas);
+    atomic_init(&s->refs_, 1);
+    return s;
+}
+
+void snapshot_ref(um_snapshot *s) {
+    if (s) atomic_fetch_add_explicit(&s->refs_, 1, memory_order_relaxed);
+}
+
+void snapshot_unref(um_snapshot *s) {
+    if (s && atomic_fetch_sub_explicit(&s->refs_, 1, memory_order_acq_rel) == 1) free(s);
+}
+
+um_snapshot *engine_snapshot(um_engine *en) {
+    snapshot_ref(en->snap);
+    return en->snap;
+}
+
+static int publish(um_engine *en, const um_plan *plan, int n_committed, int planned, double fwd_ms, double smp_ms, um_err *e) {
+    um_snapshot *s = snapshot_new(en->n_canvas, n_committed);
+    if (!s) return um_errf(e, "out of memory for a snapshot");
+    s->step = en->steps_done;
+    s->n_prompt = en->n_prompt;
+    s->n_canvas = en->n_canvas;
+    s->settings = en->set;
+    memcpy(s->pos, en->pos, (size_t)en->n_canvas * sizeof(um_pos));
+    memcpy(s->committed, en->committed, (size_t)n_committed * sizeof(int32_t));
+    s->n_committed = n_committed;
+    s->planned = planned;
+    s->forward_ms = fwd_ms;
+    s->sample_ms = smp_ms;
+    int left = 0;
+    for (int i = en->n_prompt; i < en->n_canvas; i++) left += en->masked[i];
+    s->masks_left = left;
+    s->done = en->done;
+    s->block = plan ? plan->block : 0;
+    s->n_blocks = plan ? plan->n_blocks : 1;
+    /* planned total: steps done plus what the schedule says is left */
+    s->n_steps = en->set.schedule == UM_SCHED_THRESHOLD ? en->steps_done + (left > 0 ? 1 : 0)
+                                                         : UM_MAX(en->set.steps, en->steps_done);
+    if (en->done) s->n_steps = en->steps_done;
+    snapshot_unref(en->snap);
+    en->snap = s;
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ open / close */
+
+static void fw_progress(void *ctx, int done, int total) {
+    const um_engine_opts *o = ctx;
+    if (o->progress) o->progress(o->progress_ctx, "repacking weights", done, total);
+}
+
+int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
+    *out = NULL;
+    um_engine *en = um_calloc(1, sizeof *en);
+    if (!en) return um_errf(e, "out of memory");
+    if (o->progress) o->progress(o->progress_ctx, "mapping model", 0, 1);
+    if (model_open(&en->model, o->model_path, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
+    const um_model *m = en->model;
+    if (m->hp.mask_id < 0) {
+        um_errf(e, "%s: no tokenizer.ggml.mask_token_id: not a diffusion model file", o->model_path);
+        goto fail;
+    }
+    en->mask_id = m->hp.mask_id;
+    if (tok_load(&en->tok, m->gguf, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
+    if (tok_n_vocab(en->tok) > m->hp.n_vocab) {
+        um_errf(e, "%s: tokenizer has %d tokens but the model only %d", o->model_path, tok_n_vocab(en->tok), m->hp.n_vocab);
+        goto fail;
+    }
+    en->n_ctx = o->n_ctx > 0 ? o->n_ctx : m->hp.n_ctx_train;
+    /* chat template: explicit name, else detected from the file */
+    if (o->chat_template) {
+        if (chat_from_name(o->chat_template, &en->chat, e)) goto fail;
+    } else {
+        char *tmpl = NULL;
+        const gguf_kv *kv = gguf_find_kv(m->gguf, "tokenizer.chat_template");
+        if (kv && kv->type == GGUF_TYPE_STRING) {
+            tmpl = um_malloc(kv->v.s.len + 1);
+            if (tmpl) { memcpy(tmpl, kv->v.s.ptr, kv->v.s.len); tmpl[kv->v.s.len] = '\0'; }
+        }
+        en->chat = chat_detect(tmpl, m->arch->name);
+        free(tmpl);
+    }
+    en->system = o->system ? strdup(o->system) : NULL;
+    en->pool = pool_new(o->n_threads > 0 ? o->n_threads : pool_default_threads());
+    if (!en->pool) { um_errf(e, "cannot start worker threads"); goto fail; }
+    en->n_threads = pool_threads(en->pool);
+    um_forward_opts fo = {
+        .max_tokens = 64, .reference = o->reference, .kernel = (um_kernel)o->kernel, .release_pages = true,
+        .progress = fw_progress, .progress_ctx = (void *)o,
+    };
+    if (forward_new(&en->fw, m, en->pool, &fo, e)) goto fail;
+    en->ws = um_calloc((size_t)en->n_threads, sizeof *en->ws);
+    if (!en->ws) { um_errf(e, "out of memory"); goto fail; }
+    for (int i = 0; i < en->n_threads; i++)
+        if (!(en->ws[i] = sampler_ws_new(m->hp.n_vocab))) { um_errf(e, "out of memory"); goto fail; }
+    snprintf(en->quant, sizeof en->quant, "%s", um_type_name(m->ftype_main));
+    snprintf(en->isa, sizeof en->isa, "%s", forward_kernel_name(en->fw));
+    engine_default_settings(en, &en->set);
+    en->done = true;
+    *out = en;
+    return UM_OK;
+fail:
+    engine_close(en);
+    return UM_FAIL;
+}
+
+static void free_canvas(um_engine *en) {
+    free(en->tokens); free(en->masked); free(en->pos); free(en->elig); free(en->rows);
+    um_free_aligned(en->logits); um_free_aligned(en->logits_u); free(en->canvas_u);
+    free(en->picks); free(en->scored); free(en->committed);
+    en->tokens = en->elig = en->rows = en->canvas_u = en->committed = NULL;
+    en->masked = NULL; en->pos = NULL; en->logits = en->logits_u = NULL;
+    en->picks = NULL; en->scored = NULL;
+    en->cap = 0;
+}
+
+void engine_close(um_engine *en) {
+    if (!en) return;
+    snapshot_unref(en->snap);
+    free_canvas(en);
+    if (en->ws) for (int i = 0; i < en->n_threads; i++) sampler_ws_free(en->ws[i]);
+    free(en->ws);
+    forward_free(en->fw);
+    pool_free(en->pool);
+    tok_free(en->tok);
+    model_close(en->model);
+    free(en->system);
+    free(en);
+}
+
+void engine_get_info(const um_engine *en, um_engine_info *info) {
+    memset(info, 0, sizeof *info);
+    const um_model *m = en->model;
+    snprintf(info->arch, sizeof info->arch, "%s", m->arch->name);
+    snprintf(info->name, sizeof info->name, "%s", m->name);
+    snprintf(info->quant, sizeof info->quant, "%s", en->quant);
+    snprintf(info->backend, sizeof info->backend, "cpu");
+    snprintf(info->isa, sizeof info->isa, "%s", en->isa);
+    info->n_threads = en->n_threads;
+    info->n_vocab = m->hp.n_vocab;
+    info->n_ctx = en->n_ctx;
+    info->mask_id = en->mask_id;
+    info->eos_id = tok_special(en->tok)->eos;
+}
+
+void engine_default_settings(const um_engine *en, um_settings *s) {
+    memset(s, 0, sizeof *s);
+    s->n_gen = 128;
+    s->steps = 128;
+    s->block_len = 32;
+    s->eps = 1e-3f;
+    s->threshold = 0.9f;
+    s->top_p = 1.0f;
+    s->seed = 42;
+    const char *a = en->model->arch->name;
+    if (!strcmp(a, "dream") || !strcmp(a, "rnd1")) {
+        /* Dream's README: timestep schedule with eps, entropy ordering; RND1's sampler keeps
+         * floor(N (S-k-1)/S) masks after step k (the linear schedule) */
+        s->schedule = !strcmp(a, "dream") ? UM_SCHED_TIMESTEP : UM_SCHED_LINEAR;
+        s->score = UM_SCORE_ENTROPY;
+        s->block_len = 0;
+        s->temperature = !strcmp(a, "dream") ? 0.2f : 0.1f;
+        s->top_p = !strcmp(a, "dream") ? 0.95f : 1.0f;
+        s->gumbel = false;
+    } else {
+        /* LLaDA generate.py: semi-autoregressive blocks, low-confidence remasking, greedy */
+        s->schedule = UM_SCHED_BLOCK;
+        s->score = UM_SCORE_CONFIDENCE;
+        s->temperature = 0.0f;
+        s->gumbel = true;
+    }
+}
+
+const um_settings *engine_settings(const um_engine *en) { return &en->set; }
+bool engine_done(const um_engine *en) { return en->done; }
+
+/* ------------------------------------------------------------------ start */
+
+static int reserve(um_engine *en, int n, um_err *e) {
+    if (n <= en->cap) return UM_OK;
+    free_canvas(en);
+    size_t V = (size_t)en->model->hp.n_vocab;
+    en->tokens = um_calloc((size_t)n, sizeof *en->tokens);
+    en->masked = um_calloc((size_t)n, sizeof *en->masked);
+    en->pos = um_calloc((size_t)n, sizeof *en->pos);
+    en->elig = um_calloc((size_t)n, sizeof *en->elig);
+    en->rows = um_calloc((size_t)n, sizeof *en->rows);
+    en->canvas_u = um_calloc((size_t)n, sizeof *en->canvas_u);
+    en->picks = um_calloc((size_t)n, sizeof *en->picks);
+    en->scored = um_calloc((size_t)n, sizeof *en->scored);
+    en->committed = um_calloc((size_t)n, sizeof *en->committed);
+    en->logits = um_malloc_aligned((size_t)n * V * sizeof(float));
+    if (!en->tokens || !en->masked || !en->pos || !en->elig || !en->rows || !en->canvas_u || !en->picks ||
+        !en->scored || !en->committed || !en->logits) {
+        free_canvas(en);
+        return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, (size_t)n * V * 4 >> 20);
+    }
+    en->cap = n;
+    return forward_reserve(en->fw, n, e);
+}
+
+static int check_settings(const um_engine *en, const um_settings *s, um_err *e) {
+    if (s->n_gen <= 0) return um_errf(e, "--gen must be positive (got %d)", s->n_gen);
+    if (s->schedule != UM_SCHED_THRESHOLD && s->steps <= 0) return um_errf(e, "--steps must be positive (got %d)", s->steps);
+    if (s->schedule >= UM_SCHED_COUNT || s->score >= UM_SCORE_COUNT) return um_errf(e, "unknown schedule or scoring");
+    if (s->temperature < 0) return um_errf(e, "temperature must be >= 0");
+    if (s->top_p <= 0 || s->top_p > 1) return um_errf(e, "top-p must be in (0, 1]");
+    if (s->cfg < 0) return um_errf(e, "cfg must be >= 0");
+    (void)en;
+    return UM_OK;
+}
+
+int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_settings *s, um_err *e) {
+    if (check_settings(en, s, e)) return UM_FAIL;
+    const int V = en->model->hp.n_vocab;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= V) return um_errf(e, "prompt token %d at position %d is outside the vocabulary", ids[i], i);
+    if (n == 0 && en->model->hp.shift_logits)
+        return um_errf(e, "this model scores position i from row i-1, so it needs a non-empty prompt");
+    int64_t total = (int64_t)n + s->n_gen;
+    if (total > en->n_ctx)
+        return um_errf(e, "prompt of %d tokens + %d to generate = %" PRId64 " exceeds the context of %d tokens",
+                       n, s->n_gen, total, en->n_ctx);
+    if (reserve(en, (int)total, e)) return UM_FAIL;
+    en->set = *s;
+    en->n_prompt = n;
+    en->n_canvas = (int32_t)total;
+    en->steps_done = 0;
+    en->done = false;
+    memset(en->pos, 0, (size_t)total * sizeof *en->pos);
+    for (int i = 0; i < en->n_canvas; i++) {
+        bool prompt = i < n;
+        en->tokens[i] = prompt ? ids[i] : en->mask_id;
+        en->masked[i] = !prompt;
+        en->pos[i].token = en->tokens[i];
+        en->pos[i].masked = !prompt;
+        en->pos[i].is_prompt = prompt;
+        en->pos[i].commit_step = -1;
+    }
+    if (s->cfg > 0 && !en->logits_u) {
+        en->logits_u = um_malloc_aligned((size_t)en->cap * (size_t)V * sizeof(float));
+        if (!en->logits_u) return um_errf(e, "out of memory for classifier-free guidance");
+    }
+    um_plan plan;
+    if (schedule_plan(&en->set, en->n_prompt, s->n_gen, en->masked, 0, &plan, e)) return UM_FAIL;
+    return publish(en, &plan, 0, 0, 0, 0, e);
+}
+
+int engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err *e) {
+    char *text = NULL;
+    const tok_specials *sp = tok_special(en->tok);
+    const char *bos_text = NULL;
+    size_t bos_len = 0;
+    char bos_buf[128] = "";
+    if (sp->bos >= 0) {
+        bos_text = tok_text(en->tok, sp->bos, &bos_len);
+        if (bos_len < sizeof bos_buf) { memcpy(bos_buf, bos_text, bos_len); bos_buf[bos_len] = '\0'; bos_text = bos_buf; }
+        else bos_text = NULL;
+    }
+    if (chat_format(en->chat, en->system, prompt, bos_text, &text, e)) return UM_FAIL;
+    /* BOS: the template's text already holds it, or the tokenizer adds it as the file says */
+    unsigned flags = TOK_PARSE_SPECIAL | (chat_has_bos(en->chat) ? 0 : TOK_ADD_SPECIAL);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = tok_encode(en->tok, text, strlen(text), flags, &ids, &n, e);
+    free(text);
+    if (rc) return UM_FAIL;
+    /* the EOS the tokenizer may append belongs to training text, not to a prompt */
+    if (n > 0 && sp->add_eos && ids[n - 1] == sp->eos) n--;
+    if (n > (size_t)en->n_ctx) {
+        free(ids);
+        return um_errf(e, "prompt of %zu tokens is longer than the context of %d tokens", n, en->n_ctx);
+    }
+    rc = engine_start_tokens(en, ids, (int)n, s, e);
+    free(ids);
+    return rc;
+}
+
+int engine_set(um_engine *en, const um_settings *s) {
+    int restart = s->n_gen != en->set.n_gen || s->seed != en->set.seed || (s->cfg > 0) != (en->set.cfg > 0);
+    um_settings keep = en->set;
+    en->set = *s;
+    if (check_settings(en, s, NULL)) { en->set = keep; return -1; }
+    return restart;
+}
+
+/* ------------------------------------------------------------------ step */
+
+typedef struct pick_job {
+    um_engine *en;
+    int n;
+    int64_t step;
+    int failed;
+    um_err err;
+} pick_job;
+
+static void pick_one(void *arg, int64_t i, int tid) {
+    pick_job *j = arg;
+    um_engine *en = j->en;
+    const size_t V = (size_t)en->model->hp.n_vocab;
+    um_err e;
+    if (sampler_pick(en->logits + (size_t)i * V, (int32_t)V, en->mask_id, &en->set, j->step, en->elig[i],
+                     en->ws[tid], &en->picks[i], &e)) {
+        if (!j->failed) { j->failed = 1; j->err = e; }
+    }
+}
+
+static bool block_all_eog(const um_engine *en, const um_plan *p) {
+    for (int i = p->start; i < p->end; i++)
+        if (en->masked[i] || !tok_is_eog(en->tok, en->tokens[i])) return false;
+    return p->end > p->start;
+}
+
+int engine_step(um_engine *en, um_err *e) {
+    if (en->done || !en->snap) return 0;
+    um_plan plan;
+    const int n_gen = en->n_canvas - en->n_prompt;
+    if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e)) return UM_FAIL;
+    if (plan.done) {
+        en->done = true;
+        return publish(en, &plan, 0, 0, 0, 0, e) ? UM_FAIL : 0;
+    }
+    const bool shift = en->model->hp.shift_logits;
+    int n = 0;
+    for (int i = plan.start; i < plan.end; i++) {
+        if (!en->masked[i]) continue;
+        en->elig[n] = i;
+        en->rows[n] = shift ? i - 1 : i;
+        n++;
+    }
+    /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
+    double t0 = um_now();
+    if (forward_run(en->fw, en->tokens, en->n_canvas, en->rows, n, en->logits, e)) return UM_FAIL;
+    if (en->set.cfg > 0) {
+        for (int i = 0; i < en->n_canvas; i++) en->canvas_u[i] = i < en->n_prompt ? en->mask_id : en->tokens[i];
+        if (forward_run(en->fw, en->canvas_u, en->n_canvas, en->rows, n, en->logits_u, e)) return UM_FAIL;
+        sampler_cfg(en->logits, en->logits, en->logits_u, (int64_t)n * en->model->hp.n_vocab, en->set.cfg);
+    }
+    double t1 = um_now();
+    const int64_t step = en->steps_done;
+    pick_job job = { .en = en, .n = n, .step = step };
+    pool_for(en->pool, n, pick_one, &job);
+    if (job.failed) { *e = job.err; return UM_FAIL; }
+    for (int i = 0; i < n; i++) {
+        en->scored[i].pos = en->elig[i];
+        en->scored[i].score = schedule_score(en->set.score, &en->picks[i], en->set.seed, step, en->elig[i]);
+        en->scored[i].key = 0;
+    }
+    /* the model's view of every eligible position, before commits reorder scored[] */
+    for (int i = 0; i < n; i++) {
+        um_pos *p = &en->pos[en->elig[i]];
+        const um_pick *pk = &en->picks[i];
+        p->has_view = true;
+        memset(p->top, 0, sizeof p->top);
+        for (int k = 0; k < pk->n_top && k < UM_TOPK; k++) p->top[k] = pk->top[k];
+        p->entropy = pk->entropy;
+    }
+    for (int i = 0; i < en->n_canvas; i++) en->pos[i].fresh = false;
+    int32_t k = schedule_select(&en->set, &plan, step, en->scored, n);
+    /* picks are indexed like elig[]; find each committed position's pick */
+    for (int c = 0; c < k; c++) {
+        int32_t p = en->scored[c].pos;
+        int idx = -1;
+        for (int i = 0; i < n; i++) if (en->elig[i] == p) { idx = i; break; }
+        const um_pick *pk = &en->picks[idx];
+        en->tokens[p] = pk->token;
+        en->masked[p] = false;
+        um_pos *ps = &en->pos[p];
+        ps->token = pk->token;
+        ps->masked = false;
+        ps->fresh = true;
+        ps->commit_step = (int32_t)step + 1;
+        ps->commit_conf = pk->prob;
+        en->committed[c] = p;
+    }
+    en->steps_done++;
+    double t2 = um_now();
+    /* done when no mask is left; optionally stop once a finished block is all end-of-text */
+    um_plan after;
+    if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &after, e)) return UM_FAIL;
+    if (!after.done && en->set.stop_at_eos && after.block > plan.block && block_all_eog(en, &plan)) {
+        int32_t eos = tok_special(en->tok)->eos;
+        for (int i = plan.end; i < en->n_canvas; i++)
+            if (en->masked[i]) {
+                en->tokens[i] = eos;
+                en->masked[i] = false;
+                en->pos[i].token = eos;
+                en->pos[i].masked = false;
+                en->pos[i].commit_step = en->steps_done;
+                en->pos[i].commit_conf = 0;
+            }
+        after.done = true;
+    }
+    en->done = after.done;
+    if (publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, e)) return UM_FAIL;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ text */
+
+const uint8_t *engine_token_bytes(const um_engine *en, int32_t token, size_t *len) {
+    tok_type ty = tok_get_type(en->tok, token);
+    if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN || ty == TOK_TYPE_UNUSED)
+        return (const uint8_t *)tok_text(en->tok, token, len);
+    return tok_piece(en->tok, token, len);
+}
+
+bool engine_token_is_eog(const um_engine *en, int32_t token) { return tok_is_eog(en->tok, token); }
+
+bool engine_token_is_special(const um_engine *en, int32_t token) {
+    tok_type ty = tok_get_type(en->tok, token);
+    return ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_UNKNOWN || ty == TOK_TYPE_UNUSED;
+}
+
+char *engine_answer(const um_engine *en, const um_snapshot *s) {
+    int32_t *ids = um_malloc((size_t)(s->n_canvas + 1) * sizeof *ids);
+    if (!ids) return NULL;
+    size_t n = 0;
+    for (int i = s->n_prompt; i < s->n_canvas; i++) {
+        const um_pos *p = &s->pos[i];
+        if (p->masked) continue;
+        if (tok_is_eog(en->tok, p->token)) break;
+        ids[n++] = p->token;
+    }
+    char *out = NULL;
+    size_t len;
+    if (tok_decode(en->tok, ids, n, 0, &out, &len, NULL)) out = NULL;
+    free(ids);
+    return out;
+}

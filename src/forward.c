@@ -1,0 +1,418 @@
+/*
+ * forward: the transformer forward pass shared by LLaDA, Dream, LLaDA-MoE and RND1. The
+ * architecture flags (arch.h) select QK-norm, RoPE style and MoE; optional biases are used
+ * when the file has them. See forward.h for the contract.
+ *
+ * Per layer, with E = n_embd, T = canvas tokens:
+ *   xn = rmsnorm(x) ; q,k,v = xn Wq,Wk,Wv (+b) ; [qk-norm per head] ; rope(q,k)
+ *   att = attention(q, k, v)  (bidirectional, GQA) ; x += att Wo (+b)
+ *   xn = rmsnorm(x) ; x += W_down(silu(xn W_gate) * (xn W_up))      (dense)
+ *                     x += sum_k w_k * expert_k(xn)                  (MoE, top-k routing)
+ * then logits(rows) = rmsnorm(x[rows]) W_out (+b).
+ */
+#include "forward.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ops.h"
+#include "quant.h"
+
+typedef struct fw_layer {
+    um_matmul_weights wq, wk, wv, wo, gate, up, down, router;
+    um_matmul_weights *gate_x, *up_x, *down_x;      /* (n_expert) */
+} fw_layer;
+
+struct um_forward {
+    const um_model *m;
+    um_pool        *pool;
+    bool            ref;
+    um_kernel       kernel;
+    int             max_tokens;
+    fw_layer       *layers;
+    um_matmul_weights output;
+    void          **owned;        /* prepared weight buffers */
+    int             n_owned, cap_owned;
+    uint64_t        weight_bytes, act_bytes;
+    /* activations, all sized for max_tokens (T) */
+    float   *x;                   /* (T, E) residual stream */
+    float   *xn;                  /* (T, E) normed input / projection output */
+    float   *q, *att;             /* (T, NQ) */
+    float   *k, *v;               /* (T, NKV) */
+    float   *ff_a, *ff_b;         /* (T * k_used, F) gate/up (dense: k_used = 1) */
+    float   *gathered, *ex_out;   /* (T * k_used, E) MoE grouped rows in / out */
+    float   *router;              /* (T, n_expert) */
+    int32_t *ex_id, *ex_off, *ex_tok, *ex_slot;
+    float   *ex_w, *ex_roww;
+    float   *hidden;              /* (T, E) rows for the head */
+    int32_t *pos;                 /* (T) */
+    int32_t *rows_sel;            /* (T) */
+    double  *wrow;                /* reference path: one dequantized row, (max n_in) */
+    float   *wrow_f;
+    void    *scratch;             /* matmul scratch */
+    size_t   scratch_bytes;
+};
+
+/* ------------------------------------------------------------------ weight preparation */
+
+static int keep_owned(um_forward *f, void *p) {
+    if (f->n_owned == f->cap_owned) {
+        int cap = f->cap_owned ? f->cap_owned * 2 : 64;
+        void **n = realloc(f->owned, sizeof *n * (size_t)cap);
+        if (!n) return UM_FAIL;
+        f->owned = n;
+        f->cap_owned = cap;
+    }
+    f->owned[f->n_owned++] = p;
+    return UM_OK;
+}
+
+/* Drop the file pages wholly inside [p, p+n): they were copied into a packed buffer. */
+static void release_pages(const void *p, uint64_t n) {
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)ps - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+static int prep(um_forward *f, const um_forward_opts *o, um_matmul_weights *mw, const um_weight *w,
+                bool may_release, um_err *e) {
+    if (!w->data) { memset(mw, 0, sizeof *mw); return UM_OK; }
+    void *dst = NULL;
+    uint64_t bytes = w->row_bytes * (uint64_t)w->n_out;
+    if (matmul_wants_repack(w->type, f->kernel)) {
+        dst = um_malloc_aligned(bytes);
+        if (!dst || keep_owned(f, dst)) {
+            um_free_aligned(dst);
+            return um_errf(e, "out of memory preparing '%s' (%" PRIu64 " bytes)", w->name, bytes);
+        }
+        f->weight_bytes += bytes;
+    }
+    if (matmul_prepare(mw, w->type, w->n_in, w->n_out, w->data, dst, f->kernel, e))
+        return um_err_prefix(e, "tensor '%s'", w->name);
+    if (dst && may_release && o->release_pages) release_pages(w->data, bytes);
+    return UM_OK;
+}
+
+static int prepare_weights(um_forward *f, const um_forward_opts *o, um_err *e) {
+    const um_model *m = f->m;
+    const um_hparams *hp = &m->hp;
+    f->layers = um_calloc((size_t)hp->n_layer, sizeof *f->layers);
+    if (!f->layers) return um_errf(e, "out of memory");
+    int total = hp->n_layer + 1;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const um_layer *l = &m->layers[il];
+        fw_layer *fl = &f->layers[il];
+        if (prep(f, o, &fl->wq, &l->wq, true, e) || prep(f, o, &fl->wk, &l->wk, true, e) ||
+            prep(f, o, &fl->wv, &l->wv, true, e) || prep(f, o, &fl->wo, &l->wo, true, e))
+            return UM_FAIL;
+        if (m->arch->moe) {
+            int X = hp->n_expert;
+            if (prep(f, o, &fl->router, &l->ffn_gate_inp, true, e)) return UM_FAIL;
+            fl->gate_x = um_calloc((size_t)X, sizeof *fl->gate_x);
+            fl->up_x = um_calloc((size_t)X, sizeof *fl->up_x);
+            fl->down_x = um_calloc((size_t)X, sizeof *fl->down_x);
+            if (!fl->gate_x || !fl->up_x || !fl->down_x) return um_errf(e, "out of memory");
+            for (int x = 0; x < X; x++)
+                if (prep(f, o, &fl->gate_x[x], &l->gate_exps[x], true, e) ||
+                    prep(f, o, &fl->up_x[x], &l->up_exps[x], true, e) ||
+                    prep(f, o, &fl->down_x[x], &l->down_exps[x], true, e))
+                    return UM_FAIL;
+        } else {
+            if (prep(f, o, &fl->gate, &l->ffn_gate, true, e) || prep(f, o, &fl->up, &l->ffn_up, true, e) ||
+                prep(f, o, &fl->down, &l->ffn_down, true, e))
+                return UM_FAIL;
+        }
+        if (o->progress) o->progress(o->progress_ctx, il + 1, total);
+    }
+    /* a tied head shares token_embd's pages, which the embedding lookup still reads */
+    bool tied = m->output.data == m->tok_embd.data;
+    if (prep(f, o, &f->output, &m->output, !tied, e)) return UM_FAIL;
+    if (o->progress) o->progress(o->progress_ctx, total, total);
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+static size_t scratch_for(const um_forward *f, const um_matmul_weights *w, int64_t n) {
+    return w->n_out ? matmul_scratch_bytes(w, n, pool_threads(f->pool)) : 0;
+}
+
+static void free_buffers(um_forward *f) {
+    void **bufs[] = { (void **)&f->x, (void **)&f->xn, (void **)&f->q, (void **)&f->att, (void **)&f->k,
+                      (void **)&f->v, (void **)&f->ff_a, (void **)&f->ff_b, (void **)&f->gathered,
+                      (void **)&f->ex_out, (void **)&f->router, (void **)&f->ex_id, (void **)&f->ex_w,
+                      (void **)&f->ex_off, (void **)&f->ex_tok, (void **)&f->ex_roww, (void **)&f->ex_slot,
+                      (void **)&f->hidden, (void **)&f->pos, (void **)&f->rows_sel, (void **)&f->scratch };
+    for (size_t i = 0; i < UM_ARRAY_LEN(bufs); i++) {
+        um_free_aligned(*bufs[i]);
+        *bufs[i] = NULL;
+    }
+    free(f->wrow);
+    free(f->wrow_f);
+    f->wrow = NULL;
+    f->wrow_f = NULL;
+    f->act_bytes = 0;
+}
+
+static int alloc_buffers(um_forward *f, um_err *e) {
+    free_buffers(f);
+    const um_hparams *hp = &f->m->hp;
+    const int64_t T = f->max_tokens, E = hp->n_embd, HD = hp->head_dim;
+    const int64_t NQ = (int64_t)hp->n_head * HD, NKV = (int64_t)hp->n_head_kv * HD;
+    const bool moe = f->m->arch->moe;
+    const int64_t KU = moe ? hp->n_expert_used : 1;
+    const int64_t F = moe ? hp->n_ff_exp : hp->n_ff;
+    const int64_t X = moe ? hp->n_expert : 0;
+    struct { void **p; uint64_t bytes; } want[] = {
+        { (void **)&f->x, T * E * 4 }, { (void **)&f->xn, T * E * 4 },
+        { (void **)&f->q, T * NQ * 4 }, { (void **)&f->att, T * NQ * 4 },
+        { (void **)&f->k, T * NKV * 4 }, { (void **)&f->v, T * NKV * 4 },
+        { (void **)&f->ff_a, T * KU * F * 4 }, { (void **)&f->ff_b, T * KU * F * 4 },
+        { (void **)&f->gathered, moe ? T * KU * E * 4 : 0 }, { (void **)&f->ex_out, moe ? T * KU * E * 4 : 0 },
+        { (void **)&f->router, T * X * 4 },
+        { (void **)&f->ex_id, T * KU * 4 }, { (void **)&f->ex_w, T * KU * 4 },
+        { (void **)&f->ex_off, (X + 1) * 4 }, { (void **)&f->ex_tok, T * KU * 4 },
+        { (void **)&f->ex_roww, T * KU * 4 }, { (void **)&f->ex_slot, T * KU * 4 },
+        { (void **)&f->hidden, T * E * 4 }, { (void **)&f->pos, T * 4 }, { (void **)&f->rows_sel, T * 4 },
+    };
+    for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
+        *want[i].p = um_malloc_aligned(want[i].bytes ? want[i].bytes : 64);
+        if (!*want[i].p) return um_errf(e, "out of memory for activations (%" PRIu64 " bytes)", want[i].bytes);
+        f->act_bytes += want[i].bytes;
+    }
+    for (int64_t i = 0; i < T; i++) f->pos[i] = (int32_t)i;
+    int64_t max_in = UM_MAX(UM_MAX(E, NQ), F);
+    f->wrow = um_malloc((size_t)max_in * sizeof(double));
+    f->wrow_f = um_malloc((size_t)max_in * sizeof(float));
+    if (!f->wrow || !f->wrow_f) return um_errf(e, "out of memory");
+    if (!f->ref) {
+        size_t s = scratch_for(f, &f->output, T);
+        for (int il = 0; il < hp->n_layer; il++) {
+            const fw_layer *fl = &f->layers[il];
+            const um_matmul_weights *ws[] = { &fl->wq, &fl->wk, &fl->wv, &fl->wo, &fl->gate, &fl->up, &fl->down, &fl->router };
+            for (size_t j = 0; j < UM_ARRAY_LEN(ws); j++) s = UM_MAX(s, scratch_for(f, ws[j], T));
+            for (int x = 0; moe && x < hp->n_expert; x++) {
+                s = UM_MAX(s, scratch_for(f, &fl->gate_x[x], T * KU));
+                s = UM_MAX(s, scratch_for(f, &fl->up_x[x], T * KU));
+                s = UM_MAX(s, scratch_for(f, &fl->down_x[x], T * KU));
+            }
+        }
+        f->scratch = um_malloc_aligned(s ? s : 64);
+        if (!f->scratch) return um_errf(e, "out of memory for matmul scratch (%zu bytes)", s);
+        f->scratch_bytes = s;
+        f->act_bytes += s;
+    }
+    return UM_OK;
+}
+
+int forward_new(um_forward **out, const um_model *m, um_pool *pool, const um_forward_opts *o, um_err *e) {
+    *out = NULL;
+    if (o->max_tokens <= 0) return um_errf(e, "max_tokens must be positive");
+    um_forward *f = um_calloc(1, sizeof *f);
+    if (!f) return um_errf(e, "out of memory");
+    f->m = m;
+    f->pool = pool;
+    f->ref = o->reference;
+    f->max_tokens = o->max_tokens;
+    if (!f->ref) {
+        f->kernel = o->kernel;
+        if (f->kernel == UM_KERNEL_AUTO && matmul_kernel_default(&f->kernel, e)) goto fail;
+        if (prepare_weights(f, o, e)) goto fail;
+    }
+    if (alloc_buffers(f, e)) goto fail;
+    *out = f;
+    return UM_OK;
+fail:
+    forward_free(f);
+    return UM_FAIL;
+}
+
+void forward_free(um_forward *f) {
+    if (!f) return;
+    if (f->layers) {
+        for (int il = 0; il < f->m->hp.n_layer; il++) {
+            free(f->layers[il].gate_x);
+            free(f->layers[il].up_x);
+            free(f->layers[il].down_x);
+        }
+    }
+    free(f->layers);
+    for (int i = 0; i < f->n_owned; i++) um_free_aligned(f->owned[i]);
+    free(f->owned);
+    free_buffers(f);
+    free(f);
+}
+
+int forward_reserve(um_forward *f, int max_tokens, um_err *e) {
+    if (max_tokens <= f->max_tokens) return UM_OK;
+    f->max_tokens = max_tokens;
+    return alloc_buffers(f, e);
+}
+
+const char *forward_kernel_name(const um_forward *f) {
+    return f->ref ? "reference" : matmul_kernel_name(f->kernel);
+}
+uint64_t forward_weight_bytes(const um_forward *f) { return f->weight_bytes; }
+uint64_t forward_activation_bytes(const um_forward *f) { return f->act_bytes; }
+
+/* ------------------------------------------------------------------ building blocks */
+
+/* y (n, n_out) = x (n, n_in) W^T (+ bias) on the fast path, or the double-precision
+ * reference over dequantized rows. */
+static void linear(um_forward *f, const um_matmul_weights *mw, const um_weight *w, const float *x,
+                   int64_t n, float *y, um_vec bias) {
+    if (!f->ref) {
+        matmul(f->pool, mw, x, n, y, f->scratch);
+    } else {
+        const um_type_traits *tr = um_traits(w->type);
+        for (int64_t r = 0; r < w->n_out; r++) {
+            tr->to_float_ref((const char *)w->data + (uint64_t)r * w->row_bytes, f->wrow_f, w->n_in);
+            for (int64_t t = 0; t < n; t++) {
+                const float *xt = x + t * w->n_in;
+                double acc = 0;
+                for (int64_t i = 0; i < w->n_in; i++) acc += (double)f->wrow_f[i] * xt[i];
+                y[t * w->n_out + r] = (float)acc;
+            }
+        }
+    }
+    if (bias)
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t r = 0; r < w->n_out; r++) y[t * w->n_out + r] += bias[r];
+}
+
+static void rmsnorm(um_forward *f, float *y, const float *x, const float *w, int64_t rows, int n) {
+    if (f->ref) ops_rmsnorm_ref(y, x, w, rows, n, f->m->hp.norm_eps);
+    else ops_rmsnorm(f->pool, y, x, w, rows, n, f->m->hp.norm_eps);
+}
+
+static void add(um_forward *f, float *y, const float *a, const float *b, int64_t n) {
+    if (f->ref) ops_add_ref(y, a, b, n);
+    else ops_add(f->pool, y, a, b, n);
+}
+
+static void swiglu(um_forward *f, float *y, const float *g, const float *u, int64_t n) {
+    if (f->ref) ops_swiglu_ref(y, g, u, n);
+    else ops_swiglu(f->pool, y, g, u, n);
+}
+
+static void gather(float *dst, const float *src, const int32_t *rows, int64_t n, int64_t width) {
+    for (int64_t i = 0; i < n; i++) memcpy(dst + i * width, src + (int64_t)rows[i] * width, (size_t)width * sizeof(float));
+}
+
+/* Dense or MoE feed-forward on xn (n, E), result added into x (n, E). */
+static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *e) {
+    const um_model *m = f->m;
+    const um_hparams *hp = &m->hp;
+    const um_layer *l = &m->layers[il];
+    const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
+    const int64_t E = hp->n_embd;
+    if (!m->arch->moe) {
+        const int64_t F = hp->n_ff;
+        linear(f, fl ? &fl->gate : NULL, &l->ffn_gate, xn, n, f->ff_a, l->ffn_gate_b);
+        linear(f, fl ? &fl->up : NULL, &l->ffn_up, xn, n, f->ff_b, l->ffn_up_b);
+        swiglu(f, f->ff_a, f->ff_a, f->ff_b, n * F);
+        linear(f, fl ? &fl->down : NULL, &l->ffn_down, f->ff_a, n, f->xn + 0, l->ffn_down_b);
+        add(f, x, x, f->xn, n * E);
+        return UM_OK;
+    }
+    const int K = hp->n_expert_used, X = hp->n_expert;
+    const int64_t F = hp->n_ff_exp;
+    linear(f, fl ? &fl->router : NULL, &l->ffn_gate_inp, xn, n, f->router, NULL);
+    um_moe_cfg cfg = {
+        .n_expert = X, .k = K, .gating = m->arch->router == UM_ROUTER_SIGMOID ? UM_MOE_SIGMOID : UM_MOE_SOFTMAX,
+        .norm_topk = m->arch->moe_norm_w, .scale = hp->expert_weights_scale, .bias = NULL,
+    };
+    if (ops_moe_route(&cfg, f->router, n, f->ex_id, f->ex_w, e)) return UM_FAIL;
+    if (ops_moe_group(f->ex_id, f->ex_w, n, K, X, f->ex_off, f->ex_tok, f->ex_roww, f->ex_slot, e)) return UM_FAIL;
+    for (int ex = 0; ex < X; ex++) {
+        int64_t r0 = f->ex_off[ex], cnt = f->ex_off[ex + 1] - r0;
+        if (!cnt) continue;
+        float *in = f->gathered + r0 * E, *ga = f->ff_a + r0 * F, *up = f->ff_b + r0 * F;
+        gather(in, xn, f->ex_tok + r0, cnt, E);
+        linear(f, fl ? &fl->gate_x[ex] : NULL, &l->gate_exps[ex], in, cnt, ga, NULL);
+        linear(f, fl ? &fl->up_x[ex] : NULL, &l->up_exps[ex], in, cnt, up, NULL);
+        swiglu(f, ga, ga, up, cnt * F);
+        linear(f, fl ? &fl->down_x[ex] : NULL, &l->down_exps[ex], ga, cnt, f->ex_out + r0 * E, NULL);
+    }
+    ops_moe_combine(f->ref ? NULL : f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ the pass */
+
+int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
+                const int32_t *rows, int n_rows, float *logits, um_err *e) {
+    const um_model *m = f->m;
+    const um_hparams *hp = &m->hp;
+    if (n_tokens <= 0 || n_tokens > f->max_tokens)
+        return um_errf(e, "canvas of %d tokens exceeds the prepared maximum of %d", n_tokens, f->max_tokens);
+    if (n_rows < 0 || n_rows > n_tokens) return um_errf(e, "bad row count %d", n_rows);
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i] < 0 || rows[i] >= n_tokens) return um_errf(e, "row %d outside the canvas", rows[i]);
+    const int T = n_tokens;
+    const int64_t E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
+    const int64_t NQ = H * HD, NKV = HKV * HD;
+    um_pool *pool = f->ref ? NULL : f->pool;
+
+    if (ops_embed(pool, f->x, m->tok_embd.data, m->tok_embd.type, hp->n_vocab, (int)E, tokens, T, e)) return UM_FAIL;
+    um_rope rope = { .mode = m->arch->rope_neox ? UM_ROPE_NEOX : UM_ROPE_NORM, .head_dim = (int)HD,
+                     .n_dims = hp->n_rot, .freq_base = hp->rope_base, .freq_scale = 1.0f };
+
+    for (int il = 0; il < hp->n_layer; il++) {
+        const um_layer *l = &m->layers[il];
+        const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
+        /* On the last layer the fast path carries only the rows the head needs past the
+         * attention (K and V still cover the whole canvas). */
+        const bool subset = !f->ref && il == hp->n_layer - 1 && n_rows < T;
+        const int nq = subset ? n_rows : T;
+
+        rmsnorm(f, f->xn, f->x, l->attn_norm, T, (int)E);
+        linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, T, f->k, l->bk);
+        linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, T, f->v, l->bv);
+        if (subset) {
+            gather(f->hidden, f->xn, rows, n_rows, E);
+            linear(f, fl ? &fl->wq : NULL, &l->wq, f->hidden, nq, f->q, l->bq);
+            /* positions of the kept rows, for RoPE on q */
+            for (int i = 0; i < n_rows; i++) f->rows_sel[i] = rows[i];
+        } else {
+            linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, T, f->q, l->bq);
+        }
+        if (m->arch->qk_norm) {
+            rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)nq * H, (int)HD);
+            rmsnorm(f, f->k, f->k, l->k_norm, (int64_t)T * HKV, (int)HD);
+        }
+        const int32_t *qpos = subset ? f->rows_sel : f->pos;
+        int rc = f->ref ? ops_rope_ref(&rope, qpos, nq, f->q, (int)H, NULL, 0, e)
+                        : ops_rope(pool, &rope, qpos, nq, f->q, (int)H, NULL, 0, e);
+        if (!rc) rc = f->ref ? ops_rope_ref(&rope, f->pos, T, f->k, (int)HKV, NULL, 0, e)
+                             : ops_rope(pool, &rope, f->pos, T, f->k, (int)HKV, NULL, 0, e);
+        if (rc) return UM_FAIL;
+        um_attn at = { .n_q = nq, .n_kv = T, .n_head = (int)H, .n_head_kv = (int)HKV, .head_dim = (int)HD, .key_mask = NULL };
+        rc = f->ref ? ops_attention_ref(&at, f->att, f->q, f->k, f->v, e)
+                    : ops_attention(pool, &at, f->att, f->q, f->k, f->v, e);
+        if (rc) return UM_FAIL;
+        if (subset) {
+            /* shrink the residual stream to the kept rows, in the caller's order */
+            gather(f->hidden, f->x, rows, n_rows, E);
+            memcpy(f->x, f->hidden, (size_t)(n_rows * E) * sizeof(float));
+        }
+        linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, nq, f->xn, l->bo);
+        add(f, f->x, f->x, f->xn, nq * E);
+        rmsnorm(f, f->xn, f->x, l->ffn_norm, nq, (int)E);
+        if (ffn(f, il, f->x, f->xn, nq, e)) return UM_FAIL;
+        (void)NQ;
+        (void)NKV;
+    }
+    const bool subset_done = !f->ref && n_rows < T;
+    if (subset_done) memcpy(f->hidden, f->x, (size_t)(n_rows * E) * sizeof(float));
+    else gather(f->hidden, f->x, rows, n_rows, E);
+    rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
+    linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
+    return UM_OK;
+}

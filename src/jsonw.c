@@ -1,0 +1,94 @@
+/*
+ * jsonw: streaming JSON writer (see jsonw.h).
+ */
+#include "jsonw.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+void jsonw_init(jsonw *j, FILE *f) {
+    memset(j, 0, sizeof *j);
+    j->f = f;
+    j->first[0] = true;
+}
+
+static void sep(jsonw *j) {
+    if (j->after_key) { j->after_key = false; return; }
+    if (!j->first[j->depth]) fputc(',', j->f);
+    j->first[j->depth] = false;
+}
+
+static void open(jsonw *j, char c) {
+    sep(j);
+    fputc(c, j->f);
+    if (j->depth + 1 < JSONW_MAX_DEPTH) j->depth++;
+    j->first[j->depth] = true;
+}
+
+static void close_(jsonw *j, char c) {
+    fputc(c, j->f);
+    if (j->depth > 0) j->depth--;
+}
+
+void jsonw_obj_begin(jsonw *j) { open(j, '{'); }
+void jsonw_obj_end(jsonw *j) { close_(j, '}'); }
+void jsonw_arr_begin(jsonw *j) { open(j, '['); }
+void jsonw_arr_end(jsonw *j) { close_(j, ']'); }
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
+    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
+    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
+    else return 0;
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+static void put_str(FILE *f, const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        if (c == '"' || c == '\\') { fputc('\\', f); fputc((int)c, f); i++; }
+        else if (c == '\n') { fputs("\\n", f); i++; }
+        else if (c == '\t') { fputs("\\t", f); i++; }
+        else if (c == '\r') { fputs("\\r", f); i++; }
+        else if (c < 0x20 || c == 0x7f) { fprintf(f, "\\u%04x", c); i++; }
+        else {
+            size_t len = utf8_len(p + i, n - i);
+            if (!len) { fputs("\xef\xbf\xbd", f); i++; }
+            else { fwrite(p + i, 1, len, f); i += len; }
+        }
+    }
+    fputc('"', f);
+}
+
+void jsonw_key(jsonw *j, const char *key) {
+    sep(j);
+    put_str(j->f, key, strlen(key));
+    fputc(':', j->f);
+    j->after_key = true;
+}
+
+void jsonw_strn(jsonw *j, const char *s, size_t n) { sep(j); put_str(j->f, s, n); }
+void jsonw_str(jsonw *j, const char *s) { jsonw_strn(j, s, strlen(s)); }
+void jsonw_int(jsonw *j, long long v) { sep(j); fprintf(j->f, "%lld", v); }
+void jsonw_num(jsonw *j, double v) {
+    sep(j);
+    if (isfinite(v)) fprintf(j->f, "%.9g", v);
+    else fputs("null", j->f);
+}
+void jsonw_bool(jsonw *j, bool v) { sep(j); fputs(v ? "true" : "false", j->f); }
+void jsonw_null(jsonw *j) { sep(j); fputs("null", j->f); }

@@ -1,0 +1,35 @@
+/*
+ * jsonw: a tiny streaming JSON writer (objects, arrays, strings with full escaping,
+ * numbers). Commas are placed automatically; the caller keeps keys and values paired.
+ * Strings are written as valid UTF-8: invalid bytes become U+FFFD.
+ */
+#ifndef UM_JSONW_H
+#define UM_JSONW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define JSONW_MAX_DEPTH 32
+
+typedef struct jsonw {
+    FILE *f;
+    int   depth;
+    bool  first[JSONW_MAX_DEPTH];   /* no element written yet at this depth */
+    bool  after_key;
+} jsonw;
+
+void jsonw_init(jsonw *j, FILE *f);
+void jsonw_obj_begin(jsonw *j);
+void jsonw_obj_end(jsonw *j);
+void jsonw_arr_begin(jsonw *j);
+void jsonw_arr_end(jsonw *j);
+void jsonw_key(jsonw *j, const char *key);
+void jsonw_str(jsonw *j, const char *s);
+void jsonw_strn(jsonw *j, const char *s, size_t n);
+void jsonw_int(jsonw *j, long long v);
+void jsonw_num(jsonw *j, double v);      /* non-finite values are written as null */
+void jsonw_bool(jsonw *j, bool v);
+void jsonw_null(jsonw *j);
+
+#endif

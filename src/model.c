@@ -1,0 +1,384 @@
+/*
+ * model: load a diffusion LM from GGUF: read hyper-parameters for the file's architecture,
+ * bind every tensor by name, check shapes and types, convert norm weights and biases to f32.
+ *
+ * Shapes use ggml's order (ne[0] fastest): a weight "W: n_in -> n_out" is stored with
+ * ne = {n_in, n_out}; expert weights add ne[2] = n_expert.
+ */
+#include "model.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+
+#define MAX_VEC_TENSORS 8192
+
+typedef struct loader {
+    um_model   *m;
+    um_err     *e;
+    /* pending f32 vectors: filled in a second pass into one arena */
+    struct { const gguf_tensor *t; um_vec *dst; } vecs[MAX_VEC_TENSORS];
+    int         n_vecs;
+    uint64_t    vec_floats;
+} loader;
+
+static const char *arch_key(const um_model *m, const char *suffix, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s.%s", m->arch->name, suffix);
+    return buf;
+}
+
+/* Optional u32 key with default; error only if present with a bad type or value. */
+static int get_u32_opt(const um_model *m, const char *suffix, uint32_t def, uint32_t *v, um_err *e) {
+    char key[160];
+    arch_key(m, suffix, key, sizeof key);
+    const gguf_kv *kv = gguf_find_kv(m->gguf, key);
+    if (!kv) { *v = def; return UM_OK; }
+    if (kv->type == GGUF_TYPE_ARRAY) {
+        /* per-layer arrays (e.g. head_count_kv): unmask needs them uniform */
+        if (kv->arr_n == 0) return um_errf(e, "key '%s' is an empty array", key);
+        int64_t first = gguf_arr_i64(kv, 0);
+        for (uint64_t i = 1; i < kv->arr_n; i++)
+            if (gguf_arr_i64(kv, i) != first)
+                return um_errf(e, "key '%s': per-layer values differ (layer 0: %" PRId64 ", layer %" PRIu64 ": %" PRId64 "); "
+                                  "non-uniform layers are not supported", key, first, i, gguf_arr_i64(kv, i));
+        if (first < 0 || first > INT32_MAX) return um_errf(e, "key '%s': value %" PRId64 " out of range", key, first);
+        *v = (uint32_t)first;
+        return UM_OK;
+    }
+    return gguf_get_u32(m->gguf, key, v, e);
+}
+
+static int get_u32_req(const um_model *m, const char *suffix, uint32_t *v, um_err *e) {
+    char key[160];
+    arch_key(m, suffix, key, sizeof key);
+    if (!gguf_find_kv(m->gguf, key)) return um_errf(e, "required key '%s' missing", key);
+    return get_u32_opt(m, suffix, 0, v, e);
+}
+
+static int get_f32_opt(const um_model *m, const char *suffix, float def, float *v, um_err *e) {
+    char key[160];
+    arch_key(m, suffix, key, sizeof key);
+    if (!gguf_find_kv(m->gguf, key)) { *v = def; return UM_OK; }
+    return gguf_get_f32(m->gguf, key, v, e);
+}
+
+static const char *dims_str(const gguf_tensor *t, char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (uint32_t d = 0; d < t->n_dims && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, d ? " x " : "", t->ne[d]);
+    return buf;
+}
+
+/* Find a tensor and check its shape (ne0, ne1, ne2; 0 = dimension must not exist beyond). */
+static const gguf_tensor *find_shaped(loader *L, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
+                                      bool required, int *status) {
+    *status = UM_OK;
+    const gguf_tensor *t = gguf_find_tensor(L->m->gguf, name);
+    if (!t) {
+        if (required) *status = um_errf(L->e, "tensor '%s' missing (required by architecture '%s')", name, L->m->arch->name);
+        return NULL;
+    }
+    int64_t want[3] = { ne0, ne1, ne2 };
+    uint32_t want_dims = ne2 ? 3 : ne1 ? 2 : 1;
+    bool ok = t->n_dims == want_dims;
+    for (uint32_t d = 0; ok && d < want_dims; d++) ok = (int64_t)t->ne[d] == want[d];
+    if (!ok) {
+        char got[96];
+        char exp[96];
+        dims_str(t, got, sizeof got);
+        if (ne2) snprintf(exp, sizeof exp, "%" PRId64 " x %" PRId64 " x %" PRId64, ne0, ne1, ne2);
+        else if (ne1) snprintf(exp, sizeof exp, "%" PRId64 " x %" PRId64, ne0, ne1);
+        else snprintf(exp, sizeof exp, "%" PRId64, ne0);
+        *status = um_errf(L->e, "tensor '%s' has shape [%s], expected [%s]", name, got, exp);
+        return NULL;
+    }
+    return t;
+}
+
+static int check_type(loader *L, const gguf_tensor *t, bool matrix) {
+    if (!um_traits(t->type))
+        return um_errf(L->e, "tensor '%.*s' has type %s, which unmask cannot compute with",
+                       (int)t->name.len, t->name.ptr, um_type_name(t->type));
+    if (!matrix && t->type != UM_TYPE_F32 && t->type != UM_TYPE_F16 && t->type != UM_TYPE_BF16)
+        return um_errf(L->e, "tensor '%.*s': 1-D tensors must be f32, f16 or bf16 (got %s)",
+                       (int)t->name.len, t->name.ptr, um_type_name(t->type));
+    return UM_OK;
+}
+
+static void weight_from(um_weight *w, const gguf_tensor *t, int64_t expert) {
+    w->name = t->name.ptr;
+    w->type = t->type;
+    w->n_in = (int64_t)t->ne[0];
+    w->n_out = (int64_t)t->ne[1];
+    w->row_bytes = (uint64_t)w->n_in / um_type_blck(t->type) * um_type_bytes(t->type);
+    w->data = (const char *)t->data + (uint64_t)expert * w->row_bytes * (uint64_t)w->n_out;
+}
+
+static int bind_weight(loader *L, um_weight *w, const char *name, int64_t n_in, int64_t n_out, bool required) {
+    int st;
+    memset(w, 0, sizeof *w);
+    const gguf_tensor *t = find_shaped(L, name, n_in, n_out, 0, required, &st);
+    if (st) return st;
+    if (!t) return UM_OK;
+    if (check_type(L, t, true)) return UM_FAIL;
+    weight_from(w, t, 0);
+    return UM_OK;
+}
+
+static int bind_vec(loader *L, um_vec *dst, const char *name, int64_t n, bool required) {
+    int st;
+    *dst = NULL;
+    const gguf_tensor *t = find_shaped(L, name, n, 0, 0, required, &st);
+    if (st) return st;
+    if (!t) return UM_OK;
+    if (check_type(L, t, false)) return UM_FAIL;
+    if (L->n_vecs >= MAX_VEC_TENSORS) return um_errf(L->e, "too many 1-D tensors (limit %d)", MAX_VEC_TENSORS);
+    L->vecs[L->n_vecs].t = t;
+    L->vecs[L->n_vecs].dst = dst;
+    L->n_vecs++;
+    L->vec_floats += (uint64_t)n;
+    return UM_OK;
+}
+
+static int bind_experts(loader *L, um_weight **out, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp) {
+    int st;
+    const gguf_tensor *t = find_shaped(L, name, n_in, n_out, n_exp, true, &st);
+    if (st) return st;
+    if (check_type(L, t, true)) return UM_FAIL;
+    um_weight *w = um_calloc((size_t)n_exp, sizeof *w);
+    if (!w) return um_errf(L->e, "out of memory binding '%s'", name);
+    for (int64_t x = 0; x < n_exp; x++) weight_from(&w[x], t, x);
+    *out = w;
+    return UM_OK;
+}
+
+static int read_hparams(um_model *m, um_err *e) {
+    um_hparams *hp = &m->hp;
+    uint32_t v;
+    if (get_u32_req(m, "embedding_length", &v, e)) return UM_FAIL;
+    hp->n_embd = (int32_t)v;
+    if (get_u32_req(m, "block_count", &v, e)) return UM_FAIL;
+    hp->n_layer = (int32_t)v;
+    if (get_u32_req(m, "attention.head_count", &v, e)) return UM_FAIL;
+    hp->n_head = (int32_t)v;
+    if (get_u32_opt(m, "attention.head_count_kv", (uint32_t)hp->n_head, &v, e)) return UM_FAIL;
+    hp->n_head_kv = (int32_t)v;
+    if (get_u32_opt(m, "context_length", 4096, &v, e)) return UM_FAIL;
+    hp->n_ctx_train = (int32_t)v;
+    if (hp->n_embd <= 0 || hp->n_embd > (1 << 20)) return um_errf(e, "embedding_length %d out of range", hp->n_embd);
+    if (hp->n_layer <= 0 || hp->n_layer > 4096) return um_errf(e, "block_count %d out of range", hp->n_layer);
+    if (hp->n_head <= 0 || hp->n_head > 4096) return um_errf(e, "attention.head_count %d out of range", hp->n_head);
+    if (hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv)
+        return um_errf(e, "attention.head_count_kv %d must divide head_count %d", hp->n_head_kv, hp->n_head);
+    uint32_t def_hd = hp->n_embd % hp->n_head ? 0 : (uint32_t)(hp->n_embd / hp->n_head);
+    if (get_u32_opt(m, "attention.key_length", def_hd, &v, e)) return UM_FAIL;
+    hp->head_dim = (int32_t)v;
+    uint32_t vlen;
+    if (get_u32_opt(m, "attention.value_length", (uint32_t)hp->head_dim, &vlen, e)) return UM_FAIL;
+    if (hp->head_dim <= 0 || hp->head_dim > 1024 || hp->head_dim % 2)
+        return um_errf(e, "head dimension %d unsupported (must be even, 2..1024)", hp->head_dim);
+    if ((int32_t)vlen != hp->head_dim)
+        return um_errf(e, "attention.value_length %u differs from key_length %d (unsupported)", vlen, hp->head_dim);
+    if (get_u32_opt(m, "rope.dimension_count", (uint32_t)hp->head_dim, &v, e)) return UM_FAIL;
+    hp->n_rot = (int32_t)v;
+    if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2)
+        return um_errf(e, "rope.dimension_count %d invalid for head dimension %d", hp->n_rot, hp->head_dim);
+    if (get_f32_opt(m, "rope.freq_base", 10000.0f, &hp->rope_base, e)) return UM_FAIL;
+    if (!(hp->rope_base > 0)) return um_errf(e, "rope.freq_base must be positive");
+    char key[160];
+    arch_key(m, "attention.layer_norm_rms_epsilon", key, sizeof key);
+    if (!gguf_find_kv(m->gguf, key)) return um_errf(e, "required key '%s' missing", key);
+    if (gguf_get_f32(m->gguf, key, &hp->norm_eps, e)) return UM_FAIL;
+    if (!(hp->norm_eps > 0 && hp->norm_eps < 1)) return um_errf(e, "%s = %g out of range", key, hp->norm_eps);
+    if (get_u32_opt(m, "feed_forward_length", 0, &v, e)) return UM_FAIL;
+    hp->n_ff = (int32_t)v;
+    if (m->arch->moe) {
+        if (get_u32_req(m, "expert_count", &v, e)) return UM_FAIL;
+        hp->n_expert = (int32_t)v;
+        if (get_u32_req(m, "expert_used_count", &v, e)) return UM_FAIL;
+        hp->n_expert_used = (int32_t)v;
+        if (hp->n_expert <= 0 || hp->n_expert > 4096 || hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert)
+            return um_errf(e, "expert_count %d / expert_used_count %d invalid", hp->n_expert, hp->n_expert_used);
+        uint32_t def = hp->n_ff > 0 ? (uint32_t)(hp->n_ff / hp->n_expert_used) : 0;
+        if (get_u32_opt(m, "expert_feed_forward_length", def, &v, e)) return UM_FAIL;
+        hp->n_ff_exp = (int32_t)v;
+        if (hp->n_ff_exp <= 0) return um_errf(e, "expert feed-forward length missing");
+        if (get_f32_opt(m, "expert_weights_scale", 0.0f, &hp->expert_weights_scale, e)) return UM_FAIL;
+    } else if (hp->n_ff <= 0) {
+        return um_errf(e, "required key '%s.feed_forward_length' missing", m->arch->name);
+    }
+    bool b;
+    const gguf_kv *kv = gguf_find_kv(m->gguf, "diffusion.shift_logits");
+    if (kv) {
+        if (gguf_get_bool(m->gguf, "diffusion.shift_logits", &b, e)) return UM_FAIL;
+        hp->shift_logits = b;
+    } else {
+        hp->shift_logits = m->arch->shift_logits;
+    }
+    hp->mask_id = -1;
+    if (gguf_find_kv(m->gguf, "tokenizer.ggml.mask_token_id")) {
+        if (gguf_get_u32(m->gguf, "tokenizer.ggml.mask_token_id", &v, e)) return UM_FAIL;
+        hp->mask_id = (int32_t)v;
+    }
+    return UM_OK;
+}
+
+static int bind_all(loader *L) {
+    um_model *m = L->m;
+    um_hparams *hp = &m->hp;
+    const gguf_tensor *te = gguf_find_tensor(m->gguf, "token_embd.weight");
+    if (!te) return um_errf(L->e, "tensor 'token_embd.weight' missing (required by architecture '%s')", m->arch->name);
+    if (te->n_dims != 2 || (int64_t)te->ne[0] != hp->n_embd || te->ne[1] == 0 || te->ne[1] > (1u << 24))
+        return um_errf(L->e, "tensor 'token_embd.weight' must be [%d x n_vocab]", hp->n_embd);
+    hp->n_vocab = (int32_t)te->ne[1];
+    if (hp->mask_id >= hp->n_vocab)
+        return um_errf(L->e, "tokenizer.ggml.mask_token_id %d is outside the vocabulary (%d tokens)", hp->mask_id, hp->n_vocab);
+    if (bind_weight(L, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true)) return UM_FAIL;
+    if (bind_vec(L, &m->output_norm, "output_norm.weight", hp->n_embd, true)) return UM_FAIL;
+    if (bind_weight(L, &m->output, "output.weight", hp->n_embd, hp->n_vocab, !m->arch->output_optional)) return UM_FAIL;
+    if (!m->output.data) m->output = m->tok_embd;
+    if (bind_vec(L, &m->output_b, "output.bias", hp->n_vocab, false)) return UM_FAIL;
+
+    m->layers = um_calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return um_errf(L->e, "out of memory");
+    const int64_t E = hp->n_embd, HD = hp->head_dim;
+    const int64_t NQ = hp->n_head * HD, NKV = hp->n_head_kv * HD;
+    char n[128];
+#define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
+    for (int il = 0; il < hp->n_layer; il++) {
+        um_layer *l = &m->layers[il];
+        if (gguf_find_tensor(m->gguf, NAME("attn_qkv.weight")))
+            return um_errf(L->e, "tensor '%s': fused QKV weights are not supported", n);
+        if (gguf_find_tensor(m->gguf, NAME("rope_freqs.weight")))
+            return um_errf(L->e, "tensor '%s': RoPE frequency factors are not supported", n);
+        if (bind_vec(L, &l->attn_norm, NAME("attn_norm.weight"), E, true)) return UM_FAIL;
+        if (bind_weight(L, &l->wq, NAME("attn_q.weight"), E, NQ, true)) return UM_FAIL;
+        if (bind_weight(L, &l->wk, NAME("attn_k.weight"), E, NKV, true)) return UM_FAIL;
+        if (bind_weight(L, &l->wv, NAME("attn_v.weight"), E, NKV, true)) return UM_FAIL;
+        if (bind_weight(L, &l->wo, NAME("attn_output.weight"), NQ, E, true)) return UM_FAIL;
+        if (bind_vec(L, &l->bq, NAME("attn_q.bias"), NQ, false)) return UM_FAIL;
+        if (bind_vec(L, &l->bk, NAME("attn_k.bias"), NKV, false)) return UM_FAIL;
+        if (bind_vec(L, &l->bv, NAME("attn_v.bias"), NKV, false)) return UM_FAIL;
+        if (bind_vec(L, &l->bo, NAME("attn_output.bias"), E, false)) return UM_FAIL;
+        if (m->arch->qk_norm) {
+            if (bind_vec(L, &l->q_norm, NAME("attn_q_norm.weight"), HD, true)) return UM_FAIL;
+            if (bind_vec(L, &l->k_norm, NAME("attn_k_norm.weight"), HD, true)) return UM_FAIL;
+        }
+        if (bind_vec(L, &l->ffn_norm, NAME("ffn_norm.weight"), E, true)) return UM_FAIL;
+        if (m->arch->moe) {
+            const int64_t X = hp->n_expert, F = hp->n_ff_exp;
+            if (bind_weight(L, &l->ffn_gate_inp, NAME("ffn_gate_inp.weight"), E, X, true)) return UM_FAIL;
+            if (bind_experts(L, &l->gate_exps, NAME("ffn_gate_exps.weight"), E, F, X)) return UM_FAIL;
+            if (bind_experts(L, &l->up_exps, NAME("ffn_up_exps.weight"), E, F, X)) return UM_FAIL;
+            if (bind_experts(L, &l->down_exps, NAME("ffn_down_exps.weight"), F, E, X)) return UM_FAIL;
+            if (gguf_find_tensor(m->gguf, NAME("ffn_gate_shexp.weight")))
+                return um_errf(L->e, "tensor '%s': shared experts are not supported for '%s'", n, m->arch->name);
+        } else {
+            const int64_t F = hp->n_ff;
+            if (bind_weight(L, &l->ffn_gate, NAME("ffn_gate.weight"), E, F, true)) return UM_FAIL;
+            if (bind_weight(L, &l->ffn_up, NAME("ffn_up.weight"), E, F, true)) return UM_FAIL;
+            if (bind_weight(L, &l->ffn_down, NAME("ffn_down.weight"), F, E, true)) return UM_FAIL;
+            if (bind_vec(L, &l->ffn_gate_b, NAME("ffn_gate.bias"), F, false)) return UM_FAIL;
+            if (bind_vec(L, &l->ffn_up_b, NAME("ffn_up.bias"), F, false)) return UM_FAIL;
+            if (bind_vec(L, &l->ffn_down_b, NAME("ffn_down.bias"), E, false)) return UM_FAIL;
+        }
+    }
+#undef NAME
+    return UM_OK;
+}
+
+static int convert_vecs(loader *L) {
+    um_model *m = L->m;
+    m->vec_arena = um_malloc_aligned(L->vec_floats * sizeof(float));
+    if (!m->vec_arena) return um_errf(L->e, "out of memory for %" PRIu64 " norm/bias values", L->vec_floats);
+    float *p = m->vec_arena;
+    for (int i = 0; i < L->n_vecs; i++) {
+        const gguf_tensor *t = L->vecs[i].t;
+        int64_t n = (int64_t)t->ne[0];
+        const um_type_traits *tr = um_traits(t->type);
+        tr->to_float_ref(t->data, p, n);
+        *L->vecs[i].dst = p;
+        p += n;
+    }
+    return UM_OK;
+}
+
+static uint32_t main_type(const um_model *m) {
+    uint64_t bytes[UM_TYPE_COUNT] = { 0 };
+    for (uint64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
+        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+        if (t->n_dims >= 2 && t->type < UM_TYPE_COUNT) bytes[t->type] += t->size;
+    }
+    uint32_t best = 0;
+    for (uint32_t t = 1; t < UM_TYPE_COUNT; t++)
+        if (bytes[t] > bytes[best]) best = t;
+    return best;
+}
+
+int model_from_gguf(um_model **out, gguf_file *g, um_err *e) {
+    *out = NULL;
+    um_model *m = um_calloc(1, sizeof *m);
+    loader *L = um_calloc(1, sizeof *L);
+    if (!m || !L) { free(m); free(L); gguf_close(g); return um_errf(e, "out of memory"); }
+    m->gguf = g;
+    m->file_bytes = gguf_file_size(g);
+    L->m = m;
+    L->e = e;
+    char arch[64];
+    if (gguf_get_str(g, "general.architecture", arch, sizeof arch, e)) goto fail;
+    m->arch = arch_find(arch);
+    if (!m->arch) {
+        um_errf(e, "unknown architecture '%s' (supported: %s)", arch, arch_supported_list());
+        goto fail;
+    }
+    if (gguf_find_kv(g, "general.name")) {
+        if (gguf_get_str(g, "general.name", m->name, sizeof m->name, NULL) != UM_OK) m->name[0] = '\0';
+    }
+    if (!m->name[0]) {
+        const char *p = gguf_path(g), *s = strrchr(p, '/');
+        snprintf(m->name, sizeof m->name, "%s", s ? s + 1 : p);
+    }
+    if (read_hparams(m, e)) goto fail;
+    if (bind_all(L)) goto fail;
+    if (convert_vecs(L)) goto fail;
+    m->ftype_main = main_type(m);
+    free(L);
+    *out = m;
+    return UM_OK;
+fail:
+    free(L);
+    model_close(m);
+    return UM_FAIL;
+}
+
+int model_open(um_model **out, const char *path, um_err *e) {
+    gguf_file *g;
+    *out = NULL;
+    if (gguf_open(&g, path, e)) return UM_FAIL;
+    return model_from_gguf(out, g, e);
+}
+
+void model_close(um_model *m) {
+    if (!m) return;
+    if (m->layers) {
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            free(m->layers[il].gate_exps);
+            free(m->layers[il].up_exps);
+            free(m->layers[il].down_exps);
+        }
+    }
+    free(m->layers);
+    um_free_aligned(m->vec_arena);
+    gguf_close(m->gguf);
+    free(m);
+}
+
+uint64_t model_param_count(const um_model *m) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < gguf_n_tensors(m->gguf); i++) n += gguf_tensor_at(m->gguf, i)->n_elements;
+    return n;
+}

@@ -1,0 +1,90 @@
+/*
+ * model: a diffusion LM loaded from a GGUF file: hyper-parameters, architecture flags and the
+ * weights bound by name with their shapes checked.
+ *
+ * Invariants after model_open() succeeds: every required tensor exists with the shape the
+ * hyper-parameters imply, every weight's type is one unmask computes with, and the mapping
+ * outlives the model. Weight matrices are um_weight views (type, n_in, n_out, data); the
+ * compute side (forward.c) prepares its own packed copies for its kernels. Nothing here allocates per step.
+ */
+#ifndef UM_MODEL_H
+#define UM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch.h"
+#include "gguf.h"
+#include "util.h"
+
+/* A weight matrix W of shape (n_out, n_in): row r holds the n_in inputs of output r,
+ * stored in the file's type (ggml ne[0] = n_in, ne[1] = n_out). For expert tensors
+ * (ne[2] = n_expert) one um_weight describes one expert's slice. */
+typedef struct um_weight {
+    const char *name;           /* tensor name, for messages (points into the mapping's copy) */
+    uint32_t    type;           /* um_type */
+    int64_t     n_in, n_out;
+    const void *data;           /* n_out rows of row_bytes */
+    uint64_t    row_bytes;
+} um_weight;
+
+/* A 1-D float vector (norm weights, biases), converted to f32 once at load. */
+typedef const float *um_vec;
+
+typedef struct um_hparams {
+    int32_t n_vocab;
+    int32_t n_ctx_train;        /* context the model was trained for */
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_head, n_head_kv;
+    int32_t head_dim;           /* per head, Q/K/V */
+    int32_t n_rot;              /* rotary dims (<= head_dim) */
+    int32_t n_ff;               /* dense FFN width */
+    int32_t n_expert, n_expert_used, n_ff_exp;
+    float   rope_base;
+    float   norm_eps;
+    float   expert_weights_scale; /* 0 or 1 = none */
+    bool    shift_logits;
+    int32_t mask_id;            /* -1 if the file has none */
+} um_hparams;
+
+typedef struct um_layer {
+    um_vec    attn_norm;        /* (n_embd) */
+    um_weight wq, wk, wv, wo;   /* (n_head*hd, n_embd) (n_head_kv*hd, n_embd) x2 (n_embd, n_head*hd) */
+    um_vec    bq, bk, bv, bo;   /* optional biases, NULL when absent */
+    um_vec    q_norm, k_norm;   /* (head_dim) when arch->qk_norm */
+    um_vec    ffn_norm;         /* (n_embd) */
+    /* dense FFN */
+    um_weight ffn_gate, ffn_up, ffn_down;      /* (n_ff, n_embd) x2, (n_embd, n_ff) */
+    um_vec    ffn_gate_b, ffn_up_b, ffn_down_b;
+    /* MoE FFN */
+    um_weight ffn_gate_inp;     /* router (n_expert, n_embd) */
+    um_weight *gate_exps, *up_exps, *down_exps; /* (n_expert) each: (n_ff_exp, n_embd) x2, (n_embd, n_ff_exp) */
+} um_layer;
+
+typedef struct um_model {
+    gguf_file     *gguf;
+    const um_arch *arch;
+    um_hparams     hp;
+    char           name[128];   /* general.name or the file name */
+    uint32_t       ftype_main;  /* most common weight type, for display */
+    um_weight      tok_embd;    /* (n_vocab, n_embd): row = token embedding */
+    um_vec         output_norm; /* (n_embd) */
+    um_weight      output;      /* (n_vocab, n_embd), may alias tok_embd */
+    um_vec         output_b;    /* optional (n_vocab) */
+    um_layer      *layers;      /* (n_layer) */
+    float         *vec_arena;   /* all um_vec storage, one allocation */
+    uint64_t       file_bytes;
+} um_model;
+
+/* Open and validate. On failure *out is NULL and e names the problem (missing tensor, wrong
+ * shape, unknown architecture with the supported list, unsupported type...). */
+int  model_open(um_model **out, const char *path, um_err *e);
+/* Same over an already opened GGUF (takes ownership of g, also on failure). */
+int  model_from_gguf(um_model **out, gguf_file *g, um_err *e);
+void model_close(um_model *m);
+
+/* Total bytes of weights, number of parameters. */
+uint64_t model_param_count(const um_model *m);
+
+#endif

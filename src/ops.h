@@ -1,0 +1,209 @@
+/*
+ * ops: the transformer operations other than matmul, on float32 row-major activations.
+ *
+ * Every op has a plain scalar reference ops_<name>_ref (single-threaded, always compiled,
+ * the definition of the result) and a dispatched ops_<name> that runs the fastest kernel
+ * set the CPU allows (AVX-512, AVX2 or the scalar kernels), threaded over rows with the
+ * pool where that pays. A NULL pool means "the caller's thread only".
+ *
+ * Invariants: no op allocates memory (scratch lives on the stack, bounded by the
+ * UM_OPS_MAX_* limits below); output buffers may alias inputs exactly where a comment
+ * says so; results do not depend on the number of threads (each row, head or token is
+ * computed by one thread in a fixed order).
+ *
+ * Kernel choice: the first call picks the best set from cpu_features(); the environment
+ * variable UNMASK_KERNEL=ref|avx2|avx512 (amx counts as avx512 here) overrides it;
+ * ops_select() forces one (tests use it to run every path).
+ */
+#ifndef UM_OPS_H
+#define UM_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pool.h"
+#include "quant.h"
+#include "util.h"
+
+#define UM_OPS_MAX_HEAD_DIM 256     /* attention and RoPE scratch is sized for this */
+
+/* ------------------------------------------------------------------ kernel sets */
+
+typedef enum um_ops_isa {
+    UM_OPS_REF = 0,
+    UM_OPS_AVX2,
+    UM_OPS_AVX512,
+    UM_OPS_ISA_COUNT
+} um_ops_isa;
+
+const char *ops_isa_name(um_ops_isa isa);          /* "ref", "avx2", "avx512" */
+bool        ops_isa_available(um_ops_isa isa);     /* compiled in and supported by this CPU */
+int         ops_select(um_ops_isa isa, um_err *e); /* force a set; fails if unavailable */
+um_ops_isa  ops_active(void);                      /* the set ops_* use now */
+
+/* ------------------------------------------------------------------ elementwise
+ * n elements; y may alias a or b. */
+void ops_add(um_pool *pool, float *y, const float *a, const float *b, int64_t n);    /* y = a + b */
+void ops_mul(um_pool *pool, float *y, const float *a, const float *b, int64_t n);    /* y = a * b */
+/* y = silu(gate) * up, silu(x) = x / (1 + exp(-x)); y may alias gate or up. */
+void ops_swiglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n);
+
+void ops_add_ref(float *y, const float *a, const float *b, int64_t n);
+void ops_mul_ref(float *y, const float *a, const float *b, int64_t n);
+void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n);
+
+/* ------------------------------------------------------------------ row-wise
+ * RMSNorm: y[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w[:].
+ * x, y: (n_rows, n); w: (n) or NULL for no weight; y may alias x. For per-head QK-norm
+ * pass n_rows = n_tokens * n_head, n = head_dim. */
+void ops_rmsnorm(um_pool *pool, float *y, const float *x, const float *w,
+                 int64_t n_rows, int n, float eps);
+void ops_rmsnorm_ref(float *y, const float *x, const float *w, int64_t n_rows, int n, float eps);
+
+/* Softmax of each row in place, numerically stable (max subtracted first).
+ * x: (n_rows, n). A row of all -inf becomes all 0. */
+void ops_softmax(um_pool *pool, float *x, int64_t n_rows, int n);
+void ops_softmax_ref(float *x, int64_t n_rows, int n);
+
+/* ------------------------------------------------------------------ RoPE
+ * Rotary position embedding as llama.cpp's ggml_rope_ext with ext_factor 0 and
+ * attn_factor 1. Pair i (0 <= i < n_dims/2) of every head rotates by
+ *   theta_i = freq_scale * pos * freq_base^(-2i/n_dims),
+ * computed as llama.cpp does: in float, theta_0 = pos, theta_{i+1} = theta_i * s with
+ * s = powf(freq_base, -2/n_dims), then cosf/sinf of freq_scale * theta_i.
+ * UM_ROPE_NORM rotates adjacent pairs (x[2i], x[2i+1]) (LLaMA, LLaDA);
+ * UM_ROPE_NEOX rotates halves (x[i], x[i + n_dims/2]) (Qwen, Dream, OLMoE).
+ * Dimensions n_dims .. head_dim-1 pass through unchanged (partial rotary). */
+typedef enum um_rope_mode { UM_ROPE_NORM = 0, UM_ROPE_NEOX = 2 } um_rope_mode;  /* llama.cpp's values */
+
+typedef struct um_rope {
+    um_rope_mode mode;
+    int          head_dim;          /* elements per head, even, <= UM_OPS_MAX_HEAD_DIM */
+    int          n_dims;            /* rotated dims: even, 2 <= n_dims <= head_dim */
+    float        freq_base;         /* e.g. 500000 (LLaDA), 1e6 (Dream) */
+    float        freq_scale;        /* 1 unless the context is linearly scaled */
+} um_rope;
+
+/* Rotate q (n_tokens, n_head, head_dim) and, if k is not NULL, k (n_tokens, n_head_kv,
+ * head_dim), in place; pos: (n_tokens) positions. Fails on inconsistent parameters. */
+int ops_rope(um_pool *pool, const um_rope *r, const int32_t *pos, int n_tokens,
+             float *q, int n_head, float *k, int n_head_kv, um_err *e);
+int ops_rope_ref(const um_rope *r, const int32_t *pos, int n_tokens,
+                 float *q, int n_head, float *k, int n_head_kv, um_err *e);
+
+/* ------------------------------------------------------------------ attention
+ * Bidirectional (non-causal) scaled-dot-product attention with GQA:
+ *   out[t,h,:] = sum_j softmax_j(q[t,h,:] . k[j,g,:] * scale) v[j,g,:],
+ *   g = h / (n_head / n_head_kv), scale = 1/sqrt(head_dim),
+ * over keys j with key_mask[j] != 0 (all keys if key_mask is NULL). A query whose keys
+ * are all masked gets zeros.
+ * q: (n_q, n_head, head_dim); k, v: (n_kv, n_head_kv, head_dim); out: (n_q, n_head,
+ * head_dim), must not alias q, k or v; key_mask: (n_kv) or NULL.
+ * Memory-bounded: keys are visited in tiles with an online (flash-style) softmax, so no
+ * (n_q x n_kv) score matrix exists; threads take (head, query tile) blocks.
+ * QK-norm, if the model has it, is the caller's job (ops_rmsnorm per head) before RoPE. */
+typedef struct um_attn {
+    int            n_q, n_kv;       /* query and key tokens (equal for a full canvas) */
+    int            n_head, n_head_kv, head_dim;
+    const uint8_t *key_mask;        /* (n_kv) or NULL */
+} um_attn;
+
+int ops_attention(um_pool *pool, const um_attn *a, float *out,
+                  const float *q, const float *k, const float *v, um_err *e);
+int ops_attention_ref(const um_attn *a, float *out,
+                      const float *q, const float *k, const float *v, um_err *e);
+
+/* ------------------------------------------------------------------ embedding
+ * out[t,:] = dequantized row tokens[t] of table (n_vocab, n_embd) of type `type`.
+ * F32, F16 and BF16 are converted directly; other types go through
+ * um_traits(type)->to_float_ref. n_embd must be a multiple of the type's block size.
+ * out: (n_tokens, n_embd). Fails (naming the token) on an id outside [0, n_vocab). */
+int ops_embed(um_pool *pool, float *out, const void *table, um_type type,
+              int64_t n_vocab, int n_embd, const int32_t *tokens, int n_tokens, um_err *e);
+
+/* ------------------------------------------------------------------ MoE routing
+ * Per token: probabilities p = softmax(logits) or sigmoid(logits); experts chosen by the
+ * k largest p[e] + bias[e] (bias only steers the choice, as DeepSeek/Ling's
+ * e_score_correction_bias; NULL for none); ties go to the lower expert index; weights
+ * are the chosen p[e], divided by their sum if norm_topk, then multiplied by scale.
+ * OLMoE / LLaDA-MoE: softmax, norm_topk as the model's norm_topk_prob; Qwen3-MoE/RND1:
+ * softmax, norm_topk true; Ling/LLaDA2 style: sigmoid + bias + norm_topk + scale (expert
+ * groups are not modelled). As llama.cpp's build_moe_ffn. */
+#define UM_MOE_MAX_K 64             /* experts per token at most */
+
+typedef enum um_moe_gating { UM_MOE_SOFTMAX = 0, UM_MOE_SIGMOID = 1 } um_moe_gating;
+
+typedef struct um_moe_cfg {
+    int            n_expert;        /* experts, >= 1 */
+    int            k;               /* experts per token, 1 <= k <= n_expert, <= UM_MOE_MAX_K */
+    um_moe_gating  gating;
+    bool           norm_topk;       /* renormalise the k weights to sum 1 */
+    float          scale;           /* weight multiplier (0 is taken as 1) */
+    const float   *bias;            /* (n_expert) selection bias or NULL */
+} um_moe_cfg;
+
+/* logits: (n_tokens, n_expert) router outputs. expert, weight: (n_tokens, k), best first. */
+int ops_moe_route(const um_moe_cfg *c, const float *logits, int n_tokens,
+                  int32_t *expert, float *weight, um_err *e);
+
+/* Grouping by expert, so each expert's FFN is one GEMM over its tokens. With
+ * n_rows = n_tokens * k "grouped rows" (one per (token, choice) pair), sorted by expert
+ * and, within an expert, by token:
+ *   offset:     (n_expert + 1)  expert e owns grouped rows [offset[e], offset[e+1])
+ *   token:      (n_rows)        source token of each grouped row
+ *   row_weight: (n_rows)        gate weight of each grouped row
+ *   slot:       (n_tokens, k)   grouped row of token t's j-th choice
+ * Fails if an expert id is out of range. */
+int ops_moe_group(const int32_t *expert, const float *weight, int n_tokens, int k, int n_expert,
+                  int32_t *offset, int32_t *token, float *row_weight, int32_t *slot, um_err *e);
+
+/* dst[i,:] = src[rows[i],:], i < n_rows; src, dst: row width `width` floats.
+ * Builds each expert's input matrix from the grouping's `token` list. */
+void ops_gather_rows(um_pool *pool, float *dst, const float *src, const int32_t *rows,
+                     int64_t n_rows, int width);
+
+/* The weighted combine after the per-expert FFNs:
+ *   out[t,:] (+)= sum_j weight[t,j] * y[slot[t,j],:]   (j in choice order, so the sum is
+ * the same for any thread count). y: (n_tokens * k, width) grouped-row outputs;
+ * out: (n_tokens, width), overwritten, or accumulated into when accumulate is true
+ * (adding the MoE output straight onto the residual stream). */
+void ops_moe_combine(um_pool *pool, float *out, const float *y, const float *weight,
+                     const int32_t *slot, int n_tokens, int k, int width, bool accumulate);
+
+/* ------------------------------------------------------------------ kernel tables
+ * Row kernels of one instruction set; ops.c threads and dispatches, ops_<isa>.c fill
+ * these. Not for use outside ops*.c and their tests. */
+typedef struct um_attn_block {
+    float         *out;             /* first output row of the block */
+    const float   *q, *k, *v;       /* first q row of the block; k, v of its kv head */
+    int64_t        q_stride;        /* floats between tokens in q and out */
+    int64_t        kv_stride;       /* floats between tokens in k and v */
+    int            n_q;             /* queries in the block, <= UM_ATTN_BLOCK_Q */
+    int            n_kv, head_dim;
+    float          scale;
+    const uint8_t *key_mask;        /* (n_kv) or NULL */
+} um_attn_block;
+
+#define UM_ATTN_BLOCK_Q 32          /* queries per block (one thread's unit of work) */
+
+typedef struct um_ops_kern {
+    void (*add)(float *y, const float *a, const float *b, int64_t n);
+    void (*mul)(float *y, const float *a, const float *b, int64_t n);
+    void (*swiglu)(float *y, const float *gate, const float *up, int64_t n);
+    void (*rmsnorm_row)(float *y, const float *x, const float *w, int n, float eps);
+    void (*softmax_row)(float *x, int n);
+    /* Rotate one head's first n_dims values with a per-token table made by ops.c:
+     * NORM: cs = cos duplicated per pair (n_dims), then sin with signs -,+ (n_dims);
+     * NEOX: cs = cos (n_dims/2), then sin (n_dims/2). */
+    void (*rope_norm)(float *x, const float *cs, int n_dims);
+    void (*rope_neox)(float *x, const float *cs, int n_dims);
+    void (*attn_block)(const um_attn_block *b);
+} um_ops_kern;
+
+extern const um_ops_kern ops_kern_avx2;
+extern const um_ops_kern ops_kern_avx512;
+
+/* The scalar attention block (used by kernel sets for head_dims they do not tile). */
+void ops_attn_block_ref(const um_attn_block *b);
+
+#endif

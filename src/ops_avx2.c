@@ -1,0 +1,269 @@
+/*
+ * ops_avx2: the AVX2+FMA kernel set of ops (see ops.h, um_ops_kern). Compiled with AVX2
+ * flags by the Makefile; ops.c calls it only when cpu_features() allows.
+ *
+ * Same algorithms and numerics as ops_avx512.c with 8 lanes: double accumulation of
+ * sums of squares and softmax sums, a polynomial exp (Cephes expf coefficients, about
+ * 2 ulp; inputs below -87 give 0 and above 88 give inf), fused multiply-adds.
+ * Tails (n not a multiple of 8) use maskload/maskstore, so every element of a row goes
+ * through the same arithmetic.
+ */
+#include "ops.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+/* e^x for 8 lanes: x = n ln2 + r, e^r by polynomial, 2^n built in the exponent field.
+ * Clamping to [-87, 88] keeps n in [-126, 127]; lanes outside get 0 or inf. */
+static inline __m256 exp8(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
+    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ), over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
+    x = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    y = _mm256_andnot_ps(under, y);
+    return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), over);
+}
+
+/* Lane mask for the first `left` lanes (all 8 when left >= 8). */
+static inline __m256i tail_mask(int64_t left) {
+    static const int32_t bits[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
+    return _mm256_loadu_si256((const __m256i *)(bits + 8 - (left >= 8 ? 8 : left)));
+}
+static inline __m256 load_t(const float *p, __m256i m) { return _mm256_maskload_ps(p, m); }
+static inline void store_t(float *p, __m256i m, __m256 v) { _mm256_maskstore_ps(p, m, v); }
+
+static inline float hmax8(__m256 v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_max_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+static inline double hsum4d(__m256d v) {
+    __m128d x = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(x, _mm_unpackhi_pd(x, x)));
+}
+
+/* Add the 8 floats of v into two double accumulators. */
+static inline void acc_pd(__m256d *lo, __m256d *hi, __m256 v) {
+    *lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    *hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+static void add_avx2(float *y, const float *a, const float *b, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, _mm256_add_ps(load_t(a + i, m), load_t(b + i, m))); }
+}
+
+static void mul_avx2(float *y, const float *a, const float *b, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, _mm256_mul_ps(load_t(a + i, m), load_t(b + i, m))); }
+}
+
+static inline __m256 swiglu8(__m256 g, __m256 u) {
+    __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(_mm256_sub_ps(_mm256_setzero_ps(), g)));
+    return _mm256_mul_ps(_mm256_div_ps(g, d), u);
+}
+
+static void swiglu_avx2(float *y, const float *gate, const float *up, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, swiglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, swiglu8(load_t(gate + i, m), load_t(up + i, m))); }
+}
+
+/* ------------------------------------------------------------------ row-wise */
+
+static void rmsnorm_row_avx2(float *y, const float *x, const float *w, int n, float eps) {
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    for (int i = 0; i < n; i += 8) {
+        __m256 v = load_t(x + i, tail_mask(n - i));
+        acc_pd(&lo, &hi, _mm256_mul_ps(v, v));
+    }
+    double sum = hsum4d(_mm256_add_pd(lo, hi));
+    const __m256 scale = _mm256_set1_ps(1.0f / sqrtf((float)(sum / n) + eps));
+    for (int i = 0; i < n; i += 8) {
+        __m256i m = tail_mask(n - i);
+        __m256 v = _mm256_mul_ps(load_t(x + i, m), scale);
+        if (w) v = _mm256_mul_ps(v, load_t(w + i, m));
+        store_t(y + i, m, v);
+    }
+}
+
+static void softmax_row_avx2(float *x, int n) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 mx = ninf;
+    for (int i = 0; i < n; i += 8) {
+        __m256i m = tail_mask(n - i);
+        mx = _mm256_max_ps(mx, _mm256_blendv_ps(ninf, load_t(x + i, m), _mm256_castsi256_ps(m)));
+    }
+    float m = hmax8(mx);
+    if (m == -INFINITY) {
+        for (int i = 0; i < n; i += 8) store_t(x + i, tail_mask(n - i), _mm256_setzero_ps());
+        return;
+    }
+    const __m256 vm = _mm256_set1_ps(m);
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    for (int i = 0; i < n; i += 8) {
+        __m256i k = tail_mask(n - i);
+        __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load_t(x + i, k), vm)), _mm256_castsi256_ps(k));
+        store_t(x + i, k, e);
+        acc_pd(&lo, &hi, e);
+    }
+    const __m256 inv = _mm256_set1_ps((float)(1.0 / hsum4d(_mm256_add_pd(lo, hi))));
+    for (int i = 0; i < n; i += 8) {
+        __m256i k = tail_mask(n - i);
+        store_t(x + i, k, _mm256_mul_ps(load_t(x + i, k), inv));
+    }
+}
+
+/* ------------------------------------------------------------------ RoPE */
+
+static void rope_norm_avx2(float *x, const float *cs, int n_dims) {
+    const float *cosd = cs, *sina = cs + n_dims;
+    for (int i = 0; i < n_dims; i += 8) {
+        __m256i m = tail_mask(n_dims - i);
+        __m256 v = load_t(x + i, m);
+        __m256 sw = _mm256_permute_ps(v, 0xB1);     /* (x1, x0, x3, x2, ...) */
+        store_t(x + i, m, _mm256_fmadd_ps(sw, load_t(sina + i, m), _mm256_mul_ps(v, load_t(cosd + i, m))));
+    }
+}
+
+static void rope_neox_avx2(float *x, const float *cs, int n_dims) {
+    const int half = n_dims / 2;
+    const float *c = cs, *s = cs + half;
+    for (int i = 0; i < half; i += 8) {
+        __m256i m = tail_mask(half - i);
+        __m256 x0 = load_t(x + i, m), x1 = load_t(x + half + i, m);
+        __m256 vc = load_t(c + i, m), vs = load_t(s + i, m);
+        store_t(x + i, m, _mm256_fmsub_ps(x0, vc, _mm256_mul_ps(x1, vs)));
+        store_t(x + half + i, m, _mm256_fmadd_ps(x0, vs, _mm256_mul_ps(x1, vc)));
+    }
+}
+
+/* ------------------------------------------------------------------ attention
+ * As ops_avx512.c: the block's queries transposed once into qt (head_dim, BQ); per key
+ * tile the scores st (BK, BQ) hold one row of 4 vectors per key, so the online softmax
+ * runs across queries without horizontal reductions. */
+
+#define BQ UM_ATTN_BLOCK_Q          /* 32: four ymm of queries */
+#define BK 64
+
+_Static_assert(BQ == 32, "the kernel holds a block's queries in four ymm registers");
+
+static void attn_block_avx2(const um_attn_block *b) {
+    const int hd = b->head_dim, nq = b->n_q;
+    if (hd % 8) { ops_attn_block_ref(b); return; }
+    float qt[UM_OPS_MAX_HEAD_DIM * BQ] __attribute__((aligned(32)));     /* (hd, BQ) */
+    float st[BK * BQ] __attribute__((aligned(32)));                      /* (BK, BQ) */
+    float acc[BQ * UM_OPS_MAX_HEAD_DIM] __attribute__((aligned(32)));    /* (BQ, hd) */
+    float ml[BQ] __attribute__((aligned(32)));      /* per query: the tile's corr, at the end l */
+
+    for (int d = 0; d < hd; d++)
+        for (int i = 0; i < BQ; i++) qt[d * BQ + i] = i < nq ? b->q[(int64_t)i * b->q_stride + d] * b->scale : 0.0f;
+    for (int i = 0; i < nq * hd; i++) acc[i] = 0;
+    __m256 m[4], l[4];
+    for (int u = 0; u < 4; u++) { m[u] = _mm256_set1_ps(-INFINITY); l[u] = _mm256_setzero_ps(); }
+
+    for (int kb = 0; kb < b->n_kv; kb += BK) {
+        const int nk = UM_MIN(BK, b->n_kv - kb);
+        int any = 0;
+        /* scores, 2 keys x 32 queries (8 accumulators) at a time; masked keys get -inf */
+        for (int j = 0; j < nk; j += 2) {
+            const int nj = UM_MIN(2, nk - j);
+            const float *k0r = b->k + (int64_t)(kb + j) * b->kv_stride;
+            const float *k1r = nj > 1 ? k0r + b->kv_stride : k0r;
+            int live0 = !b->key_mask || b->key_mask[kb + j];
+            int live1 = nj > 1 && (!b->key_mask || b->key_mask[kb + j + 1]);
+            any |= live0 | live1;
+            __m256 s0[4], s1[4];
+            for (int u = 0; u < 4; u++) s0[u] = s1[u] = _mm256_setzero_ps();
+            for (int d = 0; d < hd; d++) {
+                const __m256 a0 = _mm256_set1_ps(k0r[d]), a1 = _mm256_set1_ps(k1r[d]);
+                for (int u = 0; u < 4; u++) {
+                    __m256 qv = _mm256_load_ps(qt + d * BQ + 8 * u);
+                    s0[u] = _mm256_fmadd_ps(a0, qv, s0[u]);
+                    s1[u] = _mm256_fmadd_ps(a1, qv, s1[u]);
+                }
+            }
+            const __m256 ninf = _mm256_set1_ps(-INFINITY);
+            for (int u = 0; u < 4; u++) _mm256_store_ps(st + j * BQ + 8 * u, live0 ? s0[u] : ninf);
+            if (nj > 1)
+                for (int u = 0; u < 4; u++) _mm256_store_ps(st + (j + 1) * BQ + 8 * u, live1 ? s1[u] : ninf);
+        }
+        if (!any) continue;
+        __m256 c[4], sum[4];
+        for (int u = 0; u < 4; u++) {
+            __m256 t = m[u];
+            for (int j = 0; j < nk; j++) t = _mm256_max_ps(t, _mm256_load_ps(st + j * BQ + 8 * u));
+            c[u] = exp8(_mm256_sub_ps(m[u], t));        /* 0 where m = -inf: t is finite */
+            m[u] = t;
+            sum[u] = _mm256_setzero_ps();
+            for (int j = 0; j < nk; j++) {
+                __m256 p = exp8(_mm256_sub_ps(_mm256_load_ps(st + j * BQ + 8 * u), t));
+                _mm256_store_ps(st + j * BQ + 8 * u, p);
+                sum[u] = _mm256_add_ps(sum[u], p);
+            }
+            l[u] = _mm256_fmadd_ps(l[u], c[u], sum[u]);
+            _mm256_store_ps(ml + 8 * u, c[u]);
+        }
+        /* acc = acc * corr + P V, two queries and 32 dims (8 registers) at a time */
+        for (int i = 0; i < nq; i += 2) {
+            const int i1 = i + 1 < nq ? i + 1 : i;
+            float *a0 = acc + (int64_t)i * hd, *a1 = acc + (int64_t)i1 * hd;
+            const __m256 cr0 = _mm256_set1_ps(ml[i]), cr1 = _mm256_set1_ps(ml[i1]);
+            for (int d = 0; d < hd; d += 32) {
+                const int nv = UM_MIN(4, (hd - d) / 8);
+                __m256 x0[4], x1[4];
+                for (int u = 0; u < nv; u++) {
+                    x0[u] = _mm256_mul_ps(_mm256_load_ps(a0 + d + 8 * u), cr0);
+                    x1[u] = _mm256_mul_ps(_mm256_load_ps(a1 + d + 8 * u), cr1);
+                }
+                for (int j = 0; j < nk; j++) {
+                    const float *vr = b->v + (int64_t)(kb + j) * b->kv_stride + d;
+                    const __m256 p0 = _mm256_broadcast_ss(st + j * BQ + i), p1 = _mm256_broadcast_ss(st + j * BQ + i1);
+                    for (int u = 0; u < nv; u++) {
+                        __m256 vv = _mm256_loadu_ps(vr + 8 * u);
+                        x0[u] = _mm256_fmadd_ps(p0, vv, x0[u]);
+                        x1[u] = _mm256_fmadd_ps(p1, vv, x1[u]);
+                    }
+                }
+                for (int u = 0; u < nv; u++) _mm256_store_ps(a1 + d + 8 * u, x1[u]);
+                for (int u = 0; u < nv; u++) _mm256_store_ps(a0 + d + 8 * u, x0[u]);
+            }
+        }
+    }
+    for (int u = 0; u < 4; u++) _mm256_store_ps(ml + 8 * u, l[u]);
+    for (int i = 0; i < nq; i++) {
+        const __m256 vi = _mm256_set1_ps(ml[i] > 0 ? 1.0f / ml[i] : 0.0f);
+        float *o = b->out + (int64_t)i * b->q_stride;
+        for (int d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(o + d, _mm256_mul_ps(_mm256_load_ps(acc + (int64_t)i * hd + d), vi));
+    }
+}
+
+const um_ops_kern ops_kern_avx2 = {
+    .add         = add_avx2,
+    .mul         = mul_avx2,
+    .swiglu      = swiglu_avx2,
+    .rmsnorm_row = rmsnorm_row_avx2,
+    .softmax_row = softmax_row_avx2,
+    .rope_norm   = rope_norm_avx2,
+    .rope_neox   = rope_neox_avx2,
+    .attn_block  = attn_block_avx2,
+};

@@ -1,0 +1,269 @@
+/*
+ * ops_avx512: the AVX-512 kernel set of ops (see ops.h, um_ops_kern). Compiled with
+ * AVX-512 flags by the Makefile; ops.c calls it only when cpu_features() allows.
+ *
+ * Numerics against the scalar references (ops.c): sums of squares and softmax sums are
+ * accumulated in double like the references, so they agree to float rounding; exp is a
+ * polynomial (Cephes expf coefficients, about 2 ulp) instead of libm's expf; products
+ * feeding an add are fused (FMA), one rounding fewer than the references.
+ * Tails (n not a multiple of 16) use masked loads and stores, never a scalar loop, so
+ * every element of a row goes through the same arithmetic.
+ */
+#include "ops.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+/* e^x for 16 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-7 polynomial, 2^n by
+ * scalef (exact, and it gives 0 / inf outside the float range). -inf gives 0. */
+static inline __m512 exp16(__m512 x) {
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(89.0f)), _mm512_set1_ps(-104.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+static inline __mmask16 tail_mask(int64_t left) {
+    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+static void add_avx512(float *y, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+    }
+}
+
+static void mul_avx512(float *y, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+    }
+}
+
+static void swiglu_avx512(float *y, const float *gate, const float *up, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+        __m512 d = _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), g)));
+        __m512 s = _mm512_div_ps(g, d);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
+    }
+}
+
+/* ------------------------------------------------------------------ row-wise */
+
+/* Add the 16 floats of v into two double accumulators (exactly, as the reference's
+ * double sum does, only in another order). */
+static inline void acc_pd(__m512d *lo, __m512d *hi, __m512 v) {
+    *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+static void rmsnorm_row_avx512(float *y, const float *x, const float *w, int n, float eps) {
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int i = 0; i < n; i += 16) {
+        __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
+        acc_pd(&lo, &hi, _mm512_mul_ps(v, v));
+    }
+    double sum = _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+    const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)(sum / n) + eps));
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale);
+        if (w) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + i));
+        _mm512_mask_storeu_ps(y + i, m, v);
+    }
+}
+
+static void softmax_row_avx512(float *x, int n) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16)
+        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
+    float m = _mm512_reduce_max_ps(mx);
+    if (m == -INFINITY) {
+        for (int i = 0; i < n; i += 16) _mm512_mask_storeu_ps(x + i, tail_mask(n - i), _mm512_setzero_ps());
+        return;
+    }
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
+        _mm512_mask_storeu_ps(x + i, k, e);
+        acc_pd(&lo, &hi, e);
+    }
+    const __m512 inv = _mm512_set1_ps((float)(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(lo, hi))));
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), inv));
+    }
+}
+
+/* ------------------------------------------------------------------ RoPE */
+
+static void rope_norm_avx512(float *x, const float *cs, int n_dims) {
+    const float *cosd = cs, *sina = cs + n_dims;
+    for (int i = 0; i < n_dims; i += 16) {
+        __mmask16 m = tail_mask(n_dims - i);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m512 sw = _mm512_permute_ps(v, 0xB1);     /* (x1, x0, x3, x2, ...) */
+        __m512 r = _mm512_fmadd_ps(sw, _mm512_maskz_loadu_ps(m, sina + i),
+                                   _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, cosd + i)));
+        _mm512_mask_storeu_ps(x + i, m, r);
+    }
+}
+
+static void rope_neox_avx512(float *x, const float *cs, int n_dims) {
+    const int half = n_dims / 2;
+    const float *c = cs, *s = cs + half;
+    for (int i = 0; i < half; i += 16) {
+        __mmask16 m = tail_mask(half - i);
+        __m512 x0 = _mm512_maskz_loadu_ps(m, x + i), x1 = _mm512_maskz_loadu_ps(m, x + half + i);
+        __m512 vc = _mm512_maskz_loadu_ps(m, c + i), vs = _mm512_maskz_loadu_ps(m, s + i);
+        _mm512_mask_storeu_ps(x + i, m, _mm512_fmsub_ps(x0, vc, _mm512_mul_ps(x1, vs)));
+        _mm512_mask_storeu_ps(x + half + i, m, _mm512_fmadd_ps(x0, vs, _mm512_mul_ps(x1, vc)));
+    }
+}
+
+/* ------------------------------------------------------------------ attention
+ * One block of up to BQ = 32 queries of one head against all keys, in key tiles of
+ * BK = 64. The block's queries are transposed once into qt (head_dim, BQ), so a key
+ * tile's scores come out transposed, st (BK, BQ): one vector per key across the
+ * queries. That makes the online softmax (running max m, running sum l, rescale corr)
+ * plain vector arithmetic over queries, with no horizontal reductions. */
+
+#define BQ UM_ATTN_BLOCK_Q          /* 32: two vectors of queries */
+#define BK 64
+
+_Static_assert(BQ == 32, "the kernel holds a block's queries in two zmm registers");
+
+static void attn_block_avx512(const um_attn_block *b) {
+    const int hd = b->head_dim, nq = b->n_q;
+    if (hd % 16) { ops_attn_block_ref(b); return; }
+    float qt[UM_OPS_MAX_HEAD_DIM * BQ] __attribute__((aligned(64)));     /* (hd, BQ) */
+    float st[BK * BQ] __attribute__((aligned(64)));                      /* (BK, BQ) */
+    float acc[BQ * UM_OPS_MAX_HEAD_DIM] __attribute__((aligned(64)));    /* (BQ, hd) */
+    float ml[BQ] __attribute__((aligned(64)));      /* per query: the tile's corr, at the end l */
+
+    for (int d = 0; d < hd; d++)
+        for (int i = 0; i < BQ; i++) qt[d * BQ + i] = i < nq ? b->q[(int64_t)i * b->q_stride + d] * b->scale : 0.0f;
+    for (int i = 0; i < nq * hd; i++) acc[i] = 0;
+    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+    __m512 l0 = _mm512_setzero_ps(), l1 = l0;
+
+    for (int kb = 0; kb < b->n_kv; kb += BK) {
+        const int nk = UM_MIN(BK, b->n_kv - kb);
+        /* scores, 4 keys at a time; masked keys get -inf */
+        int any = 0;
+        for (int j = 0; j < nk; j += 4) {
+            const int nj = UM_MIN(4, nk - j);
+            const float *kr[4];
+            int live[4];
+            for (int u = 0; u < 4; u++) {
+                int jj = kb + j + (u < nj ? u : 0);
+                kr[u] = b->k + (int64_t)jj * b->kv_stride;
+                live[u] = u < nj && (!b->key_mask || b->key_mask[jj]);
+                any |= live[u];
+            }
+            __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
+            __m512 s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+            for (int d = 0; d < hd; d++) {
+                __m512 q0 = _mm512_load_ps(qt + d * BQ), q1 = _mm512_load_ps(qt + d * BQ + 16);
+                __m512 k0 = _mm512_set1_ps(kr[0][d]), k1 = _mm512_set1_ps(kr[1][d]);
+                __m512 k2 = _mm512_set1_ps(kr[2][d]), k3 = _mm512_set1_ps(kr[3][d]);
+                s00 = _mm512_fmadd_ps(k0, q0, s00); s01 = _mm512_fmadd_ps(k0, q1, s01);
+                s10 = _mm512_fmadd_ps(k1, q0, s10); s11 = _mm512_fmadd_ps(k1, q1, s11);
+                s20 = _mm512_fmadd_ps(k2, q0, s20); s21 = _mm512_fmadd_ps(k2, q1, s21);
+                s30 = _mm512_fmadd_ps(k3, q0, s30); s31 = _mm512_fmadd_ps(k3, q1, s31);
+            }
+            const __m512 ninf = _mm512_set1_ps(-INFINITY);
+            __m512 s[8] = { s00, s01, s10, s11, s20, s21, s30, s31 };
+            for (int u = 0; u < nj; u++) {
+                _mm512_store_ps(st + (j + u) * BQ, live[u] ? s[2 * u] : ninf);
+                _mm512_store_ps(st + (j + u) * BQ + 16, live[u] ? s[2 * u + 1] : ninf);
+            }
+        }
+        if (!any) continue;
+        /* online softmax over the tile, vectorized across queries */
+        __m512 t0 = m0, t1 = m1;
+        for (int j = 0; j < nk; j++) {
+            t0 = _mm512_max_ps(t0, _mm512_load_ps(st + j * BQ));
+            t1 = _mm512_max_ps(t1, _mm512_load_ps(st + j * BQ + 16));
+        }
+        /* t is finite here (some key is live), so exp(m - t) is 0 when m = -inf */
+        __m512 c0 = exp16(_mm512_sub_ps(m0, t0)), c1 = exp16(_mm512_sub_ps(m1, t1));
+        m0 = t0; m1 = t1;
+        __m512 sum0 = _mm512_setzero_ps(), sum1 = sum0;
+        for (int j = 0; j < nk; j++) {
+            __m512 p0 = exp16(_mm512_sub_ps(_mm512_load_ps(st + j * BQ), m0));
+            __m512 p1 = exp16(_mm512_sub_ps(_mm512_load_ps(st + j * BQ + 16), m1));
+            _mm512_store_ps(st + j * BQ, p0);
+            _mm512_store_ps(st + j * BQ + 16, p1);
+            sum0 = _mm512_add_ps(sum0, p0);
+            sum1 = _mm512_add_ps(sum1, p1);
+        }
+        l0 = _mm512_fmadd_ps(l0, c0, sum0);
+        l1 = _mm512_fmadd_ps(l1, c1, sum1);
+        _mm512_store_ps(ml, c0);
+        _mm512_store_ps(ml + 16, c1);
+        /* acc = acc * corr + P V, two queries and 64 dims (8 registers) at a time */
+        for (int i = 0; i < nq; i += 2) {
+            const int i1 = i + 1 < nq ? i + 1 : i;      /* odd tail: the pair repeats i */
+            float *a0 = acc + (int64_t)i * hd, *a1 = acc + (int64_t)i1 * hd;
+            const __m512 cr0 = _mm512_set1_ps(ml[i]), cr1 = _mm512_set1_ps(ml[i1]);
+            for (int d = 0; d < hd; d += 64) {
+                const int nv = UM_MIN(4, (hd - d) / 16);
+                __m512 x0[4], x1[4];
+                for (int u = 0; u < nv; u++) {
+                    x0[u] = _mm512_mul_ps(_mm512_load_ps(a0 + d + 16 * u), cr0);
+                    x1[u] = _mm512_mul_ps(_mm512_load_ps(a1 + d + 16 * u), cr1);
+                }
+                for (int j = 0; j < nk; j++) {
+                    const float *vr = b->v + (int64_t)(kb + j) * b->kv_stride + d;
+                    const __m512 p0 = _mm512_set1_ps(st[j * BQ + i]), p1 = _mm512_set1_ps(st[j * BQ + i1]);
+                    for (int u = 0; u < nv; u++) {
+                        __m512 vv = _mm512_loadu_ps(vr + 16 * u);
+                        x0[u] = _mm512_fmadd_ps(p0, vv, x0[u]);
+                        x1[u] = _mm512_fmadd_ps(p1, vv, x1[u]);
+                    }
+                }
+                /* store a1 first: when i1 == i the first query's result must win */
+                for (int u = 0; u < nv; u++) _mm512_store_ps(a1 + d + 16 * u, x1[u]);
+                for (int u = 0; u < nv; u++) _mm512_store_ps(a0 + d + 16 * u, x0[u]);
+            }
+        }
+    }
+    _mm512_store_ps(ml, l0);                    /* ml now holds l */
+    _mm512_store_ps(ml + 16, l1);
+    for (int i = 0; i < nq; i++) {
+        const float inv = ml[i] > 0 ? 1.0f / ml[i] : 0.0f;
+        const __m512 vi = _mm512_set1_ps(inv);
+        float *o = b->out + (int64_t)i * b->q_stride;
+        for (int d = 0; d < hd; d += 16)
+            _mm512_storeu_ps(o + d, _mm512_mul_ps(_mm512_load_ps(acc + (int64_t)i * hd + d), vi));
+    }
+}
+
+const um_ops_kern ops_kern_avx512 = {
+    .add         = add_avx512,
+    .mul         = mul_avx512,
+    .swiglu      = swiglu_avx512,
+    .rmsnorm_row = rmsnorm_row_avx512,
+    .softmax_row = softmax_row_avx512,
+    .rope_norm   = rope_norm_avx512,
+    .rope_neox   = rope_neox_avx512,
+    .attn_block  = attn_block_avx512,
+};

@@ -1,0 +1,307 @@
+/*
+ * schedule: denoising schedules and the commit rule. See schedule.h for the rules and
+ * docs/decoding.md for how they map onto the LLaDA, Dream and Fast-dLLM reference code.
+ *
+ * Block step budget, without any stored plan: with T total steps over nb blocks, block b
+ * is allotted T/nb (+1 for the first T%nb blocks). At global step d, the active block b
+ * has steps_left = (T - d) - (steps allotted to the blocks after b), at least 1. With
+ * unchanged settings that is exactly "allot(b) minus the steps already spent in b".
+ * LLaDA's per-step count (base+1 for the first M%S steps, then base, base = M/S) equals
+ * ceil(R / steps_left) for the R masks left, so the count needs no stored table either.
+ */
+#include "schedule.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- plan */
+
+static int32_t block_len_of(const um_settings *s, int32_t n_gen) {
+    return (s->block_len <= 0 || s->block_len >= n_gen) ? n_gen : s->block_len;
+}
+
+/* steps allotted to blocks 0..b together */
+static int64_t allot_through(int64_t T, int64_t nb, int64_t b) {
+    int64_t rem = T % nb;
+    return (b + 1) * (T / nb) + (b + 1 < rem ? b + 1 : rem);
+}
+
+int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const bool *masked,
+               int32_t steps_done, um_plan *out, um_err *e) {
+    if (!s || !masked || !out)
+        return um_errf(e, "schedule: missing argument");
+    if (n_prompt < 0 || n_gen <= 0)
+        return um_errf(e, "schedule: need a prompt of >= 0 and a generation of >= 1 positions (got %d, %d)",
+                       n_prompt, n_gen);
+    if (s->steps <= 0)
+        return um_errf(e, "schedule: steps must be >= 1 (got %d)", s->steps);
+    if (steps_done < 0)
+        return um_errf(e, "schedule: negative step count %d", steps_done);
+    if ((int)s->schedule < 0 || s->schedule >= UM_SCHED_COUNT)
+        return um_errf(e, "schedule: unknown schedule %d", (int)s->schedule);
+    if (s->schedule == UM_SCHED_TIMESTEP && !(s->eps >= 0.0f && s->eps < 1.0f))
+        return um_errf(e, "schedule: eps must be in [0, 1) (got %g)", (double)s->eps);
+
+    const int32_t B = block_len_of(s, n_gen);
+    const int32_t nb = (n_gen + B - 1) / B;
+    *out = (um_plan){ .n_blocks = nb, .block = nb, .start = n_prompt + n_gen, .end = n_prompt + n_gen };
+
+    int32_t b = 0, R = 0;
+    for (; b < nb; b++) {
+        int32_t lo = n_prompt + b * B, hi = lo + B < n_prompt + n_gen ? lo + B : n_prompt + n_gen;
+        R = 0;
+        for (int32_t i = lo; i < hi; i++)
+            R += masked[i] ? 1 : 0;
+        if (R > 0) {
+            out->start = lo;
+            out->end = hi;
+            break;
+        }
+    }
+    if (b == nb) {
+        out->done = true;
+        out->steps_left = 1;
+        return UM_OK;
+    }
+    out->block = b;
+    out->masks_left = R;
+
+    const int64_t T = s->steps;
+    const int64_t later = T - allot_through(T, nb, b);
+    int64_t left = (T - steps_done) - later;
+    out->steps_left = left < 1 ? 1 : (int32_t)(left > INT32_MAX ? INT32_MAX : left);
+
+    switch (s->schedule) {
+    case UM_SCHED_BLOCK:
+        out->count = (int32_t)(((int64_t)R + out->steps_left - 1) / out->steps_left);
+        out->p_transfer = (double)out->count / R;
+        break;
+    case UM_SCHED_TIMESTEP: {
+        if (out->steps_left == 1) {
+            out->count = R;
+            out->p_transfer = 1.0;
+            break;
+        }
+        /* the block's own step count and the in-block step index */
+        int64_t own = allot_through(T, nb, b) - (b > 0 ? allot_through(T, nb, b - 1) : 0);
+        int64_t S = own > out->steps_left ? own : out->steps_left;
+        int64_t k = S - out->steps_left;
+        double w = 1.0 - (double)s->eps;
+        double t = 1.0 - (double)k / (double)S * w;
+        double sn = 1.0 - (double)(k + 1) / (double)S * w;
+        out->p_transfer = 1.0 - sn / t;
+        out->count = (int32_t)floor((double)R * out->p_transfer);
+        if (out->count > R)
+            out->count = R;
+        break;
+    }
+    case UM_SCHED_LINEAR: {
+        /* RND1's diffusion_sample: after in-block step k of S, floor(N (S-k-1) / S) of the
+           block's N positions stay masked (N = the block's size: every generated position
+           starts masked); the block's last step commits the rest. */
+        if (out->steps_left == 1) {
+            out->count = R;
+            out->p_transfer = 1.0;
+            break;
+        }
+        int64_t own = allot_through(T, nb, b) - (b > 0 ? allot_through(T, nb, b - 1) : 0);
+        int64_t S = own > out->steps_left ? own : out->steps_left;
+        int64_t k = S - out->steps_left;
+        int64_t N = out->end - out->start;
+        int64_t keep = N * (S - k - 1) / S;
+        out->count = R > keep ? (int32_t)(R - keep) : 0;
+        out->p_transfer = (double)out->count / R;
+        break;
+    }
+    case UM_SCHED_THRESHOLD:
+        out->count = 1;
+        out->p_transfer = 1.0 / R;
+        break;
+    default:
+        break;
+    }
+    return UM_OK;
+}
+
+/* ---------------------------------------------------------------- scores and selection */
+
+float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t step, int64_t pos) {
+    switch (kind) {
+    case UM_SCORE_CONFIDENCE: return pk->prob;
+    case UM_SCORE_MARGIN:     return pk->margin;
+    case UM_SCORE_ENTROPY:    return pk->neg_entropy;
+    case UM_SCORE_RANDOM:
+    case UM_SCORE_ORIGIN:
+    default:
+        return (float)sampler_uniform_at(seed, step, pos, UM_RNG_SCORE);
+    }
+}
+
+/* by key descending, then position ascending: a strict total order */
+static bool key_before(const um_scored *a, const um_scored *b) {
+    return a->key > b->key || (a->key == b->key && a->pos < b->pos);
+}
+
+static bool pos_before(const um_scored *a, const um_scored *b) {
+    return a->pos < b->pos;
+}
+
+/* In-place heap sort by `before` (first = most before). No allocation: this runs every
+   step, and glibc's qsort may malloc a merge buffer. The order is strict, so the result
+   does not depend on the sort's stability. */
+static void sift(um_scored *v, int32_t n, int32_t i, bool (*before)(const um_scored *, const um_scored *)) {
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, w = i;
+        /* max-heap on "after": the root is the element that sorts last */
+        if (l < n && before(&v[w], &v[l])) w = l;
+        if (r < n && before(&v[w], &v[r])) w = r;
+        if (w == i)
+            return;
+        um_scored t = v[i]; v[i] = v[w]; v[w] = t;
+        i = w;
+    }
+}
+
+static void sort_items(um_scored *v, int32_t n, bool (*before)(const um_scored *, const um_scored *)) {
+    for (int32_t i = n / 2 - 1; i >= 0; i--)
+        sift(v, n, i, before);
+    for (int32_t end = n - 1; end > 0; end--) {
+        um_scored t = v[0]; v[0] = v[end]; v[end] = t;
+        sift(v, end, 0, before);
+    }
+}
+
+/* move the items flagged by key > 0 to the front, keeping order; return how many */
+static int32_t partition_flagged(um_scored *items, int32_t n) {
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (items[i].key > 0.0) {
+            um_scored t = items[k]; items[k] = items[i]; items[i] = t;
+            k++;
+        }
+    }
+    return k;
+}
+
+int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step, um_scored *items, int32_t n) {
+    if (!s || !plan || !items || n <= 0 || plan->done)
+        return 0;
+    int32_t k;
+    if (s->schedule == UM_SCHED_THRESHOLD) {
+        /* Fast-dLLM: the best always commits; the others when score >= tau */
+        for (int32_t i = 0; i < n; i++)
+            items[i].key = items[i].score;
+        sort_items(items, n, key_before);
+        k = 1;
+        while (k < n && items[k].score >= s->threshold)
+            k++;
+    } else if (s->score == UM_SCORE_ORIGIN) {
+        /* Dream 'origin': independent coins, u < p_transfer */
+        for (int32_t i = 0; i < n; i++)
+            items[i].key = sampler_uniform_at(s->seed, step, items[i].pos, UM_RNG_ORIGIN) < plan->p_transfer ? 1.0 : 0.0;
+        k = partition_flagged(items, n);
+    } else {
+        k = plan->count < n ? plan->count : n;
+        if (k <= 0)
+            return 0;
+        for (int32_t i = 0; i < n; i++) {
+            items[i].key = items[i].score;
+            if (s->alg_temp > 0.0f) {
+                /* Gumbel-top-k: the k largest score/alg_temp + Gumbel noise are a sample of k
+                   without replacement from softmax(score/alg_temp), as Dream's multinomial */
+                double u = sampler_uniform_at(s->seed, step, items[i].pos, UM_RNG_SELECT);
+                items[i].key = (double)items[i].score / s->alg_temp - log(-log(u));
+            }
+        }
+        sort_items(items, n, key_before);
+    }
+    sort_items(items, k, pos_before);
+    return k;
+}
+
+/* ---------------------------------------------------------------- whole-run table */
+
+int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int32_t cap, um_err *e) {
+    if (!s || !counts)
+        return um_errf(e, "schedule: missing argument");
+    if (s->schedule == UM_SCHED_THRESHOLD)
+        return um_errf(e, "schedule: the threshold schedule has no fixed table (it depends on the model)");
+    if (n_gen <= 0)
+        return um_errf(e, "schedule: generation length must be >= 1 (got %d)", n_gen);
+    bool *masked = um_malloc((size_t)n_gen * sizeof *masked);
+    if (!masked)
+        return um_errf(e, "schedule: out of memory");
+    for (int32_t i = 0; i < n_gen; i++)
+        masked[i] = true;
+    int32_t steps = 0;
+    for (;;) {
+        um_plan p;
+        if (schedule_plan(s, 0, n_gen, masked, steps, &p, e) != UM_OK) {
+            free(masked);
+            return UM_FAIL;
+        }
+        if (p.done)
+            break;
+        if (steps >= cap) {
+            free(masked);
+            return um_errf(e, "schedule: more than %d steps", cap);
+        }
+        counts[steps++] = p.count;
+        /* commit the first count masks of the active block (which ones does not matter) */
+        for (int32_t i = p.start, c = 0; i < p.end && c < p.count; i++)
+            if (masked[i]) { masked[i] = false; c++; }
+    }
+    free(masked);
+    return steps;
+}
+
+/* ---------------------------------------------------------------- names */
+
+static const char *const schedule_names[UM_SCHED_COUNT] = {
+    [UM_SCHED_BLOCK] = "block", [UM_SCHED_TIMESTEP] = "timestep",
+    [UM_SCHED_THRESHOLD] = "threshold", [UM_SCHED_LINEAR] = "linear",
+};
+
+static const char *const score_names[UM_SCORE_COUNT] = {
+    [UM_SCORE_CONFIDENCE] = "confidence", [UM_SCORE_MARGIN] = "margin",
+    [UM_SCORE_ENTROPY] = "entropy", [UM_SCORE_RANDOM] = "random", [UM_SCORE_ORIGIN] = "origin",
+};
+
+const char *schedule_name(um_schedule s) {
+    return (int)s >= 0 && s < UM_SCHED_COUNT ? schedule_names[s] : "?";
+}
+
+const char *schedule_score_name(um_score s) {
+    return (int)s >= 0 && s < UM_SCORE_COUNT ? score_names[s] : "?";
+}
+
+static int from_name(const char *what, const char *const *names, int n, const char *name, int *out, um_err *e) {
+    char known[128] = "";
+    for (int i = 0; i < n; i++) {
+        if (name && !strcmp(name, names[i])) {
+            *out = i;
+            return UM_OK;
+        }
+        if (i)
+            strncat(known, "|", sizeof known - strlen(known) - 1);
+        strncat(known, names[i], sizeof known - strlen(known) - 1);
+    }
+    return um_errf(e, "unknown %s '%s' (known: %s)", what, name ? name : "", known);
+}
+
+int schedule_from_name(const char *name, um_schedule *out, um_err *e) {
+    int v;
+    if (from_name("schedule", schedule_names, UM_SCHED_COUNT, name, &v, e) != UM_OK)
+        return UM_FAIL;
+    *out = (um_schedule)v;
+    return UM_OK;
+}
+
+int schedule_score_from_name(const char *name, um_score *out, um_err *e) {
+    int v;
+    if (from_name("score", score_names, UM_SCORE_COUNT, name, &v, e) != UM_OK)
+        return UM_FAIL;
+    *out = (um_score)v;
+    return UM_OK;
+}

@@ -1,0 +1,94 @@
+/*
+ * schedule: the denoising schedule (how many masked positions commit at each step, and
+ * where) and the commit rule (which ones, from their scores).
+ *
+ * Schedules (um_settings.schedule), all over blocks of the generated part only
+ * (block_len <= 0 or >= n_gen: one block); the active block is the first one that
+ * still holds a mask, and only its masked positions are eligible:
+ *   UM_SCHED_BLOCK      LLaDA: steps split evenly over blocks (earlier blocks take the
+ *                       remainder); within a block its masks split evenly over its steps,
+ *                       earlier steps taking the remainder.
+ *   UM_SCHED_TIMESTEP   Dream: within a block of S steps, at in-block step k,
+ *                       t = 1 - k/S (1-eps), s = 1 - (k+1)/S (1-eps): commit
+ *                       floor(R (1 - s/t)) of the R masks left; the block's last step commits all.
+ *   UM_SCHED_LINEAR     RND1: after in-block step k of S, floor(N (S-k-1)/S) of the block's
+ *                       N positions stay masked; the block's last step commits the rest.
+ *   UM_SCHED_THRESHOLD  Fast-dLLM: commit every eligible position whose score >= threshold,
+ *                       at least the best one; a block takes as many steps as it needs.
+ *
+ * The plan is a pure function of the current state (settings, which positions are still
+ * masked, steps done so far), so settings may change between any two steps: nothing
+ * precomputed goes stale. With unchanged settings it reproduces the reference schedules
+ * exactly (see docs/decoding.md, "Changing settings mid-run").
+ *
+ * Invariants: the plan never asks for more positions than are eligible; a block schedule
+ * or timestep step always has steps_left >= 1, and a step with steps_left == 1 commits
+ * every mask left in the active block, so a run always ends.
+ */
+#ifndef UM_SCHEDULE_H
+#define UM_SCHEDULE_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include "util.h"
+#include "engine.h"
+#include "sampler.h"
+
+typedef struct um_plan {
+    int32_t n_blocks;            /* blocks over the generated part */
+    int32_t block;               /* active block: the first holding a mask; n_blocks when done */
+    int32_t start, end;          /* canvas range [start, end) of the active block */
+    int32_t masks_left;          /* masked positions in the active block (the eligible ones) */
+    int32_t steps_left;          /* steps the active block has left, this one included (>= 1) */
+    int32_t count;               /* block/timestep: positions to commit now; threshold: 1 (the minimum) */
+    double  p_transfer;          /* origin score: commit probability of each eligible position */
+    bool    done;                /* no mask left in the generated part */
+} um_plan;
+
+/*
+ * Plan step number steps_done (0-based count of steps already run) for a canvas of
+ * n_prompt prompt positions followed by n_gen generated ones; masked: (n_prompt + n_gen)
+ * flags, true where the position still holds the mask token.
+ */
+int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const bool *masked,
+               int32_t steps_done, um_plan *out, um_err *e);
+
+/* One eligible position handed to schedule_select. */
+typedef struct um_scored {
+    int32_t pos;                 /* canvas position */
+    float   score;               /* higher commits first (see schedule_score) */
+    double  key;                 /* scratch for schedule_select */
+} um_scored;
+
+/* The score of a position for settings.score from its pick (random/origin: a uniform
+   from the position's own stream, so it does not depend on the order of evaluation). */
+float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t step, int64_t pos);
+
+/*
+ * Choose which of the n eligible positions commit at this step. items is reordered:
+ * the first k (the return value) are the committed ones, in ascending position order.
+ *   origin (block/timestep schedules): each commits independently with p_transfer;
+ *   threshold schedule: score >= settings.threshold, or else the single best;
+ *   otherwise the plan's count best by score, or with alg_temp > 0 a sample without
+ *   replacement from softmax(score / alg_temp) (Gumbel-top-k).
+ * Ties: the lower position first. Random draws come from (seed, step, pos) streams.
+ */
+int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step, um_scored *items, int32_t n);
+
+/*
+ * The per-step commit counts of a whole run with these settings and no change on the way
+ * (every step commits exactly the planned count): counts[i] for step i. Returns the number
+ * of steps, or UM_FAIL (with e) for the threshold schedule, whose count depends on the
+ * model, or when cap is too small.
+ */
+int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int32_t cap, um_err *e);
+
+/* Names for flags, snapshots and the UI: "block", "timestep", "threshold", "linear";
+   "confidence", "margin", "entropy", "random", "origin". *_from_name fails with a message
+   listing the known names. */
+const char *schedule_name(um_schedule s);
+int         schedule_from_name(const char *name, um_schedule *out, um_err *e);
+const char *schedule_score_name(um_score s);
+int         schedule_score_from_name(const char *name, um_score *out, um_err *e);
+
+#endif
