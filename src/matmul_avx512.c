@@ -18,11 +18,57 @@
 
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
-#define TB 12                    /* most tokens per integer register block (array size) */
-#define TB_Q4K 10                /* per format: as many as the 32 zmm registers allow */
-#define TB_Q6K 10
-#define TB_Q8_0 12
+#define TB 10                    /* tokens per integer register block: what 32 zmm registers
+                                    and the addressing trick below allow */
 #define TF 12                    /* tokens per float register block */
+
+/* The hot loops address token u's activation row as p0 + u * s. With one more base
+ * (p5 = token 5) and 3s as a second index, x86 scaled addressing reaches tokens 0..9 with
+ * 4 general registers (10 separate pointers do not fit and get reloaded from the stack),
+ * and the broadcast stays an embedded {1to16} operand (GCC would emit a separate
+ * vpbroadcastd). The asm reads activation memory the compiler does not see; it is written
+ * before the kernels run (an earlier pool_run) and never during them. */
+typedef struct toks {
+    const int8_t *p0, *p5;       /* token 0 and token 5 of the block, same offset */
+    intptr_t s, s3;              /* row stride and 3 x stride, bytes */
+} toks;
+
+#define TOK_OP(INSN, acc, w, u, t)                                                                          \
+    switch (u) {                                                                                            \
+    case 0: __asm__(INSN " (%2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0)); break;                \
+    case 1: __asm__(INSN " (%2,%3,1)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;  \
+    case 2: __asm__(INSN " (%2,%3,2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;  \
+    case 3: __asm__(INSN " (%2,%3,1)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s3)); break; \
+    case 4: __asm__(INSN " (%2,%3,4)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;  \
+    case 5: __asm__(INSN " (%2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p5)); break;                \
+    case 6: __asm__(INSN " (%2,%3,2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s3)); break; \
+    case 7: __asm__(INSN " (%2,%3,2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p5), "r"((t).s)); break;  \
+    case 8: __asm__(INSN " (%2,%3,8)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;  \
+    default: __asm__(INSN " (%2,%3,4)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p5), "r"((t).s)); break; \
+    }
+
+/* acc += u8 codes w . s8 activations (4 bytes of token u at byte offset off, broadcast) */
+AI __m512i dp_tok(const int u, __m512i acc, __m512i w, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    TOK_OP("vpdpbusd", acc, w, u, o)
+    return acc;
+}
+
+/* acc -= w * (float of token u at byte offset off, broadcast) */
+AI __m512 fnmadd_tok(const int u, __m512 acc, __m512 w, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    TOK_OP("vfnmadd231ps", acc, w, u, o)
+    return acc;
+}
+
+AI toks toks_at(const mm_job *j, int64_t t) {
+    toks r;
+    r.p0 = (const int8_t *)(j->act + (size_t)t * j->act_stride);
+    r.s = (intptr_t)j->act_stride;
+    r.s3 = 3 * r.s;
+    r.p5 = r.p0 + 5 * r.s;
+    return r;
+}
 
 AI __m512i bcast32(const int8_t *p) {
     int32_t v;
@@ -80,6 +126,8 @@ AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
         scale[u] = (const float *)(row + j->off_scale);
         corr[u] = (const float *)(row + j->off_corr);
     }
+    (void)a; (void)corr;
+    toks tk = toks_at(j, t);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
@@ -93,12 +141,13 @@ AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_setzero_si512();
             UNROLL for (int g = 0; g < 8; g++) {
                 __m512i v = _mm512_load_si512(qv + g * 64);
-                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32(a[u] + k + g * 4));
+                UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(k + g * 4));
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16), mn = _mm512_loadu_ps(dmm + jj * 16);
+            intptr_t co = (intptr_t)(j->off_corr + (sb * 8 + jj) * sizeof(float));
             UNROLL for (int u = 0; u < T; u++) {
                 asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
-                acc[u] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(corr[u][sb * 8 + jj]), acc[u]);
+                acc[u] = fnmadd_tok(u, acc[u], mn, tk, co);
             }
         }
         UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
@@ -119,6 +168,8 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
         scale[u] = (const float *)(row + j->off_scale);
         corr[u] = (const int32_t *)(row + j->off_corr);
     }
+    (void)a;
+    toks tk = toks_at(j, t);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
@@ -133,7 +184,7 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][sb * 16 + jj]);
             UNROLL for (int g = 0; g < 4; g++) {
                 __m512i v = _mm512_load_si512(qv + g * 64);
-                UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32(a[u] + k + g * 4));
+                UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(k + g * 4));
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16);
             UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
@@ -156,6 +207,8 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
         scale[u] = (const float *)(row + j->off_scale);
         corr[u] = (const int32_t *)(row + j->off_corr);
     }
+    (void)a;
+    toks tk = toks_at(j, t);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -165,7 +218,7 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
         UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][b]);
         UNROLL for (int s = 0; s < 8; s++) {
             __m512i v = _mm512_loadu_si512(qv + s * 64);
-            UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32(a[u] + b * 32 + s * 4));
+            UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(b * 32 + s * 4));
         }
         __m512 d = _mm512_loadu_ps(tab + b * 16);
         UNROLL for (int u = 0; u < T; u++)
@@ -192,16 +245,16 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, ub);
     int64_t nb = w->n_in / um_type_blck(w->type);
-    int tb = w->type == UM_TYPE_Q4_K ? TB_Q4K : w->type == UM_TYPE_Q6_K ? TB_Q6K : TB_Q8_0;
+    int tb = TB;
     /* even blocks: 32 tokens run as 4 x 8, not 3 x 10 + 2 */
     int64_t n_blocks = (t1 - t0 + tb - 1) / tb;
     tb = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
     for (int64_t t = t0; t < t1; t += tb) {
         int nt = (int)UM_MIN(tb, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
-        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, TB_Q4K, ub, tab, nb, j, t, y) }
-        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, TB_Q6K, ub, tab, nb, j, t, y) }
-        else { CASES(q8_0_block, TB_Q8_0, pb, tab, nb, j, t, y) }
+        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, TB, ub, tab, nb, j, t, y) }
+        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, TB, ub, tab, nb, j, t, y) }
+        else { CASES(q8_0_block, TB, pb, tab, nb, j, t, y) }
     }
 }
 
