@@ -31,6 +31,7 @@
 #include "matmul_impl.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,57 @@ bool matmul_kernel_available(um_kernel k) {
     }
 }
 
+/* Does kernel k agree with the AVX-512 kernel on small Q4_K, Q6_K and Q8_0 products?
+ * Random code bytes, small finite f16 scales, 23 tokens (a full and a partial tile). */
+bool matmul_self_test(um_kernel k) {
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    const int64_t n_in = 512, n_out = 32, n_tok = 23;
+    bool ok = matmul_kernel_available(k) && matmul_kernel_available(UM_KERNEL_AVX512);
+    uint32_t rng = 12345;
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types) && ok; ti++) {
+        uint32_t type = types[ti], bb = um_type_bytes(type);
+        size_t nb = (size_t)(n_in / um_type_blck(type)) * n_out, bytes = nb * bb;
+        uint8_t *raw = um_malloc(bytes), *pa = um_malloc_aligned(bytes), *pb = um_malloc_aligned(bytes);
+        float *x = um_malloc(sizeof(float) * n_tok * n_in), *ya = um_malloc(sizeof(float) * n_tok * n_out),
+              *yb = um_malloc(sizeof(float) * n_tok * n_out);
+        um_matmul_weights wa, wb;
+        void *sa = NULL, *sb = NULL;
+        ok = raw && pa && pb && x && ya && yb;
+        if (ok) {
+            for (size_t i = 0; i < bytes; i++) raw[i] = (uint8_t)((rng = rng * 1103515245u + 12345u) >> 16);
+            for (size_t b = 0; b < nb; b++) {
+                uint16_t h = (uint16_t)(0x1800 | ((rng = rng * 1103515245u + 12345u) >> 16 & 0x3ff));
+                uint8_t *blk = raw + b * bb;
+                if (type == UM_TYPE_Q6_K) memcpy(blk + 208, &h, 2);
+                else memcpy(blk, &h, 2);
+                if (type == UM_TYPE_Q4_K) memcpy(blk + 2, &h, 2);
+            }
+            for (int64_t i = 0; i < n_tok * n_in; i++) x[i] = (float)((int)((rng = rng * 1103515245u + 12345u) >> 16) % 2001 - 1000) * 1e-3f;
+            ok = matmul_prepare(&wa, type, n_in, n_out, raw, pa, k, NULL) == UM_OK &&
+                 matmul_prepare(&wb, type, n_in, n_out, raw, pb, UM_KERNEL_AVX512, NULL) == UM_OK;
+        }
+        if (ok) {
+            sa = um_malloc_aligned(matmul_scratch_bytes(&wa, n_tok, 1));
+            sb = um_malloc_aligned(matmul_scratch_bytes(&wb, n_tok, 1));
+            ok = sa && sb;
+        }
+        if (ok) {
+            matmul(NULL, &wa, x, n_tok, ya, sa);
+            matmul(NULL, &wb, x, n_tok, yb, sb);
+            for (int64_t i = 0; i < n_tok * n_out && ok; i++)   /* same integer sums: f32 rounding only */
+                ok = fabsf(ya[i] - yb[i]) <= 1e-4f * (fabsf(yb[i]) + 1.f);
+        }
+        um_free_aligned(sa); um_free_aligned(sb);
+        free(raw); um_free_aligned(pa); um_free_aligned(pb);
+        free(x); free(ya); free(yb);
+    }
+    return ok;
+}
+
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static bool amx_ok;
+static void amx_check(void) { amx_ok = matmul_self_test(UM_KERNEL_AMX); }
+
 int matmul_kernel_default(um_kernel *out, um_err *e) {
     const char *env = getenv("UNMASK_KERNEL");
     if (env && *env) {
@@ -79,7 +131,13 @@ int matmul_kernel_default(um_kernel *out, um_err *e) {
         }
         return um_errf(e, "UNMASK_KERNEL=%s: unknown (ref, avx2, avxvnni, avx512, amx)", env);
     }
-    static const um_kernel order[] = { UM_KERNEL_AMX, UM_KERNEL_AVX512, UM_KERNEL_AVXVNNI, UM_KERNEL_AVX2 };
+    /* AMX is chosen only after it reproduces the AVX-512 results on a small product: its
+     * tile code could not be run where it was written (see docs/matmul.md). */
+    if (matmul_kernel_available(UM_KERNEL_AMX)) {
+        pthread_once(&amx_once, amx_check);
+        if (amx_ok) { *out = UM_KERNEL_AMX; return UM_OK; }
+    }
+    static const um_kernel order[] = { UM_KERNEL_AVX512, UM_KERNEL_AVXVNNI, UM_KERNEL_AVX2 };
     for (size_t i = 0; i < UM_ARRAY_LEN(order); i++)
         if (matmul_kernel_available(order[i])) { *out = order[i]; return UM_OK; }
     *out = UM_KERNEL_REF;

@@ -63,6 +63,9 @@ bool matmul_kernel_available(um_kernel k);
 /* The kernel AUTO stands for: UNMASK_KERNEL if set (fails if unknown or the CPU lacks it),
  * else the best available. */
 int matmul_kernel_default(um_kernel *out, um_err *e);
+/* Does kernel k reproduce the AVX-512 kernel's results on small Q4_K/Q6_K/Q8_0 products?
+ * matmul_kernel_default runs it once for AMX before choosing AMX automatically. */
+bool matmul_self_test(um_kernel k);
 /* Does matmul_prepare repack this type for kernel k (so a writable buffer helps)? */
 bool matmul_wants_repack(uint32_t type, um_kernel k);
 

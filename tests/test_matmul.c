@@ -364,3 +364,12 @@ TEST(matmul_unmask_kernel_env) {
     if (saved) { setenv("UNMASK_KERNEL", saved, 1); free(saved); }
     else unsetenv("UNMASK_KERNEL");
 }
+
+/* The self-test that guards automatic AMX use passes for a correct kernel (the emulated
+ * AMX loops here) and for AVX-512 against itself. */
+TEST(matmul_self_test_accepts_correct_kernels) {
+    if (!matmul_kernel_available(UM_KERNEL_AVX512)) { th_skip("no AVX-512"); return; }
+    CHECK(matmul_self_test(UM_KERNEL_AMX_EMU));
+    CHECK(matmul_self_test(UM_KERNEL_AVX2));
+    CHECK(!matmul_self_test((um_kernel)77));
+}
