@@ -33,32 +33,49 @@ typedef struct toks {
     intptr_t s, s3;              /* row stride and 3 x stride, bytes */
 } toks;
 
-#define TOK_OP(INSN, acc, w, u, t)                                                                          \
-    switch (u) {                                                                                            \
-    case 0: __asm__(INSN " (%2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0)); break;                \
-    case 1: __asm__(INSN " (%2,%3,1)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;  \
-    case 2: __asm__(INSN " (%2,%3,2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;  \
-    case 3: __asm__(INSN " (%2,%3,1)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s3)); break; \
-    case 4: __asm__(INSN " (%2,%3,4)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;  \
-    case 5: __asm__(INSN " (%2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p5)); break;                \
-    case 6: __asm__(INSN " (%2,%3,2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s3)); break; \
-    case 7: __asm__(INSN " (%2,%3,2)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p5), "r"((t).s)); break;  \
-    case 8: __asm__(INSN " (%2,%3,8)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;  \
-    default: __asm__(INSN " (%2,%3,4)%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "r"((t).p5), "r"((t).s)); break; \
+#define BC "%{1to16%}, %1, %0"     /* embedded broadcast source, then the two registers */
+#define TOK_OP(INSN, POST, acc, w, u, t)                                                                   \
+    switch (u) {                                                                                           \
+    case 0: __asm__(INSN " (%2)" POST : "+v"(acc) : "v"(w), "r"((t).p0)); break;                           \
+    case 1: __asm__(INSN " (%2,%3,1)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;         \
+    case 2: __asm__(INSN " (%2,%3,2)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;         \
+    case 3: __asm__(INSN " (%2,%3,1)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s3)); break;        \
+    case 4: __asm__(INSN " (%2,%3,4)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;         \
+    case 5: __asm__(INSN " (%2)" POST : "+v"(acc) : "v"(w), "r"((t).p5)); break;                           \
+    case 6: __asm__(INSN " (%2,%3,2)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s3)); break;        \
+    case 7: __asm__(INSN " (%2,%3,2)" POST : "+v"(acc) : "v"(w), "r"((t).p5), "r"((t).s)); break;         \
+    case 8: __asm__(INSN " (%2,%3,8)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;         \
+    default: __asm__(INSN " (%2,%3,4)" POST : "+v"(acc) : "v"(w), "r"((t).p5), "r"((t).s)); break;        \
     }
 
 /* acc += u8 codes w . s8 activations (4 bytes of token u at byte offset off, broadcast) */
 AI __m512i dp_tok(const int u, __m512i acc, __m512i w, toks t, intptr_t off) {
     toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
-    TOK_OP("vpdpbusd", acc, w, u, o)
+    TOK_OP("vpdpbusd", BC, acc, w, u, o)
     return acc;
 }
 
 /* acc -= w * (float of token u at byte offset off, broadcast) */
 AI __m512 fnmadd_tok(const int u, __m512 acc, __m512 w, toks t, intptr_t off) {
     toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
-    TOK_OP("vfnmadd231ps", acc, w, u, o)
+    TOK_OP("vfnmadd231ps", BC, acc, w, u, o)
     return acc;
+}
+
+/* the int32 of token u at byte offset off, broadcast */
+AI __m512i bcast_tok(const int u, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    __m512i r = _mm512_setzero_si512(), dummy = r;
+    TOK_OP("vpbroadcastd", ", %0", r, dummy, u, o)   /* %1 is unused by this form */
+    return r;
+}
+
+/* v * (the float of token u at byte offset off, broadcast) */
+AI __m512 mul_tok(const int u, __m512 v, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    __m512 r = _mm512_setzero_ps();
+    TOK_OP("vmulps", BC, r, v, u, o)
+    return r;
 }
 
 AI toks toks_at(const mm_job *j, int64_t t) {
@@ -68,12 +85,6 @@ AI toks toks_at(const mm_job *j, int64_t t) {
     r.s3 = 3 * r.s;
     r.p5 = r.p0 + 5 * r.s;
     return r;
-}
-
-AI __m512i bcast32(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
 }
 
 /* ---------------------------------------------------------------- unpacking */
@@ -118,15 +129,8 @@ void mm_unpack_panel_avx512(const um_matmul_weights *w, const uint8_t *pb, uint8
 /* ub: the unpacked panel; tab: its scale tables; T tokens from t; y: row t, column panel*16 */
 AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, float *y) {
-    const int8_t *a[TB];
-    const float *scale[TB], *corr[TB];
-    UNROLL for (int u = 0; u < T; u++) {
-        const uint8_t *row = j->act + (size_t)(t + u) * j->act_stride;
-        a[u] = (const int8_t *)row;
-        scale[u] = (const float *)(row + j->off_scale);
-        corr[u] = (const float *)(row + j->off_corr);
-    }
-    (void)a; (void)corr;
+    const float *scale[TB];
+    UNROLL for (int u = 0; u < T; u++) scale[u] = (const float *)(j->act + (size_t)(t + u) * j->act_stride + j->off_scale);
     toks tk = toks_at(j, t);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
@@ -159,16 +163,8 @@ AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
 
 AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, float *y) {
-    const int8_t *a[TB];
     const float *scale[TB];
-    const int32_t *corr[TB];
-    UNROLL for (int u = 0; u < T; u++) {
-        const uint8_t *row = j->act + (size_t)(t + u) * j->act_stride;
-        a[u] = (const int8_t *)row;
-        scale[u] = (const float *)(row + j->off_scale);
-        corr[u] = (const int32_t *)(row + j->off_corr);
-    }
-    (void)a;
+    UNROLL for (int u = 0; u < T; u++) scale[u] = (const float *)(j->act + (size_t)(t + u) * j->act_stride + j->off_scale);
     toks tk = toks_at(j, t);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
@@ -181,7 +177,8 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
             size_t k = (size_t)sb * 256 + jj * 16;
             __m512i is[TB];
             /* starting from -32 * sum(q) undoes the code offset (codes are q + 32) */
-            UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][sb * 16 + jj]);
+            intptr_t co = (intptr_t)(j->off_corr + (sb * 16 + jj) * sizeof(int32_t));
+            UNROLL for (int u = 0; u < T; u++) is[u] = bcast_tok(u, tk, co);
             UNROLL for (int g = 0; g < 4; g++) {
                 __m512i v = _mm512_load_si512(qv + g * 64);
                 UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(k + g * 4));
@@ -198,16 +195,6 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
 
 AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
                    int64_t t, float *y) {
-    const int8_t *a[TB];
-    const float *scale[TB];
-    const int32_t *corr[TB];
-    UNROLL for (int u = 0; u < T; u++) {
-        const uint8_t *row = j->act + (size_t)(t + u) * j->act_stride;
-        a[u] = (const int8_t *)row;
-        scale[u] = (const float *)(row + j->off_scale);
-        corr[u] = (const int32_t *)(row + j->off_corr);
-    }
-    (void)a;
     toks tk = toks_at(j, t);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
@@ -215,14 +202,15 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
         const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0);
         __m512i is[TB];
         /* starting from -128 * sum(q) undoes the code offset (codes are w + 128) */
-        UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][b]);
+        intptr_t co = (intptr_t)(j->off_corr + b * sizeof(int32_t)), so = (intptr_t)(j->off_scale + b * sizeof(float));
+        UNROLL for (int u = 0; u < T; u++) is[u] = bcast_tok(u, tk, co);
         UNROLL for (int s = 0; s < 8; s++) {
             __m512i v = _mm512_loadu_si512(qv + s * 64);
             UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(b * 32 + s * 4));
         }
         __m512 d = _mm512_loadu_ps(tab + b * 16);
         UNROLL for (int u = 0; u < T; u++)
-            acc[u] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is[u]), _mm512_set1_ps(scale[u][b])), d, acc[u]);
+            acc[u] = _mm512_fmadd_ps(mul_tok(u, _mm512_cvtepi32_ps(is[u]), tk, so), d, acc[u]);
     }
     UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
