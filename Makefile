@@ -149,10 +149,12 @@ fuzz: fuzz-build
 	  $(FUZZ_DIR)/corpus tests/fuzz/seeds
 
 # ---------------------------------------------------------------- install
-install: all
+install: deps $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/unmask/themes $(DESTDIR)$(PREFIX)/share/unmask/models
-	install -m 755 unmask $(DESTDIR)$(PREFIX)/bin/unmask
+	  $(DESTDIR)$(PREFIX)/share/unmask/themes $(DESTDIR)$(PREFIX)/share/unmask/models \
+	  $(DESTDIR)$(PREFIX)/share/doc/unmask
+	install -m 644 LICENSE data/fonts/LICENSE.spleen $(DESTDIR)$(PREFIX)/share/doc/unmask/
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/unmask
 	install -m 644 docs/unmask.1 $(DESTDIR)$(PREFIX)/share/man/man1/unmask.1
 	install -m 644 models.conf $(DESTDIR)$(PREFIX)/share/unmask/models.conf
 	@for f in themes/*.theme; do [ -e "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(PREFIX)/share/unmask/themes/ || true; done

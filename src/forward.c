@@ -281,9 +281,10 @@ static void linear(um_forward *f, const um_matmul_weights *mw, const um_weight *
             }
         }
     }
-    if (bias)
-        for (int64_t t = 0; t < n; t++)
-            for (int64_t r = 0; r < w->n_out; r++) y[t * w->n_out + r] += bias[r];
+    if (bias) {
+        if (f->ref) ops_add_bias_ref(y, y, bias, n, (int)w->n_out);
+        else ops_add_bias(f->pool, y, y, bias, n, (int)w->n_out);
+    }
 }
 
 static void rmsnorm(um_forward *f, float *y, const float *x, const float *w, int64_t rows, int n) {
@@ -340,7 +341,8 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
         swiglu(f, ga, ga, up, cnt * F);
         linear(f, fl ? &fl->down_x[ex] : NULL, &l->down_exps[ex], ga, cnt, f->ex_out + r0 * E, NULL);
     }
-    ops_moe_combine(f->ref ? NULL : f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
+    if (f->ref) ops_moe_combine_ref(x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
+    else ops_moe_combine(f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
     return UM_OK;
 }
 

@@ -147,7 +147,9 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
  * error and returns NULL when none can be found. */
 const char *genopts_model_path(const um_genopts *g, char *buf, size_t cap) {
     if (g->model) return g->model;
-    static const char *const bundled[] = { "models/unmask-demo.gguf", UM_PREFIX "/share/unmask/models/unmask-demo.gguf" };
+    char installed[4200];
+    snprintf(installed, sizeof installed, "%s/models/unmask-demo.gguf", um_share_dir());
+    const char *const bundled[] = { "models/unmask-demo.gguf", installed };
     for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
         FILE *f = fopen(bundled[i], "rb");
         if (f) {

@@ -224,7 +224,9 @@ static int plan_tensors(const um_synth_shape *s, plan *p) {
 static int choose_types(const um_synth_opts *o, plan *p, um_err *e) {
     const um_synth_shape *s = o->shape;
     if (!o->mixture) {
-        for (int i = 0; i < p->n; i++) p->t[i].type = p->t[i].ne[1] ? o->type : UM_TYPE_F32;
+        /* vectors and the MoE router stay F32, as llama-quantize leaves them */
+        for (int i = 0; i < p->n; i++)
+            p->t[i].type = p->t[i].ne[1] && !strstr(p->t[i].name, "ffn_gate_inp") ? o->type : UM_TYPE_F32;
         return UM_OK;
     }
     const um_mixture *mix = um_mixture_find(o->mixture);

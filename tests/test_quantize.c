@@ -230,3 +230,28 @@ TEST(quantize_file_refuses_bad_input) {
     gguf_close(g);
     unlink(out);
 }
+
+/* A non-finite weight is an error naming the tensor and row, and no output is written. */
+TEST(quantize_file_rejects_non_finite_weights) {
+    char in[256], out[256];
+    tmp_path(in, sizeof in, "nan-in");
+    tmp_path(out, sizeof out, "nan-out");
+    static float w[4 * 256];
+    for (int i = 0; i < 4 * 256; i++) w[i] = (float)((i * 37) % 101 - 50) / 1000.0f;
+    w[2 * 256 + 17] = NAN;                                   /* row 2 */
+    gguf_writer *gw = gguf_writer_new();
+    um_err e = { "" };
+    const uint64_t ne[2] = { 256, 4 };
+    CHECK(gw);
+    CHECK(gguf_set_str(gw, "general.architecture", "llada") == UM_OK);
+    CHECK(gguf_set_u32(gw, "llada.block_count", 1) == UM_OK);
+    CHECK(gguf_add_tensor(gw, "blk.0.attn_q.weight", UM_TYPE_F32, 2, ne, w, sizeof w, &e) == UM_OK);
+    CHECK_MSG(gguf_writer_write(gw, in, &e) == UM_OK, "%s", e.msg);
+    gguf_writer_free(gw);
+    um_quantize_opts o = { .n_threads = 2, .quiet = true };
+    CHECK(um_quantize_file(in, out, um_mixture_find("Q4_K_M"), &o, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "blk.0.attn_q.weight");
+    CHECK_CONTAINS(e.msg, "row 2");
+    CHECK(access(out, F_OK) != 0);
+    unlink(in);
+}

@@ -41,7 +41,7 @@ HALF_FIELDS = {
     "iq4_nl": [0], "iq4_xs": [0],
 }
 
-NE0, NROWS = 512, 3
+NE0, NROWS = 512, 5
 
 
 def make_input():
@@ -56,6 +56,8 @@ def make_input():
     x[1, 256:512] = rng.uniform(-1, 1, 256).astype(np.float32) * np.linspace(1e-4, 3, 256, dtype=np.float32)
     x[2, 0:256] = 0.0                                        # all-zero super-block
     x[2, 256:512] = (rng.standard_t(3, 256) * 0.05).astype(np.float32)   # heavy tails
+    x[3] = rng.uniform(-1, 1, NE0).astype(np.float32)        # uniform: the IQ4 scale search differs most
+    x[4] = (rng.randn(NE0) * 0.5 + 0.3).astype(np.float32)   # offset Gaussian, one sign dominates
     return x
 
 
@@ -312,6 +314,30 @@ def tiny_model_fixture(tmp):
         run_quantize(src, os.path.join(OUT, "tiny-%s.gguf" % mix.lower()), mix, pure=False)
 
 
+def synth_fixture(tmp):
+    """synth.txt: sha256 of llama-quantize's output for models written by `unmask synth`
+    (MoE, F16 and BF16 sources), with the input's sha256 so the test can tell whether synth
+    still writes the same model. Needs ./unmask (UNMASK=path to override); skipped without it."""
+    unmask = os.environ.get("UNMASK", "./unmask")
+    if not os.access(unmask, os.X_OK):
+        print("no %s: synth.txt not remade" % unmask)
+        return
+    import hashlib
+    sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+    lines = ["# unmask synth model, source type, mixture, sha256 of the synth output, sha256 of what",
+             "# llama-quantize (llama.cpp %s) makes of it. Made by tools/make-quant-fixtures.sh."
+             % open(os.path.join(PEER, "VERSION")).read().strip().replace("\n", " ")]
+    for shape, ty, mix in (("tiny-llada-moe", "f16", "Q4_K_M"), ("tiny-dream", "bf16", "Q5_K_M"),
+                           ("tiny-rnd1", "f32", "IQ4_XS"), ("tiny-llada", "f16", "Q6_K")):
+        src = os.path.join(tmp, "synth-%s-%s.gguf" % (shape, ty))
+        subprocess.run([unmask, "synth", "--shape", shape, "--type", ty, "-o", src], check=True, capture_output=True)
+        dst = os.path.join(tmp, "synth-out.gguf")
+        run_quantize(src, dst, mix, pure=False)
+        lines.append("%s %s %s %s %s" % (shape, ty, mix, sha(src), sha(dst)))
+    with open(os.path.join(OUT, "synth.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     x = make_input()
@@ -323,6 +349,7 @@ def main():
         conversion_fixture()
         mixture_fixture(tmp)
         tiny_model_fixture(tmp)
+        synth_fixture(tmp)
     print("wrote", OUT)
 
 
