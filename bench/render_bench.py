@@ -50,3 +50,40 @@ def e2e_table():
 
 
 RENDERERS = {"bench-forward": forward_table, "bench-e2e": e2e_table}
+
+
+def gemm_table():
+    path = os.path.join(RES, "gemm.json")
+    if not os.path.exists(path):
+        return "_no results yet: run `bench/gemm.sh`_"
+    d = json.load(open(path))
+    runs = [r for r in d["runs"] if r["n_tokens"] == 160 and r["threads"] == 2]
+    kernels = [k for k in ("avx2", "avxvnni", "avx512", "amx") if any(r["kernel"] == k for r in runs)]
+    out = ["| weights | shape (in -> out) | " + " | ".join(f"{k} GMAC/s (share of peak)" for k in kernels) + " |",
+           "|---|---|" + "---:|" * len(kernels)]
+    seen = []
+    for r in runs:
+        key = (r["type"], r["n_in"], r["n_out"])
+        if key in seen:
+            continue
+        seen.append(key)
+        cells = []
+        for k in kernels:
+            m = [x for x in runs if (x["type"], x["n_in"], x["n_out"], x["kernel"]) == key + (k,)]
+            if not m:
+                cells.append("-")
+                continue
+            x = m[0]
+            frac = x.get("frac_f32_peak", x["frac_int8_peak"]) if r["type"] in ("f16", "bf16", "f32") else x["frac_int8_peak"]
+            cells.append(f"{x['gmacs_cpu']:.0f} ({100 * frac:.0f}%)")
+        out.append(f"| {r['type']} | {r['n_in']} -> {r['n_out']} | " + " | ".join(cells) + " |")
+    pk = d["peak_gmacs"]
+    out.append("")
+    out.append(f"160 tokens, 2 threads, GMAC/s per CPU-second (the machine was shared: wall-clock rates are lower). "
+               f"Peaks measured by bench/peak.c ({d['peak_method']}): int8 AVX-512 VNNI {pk['avx512']['2']:.0f}, "
+               f"AVX-VNNI {pk['avxvnni']['2']:.0f}, AVX2 {pk['avx2']['2']:.0f}, f32 FMA-512 {pk['f32-512']['2']:.0f} GMAC/s "
+               f"on 2 threads. {d['cpu']}, {d['date']}.")
+    return "\n".join(out)
+
+
+RENDERERS["bench-gemm"] = gemm_table
