@@ -52,6 +52,8 @@ res = {
   "canvas": 160, "prompt_tokens": n_prompt, "generated_tokens": gen, "steps": 32, "threads": threads,
   "machine": {"cpu": [l.split(":")[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0],
               "cores": os.cpu_count(), "flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))]},
+  "load_avg_at_end": open("/proc/loadavg").read().split()[:3],
+  "date": __import__("time").strftime("%Y-%m-%dT%H:%M:%SZ", __import__("time").gmtime()),
   "peer": "llama.cpp " + open("build/peer/VERSION").read().strip() + " (node-llama-cpp@3.21.1), AMX off",
   "unmask": subprocess.run(["./unmask", "--version"], capture_output=True, text=True).stdout.splitlines()[0],
   "commands": {
