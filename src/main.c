@@ -36,6 +36,9 @@ static void usage(FILE *f) {
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
         "\n"
+        "with no COMMAND: the live visualizer: unmask [-m FILE | -M PRESET] [OPTIONS]\n"
+        "(unmask --ui-help lists its options and keys)\n"
+        "\n"
         "options:\n"
         "  -h, --help     show this help (COMMAND --help for a command's options)\n"
         "  -V, --version  print version, build options and detected CPU features\n");

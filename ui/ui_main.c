@@ -460,22 +460,10 @@ int ui_main(int argc, char **argv) {
         }
     }
 
-    /* preset: model path, chat template and settings; flags win */
-    models_preset pre;
-    bool have_pre = false;
-    if (g.preset) {
-        um_err e = { "" };
-        if (models_conf_resolve(g.preset, &pre, &e)) { fprintf(stderr, "unmask: -M %s: %s\n", g.preset, e.msg); return 1; }
-        have_pre = true;
-    }
-    char pathbuf[1024];
-    const char *model = NULL;
+    /* preset, model path and chat template; flags win over the preset */
     if (!demo) {
-        model = g.model ? g.model : have_pre ? pre.path : genopts_model_path(&g, pathbuf, sizeof pathbuf);
-        if (!model) {
-            fprintf(stderr, "unmask: give -m FILE or -M PRESET (unmask --list-models), or --demo-ui for a synthetic demo\n");
-            return 2;
-        }
+        um_err e = { "" };
+        if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); return 1; }
     }
     theme th;                                       /* config errors first, then the tty */
     um_err te = { "" };
@@ -500,15 +488,11 @@ int ui_main(int argc, char **argv) {
     if (demo) {
         if (fake_source_open(&a->src, (int)delay, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
     } else {
-        g.eng.model_path = model;
-        if (g.no_chat) g.eng.chat_template = "none";
-        else if (!g.eng.chat_template && have_pre && pre.chat_template[0]) g.eng.chat_template = pre.chat_template;
         g.eng.progress = load_progress;
         if (engine_source_open(&a->src, &g.eng, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
     }
     um_settings *s = &a->settings;
     *s = a->src.defaults;
-    if (have_pre) models_conf_apply(&pre, s);
     genopts_apply(&g, s);
 
     if (draw_curses_open(want_depth, &a->depth, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
