@@ -177,3 +177,11 @@ check-peer: all
 # Until the visualizer lands, the main job is describing the bundled test file.
 run: all
 	./unmask info tests/data/tiny-llada.gguf
+
+# Benchmarks against llama.cpp (see bench/README.md). BENCH_MODELS is a list of NAME:SHAPE.
+BENCH_ROUNDS ?= 3
+bench: all
+	@tools/bench.sh $(BENCH_ROUNDS)
+
+bench-gemm:
+	@bench/gemm.sh
