@@ -42,26 +42,20 @@ print(json.dumps({'ms_per_step': 1000*d['generate_s']/len(s), 'generate_ms': 100
   runs+=("{\"runtime\": \"unmask\", \"round\": $r, \"wall_s\": $wall, \"peak_rss_kb\": $rss, ${j:1:-1}}")
 done
 python3 - "$out" "$name" "$model" "$threads" "$gen" "$n_prompt" "${runs[@]}" <<'PY'
-import json, os, statistics, subprocess, sys
+import json, os, statistics, sys
+sys.path.insert(0, "bench"); import benchinfo
 out, name, model, threads, gen, n_prompt = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 runs = [json.loads(r) for r in sys.argv[7:]]
 def med(who, key): return statistics.median(r[key] for r in runs if r["runtime"] == who)
-flags = open("/proc/cpuinfo").read().split("\nflags")[1].split("\n")[0].split(":")[1].split()
-res = {
+res = dict(benchinfo.header(), **{
   "benchmark": "e2e", "model": name, "file": os.path.basename(model), "file_bytes": os.path.getsize(model),
   "canvas": 160, "prompt_tokens": n_prompt, "generated_tokens": gen, "steps": 32, "threads": threads,
-  "machine": {"cpu": [l.split(":")[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0],
-              "cores": os.cpu_count(), "flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))]},
-  "load_avg_at_end": open("/proc/loadavg").read().split()[:3],
-  "date": __import__("time").strftime("%Y-%m-%dT%H:%M:%SZ", __import__("time").gmtime()),
-  "peer": "llama.cpp " + open("build/peer/VERSION").read().strip() + " (node-llama-cpp@3.21.1), AMX off",
-  "unmask": subprocess.run(["./unmask", "--version"], capture_output=True, text=True).stdout.splitlines()[0],
   "commands": {
     "peer": "llama-diffusion-cli -m MODEL -p PROMPT -ub 160 --diffusion-steps 32 --diffusion-eps 0.001 -t N",
     "unmask": "unmask generate -m MODEL --no-chat -p PROMPT --gen GEN --steps 32 --block 32 -t N --json"},
   "median": {who: {k: med(who, k) for k in ("ms_per_step", "load_s", "peak_rss_kb")} for who in ("peer", "unmask")},
   "runs": runs,
-}
+})
 for who in ("peer", "unmask"):
     res["median"][who]["tokens_per_s"] = gen / (med(who, "generate_ms") / 1000)
 res["ratio_ms_per_step"] = res["median"]["unmask"]["ms_per_step"] / res["median"]["peer"]["ms_per_step"]

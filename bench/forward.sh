@@ -26,27 +26,21 @@ for r in $(seq "$rounds"); do
   done
 done
 python3 - "$out" "$name" "$model" "$threads" "${runs[@]}" <<'PY'
-import json, os, statistics, sys, subprocess, platform
+import json, os, statistics, sys
+sys.path.insert(0, "bench"); import benchinfo
 out, name, model, threads, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), [json.loads(r) for r in sys.argv[5:]]
 def med(who, key):
     return statistics.median(x for r in runs if r["runtime"] == who for x in ([r["result"][key]] if key != "forward_ms" else r["result"]["forward_ms"]))
-flags = open("/proc/cpuinfo").read().split("\nflags")[1].split("\n")[0].split(":")[1].split()
-res = {
+res = dict(benchinfo.header(), **{
   "benchmark": "forward", "model": name, "file": os.path.basename(model), "file_bytes": os.path.getsize(model),
   "canvas": "32 prompt ids + 128 masks (160 tokens)", "threads": threads,
-  "machine": {"cpu": [l.split(":")[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")][0],
-              "cores": os.cpu_count(), "flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))]},
-  "load_avg_at_end": open("/proc/loadavg").read().split()[:3],
-  "date": __import__("time").strftime("%Y-%m-%dT%H:%M:%SZ", __import__("time").gmtime()),
-  "peer": "llama.cpp " + open("build/peer/VERSION").read().strip() + " (node-llama-cpp@3.21.1), AMX off",
-  "unmask": subprocess.run(["./unmask", "--version"], capture_output=True, text=True).stdout.splitlines()[0],
   "commands": {"peer": "build/bench/peer_logits MODEL --tokens T -t N --reps 2",
                "unmask": "./unmask logits -m MODEL --tokens T -t N --reps 2"},
   "median_forward_ms": {"peer": med("peer", "forward_ms"), "unmask": med("unmask", "forward_ms")},
   "median_peak_rss_kb": {"peer": statistics.median(r["peak_rss_kb"] for r in runs if r["runtime"] == "peer"),
                           "unmask": statistics.median(r["peak_rss_kb"] for r in runs if r["runtime"] == "unmask")},
   "runs": runs,
-}
+})
 res["ratio_unmask_over_peer"] = res["median_forward_ms"]["unmask"] / res["median_forward_ms"]["peer"]
 json.dump(res, open(out, "w"), indent=1)
 print(json.dumps({k: res[k] for k in ("median_forward_ms", "median_peak_rss_kb", "ratio_unmask_over_peer")}))
