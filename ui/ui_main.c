@@ -67,6 +67,7 @@ typedef struct app {
     recorder     *rec_cli;         /* --gif / --cast, NULL when not recording */
     recorder     *rec_key;         /* the g key's GIF, NULL when not recording */
     char          rec_key_path[64];
+    char          rec_title[128];  /* cast header title: "unmask: PROMPT" */
     rec_frame     rf;              /* fr converted for the recorders; cells (rf_cap) */
     size_t        rf_cap;
     int32_t       rec_step;        /* step of the last recorded frame (cast markers) */
@@ -126,12 +127,13 @@ static void drain_worker(app *a) {
 
 /* ------------------------------------------------------------------ recording */
 
-static recorder_opts rec_opts(const app *a, int cols, int rows) {
+static recorder_opts rec_opts(app *a, int cols, int rows) {
     const char *term = getenv("TERM");
+    snprintf(a->rec_title, sizeof a->rec_title, "unmask: %.100s", a->prompt);   /* may cut UTF-8: the cast writer shows U+FFFD */
     return (recorder_opts){
         .cols = cols, .rows = rows, .real_time = true, .hold_cs = RECORDER_HOLD_CS,
         .pad_rgb = RECORDER_BG_DEFAULT, .cast_color = a->depth > 256 ? CAST_COLOR_24BIT : CAST_COLOR_256,
-        .term = term && *term ? term : NULL, .title = "unmask",
+        .term = term && *term ? term : NULL, .title = a->rec_title,
     };
 }
 
