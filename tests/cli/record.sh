@@ -156,6 +156,24 @@ else
   skip "record: GIF pixels" "python3 not installed"
 fi
 
+# SIGINT mid-run: stops after the step in flight, both files finished and consistent
+( cd "$TMP" && exec "$BIN" record -m "$MODEL" -p hi --gen 256 --steps 256 -t 1 --gif "$TMP/i.gif" --cast "$TMP/i.cast" \
+    </dev/null >/dev/null 2>"$TMP/ierr" ) &
+rpid=$!
+for ((k = 0; k < 100; k++)); do grep -q 'step [1-9][0-9]*/256' "$TMP/ierr" 2>/dev/null && break; sleep 0.05; done
+kill -INT $rpid 2>/dev/null
+wait $rpid; rc=$?
+if [ $rc = 130 ] && grep -q 'interrupted after step' "$TMP/ierr"; then ok "record: SIGINT: exit 130, says so"
+else fail "record: SIGINT" "rc $rc: $(tail -c 300 "$TMP/ierr")"; fi
+if [ -s "$TMP/i.gif" ] && [ -s "$TMP/i.cast" ] && ! ls "$TMP" | grep -q '\.tmp\.'; then ok "record: SIGINT: files finished, no temporaries"
+else fail "record: SIGINT files" "$(ls "$TMP")"; fi
+if [ $HAVE_GIFSICLE = 1 ]; then
+  n=$(gifsicle --info "$TMP/i.gif" 2>/dev/null | sed -n 's/.* \([0-9]*\) images$/\1/p')
+  m=$(grep -c '"m", "step ' "$TMP/i.cast")
+  if [ -n "$n" ] && [ "$n" = $((m + 1)) ] && [ "$m" -lt 256 ] && gifsicle -o /dev/null "$TMP/i.gif" 2>/dev/null
+  then ok "record: SIGINT: GIF decodes, frames = markers + 1 ($n)"; else fail "record: SIGINT frames" "gif $n, markers $m"; fi
+fi
+
 # ---------------------------------------------------------------- the visualizer: g, --gif, --cast
 if ! command -v tmux >/dev/null 2>&1; then
   skip "record: visualizer" "tmux not installed"; finish; exit 0
