@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make-readme-gif.sh: makes docs/demo.gif, the GIF README.md opens with: `unmask record`
-# decoding the bundled model (models/unmask-demo.gguf) on a 100x30 virtual screen. Prints
-# the exact command it ran (for the README) and checks the file is at most 2 MB.
+# decoding the bundled model (models/unmask-demo.gguf, a raw LM: --no-chat) on a 100x30
+# virtual screen. Prints the exact command it ran (for the README) and checks the file is
+# at most 2 MB.
 #
 #   tools/make-readme-gif.sh                 # builds ./unmask if needed
 #   MODEL=other.gguf OUT=/tmp/x.gif tools/make-readme-gif.sh
@@ -18,8 +19,8 @@ if [ ! -f "$MODEL" ]; then
   echo "make-readme-gif: $MODEL not found (make demo-model builds it)" >&2
   exit 1
 fi
-args=(record -m "$MODEL" -p "$PROMPT" --gen 64 --steps 32 --size 100x30 --delay-cs 12 --hold-cs 400 --gif "$OUT")
-echo "unmask record -m $MODEL -p \"$PROMPT\" --gen 64 --steps 32 --size 100x30 --delay-cs 12 --hold-cs 400 --gif $OUT"
+args=(record -m "$MODEL" -p "$PROMPT" --no-chat --gen 64 --steps 32 --size 100x30 --delay-cs 12 --hold-cs 400 --gif "$OUT")
+echo "unmask record -m $MODEL -p \"$PROMPT\" --no-chat --gen 64 --steps 32 --size 100x30 --delay-cs 12 --hold-cs 400 --gif $OUT"
 "$BIN" "${args[@]}" -q </dev/null
 bytes=$(stat -c %s "$OUT")
 frames=$(gifsicle --info "$OUT" 2>/dev/null | sed -n 's/.* \([0-9]*\) images$/\1/p' || true)
