@@ -84,7 +84,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: run all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench check-peer demo-model gpu-check
+.PHONY: run all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
 all: deps $(BIN)
 ifneq ($(CUDA_NOTE),)
 	@echo "$(CUDA_NOTE)"
@@ -185,3 +185,13 @@ bench: all
 
 bench-gemm:
 	@bench/gemm.sh
+
+# CUDA backend checks (docs/cuda.md): every kernel against the CPU reference, whole forward
+# passes and a generation against the CPU backend, then a benchmark. Needs an NVIDIA GPU;
+# without one it says so and exits 0. emu-check runs the backend's host code under ASan with
+# a CPU stand-in for the CUDA runtime (no GPU needed).
+gpu-check:
+	@CUDA_ARCHS="$(CUDA_ARCHS)" tests/gpu/gpu-check.sh
+
+emu-check:
+	@tests/gpu/emu-check.sh

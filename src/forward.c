@@ -470,3 +470,22 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
     linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
     return UM_OK;
 }
+
+/* ------------------------------------------------------------------ as a backend */
+
+static int cpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows,
+                   float *logits, um_err *e) {
+    return forward_run(impl, tokens, n_tokens, rows, n_rows, logits, e);
+}
+static int cpu_reserve(void *impl, int max_tokens, um_err *e) { return forward_reserve(impl, max_tokens, e); }
+static const char *cpu_kernel_name(void *impl) { return forward_kernel_name(impl); }
+static void cpu_free(void *impl) { forward_free(impl); }
+
+void forward_as_backend(um_forward *f, um_backend *b) {
+    b->name = "cpu";
+    b->impl = f;
+    b->run = cpu_run;
+    b->reserve = cpu_reserve;
+    b->kernel_name = cpu_kernel_name;
+    b->free = cpu_free;
+}

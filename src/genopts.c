@@ -26,6 +26,7 @@ void genopts_usage(FILE *f) {
         "  -m FILE            model file (GGUF); default: the bundled demo model\n"
         "  -M NAME            a preset from models.conf\n"
         "  -t N               threads (default: physical cores)\n"
+        "  --gpu              run the forward pass on the CUDA backend\n"
         "  --ctx N            context limit in tokens (default: the model's)\n"
         "prompt:\n"
         "  -p TEXT            the prompt\n"
@@ -69,6 +70,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     if (!strcmp(a, "--no-gumbel")) { g->gumbel = 0; return 1; }
     if (!strcmp(a, "--stop-at-eos")) { g->stop_at_eos = true; return 1; }
     if (!strcmp(a, "--json")) { g->json = true; return 1; }
+    if (!strcmp(a, "--gpu")) { g->eng.gpu = true; return 1; }
     static const char *const with_value[] = {
         "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--system", "--gen", "--steps", "--block", "--eps",
         "--threshold", "--alg", "--schedule", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
