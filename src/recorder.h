@@ -15,9 +15,12 @@
  * only when cells changed, and a resize event when the frame size changes.
  *
  * The GIF size is fixed at open (cols x rows cells, 8x16 px each with the built-in font);
- * a frame of another size is drawn cut off or padded with pad_rgb. Files are written to
- * temporaries and renamed at recorder_close (see gif.h, cast.h); recorder_abort discards.
- * No allocation per frame: pixel buffers are allocated once at open.
+ * a frame of another size is drawn cut off or padded with pad_rgb. A few characters the
+ * visualizer uses and the font lacks (↵ ␣ → ∎ ▲, eighth blocks) are drawn in the GIF as the
+ * nearest glyph the font has (¶ _ » ● ^, half/full blocks); the cast keeps them as they are.
+ * Files are written to temporaries and renamed at recorder_close (see gif.h, cast.h);
+ * recorder_abort discards. No allocation per frame: pixel buffers are allocated at open,
+ * the fallback scratch only grows when a bigger frame arrives.
  */
 #ifndef UM_RECORDER_H
 #define UM_RECORDER_H

@@ -279,6 +279,50 @@ TEST(recorder_resize_pads_gif_and_marks_cast) {
 #endif
 }
 
+/* Glyph fallbacks: ↵ (not in Spleen) is drawn exactly like ¶ in the GIF, not as the hollow
+ * box a missing glyph gets (U+4E00 here); the cast keeps the real ↵. */
+TEST(recorder_gif_glyph_fallbacks) {
+    NEED_GIFLIB();
+#ifdef HAVE_GIFLIB_H
+    char gif[256], cast[256];
+    tmp_path(gif, sizeof gif, "fb.gif");
+    tmp_path(cast, sizeof cast, "fb.cast");
+    recorder_opts o = { .gif_path = gif, .cast_path = cast, .cols = COLS, .rows = ROWS };
+    recorder *r;
+    um_err e = { "" };
+    CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
+    static rec_cell cells[COLS * ROWS];
+    rec_frame f;
+    fill_frame(&f, cells, COLS, ROWS, BLUE, NULL);
+    const uint32_t cps[3] = { 0x21B5, 0x00B6, 0x4E00 };          /* ↵ ¶ 一 */
+    for (int i = 0; i < 3; i++) { cells[i].cp[0] = cps[i]; cells[i].ncp = 1; }
+    CHECK(recorder_frame(r, 0.0, &f, NULL, &e) == UM_OK);
+    CHECK_EQ(cells[0].cp[0], 0x21B5);                             /* the caller's frame is untouched */
+    CHECK_MSG(recorder_close(r, 1.0, &e) == UM_OK, "%s", e.msg);
+    decoded d;
+    CHECK_EQ(decode_gif(gif, &d), 0);
+    CHECK_EQ(d.n, 1);
+    int same_as_pilcrow = 1, same_as_box = 1, ink = 0;
+    for (int y = 0; y < CH; y++)
+        for (int x = 0; x < CW; x++) {
+            uint8_t a = d.frame[0][y * d.w + x], b = d.frame[0][y * d.w + CW + x], c = d.frame[0][y * d.w + 2 * CW + x];
+            same_as_pilcrow &= a == b;
+            same_as_box &= a == c;
+            ink += a != IDX_BLUE;
+        }
+    decoded_free(&d);
+    CHECK(same_as_pilcrow);
+    CHECK(!same_as_box);
+    CHECK(ink > 0);
+    char *text = slurp(cast);
+    CHECK(text);
+    CHECK_CONTAINS(text, "\xE2\x86\xB5");                        /* ↵ in the cast */
+    free(text);
+    unlink(gif);
+    unlink(cast);
+#endif
+}
+
 TEST(recorder_errors) {
     recorder *r = NULL;
     um_err e = { "" };
