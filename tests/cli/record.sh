@@ -174,6 +174,13 @@ if [ $HAVE_GIFSICLE = 1 ]; then
   then ok "record: SIGINT: GIF decodes, frames = markers + 1 ($n)"; else fail "record: SIGINT frames" "gif $n, markers $m"; fi
 fi
 
+# tools/make-readme-gif.sh (docs/demo.gif) on the synthetic model: prints the command, 33 frames
+if MODEL="$MODEL" OUT="$TMP/demo.gif" UNMASK_BIN="$BIN" bash "$ROOT/tools/make-readme-gif.sh" >"$TMP/out" 2>"$TMP/err" \
+   && grep -q '^unmask record -m .* --gen 64 --steps 32 --size 100x30 .*--gif ' "$TMP/out" \
+   && { [ $HAVE_GIFSICLE = 0 ] || grep -q '33 frames' "$TMP/out"; } && [ "$(stat -c %s "$TMP/demo.gif")" -le 2097152 ]; then
+  ok "make-readme-gif: prints the command, 33 frames, <= 2 MB"
+else fail "make-readme-gif" "$(cat "$TMP/out" "$TMP/err" | head -5)"; fi
+
 # ---------------------------------------------------------------- the visualizer: g, --gif, --cast
 if ! command -v tmux >/dev/null 2>&1; then
   skip "record: visualizer" "tmux not installed"; finish; exit 0
