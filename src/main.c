@@ -21,6 +21,7 @@ static const struct um_command {
     { "logits",   cmd_logits,   "one forward pass over a given canvas; write every row's logits" },
     { "synth",    cmd_synth,    "write a random-weight model of a named shape (tests, benchmarks)" },
     { "tokenize", cmd_tokenize, "print the token ids (and pieces) of a text under a GGUF file's tokenizer" },
+    { "record",   cmd_record,   "run a whole generation headless and record it as a GIF and/or asciicast" },
     { "quantize", cmd_quantize, "convert a GGUF model's weights to Q4_K_M, Q5_K_M, Q6_K, Q8_0, F16..." },
 };
 

@@ -26,6 +26,7 @@ const ui_key ui_keys[] = {
     { { 'e' },                     "e",            UI_ACT_EDIT,       "edit the prompt, Enter restarts, Esc cancels" },
     { { 'h' },                     "h",            UI_ACT_HEAT,       "cycle heat: commit conf, live conf, order, entropy" },
     { { 'c' },                     "c",            UI_ACT_THEME,      "cycle colour theme" },
+    { { 'g' },                     "g",            UI_ACT_RECORD,     "start / stop a GIF recording (unmask-DATE-TIME.gif)" },
     { { KEY_LEFT },                "arrows click", UI_ACT_LEFT,       "move the inspector cursor" },
     { { KEY_RIGHT },               NULL,           UI_ACT_RIGHT,      NULL },
     { { KEY_UP },                  NULL,           UI_ACT_UP,         NULL },

@@ -9,6 +9,11 @@
  * State invariants: hist holds every snapshot of the current run in step order (hist[k]
  * is step k), each with one reference owned here; shown indexes hist; `follow` means the
  * view moves to each new snapshot as it arrives.
+ *
+ * Recording: rec_cli (--gif/--cast, the whole session) and rec_key (the g key, a GIF) are
+ * fed every composed frame in redraw(); the recorder keeps only frames that look different.
+ * Both are finished (files renamed into place) after the terminal is restored, on every
+ * way out of the loop, including q, SIGINT/SIGTERM/SIGHUP and a loop error.
  */
 #include <errno.h>
 #include <locale.h>
@@ -19,15 +24,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <curses.h>
 
 #include "draw_curses.h"
 #include "fake_source.h"
+#include "cast.h"
 #include "genopts.h"
 #include "schedule.h"
 #include "keys.h"
 #include "models_conf.h"
+#include "recorder.h"
 #include "ui_main.h"
 #include "view.h"
 #include "worker.h"
@@ -56,6 +64,13 @@ typedef struct app {
     double        message_until;
     frame         fr;
     view_ctx      vc;
+    recorder     *rec_cli;         /* --gif / --cast, NULL when not recording */
+    recorder     *rec_key;         /* the g key's GIF, NULL when not recording */
+    char          rec_key_path[64];
+    char          rec_title[128];  /* cast header title: "unmask: PROMPT" */
+    rec_frame     rf;              /* fr converted for the recorders; cells (rf_cap) */
+    size_t        rf_cap;
+    int32_t       rec_step;        /* step of the last recorded frame (cast markers) */
 } app;
 
 /* ------------------------------------------------------------------ messages, history */
@@ -107,6 +122,75 @@ static void drain_worker(app *a) {
             say(a, "error: %s", ev.msg);
             break;
         }
+    }
+}
+
+/* ------------------------------------------------------------------ recording */
+
+static recorder_opts rec_opts(app *a, int cols, int rows) {
+    const char *term = getenv("TERM");
+    snprintf(a->rec_title, sizeof a->rec_title, "unmask: %.100s", a->prompt);   /* may cut UTF-8: the cast writer shows U+FFFD */
+    return (recorder_opts){
+        .cols = cols, .rows = rows, .real_time = true, .hold_cs = RECORDER_HOLD_CS,
+        .pad_rgb = RECORDER_BG_DEFAULT, .cast_color = a->depth > 256 ? CAST_COLOR_24BIT : CAST_COLOR_256,
+        .term = term && *term ? term : NULL, .title = a->rec_title,
+    };
+}
+
+/* g: start a GIF of the screen as it is now, in ./unmask-YYYYmmdd-HHMMSS[-N].gif. */
+static void rec_key_start(app *a) {
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+    struct stat st;
+    snprintf(a->rec_key_path, sizeof a->rec_key_path, "unmask-%s.gif", stamp);
+    for (int n = 2; stat(a->rec_key_path, &st) == 0 && n < 100; n++)
+        snprintf(a->rec_key_path, sizeof a->rec_key_path, "unmask-%s-%d.gif", stamp, n);
+    recorder_opts o = rec_opts(a, a->fr.w, a->fr.h);
+    o.gif_path = a->rec_key_path;
+    um_err e = { "" };
+    if (recorder_open(&a->rec_key, &o, &e)) { a->rec_key = NULL; say(a, "recording: %s", e.msg); return; }
+    say(a, "recording %s (g stops)", a->rec_key_path);
+}
+
+/* Finish the g recording; returns the message saying how it went (also shown). */
+static void rec_key_stop(app *a, bool show) {
+    if (!a->rec_key) return;
+    um_err e = { "" };
+    int frames = recorder_gif_frames(a->rec_key);
+    int rc = recorder_close(a->rec_key, recorder_elapsed(a->rec_key), &e);
+    a->rec_key = NULL;
+    if (rc) snprintf(a->message, sizeof a->message, "recording failed: %s", e.msg);
+    else snprintf(a->message, sizeof a->message, "saved %s (%d frames)", a->rec_key_path, frames);
+    if (show) a->message_until = um_now() + MESSAGE_SECONDS;
+}
+
+/* Feed the composed frame a->fr to the running recorders; a failing one is dropped. */
+static void rec_feed(app *a) {
+    if (!a->rec_cli && !a->rec_key) return;
+    size_t n = (size_t)a->fr.w * (size_t)a->fr.h;
+    if (n > a->rf_cap) {
+        rec_cell *c = realloc(a->rf.cells, n * sizeof *c);
+        if (!c) { say(a, "recording: out of memory, frame dropped"); return; }
+        a->rf.cells = c;
+        a->rf_cap = n;
+    }
+    frame_to_rec(&a->fr, &a->rf, RECORDER_FG_DEFAULT, RECORDER_BG_DEFAULT);
+    char label[32];
+    bool mark = a->fr.step > 0 && a->fr.step != a->rec_step;
+    snprintf(label, sizeof label, "step %d", a->fr.step);
+    a->rec_step = a->fr.step;
+    um_err e = { "" };
+    if (a->rec_cli && recorder_frame(a->rec_cli, recorder_elapsed(a->rec_cli), &a->rf, mark ? label : NULL, &e)) {
+        recorder_abort(a->rec_cli);
+        a->rec_cli = NULL;
+        say(a, "recording stopped: %s", e.msg);
+    }
+    if (a->rec_key && recorder_frame(a->rec_key, recorder_elapsed(a->rec_key), &a->rf, NULL, &e)) {
+        recorder_abort(a->rec_key);
+        a->rec_key = NULL;
+        say(a, "recording stopped: %s", e.msg);
     }
 }
 
@@ -245,6 +329,10 @@ static void act(app *a, ui_action action) {
         say(a, "heat: %s", view_heat_names[a->heat]);
         break;
     case UI_ACT_THEME: next_theme(a); break;
+    case UI_ACT_RECORD:
+        if (a->rec_key) rec_key_stop(a, true);
+        else rec_key_start(a);
+        break;
     case UI_ACT_LEFT:
     case UI_ACT_RIGHT: {
         view_state tmp = { .hist = a->hist, .n_hist = a->n_hist, .shown = a->shown, .cursor = a->cursor };
@@ -336,10 +424,11 @@ static int redraw(app *a, um_err *e) {
         .depth = a->depth, .heat = a->heat, .cursor = a->cursor, .paused = a->paused,
         .busy = a->paused && ui_worker_busy(a->worker), .help = a->help,
         .message = um_now() < a->message_until ? a->message : NULL,
-        .edit = a->editing ? a->edit : NULL,
+        .edit = a->editing ? a->edit : NULL, .recording = a->rec_cli || a->rec_key,
     };
     if (view_build(&a->vc, &a->fr, &v, e)) return UM_FAIL;
     draw_curses_frame(&a->fr);
+    rec_feed(a);
     return UM_OK;
 }
 
@@ -381,6 +470,8 @@ static void usage(FILE *f) {
         "  --paused           start paused at step 0\n"
         "  --demo-ui          a synthetic denoiser instead of a model (tests, demos)\n"
         "  --delay-ms N       its step time (default 300)\n"
+        "  --gif FILE         record the session as an animated GIF (g records to a new file)\n"
+        "  --cast FILE        record the session as an asciicast v2 file (asciinema)\n"
         "  --ui-help          this help\n"
         "Flags override the preset (-M). Press ? in the visualizer for the keys.\n");
 }
@@ -413,7 +504,7 @@ static void load_progress(void *ctx, const char *what, int done, int total) {
 
 int ui_main(int argc, char **argv) {
     um_genopts g;
-    const char *theme_name = "viridis";
+    const char *theme_name = "viridis", *gif_path = NULL, *cast_path = NULL;
     long delay = 300;
     int want_depth = -1, heat = 0;
     bool demo = false, start_paused = false;
@@ -428,7 +519,8 @@ int ui_main(int argc, char **argv) {
         if (!strcmp(a, "--ui-help")) { usage(stdout); return 0; }
         if (!strcmp(a, "--paused")) { start_paused = true; continue; }
         if (!strcmp(a, "--demo-ui")) { demo = true; continue; }
-        bool valued = !strcmp(a, "--theme") || !strcmp(a, "--color") || !strcmp(a, "--heat") || !strcmp(a, "--delay-ms");
+        bool valued = !strcmp(a, "--theme") || !strcmp(a, "--color") || !strcmp(a, "--heat") || !strcmp(a, "--delay-ms") ||
+                      !strcmp(a, "--gif") || !strcmp(a, "--cast");
         if (!valued) {
             fprintf(stderr, a[0] == '-' ? "unmask: unknown option '%s' (see unmask --ui-help)\n"
                                         : "unmask: unexpected argument '%s' (see unmask --ui-help)\n", a);
@@ -437,6 +529,8 @@ int ui_main(int argc, char **argv) {
         if (i + 1 >= argc) { fprintf(stderr, "unmask: %s needs a value\n", a); return 2; }
         const char *v = argv[++i];
         if (!strcmp(a, "--theme")) theme_name = v;
+        else if (!strcmp(a, "--gif")) gif_path = v;
+        else if (!strcmp(a, "--cast")) cast_path = v;
         else if (!strcmp(a, "--color")) {
             if (!strcmp(v, "auto")) want_depth = -1;
             else if (!strcmp(v, "24bit")) want_depth = 16777216;
@@ -480,6 +574,7 @@ int ui_main(int argc, char **argv) {
     if (!a) { fprintf(stderr, "unmask: out of memory\n"); return 1; }
     a->cursor = -1;
     a->follow = true;
+    a->rec_step = -1;
     a->heat = (view_heat)heat;
     snprintf(a->prompt, sizeof a->prompt, "%s", prompt);
     a->th = th;
@@ -496,6 +591,18 @@ int ui_main(int argc, char **argv) {
     genopts_apply(&g, s);
 
     if (draw_curses_open(want_depth, &a->depth, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
+    if (gif_path || cast_path) {                    /* the size is known once curses runs */
+        int w, h;
+        draw_curses_size(&w, &h);
+        recorder_opts o = rec_opts(a, UM_MAX(1, w), UM_MAX(1, h));
+        o.gif_path = gif_path;
+        o.cast_path = cast_path;
+        if (recorder_open(&a->rec_cli, &o, &e)) {
+            draw_curses_close();
+            fprintf(stderr, "unmask: %s\n", e.msg);
+            goto close_src;
+        }
+    }
     a->paused = start_paused;
     if (ui_worker_open(&a->worker, &a->src, s, a->prompt, !start_paused, &e)) {
         draw_curses_close();
@@ -505,13 +612,26 @@ int ui_main(int argc, char **argv) {
     rc = run_loop(a, &e) == UM_OK ? 0 : 1;
     if (rc == 0 && draw_curses_quit_signal()) rc = 128 + draw_curses_quit_signal();
     draw_curses_close();                            /* terminal first: the worker may be mid-step */
-    ui_worker_close(a->worker);
     if (rc) fprintf(stderr, "unmask: %s\n", e.msg);
+    if (a->rec_key) {
+        rec_key_stop(a, false);
+        fprintf(stderr, "unmask: %s\n", a->message);
+    }
+    if (a->rec_cli) {
+        um_err re = { "" };
+        if (recorder_close(a->rec_cli, recorder_elapsed(a->rec_cli), &re)) {
+            fprintf(stderr, "unmask: recording: %s\n", re.msg);
+            if (!rc) rc = 1;
+        }
+        a->rec_cli = NULL;
+    }
+    ui_worker_close(a->worker);
     hist_clear(a);
 close_src:
     a->src.close(a->src.self);
 out:
     free(a->hist);
+    free(a->rf.cells);
     frame_free(&a->fr);
     view_ctx_free(&a->vc);
     free(a);

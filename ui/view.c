@@ -474,6 +474,7 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         br = THEME_RUNNING;
     }
     int right = put_right(f, y, f->w, badge, role(v, br));
+    if (v->recording) right = put_right(f, y, right - 1, " REC ", role(v, THEME_PAUSED));
     if (v->message && *v->message) {       /* "...: from the next step" / "...: restarted" */
         frame_style msg_st = role(v, THEME_MESSAGE);
         msg_st.bg = st.bg;

@@ -54,6 +54,7 @@ typedef struct view_state {
     bool                help;       /* help overlay shown */
     const char         *message;    /* transient message, NULL for none */
     const char         *edit;       /* the prompt being edited, NULL when not editing */
+    bool                recording;  /* a recording is running: REC in the status line */
 } view_state;
 
 typedef struct view_ctx {           /* scratch reused between frames */
