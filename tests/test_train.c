@@ -288,7 +288,9 @@ TEST(train_checkpoint_resume_is_bit_exact) {
     FILE *f = fopen(path, "wb");
     fputs("UMTRAIN1 short", f);
     fclose(f);
-    CHECK(tm_load(&b, &step, rb, path, &e) == UM_FAIL);
+    tm_model *bad = NULL;
+    CHECK(tm_load(&bad, &step, rb, path, &e) == UM_FAIL);
+    CHECK(bad == NULL);
     unlink(path);
     free(data);
     pool_free(p); pool_free(p1);

@@ -14,24 +14,27 @@ set -eu
 cd "$(dirname "$0")/.."
 OUT=build/train/demo
 BIN=build/train/unmask-train
-STEPS=${STEPS:-1300}
+STEPS=${STEPS:-2600}
 BATCH=${BATCH:-8}
 THREADS=${THREADS:-0}
 CORPUS="data/corpus/grimms_fairy_tales.txt data/corpus/little_women.txt data/corpus/tiny_shakespeare.txt"
 mkdir -p "$OUT" build/train/obj
 
-# 1. the trainer: same compiler flags as the Makefile's release build
-CC=${CC:-cc}
-CFLAGS="-std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -fno-strict-aliasing -Isrc -Itools/train $(pkg-config --cflags libutf8proc 2>/dev/null)"
-objs=""
-for f in src/util.c src/gguf.c src/pool.c src/cpu.c src/tokenizer.c src/unicode_pre.c src/quant_types.c tools/train/*.c; do
-    o=build/train/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
-    if [ ! -e "$o" ] || [ "$f" -nt "$o" ] || [ -n "$(find src tools/train -name '*.h' -newer "$o" 2>/dev/null | head -1)" ]; then
+# 1. the trainer: `make trainer` when the Makefile has it, else by hand with its flags
+if grep -q '^trainer:' Makefile; then
+    ${MAKE:-make} --no-print-directory trainer
+    BIN=build/release/unmask-train
+else
+    CC=${CC:-cc}
+    CFLAGS="-std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -fno-strict-aliasing -Isrc $(pkg-config --cflags libutf8proc 2>/dev/null)"
+    objs=""
+    for f in src/util.c src/gguf.c src/pool.c src/cpu.c src/tokenizer.c src/unicode_pre.c src/quant_types.c tools/train/*.c; do
+        o=build/train/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
         $CC $CFLAGS -c -o "$o" "$f"
-    fi
-    objs="$objs $o"
-done
-$CC -o "$BIN" $objs $(pkg-config --libs libutf8proc 2>/dev/null) -lm -pthread
+        objs="$objs $o"
+    done
+    $CC -o "$BIN" $objs $(pkg-config --libs libutf8proc 2>/dev/null) -lm -pthread
+fi
 
 start=$(date +%s)
 # 2. tokenizer

@@ -3,7 +3,7 @@
 #
 #   tools/train/eval.sh [MODEL]        default models/unmask-demo.gguf
 #
-# 1. held-out masked-token loss (nats per masked token) at t = 0.05, 0.15, ... 0.95 and their
+# 1. held-out masked-token loss (nats per masked token) at t = 0.5, and at t = 0.05, 0.15, ... 0.95 and their
 #    mean (unmask-train eval: the last 5% of each corpus file, windows of the model's context).
 # 2. greedy generation of 64 tokens in 32 steps (block 64) from the openings of 12 held-out
 #    paragraphs (unmask-train prompts), with unmask's own engine.

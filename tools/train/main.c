@@ -320,6 +320,8 @@ static int cmd_eval(opts *o, um_err *e) {
     if (!in || !tgt || !inv) { um_errf(e, "out of memory"); goto out; }
     int n_win = heldout_windows(held, n_held, T, 0);
     printf("held-out: %zu tokens, %d windows of %d\n", n_held, n_win, T);
+    double half = heldout_loss(m, w, pool, held, n_win, B, 0.5, 99, in, tgt, inv);
+    printf("t=0.50  masked-token loss %.4f nats (perplexity %.1f)\n", half, exp(half));
     double avg = 0;
     for (int k = 0; k < 10; k++) {
         double t = 0.05 + 0.1 * k;
@@ -328,6 +330,18 @@ static int cmd_eval(opts *o, um_err *e) {
         avg += l / 10;
     }
     printf("averaged over t (0.05..0.95): %.4f nats\n", avg);
+    /* reference point: the training text's unigram distribution (add-one smoothed) */
+    int32_t *train = NULL;
+    size_t n_train = 0;
+    double *cnt = um_calloc((size_t)m->c.n_vocab, sizeof *cnt);
+    if (cnt && !corpus_tokens(&c, tk, false, &train, &n_train, e)) {
+        for (size_t i = 0; i < n_train; i++) cnt[train[i]] += 1;
+        double ce = 0;
+        for (size_t i = 0; i < (size_t)n_win * T; i++) ce -= log((cnt[held[i]] + 1) / ((double)n_train + m->c.n_vocab));
+        printf("unigram baseline (no context): %.4f nats\n", ce / ((double)n_win * T));
+    }
+    free(cnt);
+    free(train);
     rc = UM_OK;
 out:
     free(in); free(tgt); free(inv); free(held);
@@ -380,7 +394,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     opts o;
-    if (parse(&o, argc, argv)) return 2;
+    if (parse(&o, argc, argv)) { free(o.files); return 2; }
     um_err e = { "" };
     int rc;
     if (!strcmp(argv[1], "bpe")) rc = cmd_bpe(&o, &e);
@@ -388,7 +402,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "export")) rc = cmd_export(&o, &e);
     else if (!strcmp(argv[1], "eval")) rc = cmd_eval(&o, &e);
     else if (!strcmp(argv[1], "prompts")) rc = cmd_prompts(&o, &e);
-    else { fprintf(stderr, "unmask-train: unknown command '%s'\n", argv[1]); return 2; }
+    else { fprintf(stderr, "unmask-train: unknown command '%s'\n", argv[1]); free(o.files); return 2; }
     free(o.files);
     if (rc) { fprintf(stderr, "unmask-train: %s\n", e.msg); return 1; }
     return 0;

@@ -627,8 +627,10 @@ int tm_import(tm_model **out, const char *path, um_err *e) {
         gguf_get_u32(g, "llada.feed_forward_length", &u[4], e) || gguf_get_u32(g, "llada.context_length", &u[5], e) ||
         gguf_get_u32(g, "tokenizer.ggml.mask_token_id", &u[6], e) ||
         gguf_get_f32(g, "llada.rope.freq_base", &c.rope_base, e) ||
-        gguf_get_f32(g, "llada.attention.layer_norm_rms_epsilon", &c.norm_eps, e))
+        gguf_get_f32(g, "llada.attention.layer_norm_rms_epsilon", &c.norm_eps, e)) {
+        um_err_prefix(e, "%s", path);
         goto out;
+    }
     c.n_vocab = (int32_t)u[0]; c.n_embd = (int32_t)u[1]; c.n_layer = (int32_t)u[2]; c.n_head = (int32_t)u[3];
     c.n_ff = (int32_t)u[4]; c.n_ctx = (int32_t)u[5]; c.mask_id = (int32_t)u[6];
     if (tm_new(&m, &c, e)) goto out;
