@@ -84,7 +84,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench check-peer demo-model gpu-check
+.PHONY: run all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
 all: deps $(BIN)
 ifneq ($(CUDA_NOTE),)
 	@echo "$(CUDA_NOTE)"
@@ -149,10 +149,12 @@ fuzz: fuzz-build
 	  $(FUZZ_DIR)/corpus tests/fuzz/seeds
 
 # ---------------------------------------------------------------- install
-install: all
+install: deps $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/unmask/themes $(DESTDIR)$(PREFIX)/share/unmask/models
-	install -m 755 unmask $(DESTDIR)$(PREFIX)/bin/unmask
+	  $(DESTDIR)$(PREFIX)/share/unmask/themes $(DESTDIR)$(PREFIX)/share/unmask/models \
+	  $(DESTDIR)$(PREFIX)/share/doc/unmask
+	install -m 644 LICENSE data/fonts/LICENSE.spleen $(DESTDIR)$(PREFIX)/share/doc/unmask/
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/unmask
 	install -m 644 docs/unmask.1 $(DESTDIR)$(PREFIX)/share/man/man1/unmask.1
 	install -m 644 models.conf $(DESTDIR)$(PREFIX)/share/unmask/models.conf
 	@for f in themes/*.theme; do [ -e "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(PREFIX)/share/unmask/themes/ || true; done
@@ -171,3 +173,25 @@ clean:
 
 check-peer: all
 	@tools/check-peer.sh
+
+# Until the visualizer lands, the main job is describing the bundled test file.
+run: all
+	./unmask info tests/data/tiny-llada.gguf
+
+# Benchmarks against llama.cpp (see bench/README.md). BENCH_MODELS is a list of NAME:SHAPE.
+BENCH_ROUNDS ?= 3
+bench: all
+	@tools/bench.sh $(BENCH_ROUNDS)
+
+bench-gemm:
+	@bench/gemm.sh
+
+# CUDA backend checks (docs/cuda.md): every kernel against the CPU reference, whole forward
+# passes and a generation against the CPU backend, then a benchmark. Needs an NVIDIA GPU;
+# without one it says so and exits 0. emu-check runs the backend's host code under ASan with
+# a CPU stand-in for the CUDA runtime (no GPU needed).
+gpu-check:
+	@CUDA_ARCHS="$(CUDA_ARCHS)" tests/gpu/gpu-check.sh
+
+emu-check:
+	@tests/gpu/emu-check.sh

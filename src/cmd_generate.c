@@ -42,11 +42,8 @@ int cmd_generate(int argc, char **argv) {
         if (r == 0) { fprintf(stderr, "unmask generate: unknown option '%s' (see --help)\n", argv[i]); return 2; }
     }
     if (!g.prompt) { fprintf(stderr, "unmask generate: -p PROMPT is required (see --help)\n"); return 2; }
-    char pathbuf[4096];
-    const char *path = genopts_model_path(&g, pathbuf, sizeof pathbuf);
-    if (!path) return 1;
-    g.eng.model_path = path;
-    if (g.no_chat) g.eng.chat_template = "none";
+    um_err re = { "" };
+    if (genopts_resolve(&g, &re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }
     g.eng.progress = progress;
     g.eng.progress_ctx = &quiet;
     um_err e = { "" };

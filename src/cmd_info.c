@@ -2,6 +2,9 @@
  * cmd_info: `unmask info FILE.gguf [--json]` describes a GGUF file: format, general
  * metadata, the architecture's hyper-parameters (every "<arch>.*" key), a tokenizer
  * summary, the tensor table, totals, and whether unmask can run it (and if not, why).
+ * "Can run" is decided by the model loader itself (model_open: architecture, hyper-parameters,
+ * every required tensor with its shape and a type unmask computes with), so info never
+ * promises more than `unmask generate` will do.
  *
  * Text and JSON come from the same walk over the file; every string from the file is
  * hostile, so text output escapes control bytes (no terminal escapes get through) and
@@ -13,16 +16,8 @@
 
 #include "cli.h"
 #include "gguf.h"
+#include "model.h"
 #include "quant.h"
-
-static const char *const runnable_archs[] = { "llada", "dream", "llada-moe", "rnd1" };
-
-/* Types the engine computes with. TODO: replace with um_traits(t) != NULL once quant.c lands. */
-static const uint32_t computable_types[] = {
-    UM_TYPE_F32, UM_TYPE_F16, UM_TYPE_BF16, UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1, UM_TYPE_Q5_0,
-    UM_TYPE_Q5_1, UM_TYPE_Q2_K, UM_TYPE_Q3_K, UM_TYPE_Q4_K, UM_TYPE_Q5_K, UM_TYPE_Q6_K,
-    UM_TYPE_IQ4_NL, UM_TYPE_IQ4_XS,
-};
 
 static const struct { const char *key, *label; } token_ids[] = {
     { "tokenizer.ggml.bos_token_id",       "bos" },
@@ -138,15 +133,9 @@ typedef struct info {
     const gguf_file *g;
     char      arch[64];          /* "" when general.architecture is missing or not a short string */
     uint64_t  params, bytes;     /* totals over tensors: elements, data bytes */
-    char      why_not[256];      /* "" when unmask can run the file */
+    char      why_not[512];      /* "" when unmask can run the file */
     const gguf_kv *tokens;       /* tokenizer.ggml.tokens, or NULL */
 } info;
-
-static bool computable(uint32_t t) {
-    for (size_t i = 0; i < UM_ARRAY_LEN(computable_types); i++)
-        if (computable_types[i] == t) return true;
-    return false;
-}
 
 static void gather(info *in, const gguf_file *g) {
     memset(in, 0, sizeof *in);
@@ -154,26 +143,17 @@ static void gather(info *in, const gguf_file *g) {
     um_err e;
     if (gguf_get_str(g, "general.architecture", in->arch, sizeof in->arch, &e)) in->arch[0] = 0;
     if (gguf_get_arr(g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &in->tokens, &e)) in->tokens = NULL;
-    const gguf_tensor *bad = NULL;
-    uint64_t n_bad = 0;
     for (uint64_t i = 0; i < gguf_n_tensors(g); i++) {
-        const gguf_tensor *t = gguf_tensor_at(g, i);
-        in->params += t->n_elements;
-        in->bytes += t->size;
-        if (!computable(t->type)) n_bad++, bad = bad ? bad : t;
+        in->params += gguf_tensor_at(g, i)->n_elements;
+        in->bytes += gguf_tensor_at(g, i)->size;
     }
-    bool arch_ok = false;
-    for (size_t i = 0; i < UM_ARRAY_LEN(runnable_archs); i++) arch_ok |= !strcmp(in->arch, runnable_archs[i]);
+    um_model *m;
     if (gguf_n_tensors(g) == 0)
         snprintf(in->why_not, sizeof in->why_not, "vocabulary only (no weights)");
-    else if (!in->arch[0])
-        snprintf(in->why_not, sizeof in->why_not, "no general.architecture string");
-    else if (!arch_ok)
-        snprintf(in->why_not, sizeof in->why_not, "architecture '%s' is not one unmask runs (llada, dream, llada-moe, rnd1)", in->arch);
-    else if (bad)
-        snprintf(in->why_not, sizeof in->why_not, "%llu tensor%s of a type unmask cannot compute with, e.g. '%.*s' (%s)",
-                 (unsigned long long)n_bad, n_bad > 1 ? "s" : "", (int)UM_MIN(bad->name.len, 64), bad->name.ptr,
-                 um_type_name(bad->type));
+    else if (model_open(&m, gguf_path(g), &e) == UM_OK)
+        model_close(m);
+    else
+        snprintf(in->why_not, sizeof in->why_not, "%s", e.msg);
 }
 
 static bool has_prefix(gguf_str s, const char *p) {
@@ -266,8 +246,9 @@ static void print_text(const info *in, FILE *f) {
     if (in->params)
         fprintf(f, "  %-18s%.4f (%.3f bits)\n", "bytes per weight", (double)in->bytes / (double)in->params,
                 8.0 * (double)in->bytes / (double)in->params);
-    if (in->why_not[0]) fprintf(f, "\nrunnable: no: %s\n", in->why_not);
-    else fprintf(f, "\nrunnable: yes\n");
+    fputs(in->why_not[0] ? "\nrunnable: no: " : "\nrunnable: yes", f);
+    put_text(f, cstr(in->why_not), sizeof in->why_not);     /* may quote names from the file */
+    fputc('\n', f);
 }
 
 /* ------------------------------------------------------------------ JSON */

@@ -15,7 +15,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference] [--reps N]\n"
+        "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N]\n"
         "\n"
         "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
         "\n"
@@ -24,6 +24,7 @@ static void usage(FILE *f) {
         "  --out FILE      output file (little-endian float32, row-major)\n"
         "  -t N            threads (default: physical cores)\n"
         "  --reference     use the scalar reference forward pass (slow)\n"
+        "  --gpu           run on the CUDA backend\n"
         "  --reps N        run N passes and print their median time as JSON on stdout\n");
 }
 
@@ -59,11 +60,12 @@ static int cmp_double(const void *a, const void *b) {
 int cmd_logits(int argc, char **argv) {
     const char *model_path = NULL, *tokens = NULL, *out = NULL;
     int threads = 0, reps = 0;
-    bool reference = false;
+    bool reference = false, gpu = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         if (!strcmp(a, "--reference")) { reference = true; continue; }
+        if (!strcmp(a, "--gpu")) { gpu = true; continue; }
         if (i + 1 >= argc) { fprintf(stderr, "unmask logits: '%s' needs a value or is unknown (see --help)\n", a); return 2; }
         const char *v = argv[++i];
         if (!strcmp(a, "-m")) model_path = v;
@@ -80,7 +82,7 @@ int cmd_logits(int argc, char **argv) {
     um_err e = { "" };
     um_model *m = NULL;
     um_pool *pool = NULL;
-    um_forward *fw = NULL;
+    um_backend be = { 0 };
     float *logits = NULL;
     int32_t *rows = NULL;
     int rc = 1;
@@ -88,8 +90,14 @@ int cmd_logits(int argc, char **argv) {
     if (model_open(&m, model_path, &e)) goto out;
     double t_load = um_now() - t0;
     pool = pool_new(threads > 0 ? threads : pool_default_threads());
-    um_forward_opts fo = { .max_tokens = n, .reference = reference, .kernel = UM_KERNEL_AUTO, .release_pages = true };
-    if (forward_new(&fw, m, pool, &fo, &e)) goto out;
+    if (gpu) {
+        if (gpu_backend_open(&be, m, n, &e)) goto out;
+    } else {
+        um_forward_opts fo = { .max_tokens = n, .reference = reference, .kernel = UM_KERNEL_AUTO, .release_pages = true };
+        um_forward *fw;
+        if (forward_new(&fw, m, pool, &fo, &e)) goto out;
+        forward_as_backend(fw, &be);
+    }
     double t_prep = um_now() - t0 - t_load;
     logits = malloc(sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab);
     rows = malloc(sizeof *rows * (size_t)n);
@@ -100,7 +108,7 @@ int cmd_logits(int argc, char **argv) {
     if (runs > 1024) runs = 1024;
     for (int r = 0; r < runs; r++) {
         double t = um_now();
-        if (forward_run(fw, tok, n, rows, n, logits, &e)) goto out;
+        if (be.run(be.impl, tok, n, rows, n, logits, &e)) goto out;
         ms[r] = (um_now() - t) * 1e3;
     }
     if (out) {
@@ -114,7 +122,7 @@ int cmd_logits(int argc, char **argv) {
         qsort(ms, (size_t)runs, sizeof ms[0], cmp_double);
         printf("{\"n_tokens\": %d, \"n_vocab\": %d, \"threads\": %d, \"kernel\": \"%s\", \"load_s\": %.3f, "
                "\"prepare_s\": %.3f, \"reps\": %d, \"forward_ms_median\": %.2f, \"forward_ms\": [",
-               n, m->hp.n_vocab, pool_threads(pool), forward_kernel_name(fw), t_load, t_prep, runs, ms[runs / 2]);
+               n, m->hp.n_vocab, pool_threads(pool), be.kernel_name(be.impl), t_load, t_prep, runs, ms[runs / 2]);
         for (int r = 0; r < runs; r++) printf("%s%.2f", r ? ", " : "", ms[r]);
         printf("]}\n");
     }
@@ -124,7 +132,7 @@ out:
     free(logits);
     free(rows);
     free(tok);
-    forward_free(fw);
+    if (be.free) be.free(be.impl);
     pool_free(pool);
     model_close(m);
     return rc;

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "quant.h"
+#include "quantize.h"
 #include "synth.h"
 
 static void usage(FILE *f) {
@@ -19,6 +20,7 @@ static void usage(FILE *f) {
         "\n"
         "  --shape NAME   %s\n"
         "  --type TYPE    type of the 2-D weights: f32 (default), f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K, ...\n"
+        "                 or a llama-quantize mixture (Q4_K_M, Q5_K_M, Q6_K, Q8_0) chosen per tensor as it does\n"
         "  --seed N       weight seed (default 1)\n"
         "  --scale S      multiply the weight init by S (default 1)\n"
         "  -o FILE        output file\n", synth_shape_names());
@@ -35,8 +37,9 @@ int cmd_synth(int argc, char **argv) {
         if (!strcmp(a, "--shape")) shape = v;
         else if (!strcmp(a, "--type")) {
             int t = um_type_from_name(v);
-            if (t < 0) { fprintf(stderr, "unmask synth: unknown type '%s'\n", v); return 2; }
-            o.type = (uint32_t)t;
+            if (t >= 0) o.type = (uint32_t)t;
+            else if (um_mixture_find(v)) o.mixture = v;
+            else { fprintf(stderr, "unmask synth: unknown type or mixture '%s'\n", v); return 2; }
         } else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--scale")) o.init_scale = strtof(v, NULL);
         else if (!strcmp(a, "-o")) out = v;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "chat.h"
+#include "backend.h"
 #include "forward.h"
 #include "model.h"
 #include "pool.h"
@@ -34,7 +35,7 @@ struct um_engine {
     um_model     *model;
     tokenizer    *tok;
     um_pool      *pool;
-    um_forward   *fw;
+    um_backend    be;           /* where the forward pass runs (CPU or CUDA) */
     um_chat       chat;
     char         *system;
     int           n_ctx;
@@ -157,17 +158,24 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
     en->pool = pool_new(o->n_threads > 0 ? o->n_threads : pool_default_threads());
     if (!en->pool) { um_errf(e, "cannot start worker threads"); goto fail; }
     en->n_threads = pool_threads(en->pool);
-    um_forward_opts fo = {
-        .max_tokens = 64, .reference = o->reference, .kernel = (um_kernel)o->kernel, .release_pages = true,
-        .progress = fw_progress, .progress_ctx = (void *)o,
-    };
-    if (forward_new(&en->fw, m, en->pool, &fo, e)) goto fail;
+    if (o->gpu) {
+        if (o->progress) o->progress(o->progress_ctx, "uploading weights to the GPU", 0, 1);
+        if (gpu_backend_open(&en->be, m, 64, e)) goto fail;
+    } else {
+        um_forward_opts fo = {
+            .max_tokens = 64, .reference = o->reference, .kernel = (um_kernel)o->kernel, .release_pages = true,
+            .progress = fw_progress, .progress_ctx = (void *)o,
+        };
+        um_forward *fw;
+        if (forward_new(&fw, m, en->pool, &fo, e)) goto fail;
+        forward_as_backend(fw, &en->be);
+    }
     en->ws = um_calloc((size_t)en->n_threads, sizeof *en->ws);
     if (!en->ws) { um_errf(e, "out of memory"); goto fail; }
     for (int i = 0; i < en->n_threads; i++)
         if (!(en->ws[i] = sampler_ws_new(m->hp.n_vocab))) { um_errf(e, "out of memory"); goto fail; }
     snprintf(en->quant, sizeof en->quant, "%s", um_type_name(m->ftype_main));
-    snprintf(en->isa, sizeof en->isa, "%s", forward_kernel_name(en->fw));
+    snprintf(en->isa, sizeof en->isa, "%s", en->be.kernel_name(en->be.impl));
     engine_default_settings(en, &en->set);
     en->done = true;
     *out = en;
@@ -193,7 +201,7 @@ void engine_close(um_engine *en) {
     free_canvas(en);
     if (en->ws) for (int i = 0; i < en->n_threads; i++) sampler_ws_free(en->ws[i]);
     free(en->ws);
-    forward_free(en->fw);
+    if (en->be.free) en->be.free(en->be.impl);
     pool_free(en->pool);
     tok_free(en->tok);
     model_close(en->model);
@@ -207,7 +215,7 @@ void engine_get_info(const um_engine *en, um_engine_info *info) {
     snprintf(info->arch, sizeof info->arch, "%s", m->arch->name);
     snprintf(info->name, sizeof info->name, "%s", m->name);
     snprintf(info->quant, sizeof info->quant, "%s", en->quant);
-    snprintf(info->backend, sizeof info->backend, "cpu");
+    snprintf(info->backend, sizeof info->backend, "%s", en->be.name);
     snprintf(info->isa, sizeof info->isa, "%s", en->isa);
     info->n_threads = en->n_threads;
     info->n_vocab = m->hp.n_vocab;
@@ -269,7 +277,7 @@ static int reserve(um_engine *en, int n, um_err *e) {
         return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, (size_t)n * V * 4 >> 20);
     }
     en->cap = n;
-    return forward_reserve(en->fw, n, e);
+    return en->be.reserve(en->be.impl, n, e);
 }
 
 static int check_settings(const um_engine *en, const um_settings *s, um_err *e) {
@@ -403,10 +411,10 @@ int engine_step(um_engine *en, um_err *e) {
     }
     /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
     double t0 = um_now();
-    if (forward_run(en->fw, en->tokens, en->n_canvas, en->rows, n, en->logits, e)) return UM_FAIL;
+    if (en->be.run(en->be.impl, en->tokens, en->n_canvas, en->rows, n, en->logits, e)) return UM_FAIL;
     if (en->set.cfg > 0) {
         for (int i = 0; i < en->n_canvas; i++) en->canvas_u[i] = i < en->n_prompt ? en->mask_id : en->tokens[i];
-        if (forward_run(en->fw, en->canvas_u, en->n_canvas, en->rows, n, en->logits_u, e)) return UM_FAIL;
+        if (en->be.run(en->be.impl, en->canvas_u, en->n_canvas, en->rows, n, en->logits_u, e)) return UM_FAIL;
         sampler_cfg(en->logits, en->logits, en->logits_u, (int64_t)n * en->model->hp.n_vocab, en->set.cfg);
     }
     double t1 = um_now();

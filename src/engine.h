@@ -106,6 +106,7 @@ typedef struct um_engine_opts {
     int         n_threads;      /* <= 0: physical cores */
     int         kernel;         /* um_kernel; -1 = best available or UNMASK_KERNEL */
     bool        reference;      /* scalar reference forward pass (tests) */
+    bool        gpu;            /* run the forward pass on the CUDA backend */
     int         n_ctx;          /* <= 0: the model's training context */
     const char *chat_template;  /* NULL: detect; "none": raw prompt */
     const char *system;         /* system prompt, NULL for the family's default */

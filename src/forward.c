@@ -13,6 +13,7 @@
 #include "forward.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,61 +81,112 @@ static void release_pages(const void *p, uint64_t n) {
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-static int prep(um_forward *f, const um_forward_opts *o, um_matmul_weights *mw, const um_weight *w,
-                bool may_release, um_err *e) {
-    if (!w->data) { memset(mw, 0, sizeof *mw); return UM_OK; }
-    void *dst = NULL;
-    uint64_t bytes = w->row_bytes * (uint64_t)w->n_out;
-    if (matmul_wants_repack(w->type, f->kernel)) {
-        dst = um_malloc_aligned(bytes);
-        if (!dst || keep_owned(f, dst)) {
-            um_free_aligned(dst);
+/* One weight matrix to prepare: collected serially (allocations), prepared in parallel. */
+typedef struct prep_item {
+    um_matmul_weights *mw;
+    const um_weight   *w;
+    void              *dst;         /* packed copy, or NULL to use the mapping as is */
+    bool               may_release;
+} prep_item;
+
+typedef struct prep_job {
+    um_forward      *f;
+    const um_forward_opts *o;
+    prep_item       *items;
+    int              n, cap;
+    atomic_int       done;
+    atomic_int       failed;
+    um_err           err;           /* first failure */
+} prep_job;
+
+static int add_item(prep_job *j, um_matmul_weights *mw, const um_weight *w, bool may_release, um_err *e) {
+    memset(mw, 0, sizeof *mw);
+    if (!w->data) return UM_OK;
+    if (j->n == j->cap) {
+        int cap = j->cap ? j->cap * 2 : 256;
+        prep_item *n = realloc(j->items, sizeof *n * (size_t)cap);
+        if (!n) return um_errf(e, "out of memory");
+        j->items = n;
+        j->cap = cap;
+    }
+    prep_item *it = &j->items[j->n];
+    it->mw = mw;
+    it->w = w;
+    it->dst = NULL;
+    it->may_release = may_release;
+    if (matmul_wants_repack(w->type, j->f->kernel)) {
+        uint64_t bytes = w->row_bytes * (uint64_t)w->n_out;
+        it->dst = um_malloc_aligned(bytes);
+        if (!it->dst || keep_owned(j->f, it->dst)) {
+            um_free_aligned(it->dst);
             return um_errf(e, "out of memory preparing '%s' (%" PRIu64 " bytes)", w->name, bytes);
         }
-        f->weight_bytes += bytes;
+        j->f->weight_bytes += bytes;
     }
-    if (matmul_prepare(mw, w->type, w->n_in, w->n_out, w->data, dst, f->kernel, e))
-        return um_err_prefix(e, "tensor '%s'", w->name);
-    if (dst && may_release && o->release_pages) release_pages(w->data, bytes);
+    j->n++;
     return UM_OK;
+}
+
+static void prep_one(void *arg, int64_t i, int tid) {
+    prep_job *j = arg;
+    prep_item *it = &j->items[i];
+    const um_weight *w = it->w;
+    um_err e;
+    if (matmul_prepare(it->mw, w->type, w->n_in, w->n_out, w->data, it->dst, j->f->kernel, &e)) {
+        if (atomic_exchange(&j->failed, 1) == 0) {
+            j->err = e;
+            um_err_prefix(&j->err, "tensor '%s'", w->name);
+        }
+        return;
+    }
+    if (it->dst && it->may_release && j->o->release_pages) release_pages(w->data, w->row_bytes * (uint64_t)w->n_out);
+    int done = atomic_fetch_add(&j->done, 1) + 1;
+    if (tid == 0 && j->o->progress) j->o->progress(j->o->progress_ctx, done, j->n);
 }
 
 static int prepare_weights(um_forward *f, const um_forward_opts *o, um_err *e) {
     const um_model *m = f->m;
     const um_hparams *hp = &m->hp;
+    prep_job j = { .f = f, .o = o };
+    atomic_init(&j.done, 0);
+    atomic_init(&j.failed, 0);
+    int rc = UM_FAIL;
     f->layers = um_calloc((size_t)hp->n_layer, sizeof *f->layers);
-    if (!f->layers) return um_errf(e, "out of memory");
-    int total = hp->n_layer + 1;
+    if (!f->layers) { um_errf(e, "out of memory"); goto out; }
     for (int il = 0; il < hp->n_layer; il++) {
         const um_layer *l = &m->layers[il];
         fw_layer *fl = &f->layers[il];
-        if (prep(f, o, &fl->wq, &l->wq, true, e) || prep(f, o, &fl->wk, &l->wk, true, e) ||
-            prep(f, o, &fl->wv, &l->wv, true, e) || prep(f, o, &fl->wo, &l->wo, true, e))
-            return UM_FAIL;
+        if (add_item(&j, &fl->wq, &l->wq, true, e) || add_item(&j, &fl->wk, &l->wk, true, e) ||
+            add_item(&j, &fl->wv, &l->wv, true, e) || add_item(&j, &fl->wo, &l->wo, true, e))
+            goto out;
         if (m->arch->moe) {
             int X = hp->n_expert;
-            if (prep(f, o, &fl->router, &l->ffn_gate_inp, true, e)) return UM_FAIL;
+            if (add_item(&j, &fl->router, &l->ffn_gate_inp, true, e)) goto out;
             fl->gate_x = um_calloc((size_t)X, sizeof *fl->gate_x);
             fl->up_x = um_calloc((size_t)X, sizeof *fl->up_x);
             fl->down_x = um_calloc((size_t)X, sizeof *fl->down_x);
-            if (!fl->gate_x || !fl->up_x || !fl->down_x) return um_errf(e, "out of memory");
+            if (!fl->gate_x || !fl->up_x || !fl->down_x) { um_errf(e, "out of memory"); goto out; }
             for (int x = 0; x < X; x++)
-                if (prep(f, o, &fl->gate_x[x], &l->gate_exps[x], true, e) ||
-                    prep(f, o, &fl->up_x[x], &l->up_exps[x], true, e) ||
-                    prep(f, o, &fl->down_x[x], &l->down_exps[x], true, e))
-                    return UM_FAIL;
+                if (add_item(&j, &fl->gate_x[x], &l->gate_exps[x], true, e) ||
+                    add_item(&j, &fl->up_x[x], &l->up_exps[x], true, e) ||
+                    add_item(&j, &fl->down_x[x], &l->down_exps[x], true, e))
+                    goto out;
         } else {
-            if (prep(f, o, &fl->gate, &l->ffn_gate, true, e) || prep(f, o, &fl->up, &l->ffn_up, true, e) ||
-                prep(f, o, &fl->down, &l->ffn_down, true, e))
-                return UM_FAIL;
+            if (add_item(&j, &fl->gate, &l->ffn_gate, true, e) || add_item(&j, &fl->up, &l->ffn_up, true, e) ||
+                add_item(&j, &fl->down, &l->ffn_down, true, e))
+                goto out;
         }
-        if (o->progress) o->progress(o->progress_ctx, il + 1, total);
     }
     /* a tied head shares token_embd's pages, which the embedding lookup still reads */
     bool tied = m->output.data == m->tok_embd.data;
-    if (prep(f, o, &f->output, &m->output, !tied, e)) return UM_FAIL;
-    if (o->progress) o->progress(o->progress_ctx, total, total);
-    return UM_OK;
+    if (add_item(&j, &f->output, &m->output, !tied, e)) goto out;
+    pool_for(f->pool, j.n, prep_one, &j);
+    if (atomic_load(&j.failed)) { *e = j.err; goto out; }
+    if (o->progress) o->progress(o->progress_ctx, j.n, j.n);
+    rc = UM_OK;
+out:
+    free(j.items);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ buffers */
@@ -281,9 +333,10 @@ static void linear(um_forward *f, const um_matmul_weights *mw, const um_weight *
             }
         }
     }
-    if (bias)
-        for (int64_t t = 0; t < n; t++)
-            for (int64_t r = 0; r < w->n_out; r++) y[t * w->n_out + r] += bias[r];
+    if (bias) {
+        if (f->ref) ops_add_bias_ref(y, y, bias, n, (int)w->n_out);
+        else ops_add_bias(f->pool, y, y, bias, n, (int)w->n_out);
+    }
 }
 
 static void rmsnorm(um_forward *f, float *y, const float *x, const float *w, int64_t rows, int n) {
@@ -340,7 +393,8 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
         swiglu(f, ga, ga, up, cnt * F);
         linear(f, fl ? &fl->down_x[ex] : NULL, &l->down_exps[ex], ga, cnt, f->ex_out + r0 * E, NULL);
     }
-    ops_moe_combine(f->ref ? NULL : f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
+    if (f->ref) ops_moe_combine_ref(x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
+    else ops_moe_combine(f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
     return UM_OK;
 }
 
@@ -415,4 +469,23 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
     rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
     linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
     return UM_OK;
+}
+
+/* ------------------------------------------------------------------ as a backend */
+
+static int cpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows,
+                   float *logits, um_err *e) {
+    return forward_run(impl, tokens, n_tokens, rows, n_rows, logits, e);
+}
+static int cpu_reserve(void *impl, int max_tokens, um_err *e) { return forward_reserve(impl, max_tokens, e); }
+static const char *cpu_kernel_name(void *impl) { return forward_kernel_name(impl); }
+static void cpu_free(void *impl) { forward_free(impl); }
+
+void forward_as_backend(um_forward *f, um_backend *b) {
+    b->name = "cpu";
+    b->impl = f;
+    b->run = cpu_run;
+    b->reserve = cpu_reserve;
+    b->kernel_name = cpu_kernel_name;
+    b->free = cpu_free;
 }

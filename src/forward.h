@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "matmul.h"
 #include "model.h"
 #include "pool.h"
@@ -41,6 +42,9 @@ void forward_free(um_forward *f);
  * and in [0, n_tokens). Fails on a token id outside the vocabulary or n_tokens > max. */
 int  forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
                  const int32_t *rows, int n_rows, float *logits, um_err *e);
+
+/* The forward pass as a backend table (backend.h); the table owns f afterwards. */
+void forward_as_backend(um_forward *f, um_backend *b);
 
 /* Grow the activation buffers to hold canvases of max_tokens (no-op if they already do). */
 int  forward_reserve(um_forward *f, int max_tokens, um_err *e);

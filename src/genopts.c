@@ -26,6 +26,7 @@ void genopts_usage(FILE *f) {
         "  -m FILE            model file (GGUF); default: the bundled demo model\n"
         "  -M NAME            a preset from models.conf\n"
         "  -t N               threads (default: physical cores)\n"
+        "  --gpu              run the forward pass on the CUDA backend\n"
         "  --ctx N            context limit in tokens (default: the model's)\n"
         "prompt:\n"
         "  -p TEXT            the prompt\n"
@@ -69,6 +70,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     if (!strcmp(a, "--no-gumbel")) { g->gumbel = 0; return 1; }
     if (!strcmp(a, "--stop-at-eos")) { g->stop_at_eos = true; return 1; }
     if (!strcmp(a, "--json")) { g->json = true; return 1; }
+    if (!strcmp(a, "--gpu")) { g->eng.gpu = true; return 1; }
     static const char *const with_value[] = {
         "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--system", "--gen", "--steps", "--block", "--eps",
         "--threshold", "--alg", "--schedule", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
@@ -120,6 +122,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
 }
 
 void genopts_apply(const um_genopts *g, um_settings *s) {
+    if (g->have_preset) models_conf_apply(&g->pre, s);
     if (g->n_gen > 0) {
         s->n_gen = g->n_gen;
         if (g->steps <= 0) s->steps = g->n_gen;   /* one token per step unless told */
@@ -142,20 +145,33 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (s->block_len > s->n_gen) s->block_len = s->n_gen;
 }
 
-/* The model path: -m as given, else the preset's path (models.conf), else the bundled model
- * (models/ next to the binary's working directory, then the install prefix). Prints the
- * error and returns NULL when none can be found. */
-const char *genopts_model_path(const um_genopts *g, char *buf, size_t cap) {
-    if (g->model) return g->model;
-    static const char *const bundled[] = { "models/unmask-demo.gguf", UM_PREFIX "/share/unmask/models/unmask-demo.gguf" };
-    for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
-        FILE *f = fopen(bundled[i], "rb");
+/* The bundled model: models/ in the working directory, then the installed data folder. */
+static bool bundled_model(char *buf, size_t cap) {
+    char installed[3800];
+    snprintf(installed, sizeof installed, "%.3700s/models/unmask-demo.gguf", um_share_dir());
+    const char *const cands[] = { "models/unmask-demo.gguf", installed };
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        FILE *f = fopen(cands[i], "rb");
         if (f) {
             fclose(f);
-            snprintf(buf, cap, "%s", bundled[i]);
-            return buf;
+            snprintf(buf, cap, "%s", cands[i]);
+            return true;
         }
     }
-    fprintf(stderr, "unmask: no model given (-m FILE) and the bundled model models/unmask-demo.gguf was not found\n");
-    return NULL;
+    return false;
+}
+
+int genopts_resolve(um_genopts *g, um_err *e) {
+    if (g->preset) {
+        if (models_conf_resolve(g->preset, &g->pre, e)) return um_err_prefix(e, "-M %s", g->preset);
+        g->have_preset = true;
+    }
+    if (g->model) g->eng.model_path = g->model;
+    else if (g->have_preset) g->eng.model_path = g->pre.path;
+    else if (bundled_model(g->model_buf, sizeof g->model_buf)) g->eng.model_path = g->model_buf;
+    else return um_errf(e, "no model given (-m FILE or -M PRESET) and the bundled model models/unmask-demo.gguf "
+                           "was not found (make demo-model builds it)");
+    if (g->no_chat) g->eng.chat_template = "none";
+    else if (!g->eng.chat_template && g->have_preset && g->pre.chat_template[0]) g->eng.chat_template = g->pre.chat_template;
+    return UM_OK;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "models_conf.h"
 
 typedef struct um_genopts {
     um_engine_opts eng;
@@ -25,16 +26,22 @@ typedef struct um_genopts {
     int            gumbel;          /* -1 default, 0 off, 1 on */
     bool           stop_at_eos;
     bool           json;
+    /* filled by genopts_resolve */
+    bool           have_preset;
+    models_preset  pre;
+    char           model_buf[4096];
 } um_genopts;
 
 void genopts_init(um_genopts *g);
 /* Try argv[*i] (and its value) as a generation flag. Returns 1 if consumed (and advances *i),
  * 0 if not a generation flag, -1 on a bad value (message printed with prog as prefix). */
 int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog);
-/* Apply the flags over s (which holds the model's defaults). */
+/* After parsing: load the -M preset (if any), choose the model file (-m, else the preset's,
+ * else the bundled model) into g->eng.model_path, and the chat template (--no-chat, flag,
+ * preset). Fails with a one-line message. */
+int  genopts_resolve(um_genopts *g, um_err *e);
+/* Apply the preset's settings and then the flags over s (which holds the model's defaults). */
 void genopts_apply(const um_genopts *g, um_settings *s);
-/* The model file to open (see genopts.c); NULL after printing why there is none. */
-const char *genopts_model_path(const um_genopts *g, char *buf, size_t cap);
 /* The help text of the generation flags. */
 void genopts_usage(FILE *f);
 

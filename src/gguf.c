@@ -180,14 +180,12 @@ static void decode_scalar(gguf_kv *kv, gguf_type t, const uint8_t *p) {
     }
 }
 
-static int rd_kv(struct rd *r, gguf_kv *kv) {
-    kv->offset = r->off;
-    if (rd_str(r, &kv->key, GGUF_MAX_NAME, "key")) return UM_FAIL;
+/* The value of kv, whose key has been read. Messages are prefixed with the key by rd_kv. */
+static int rd_value(struct rd *r, gguf_kv *kv) {
     uint32_t t;
-    shown k = show(kv->key);
     if (rd_u32(r, &t, "value type")) return UM_FAIL;
     if (t >= GGUF_TYPE_COUNT)
-        return um_errf(r->e, "key '%s': unknown value type %u (at byte %llu)", k.s, t,
+        return um_errf(r->e, "unknown value type %u (at byte %llu)", t,
                        (unsigned long long)kv->offset);
     kv->type = (gguf_type)t;
     if (t == GGUF_TYPE_STRING) return rd_str(r, &kv->v.s, UINT64_MAX, "string");
@@ -201,15 +199,15 @@ static int rd_kv(struct rd *r, gguf_kv *kv) {
     uint64_t n;
     if (rd_u32(r, &et, "array element type") || rd_u64(r, &n, "array length")) return UM_FAIL;
     if (et >= GGUF_TYPE_COUNT || et == GGUF_TYPE_ARRAY)
-        return um_errf(r->e, "key '%s': %s array element type %u (at byte %llu)", k.s,
+        return um_errf(r->e, "%s array element type %u (at byte %llu)",
                        et == GGUF_TYPE_ARRAY ? "nested arrays are not supported:" : "unknown",
                        et, (unsigned long long)kv->offset);
     kv->arr_type = (gguf_type)et;
     kv->arr_n = n;
     uint64_t min = et == GGUF_TYPE_STRING ? 8 : type_sizes[et];
     if (n > left(r) / min)
-        return um_errf(r->e, "key '%s': array of %llu %s elements runs past end of file (%llu bytes left) (at byte %llu)",
-                       k.s, (unsigned long long)n, type_names[et], (unsigned long long)left(r),
+        return um_errf(r->e, "array of %llu %s elements runs past end of file (%llu bytes left) (at byte %llu)",
+                       (unsigned long long)n, type_names[et], (unsigned long long)left(r),
                        (unsigned long long)kv->offset);
     if (et != GGUF_TYPE_STRING) {
         kv->arr_data = r->p + r->off;
@@ -217,19 +215,24 @@ static int rd_kv(struct rd *r, gguf_kv *kv) {
         return UM_OK;
     }
     kv->arr_str = um_calloc(n, sizeof *kv->arr_str);   /* n * 16 <= 2 * file size */
-    if (!kv->arr_str) return um_errf(r->e, "key '%s': out of memory for %llu strings", k.s, (unsigned long long)n);
+    if (!kv->arr_str) return um_errf(r->e, "out of memory for %llu strings", (unsigned long long)n);
     for (uint64_t i = 0; i < n; i++)
         if (rd_str(r, &kv->arr_str[i], UINT64_MAX, "string")) return UM_FAIL;
     return UM_OK;
 }
 
-static int rd_tensor(struct rd *r, gguf_tensor *t) {
-    uint64_t at = r->off;
-    if (rd_str(r, &t->name, GGUF_MAX_NAME, "tensor name")) return UM_FAIL;
-    shown nm = show(t->name);
+static int rd_kv(struct rd *r, gguf_kv *kv) {
+    kv->offset = r->off;
+    if (rd_str(r, &kv->key, GGUF_MAX_NAME, "key")) return UM_FAIL;
+    return rd_value(r, kv) ? um_err_prefix(r->e, "key '%s'", show(kv->key).s) : UM_OK;
+}
+
+/* The rest of a tensor info after its name; at is where the record starts. Messages are
+ * prefixed with the tensor's name by rd_tensor. */
+static int rd_dims(struct rd *r, gguf_tensor *t, uint64_t at) {
     if (rd_u32(r, &t->n_dims, "tensor n_dims")) return UM_FAIL;
     if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS)
-        return um_errf(r->e, "tensor '%s': n_dims %u is not in 1..%d (at byte %llu)", nm.s, t->n_dims,
+        return um_errf(r->e, "n_dims %u is not in 1..%d (at byte %llu)", t->n_dims,
                        GGUF_MAX_DIMS, (unsigned long long)at);
     t->n_elements = 1;
     bool overflow = false;
@@ -239,20 +242,26 @@ static int rd_tensor(struct rd *r, gguf_tensor *t) {
         if (t->ne[d] > (uint64_t)INT64_MAX || !um_mul_ok(t->n_elements, t->ne[d], &t->n_elements)) overflow = true;
     }
     if (overflow || t->n_elements > (uint64_t)INT64_MAX)
-        return um_errf(r->e, "tensor '%s': element count %llu x %llu x %llu x %llu overflows (at byte %llu)",
-                       nm.s, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+        return um_errf(r->e, "element count %llu x %llu x %llu x %llu overflows (at byte %llu)",
+                       (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
                        (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], (unsigned long long)at);
     if (rd_u32(r, &t->type, "tensor type") || rd_u64(r, &t->offset, "tensor offset")) return UM_FAIL;
     uint32_t blck = um_type_blck(t->type);
     if (!blck)
-        return um_errf(r->e, "tensor '%s': unknown type id %u (at byte %llu)", nm.s, t->type,
+        return um_errf(r->e, "unknown type id %u (at byte %llu)", t->type,
                        (unsigned long long)at);
     if (t->ne[0] % blck)
-        return um_errf(r->e, "tensor '%s': ne[0] = %llu is not a multiple of the %s block size %u (at byte %llu)",
-                       nm.s, (unsigned long long)t->ne[0], um_type_name(t->type), blck, (unsigned long long)at);
+        return um_errf(r->e, "ne[0] = %llu is not a multiple of the %s block size %u (at byte %llu)",
+                       (unsigned long long)t->ne[0], um_type_name(t->type), blck, (unsigned long long)at);
     if (!um_mul_ok(t->n_elements / blck, um_type_bytes(t->type), &t->size))
-        return um_errf(r->e, "tensor '%s': byte size overflows (at byte %llu)", nm.s, (unsigned long long)at);
+        return um_errf(r->e, "byte size overflows (at byte %llu)", (unsigned long long)at);
     return UM_OK;
+}
+
+static int rd_tensor(struct rd *r, gguf_tensor *t) {
+    uint64_t at = r->off;
+    if (rd_str(r, &t->name, GGUF_MAX_NAME, "tensor name")) return UM_FAIL;
+    return rd_dims(r, t, at) ? um_err_prefix(r->e, "tensor '%s'", show(t->name).s) : UM_OK;
 }
 
 /* ------------------------------------------------------------------ reader */

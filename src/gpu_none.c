@@ -15,3 +15,12 @@ int gpu_describe(char *buf, size_t cap) {
 #else
 typedef int um_gpu_none_unused;   /* ISO C forbids an empty translation unit */
 #endif
+
+#ifndef UM_HAVE_CUDA
+#include "backend.h"
+
+int gpu_backend_open(um_backend *out, const um_model *m, int max_tokens, um_err *e) {
+    (void)out; (void)m; (void)max_tokens;
+    return um_errf(e, "this unmask was built without CUDA (nvcc was not found at build time)");
+}
+#endif

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cpu.h"
 #include "gpu.h"
+#include "ui_main.h"
 
 static const struct um_command {
     const char *name;
@@ -20,6 +21,7 @@ static const struct um_command {
     { "logits",   cmd_logits,   "one forward pass over a given canvas; write every row's logits" },
     { "synth",    cmd_synth,    "write a random-weight model of a named shape (tests, benchmarks)" },
     { "tokenize", cmd_tokenize, "print the token ids (and pieces) of a text under a GGUF file's tokenizer" },
+    { "quantize", cmd_quantize, "convert a GGUF model's weights to Q4_K_M, Q5_K_M, Q6_K, Q8_0, F16..." },
 };
 
 static void usage(FILE *f) {
@@ -33,6 +35,9 @@ static void usage(FILE *f) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
+        "\n"
+        "with no COMMAND: the live visualizer: unmask [-m FILE | -M PRESET] [OPTIONS]\n"
+        "(unmask --ui-help lists its options and keys)\n"
         "\n"
         "options:\n"
         "  -h, --help     show this help (COMMAND --help for a command's options)\n"
@@ -69,10 +74,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
+    if (argc < 2 || argv[1][0] == '-') return ui_main(argc, argv);   /* no subcommand: the visualizer */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "unmask: unknown command '%s' (see unmask --help)\n", argv[1]);

@@ -12,13 +12,13 @@
  *     [0, 2048)     32 vectors, vector j*4+s (sub-block j = 0..7, s = 0..3):
  *                   low nibble = q of column j*32 + s*4 + i, high nibble = column +16
  *     [2048, 2080)  d[16] f16     [2080, 2112) dmin[16] f16
- *     [2112, 2304)  the 12 packed 6-bit scale/min bytes of each row, as in the file
+ *     [2112, 2304)  the 12 packed 6-bit scale/min bytes, transposed: byte b of row r at b*16 + r
  *   Q6_K, per 256 columns (3360 bytes = 16 x 210):
  *     [0, 2048)     32 vectors, vector j*2+s (sub-block j = 0..15 of 16 columns, s = 0..1):
  *                   low nibble = low 4 bits of q at column j*16 + s*4 + i, high nibble: +8
  *     [2048, 3072)  16 vectors, vector j: bits 2f..2f+1 = high 2 bits of q at column
  *                   j*16 + (f & 1)*8 + (f >> 1)*4 + i       (f = s*2 + half, see kernels)
- *     [3072, 3328)  scales[16][16] int8     [3328, 3360) d[16] f16
+ *     [3072, 3328)  int8 scale of sub-block j of row r at j*16 + r     [3328, 3360) d[16] f16
  *   Q8_0, per 32 columns (544 bytes = 16 x 34):
  *     [0, 512)      8 vectors, vector s: (uint8)(q ^ 0x80) of column s*4 + i
  *     [512, 544)    d[16] f16
@@ -31,6 +31,7 @@
 #include "matmul_impl.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,57 @@ bool matmul_kernel_available(um_kernel k) {
     }
 }
 
+/* Does kernel k agree with the AVX-512 kernel on small Q4_K, Q6_K and Q8_0 products?
+ * Random code bytes, small finite f16 scales, 23 tokens (a full and a partial tile). */
+bool matmul_self_test(um_kernel k) {
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    const int64_t n_in = 512, n_out = 32, n_tok = 23;
+    bool ok = matmul_kernel_available(k) && matmul_kernel_available(UM_KERNEL_AVX512);
+    uint32_t rng = 12345;
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types) && ok; ti++) {
+        uint32_t type = types[ti], bb = um_type_bytes(type);
+        size_t nb = (size_t)(n_in / um_type_blck(type)) * n_out, bytes = nb * bb;
+        uint8_t *raw = um_malloc(bytes), *pa = um_malloc_aligned(bytes), *pb = um_malloc_aligned(bytes);
+        float *x = um_malloc(sizeof(float) * n_tok * n_in), *ya = um_malloc(sizeof(float) * n_tok * n_out),
+              *yb = um_malloc(sizeof(float) * n_tok * n_out);
+        um_matmul_weights wa, wb;
+        void *sa = NULL, *sb = NULL;
+        ok = raw && pa && pb && x && ya && yb;
+        if (ok) {
+            for (size_t i = 0; i < bytes; i++) raw[i] = (uint8_t)((rng = rng * 1103515245u + 12345u) >> 16);
+            for (size_t b = 0; b < nb; b++) {
+                uint16_t h = (uint16_t)(0x1800 | ((rng = rng * 1103515245u + 12345u) >> 16 & 0x3ff));
+                uint8_t *blk = raw + b * bb;
+                if (type == UM_TYPE_Q6_K) memcpy(blk + 208, &h, 2);
+                else memcpy(blk, &h, 2);
+                if (type == UM_TYPE_Q4_K) memcpy(blk + 2, &h, 2);
+            }
+            for (int64_t i = 0; i < n_tok * n_in; i++) x[i] = (float)((int)((rng = rng * 1103515245u + 12345u) >> 16) % 2001 - 1000) * 1e-3f;
+            ok = matmul_prepare(&wa, type, n_in, n_out, raw, pa, k, NULL) == UM_OK &&
+                 matmul_prepare(&wb, type, n_in, n_out, raw, pb, UM_KERNEL_AVX512, NULL) == UM_OK;
+        }
+        if (ok) {
+            sa = um_malloc_aligned(matmul_scratch_bytes(&wa, n_tok, 1));
+            sb = um_malloc_aligned(matmul_scratch_bytes(&wb, n_tok, 1));
+            ok = sa && sb;
+        }
+        if (ok) {
+            matmul(NULL, &wa, x, n_tok, ya, sa);
+            matmul(NULL, &wb, x, n_tok, yb, sb);
+            for (int64_t i = 0; i < n_tok * n_out && ok; i++)   /* same integer sums: f32 rounding only */
+                ok = fabsf(ya[i] - yb[i]) <= 1e-4f * (fabsf(yb[i]) + 1.f);
+        }
+        um_free_aligned(sa); um_free_aligned(sb);
+        free(raw); um_free_aligned(pa); um_free_aligned(pb);
+        free(x); free(ya); free(yb);
+    }
+    return ok;
+}
+
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static bool amx_ok;
+static void amx_check(void) { amx_ok = matmul_self_test(UM_KERNEL_AMX); }
+
 int matmul_kernel_default(um_kernel *out, um_err *e) {
     const char *env = getenv("UNMASK_KERNEL");
     if (env && *env) {
@@ -79,7 +131,13 @@ int matmul_kernel_default(um_kernel *out, um_err *e) {
         }
         return um_errf(e, "UNMASK_KERNEL=%s: unknown (ref, avx2, avxvnni, avx512, amx)", env);
     }
-    static const um_kernel order[] = { UM_KERNEL_AMX, UM_KERNEL_AVX512, UM_KERNEL_AVXVNNI, UM_KERNEL_AVX2 };
+    /* AMX is chosen only after it reproduces the AVX-512 results on a small product: its
+     * tile code could not be run where it was written (see docs/matmul.md). */
+    if (matmul_kernel_available(UM_KERNEL_AMX)) {
+        pthread_once(&amx_once, amx_check);
+        if (amx_ok) { *out = UM_KERNEL_AMX; return UM_OK; }
+    }
+    static const um_kernel order[] = { UM_KERNEL_AVX512, UM_KERNEL_AVXVNNI, UM_KERNEL_AVX2 };
     for (size_t i = 0; i < UM_ARRAY_LEN(order); i++)
         if (matmul_kernel_available(order[i])) { *out = order[i]; return UM_OK; }
     *out = UM_KERNEL_REF;
@@ -98,53 +156,65 @@ bool matmul_wants_repack(uint32_t type, um_kernel k) {
 
 static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 
-/* Unsigned code of column k (0..255) of a Q4_K block. */
-static inline int q4k_code(const um_block_q4_K *b, int k) {
-    int c = k / 64, l = k % 64;
-    return l < 32 ? b->qs[c * 32 + l] & 15 : b->qs[c * 32 + l - 32] >> 4;
+/* The 256 unsigned codes of a Q4_K block (0..15), in column order. */
+static void q4k_codes(const um_block_q4_K *b, uint8_t *c) {
+    for (int h = 0; h < 4; h++)
+        for (int l = 0; l < 32; l++) {
+            c[h * 64 + l] = b->qs[h * 32 + l] & 15;
+            c[h * 64 + 32 + l] = b->qs[h * 32 + l] >> 4;
+        }
 }
 
-/* Unsigned code (0..63) of column k of a Q6_K block. */
-static inline int q6k_code(const um_block_q6_K *b, int k) {
-    const uint8_t *ql = b->ql + (k / 128) * 64, *qh = b->qh + (k / 128) * 32;
-    int g = (k % 128) / 32, l = k % 32;
-    int lo = g == 0 ? ql[l] & 15 : g == 1 ? ql[l + 32] & 15 : g == 2 ? ql[l] >> 4 : ql[l + 32] >> 4;
-    return lo | ((qh[l] >> (2 * g)) & 3) << 4;
+/* The 256 unsigned codes of a Q6_K block (0..63), in column order. */
+static void q6k_codes(const um_block_q6_K *b, uint8_t *c) {
+    for (int n = 0; n < 2; n++) {
+        const uint8_t *ql = b->ql + n * 64, *qh = b->qh + n * 32;
+        uint8_t *o = c + n * 128;
+        for (int l = 0; l < 32; l++) {
+            o[l]      = (uint8_t)((ql[l] & 15)      | ((qh[l] >> 0) & 3) << 4);
+            o[l + 32] = (uint8_t)((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4);
+            o[l + 64] = (uint8_t)((ql[l] >> 4)      | ((qh[l] >> 4) & 3) << 4);
+            o[l + 96] = (uint8_t)((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
+        }
+    }
 }
 
 /* One panel: 16 file rows (src, row_bytes apart) -> packed bytes (dst), nb blocks each. */
 static void pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    uint8_t c[256];
     for (int64_t b = 0; b < nb; b++) {
         if (type == UM_TYPE_Q4_K) {
             uint8_t *o = dst + b * 16 * sizeof(um_block_q4_K);
             for (int r = 0; r < 16; r++) {
                 const um_block_q4_K *blk = (const um_block_q4_K *)(src + r * row_bytes) + b;
+                q4k_codes(blk, c);
                 for (int j = 0; j < 8; j++)
                     for (int s = 0; s < 4; s++)
                         for (int i = 0; i < 4; i++) {
                             int k = j * 32 + s * 4 + i;
-                            o[(j * 4 + s) * 64 + r * 4 + i] = (uint8_t)(q4k_code(blk, k) | q4k_code(blk, k + 16) << 4);
+                            o[(j * 4 + s) * 64 + r * 4 + i] = (uint8_t)(c[k] | c[k + 16] << 4);
                         }
                 memcpy(o + 2048 + r * 2, &blk->d, 2);
                 memcpy(o + 2080 + r * 2, &blk->dmin, 2);
-                memcpy(o + 2112 + r * 12, blk->scales, 12);
+                for (int b2 = 0; b2 < 12; b2++) o[2112 + b2 * 16 + r] = blk->scales[b2];
             }
         } else if (type == UM_TYPE_Q6_K) {
             uint8_t *o = dst + b * 16 * sizeof(um_block_q6_K);
             for (int r = 0; r < 16; r++) {
                 const um_block_q6_K *blk = (const um_block_q6_K *)(src + r * row_bytes) + b;
+                q6k_codes(blk, c);
                 for (int j = 0; j < 16; j++)
                     for (int i = 0; i < 4; i++) {
                         uint8_t hb = 0;
                         for (int s = 0; s < 2; s++) {
                             int k = j * 16 + s * 4 + i;
-                            int lo = q6k_code(blk, k), hi = q6k_code(blk, k + 8);
+                            int lo = c[k], hi = c[k + 8];
                             o[(j * 2 + s) * 64 + r * 4 + i] = (uint8_t)((lo & 15) | (hi & 15) << 4);
                             hb |= (uint8_t)((lo >> 4) << (2 * (s * 2 + 0)) | (hi >> 4) << (2 * (s * 2 + 1)));
                         }
                         o[2048 + j * 64 + r * 4 + i] = hb;
                     }
-                memcpy(o + 3072 + r * 16, blk->scales, 16);
+                for (int j = 0; j < 16; j++) o[3072 + j * 16 + r] = (uint8_t)blk->scales[j];
                 memcpy(o + 3328 + r * 2, &blk->d, 2);
             }
         } else { /* Q8_0 */
@@ -217,41 +287,39 @@ size_t mm_tables_bytes(const um_matmul_weights *w) {
     return (size_t)w->n_in * sizeof(float);   /* Q8_0 needs half of it */
 }
 
-static inline void q4k_scale_min(const uint8_t *q, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 /* Q4_K per 256 columns: dsc[8][16] = d * sc, then dmm[8][16] = dmin * m.
- * Q6_K per 256 columns: dsc[16][16] = d * sc.   Q8_0 per 32 columns: d[16]. */
+ * Q6_K per 256 columns: dsc[16][16] = d * sc.   Q8_0 per 32 columns: d[16].
+ * Loops run over the 16 rows innermost on contiguous bytes so they vectorize. */
 void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *t) {
     const uint8_t *base = (const uint8_t *)w->data + panel * UM_MATMUL_PANEL * w->row_bytes;
     int64_t nb = w->n_in / um_type_blck(w->type);
+    float d[16], dm[16];
     for (int64_t b = 0; b < nb; b++) {
         if (w->type == UM_TYPE_Q4_K) {
-            const uint8_t *o = base + b * 16 * sizeof(um_block_q4_K);
+            const uint8_t *o = base + b * 16 * sizeof(um_block_q4_K), *q = o + 2112;
             float *dsc = t + b * 256, *dmm = dsc + 128;
             for (int r = 0; r < 16; r++) {
-                float d = um_fp16_to_fp32(rd16(o + 2048 + r * 2)), dmin = um_fp16_to_fp32(rd16(o + 2080 + r * 2));
-                for (int j = 0; j < 8; j++) {
-                    int sc, m;
-                    q4k_scale_min(o + 2112 + r * 12, j, &sc, &m);
-                    dsc[j * 16 + r] = d * (float)sc;
-                    dmm[j * 16 + r] = dmin * (float)m;
-                }
+                d[r] = um_fp16_to_fp32(rd16(o + 2048 + r * 2));
+                dm[r] = um_fp16_to_fp32(rd16(o + 2080 + r * 2));
             }
+            for (int j = 0; j < 4; j++)
+                for (int r = 0; r < 16; r++) {
+                    dsc[j * 16 + r] = d[r] * (float)(q[j * 16 + r] & 63);
+                    dmm[j * 16 + r] = dm[r] * (float)(q[(j + 4) * 16 + r] & 63);
+                }
+            for (int j = 4; j < 8; j++)
+                for (int r = 0; r < 16; r++) {
+                    int sc = (q[(j + 4) * 16 + r] & 0xF) | ((q[(j - 4) * 16 + r] >> 6) << 4);
+                    int m = (q[(j + 4) * 16 + r] >> 4) | ((q[j * 16 + r] >> 6) << 4);
+                    dsc[j * 16 + r] = d[r] * (float)sc;
+                    dmm[j * 16 + r] = dm[r] * (float)m;
+                }
         } else if (w->type == UM_TYPE_Q6_K) {
             const uint8_t *o = base + b * 16 * sizeof(um_block_q6_K);
             float *dsc = t + b * 256;
-            for (int r = 0; r < 16; r++) {
-                float d = um_fp16_to_fp32(rd16(o + 3328 + r * 2));
-                for (int j = 0; j < 16; j++) dsc[j * 16 + r] = d * (float)(int8_t)o[3072 + r * 16 + j];
-            }
+            for (int r = 0; r < 16; r++) d[r] = um_fp16_to_fp32(rd16(o + 3328 + r * 2));
+            for (int j = 0; j < 16; j++)
+                for (int r = 0; r < 16; r++) dsc[j * 16 + r] = d[r] * (float)(int8_t)o[3072 + j * 16 + r];
         } else {
             const uint8_t *o = base + b * 16 * sizeof(um_block_q8_0);
             for (int r = 0; r < 16; r++) t[b * 16 + r] = um_fp16_to_fp32(rd16(o + 512 + r * 2));
@@ -389,8 +457,12 @@ static size_t act_stride_int(const um_matmul_weights *w, size_t *off_scale, size
 }
 
 static size_t per_thread_bytes(const um_matmul_weights *w) {
-    size_t n = UM_MAX((size_t)MM_FLOAT_SCRATCH, mm_tables_bytes(w));
-    if (w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU) n = UM_MAX(n, mm_amx_scratch_bytes(w));
+    size_t n = MM_FLOAT_SCRATCH;
+    if (w->packed) {
+        size_t i = MM_INT_SCRATCH(w);
+        if (w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU) i += mm_amx_scratch_bytes(w);
+        n = UM_MAX(n, i);
+    }
     return (n + 63) & ~(size_t)63;
 }
 
@@ -405,7 +477,7 @@ size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_
 
 static void quant_rows(void *arg, int64_t t, int thread_id) {
     const mm_job *j = arg;
-    mm_quantize_act(j->w->type, j->x + t * j->w->n_in, j->w->n_in, (uint8_t *)j->act + (size_t)t * j->act_stride,
+    mm_quantize_act_avx2(j->w->type, j->x + t * j->w->n_in, j->w->n_in, (uint8_t *)j->act + (size_t)t * j->act_stride,
                     j->off_scale, j->off_corr);
 }
 

@@ -8,8 +8,8 @@
  * VNNI order, which is exactly the panel's vector layout (4 columns of 16 rows). K is one
  * scale sub-block: 32 columns (Q4_K, Q8_0) or 16 (Q6_K), because each sub-block has its own
  * scale per output and tiles accumulate only int32; AVX-512 applies the scales to C.
- * Q4_K/Q6_K nibbles are first unpacked to bytes for the whole panel (16 x n_in bytes in
- * per-thread scratch); Q8_0 panels are loaded as they are (codes q + 128, so C gets the
+ * Q4_K/Q6_K panels are first unpacked to bytes (mm_unpack_panel_avx512, 16 x n_in bytes
+ * in per-thread scratch, natural column order); Q8_0 panels are loaded as they are (codes q + 128, so C gets the
  * activation row's -128 * sum(q) added).
  *
  * AMX use: cpu_features() asked Linux for tile-data permission (process-wide) before any
@@ -37,8 +37,8 @@ typedef struct emu_tiles {
 } emu_tiles;
 
 size_t mm_amx_scratch_bytes(const um_matmul_weights *w) {
-    /* tables, unpacked panel, C spill (16 x 16 int32), emulated tiles */
-    return mm_tables_bytes(w) + (size_t)UM_MATMUL_PANEL * w->n_in + TM * 16 * 4 + sizeof(emu_tiles) + 256;
+    /* after MM_INT_SCRATCH: C spill (16 x 16 int32), emulated tiles */
+    return TM * 16 * 4 + sizeof(emu_tiles) + 64;
 }
 
 /* ---------------------------------------------------------------- tile ops */
@@ -103,44 +103,6 @@ AI void t_release(bool emu) {
     if (!emu) _tile_release();
 }
 
-/* ---------------------------------------------------------------- unpacking */
-
-/* Q4_K panel -> bytes, per sub-block (sb, j) a B tile of 8 x 64 at ((sb*8 + j) * 512):
- * rows 0..3 = low nibbles of vectors j*4+0..3, rows 4..7 = their high nibbles. */
-static void unpack_q4k(const uint8_t *pb, int64_t nsb, uint8_t *out) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    for (int64_t sb = 0; sb < nsb; sb++)
-        for (int j = 0; j < 8; j++) {
-            const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K) + j * 4 * 64;
-            uint8_t *o = out + (sb * 8 + j) * 512;
-            for (int s = 0; s < 4; s++) {
-                __m512i v = _mm512_loadu_si512(qv + s * 64);
-                _mm512_storeu_si512(o + s * 64, _mm512_and_si512(v, m4));
-                _mm512_storeu_si512(o + (s + 4) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-            }
-        }
-}
-
-/* Q6_K panel -> bytes, per sub-block (sb, j) a B tile of 4 x 64 at ((sb*16 + j) * 256):
- * columns +0..3, +4..7 (low nibbles of vectors j*2, j*2+1), +8..11, +12..15 (high). */
-static void unpack_q6k(const uint8_t *pb, int64_t nsb, uint8_t *out) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    for (int64_t sb = 0; sb < nsb; sb++)
-        for (int j = 0; j < 16; j++) {
-            const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K);
-            uint8_t *o = out + (sb * 16 + j) * 256;
-            __m512i hb = _mm512_loadu_si512(qv + 2048 + j * 64);
-            for (int s = 0; s < 2; s++) {
-                __m512i v = _mm512_loadu_si512(qv + (j * 2 + s) * 64);
-                __m512i hlo = s == 0 ? _mm512_slli_epi16(hb, 4) : hb;
-                __m512i hhi = s == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
-                _mm512_storeu_si512(o + s * 64, _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hlo, m30)));
-                _mm512_storeu_si512(o + (s + 2) * 64,
-                                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hhi, m30)));
-            }
-        }
-}
-
 /* ---------------------------------------------------------------- the loops */
 
 AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t t1, uint8_t *ts) {
@@ -149,12 +111,10 @@ AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t 
     uint8_t *unpacked = ts + mm_tables_bytes(w);
     int32_t *cbuf = (int32_t *)(unpacked + (size_t)UM_MATMUL_PANEL * w->n_in);
     emu_tiles *et = (emu_tiles *)(cbuf + TM * 16);
-    mm_panel_tables(w, panel, tab);
+    mm_panel_tables_avx2(w, panel, tab);
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
-    int64_t nb = w->n_in / um_type_blck(w->type);
     int kq = w->type == UM_TYPE_Q6_K ? 16 : 32;         /* columns per sub-block (K of a tile) */
-    if (w->type == UM_TYPE_Q4_K) unpack_q4k(pb, nb, unpacked);
-    else if (w->type == UM_TYPE_Q6_K) unpack_q6k(pb, nb, unpacked);
+    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, unpacked);
     int cfg_m = -1;
     for (int64_t t = t0; t < t1; t += TM) {
         int m = (int)UM_MIN(TM, t1 - t);
@@ -165,9 +125,8 @@ AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t 
         int64_t n_sub = w->n_in / kq;
         for (int64_t q = 0; q < n_sub; q++) {
             const uint8_t *b;
-            if (w->type == UM_TYPE_Q4_K) b = unpacked + q * 512;
-            else if (w->type == UM_TYPE_Q6_K) b = unpacked + q * 256;
-            else b = pb + q * 16 * sizeof(um_block_q8_0);
+            if (w->type == UM_TYPE_Q8_0) b = pb + q * 16 * sizeof(um_block_q8_0);
+            else b = unpacked + q * kq * 16;           /* kq/4 vectors of 64 bytes */
             t_zero_c(emu, et);
             t_load_a(emu, et, act + q * kq, j->act_stride);
             t_load_b(emu, et, b);

@@ -4,7 +4,8 @@
  *
  * Integer panels (Q4_K, Q6_K, Q8_0; layouts in matmul.c): one zmm holds 4 columns of all
  * 16 rows, so one vpdpbusd with a broadcast activation dword advances 16 outputs by 4
- * columns. Each decoded weight vector serves a register block of up to 8 tokens. Per
+ * columns. Q4_K/Q6_K panels are first unpacked to one byte per weight (per thread, per
+ * chunk: 16 x n_in bytes, L2-resident), then every vector serves 8 tokens at a time. Per
  * sub-block the int32 sums are converted once and scaled by the panel's float table
  * (d * sub-block scale); the activation scale is applied once per 256 (K-quants) or 32
  * (Q8_0) columns. Everything else: the float-tile path (16 rows x 256 columns decoded to
@@ -16,146 +17,232 @@
 #include "matmul_impl.h"
 
 #define AI static inline __attribute__((always_inline))
-#define TB 8                     /* tokens per integer register block */
+#define UNROLL _Pragma("GCC unroll 16")
+#define TB 10                    /* tokens per integer register block: what 32 zmm registers
+                                    and the addressing trick below allow */
 #define TF 12                    /* tokens per float register block */
 
-AI __m512i bcast32(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
+/* The hot loops address token u's activation row as p0 + u * s. With one more base
+ * (p5 = token 5) and 3s as a second index, x86 scaled addressing reaches tokens 0..9 with
+ * 4 general registers (10 separate pointers do not fit and get reloaded from the stack),
+ * and the broadcast stays an embedded {1to16} operand (GCC would emit a separate
+ * vpbroadcastd). The asm reads activation memory the compiler does not see; it is written
+ * before the kernels run (an earlier pool_run) and never during them. */
+typedef struct toks {
+    const int8_t *p0, *p5;       /* token 0 and token 5 of the block, same offset */
+    intptr_t s, s3;              /* row stride and 3 x stride, bytes */
+} toks;
+
+#define BC "%{1to16%}, %1, %0"     /* embedded broadcast source, then the two registers */
+#define TOK_OP(INSN, POST, acc, w, u, t)                                                                   \
+    switch (u) {                                                                                           \
+    case 0: __asm__(INSN " (%2)" POST : "+v"(acc) : "v"(w), "r"((t).p0)); break;                           \
+    case 1: __asm__(INSN " (%2,%3,1)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;         \
+    case 2: __asm__(INSN " (%2,%3,2)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;         \
+    case 3: __asm__(INSN " (%2,%3,1)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s3)); break;        \
+    case 4: __asm__(INSN " (%2,%3,4)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;         \
+    case 5: __asm__(INSN " (%2)" POST : "+v"(acc) : "v"(w), "r"((t).p5)); break;                           \
+    case 6: __asm__(INSN " (%2,%3,2)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s3)); break;        \
+    case 7: __asm__(INSN " (%2,%3,2)" POST : "+v"(acc) : "v"(w), "r"((t).p5), "r"((t).s)); break;         \
+    case 8: __asm__(INSN " (%2,%3,8)" POST : "+v"(acc) : "v"(w), "r"((t).p0), "r"((t).s)); break;         \
+    default: __asm__(INSN " (%2,%3,4)" POST : "+v"(acc) : "v"(w), "r"((t).p5), "r"((t).s)); break;        \
+    }
+
+/* acc += u8 codes w . s8 activations (4 bytes of token u at byte offset off, broadcast) */
+AI __m512i dp_tok(const int u, __m512i acc, __m512i w, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    TOK_OP("vpdpbusd", BC, acc, w, u, o)
+    return acc;
+}
+
+/* acc -= w * (float of token u at byte offset off, broadcast) */
+AI __m512 fnmadd_tok(const int u, __m512 acc, __m512 w, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    TOK_OP("vfnmadd231ps", BC, acc, w, u, o)
+    return acc;
+}
+
+/* the int32 of token u at byte offset off, broadcast */
+AI __m512i bcast_tok(const int u, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    __m512i r = _mm512_setzero_si512(), dummy = r;
+    TOK_OP("vpbroadcastd", ", %0", r, dummy, u, o)   /* %1 is unused by this form */
+    return r;
+}
+
+/* v * (the float of token u at byte offset off, broadcast) */
+AI __m512 mul_tok(const int u, __m512 v, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    __m512 r = _mm512_setzero_ps();
+    TOK_OP("vmulps", BC, r, v, u, o)
+    return r;
+}
+
+AI toks toks_at(const mm_job *j, int64_t t) {
+    toks r;
+    r.p0 = (const int8_t *)(j->act + (size_t)t * j->act_stride);
+    r.s = (intptr_t)j->act_stride;
+    r.s3 = 3 * r.s;
+    r.p5 = r.p0 + 5 * r.s;
+    return r;
+}
+
+/* ---------------------------------------------------------------- unpacking */
+
+/* A Q4_K or Q6_K panel -> one code byte per weight, 16 x n_in bytes: per 256 columns 64
+ * vectors, vector g = columns g*4 .. g*4+3 of the 16 rows (the Q8_0 panel order). Done
+ * once per chunk, so the token blocks only load and multiply. */
+void mm_unpack_panel_avx512(const um_matmul_weights *w, const uint8_t *pb, uint8_t *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    int64_t nsb = w->n_in / 256;
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        uint8_t *o = out + sb * 4096;
+        if (w->type == UM_TYPE_Q4_K) {
+            const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K);
+            for (int jj = 0; jj < 8; jj++)
+                for (int s = 0; s < 4; s++) {
+                    __m512i v = _mm512_loadu_si512(qv + (jj * 4 + s) * 64);
+                    _mm512_storeu_si512(o + (jj * 8 + s) * 64, _mm512_and_si512(v, m4));
+                    _mm512_storeu_si512(o + (jj * 8 + 4 + s) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+                }
+        } else {
+            const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K);
+            for (int jj = 0; jj < 16; jj++) {
+                __m512i hb = _mm512_loadu_si512(qv + 2048 + jj * 64);
+                for (int s = 0; s < 2; s++) {
+                    __m512i v = _mm512_loadu_si512(qv + (jj * 2 + s) * 64);
+                    /* high bits of field f = s*2 (+1 for the high nibble), moved to bits 4..5 */
+                    __m512i hlo = s == 0 ? _mm512_slli_epi16(hb, 4) : hb;
+                    __m512i hhi = s == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
+                    _mm512_storeu_si512(o + (jj * 4 + s) * 64,
+                                        _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hlo, m30)));
+                    _mm512_storeu_si512(o + (jj * 4 + 2 + s) * 64,
+                                        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hhi, m30)));
+                }
+            }
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- Q4_K */
 
-AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+/* ub: the unpacked panel; tab: its scale tables; T tokens from t; y: row t, column panel*16 */
+AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, float *y) {
-    const uint8_t *a[TB];
-    const float *scale[TB], *corr[TB];
-    for (int u = 0; u < T; u++) {
-        a[u] = j->act + (size_t)(t + u) * j->act_stride;
-        scale[u] = (const float *)(a[u] + j->off_scale);
-        corr[u] = (const float *)(a[u] + j->off_corr);
-    }
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const float *scale[TB];
+    UNROLL for (int u = 0; u < T; u++) scale[u] = (const float *)(j->act + (size_t)(t + u) * j->act_stride + j->off_scale);
+    toks tk = toks_at(j, t);
     __m512 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K);
         const float *dsc = tab + sb * 256, *dmm = dsc + 128;
         __m512 asb[TB];
-        for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
+        UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
         for (int jj = 0; jj < 8; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64;
+            size_t k = (size_t)sb * 256 + jj * 32;
             __m512i is[TB];
-            for (int u = 0; u < T; u++) is[u] = _mm512_setzero_si512();
-            for (int s = 0; s < 4; s++) {
-                __m512i v = _mm512_loadu_si512(qv + (jj * 4 + s) * 64);
-                __m512i lo = _mm512_and_si512(v, m4);
-                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                size_t k = (size_t)sb * 256 + jj * 32 + s * 4;
-                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
-                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 16));
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_setzero_si512();
+            UNROLL for (int g = 0; g < 8; g++) {
+                __m512i v = _mm512_load_si512(qv + g * 64);
+                UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(k + g * 4));
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16), mn = _mm512_loadu_ps(dmm + jj * 16);
-            for (int u = 0; u < T; u++) {
+            intptr_t co = (intptr_t)(j->off_corr + (sb * 8 + jj) * sizeof(float));
+            UNROLL for (int u = 0; u < T; u++) {
                 asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
-                acc[u] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(corr[u][sb * 8 + jj]), acc[u]);
+                acc[u] = fnmadd_tok(u, acc[u], mn, tk, co);
             }
         }
-        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
+        UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
 
 /* ---------------------------------------------------------------- Q6_K */
 
-AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, float *y) {
-    const uint8_t *a[TB];
     const float *scale[TB];
-    const int32_t *corr[TB];
-    for (int u = 0; u < T; u++) {
-        a[u] = j->act + (size_t)(t + u) * j->act_stride;
-        scale[u] = (const float *)(a[u] + j->off_scale);
-        corr[u] = (const int32_t *)(a[u] + j->off_corr);
-    }
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    UNROLL for (int u = 0; u < T; u++) scale[u] = (const float *)(j->act + (size_t)(t + u) * j->act_stride + j->off_scale);
+    toks tk = toks_at(j, t);
     __m512 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K);
         const float *dsc = tab + sb * 256;
         __m512 asb[TB];
-        for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
+        UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
         for (int jj = 0; jj < 16; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 4 * 64;
+            size_t k = (size_t)sb * 256 + jj * 16;
             __m512i is[TB];
-            for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][sb * 16 + jj]);
-            __m512i hb = _mm512_loadu_si512(qv + 2048 + jj * 64);
-            for (int s = 0; s < 2; s++) {
-                __m512i v = _mm512_loadu_si512(qv + (jj * 2 + s) * 64);
-                /* high bits of field f = s*2 (+1 for the high nibble), moved to bits 4..5 */
-                __m512i hlo = s == 0 ? _mm512_slli_epi16(hb, 4) : hb;
-                __m512i hhi = s == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
-                __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hlo, m30));
-                __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hhi, m30));
-                size_t k = (size_t)sb * 256 + jj * 16 + s * 4;
-                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], lo, bcast32((const int8_t *)a[u] + k));
-                for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], hi, bcast32((const int8_t *)a[u] + k + 8));
+            /* starting from -32 * sum(q) undoes the code offset (codes are q + 32) */
+            intptr_t co = (intptr_t)(j->off_corr + (sb * 16 + jj) * sizeof(int32_t));
+            UNROLL for (int u = 0; u < T; u++) is[u] = bcast_tok(u, tk, co);
+            UNROLL for (int g = 0; g < 4; g++) {
+                __m512i v = _mm512_load_si512(qv + g * 64);
+                UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(k + g * 4));
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16);
-            for (int u = 0; u < T; u++) asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
+            UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
         }
-        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
+        UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(asb[u], _mm512_set1_ps(scale[u][sb]), acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
 
 /* ---------------------------------------------------------------- Q8_0 */
 
 AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
                    int64_t t, float *y) {
-    const uint8_t *a[TB];
-    const float *scale[TB];
-    const int32_t *corr[TB];
-    for (int u = 0; u < T; u++) {
-        a[u] = j->act + (size_t)(t + u) * j->act_stride;
-        scale[u] = (const float *)(a[u] + j->off_scale);
-        corr[u] = (const int32_t *)(a[u] + j->off_corr);
-    }
+    toks tk = toks_at(j, t);
     __m512 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0);
         __m512i is[TB];
-        for (int u = 0; u < T; u++) is[u] = _mm512_set1_epi32(corr[u][b]);
-        for (int s = 0; s < 8; s++) {
+        /* starting from -128 * sum(q) undoes the code offset (codes are w + 128) */
+        intptr_t co = (intptr_t)(j->off_corr + b * sizeof(int32_t)), so = (intptr_t)(j->off_scale + b * sizeof(float));
+        UNROLL for (int u = 0; u < T; u++) is[u] = bcast_tok(u, tk, co);
+        UNROLL for (int s = 0; s < 8; s++) {
             __m512i v = _mm512_loadu_si512(qv + s * 64);
-            for (int u = 0; u < T; u++) is[u] = _mm512_dpbusd_epi32(is[u], v, bcast32((const int8_t *)a[u] + b * 32 + s * 4));
+            UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(b * 32 + s * 4));
         }
         __m512 d = _mm512_loadu_ps(tab + b * 16);
-        for (int u = 0; u < T; u++)
-            acc[u] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is[u]), _mm512_set1_ps(scale[u][b])), d, acc[u]);
+        UNROLL for (int u = 0; u < T; u++)
+            acc[u] = _mm512_fmadd_ps(mul_tok(u, _mm512_cvtepi32_ps(is[u]), tk, so), d, acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
 
-#define CASES(F, ...) \
+/* nt is at most the format's block size; the cases above it are never taken */
+#define CASES(F, MAX, ...) \
     switch (nt) { \
     case 1: F(1, __VA_ARGS__); break; case 2: F(2, __VA_ARGS__); break; \
     case 3: F(3, __VA_ARGS__); break; case 4: F(4, __VA_ARGS__); break; \
     case 5: F(5, __VA_ARGS__); break; case 6: F(6, __VA_ARGS__); break; \
-    case 7: F(7, __VA_ARGS__); break; default: F(8, __VA_ARGS__); break; }
+    case 7: F(7, __VA_ARGS__); break; case 8: F(8, __VA_ARGS__); break; \
+    case 9: F(9, __VA_ARGS__); break; case 10: F(10, __VA_ARGS__); break; \
+    case 11: if (MAX >= 11) F(11, __VA_ARGS__); break; \
+    default: if (MAX >= 12) F(12, __VA_ARGS__); break; }
 
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
-    mm_panel_tables(w, panel, tab);
+    mm_panel_tables_avx2(w, panel, tab);
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
+    uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
+    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, ub);
     int64_t nb = w->n_in / um_type_blck(w->type);
-    for (int64_t t = t0; t < t1; t += TB) {
-        int nt = (int)UM_MIN(TB, t1 - t);
+    int tb = TB;
+    /* even blocks: 32 tokens run as 4 x 8, not 3 x 10 + 2 */
+    int64_t n_blocks = (t1 - t0 + tb - 1) / tb;
+    tb = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
+    for (int64_t t = t0; t < t1; t += tb) {
+        int nt = (int)UM_MIN(tb, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
-        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, pb, tab, nb, j, t, y) }
-        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, pb, tab, nb, j, t, y) }
-        else { CASES(q8_0_block, pb, tab, nb, j, t, y) }
+        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, TB, ub, tab, nb, j, t, y) }
+        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, TB, ub, tab, nb, j, t, y) }
+        else { CASES(q8_0_block, TB, pb, tab, nb, j, t, y) }
     }
 }
 
@@ -165,12 +252,12 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
 AI void float_block(const int T, const float *wt, int64_t kc, const float *x, int64_t xs,
                     float *y, int64_t ys, __mmask16 m, bool add) {
     __m512 acc[TF];
-    for (int u = 0; u < T; u++) acc[u] = add ? _mm512_maskz_loadu_ps(m, y + u * ys) : _mm512_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = add ? _mm512_maskz_loadu_ps(m, y + u * ys) : _mm512_setzero_ps();
     for (int64_t k = 0; k < kc; k++) {
         __m512 wv = _mm512_load_ps(wt + k * 16);
-        for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(x[u * xs + k]), wv, acc[u]);
+        UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(x[u * xs + k]), wv, acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm512_mask_storeu_ps(y + u * ys, m, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm512_mask_storeu_ps(y + u * ys, m, acc[u]);
 }
 
 static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *ts) {
@@ -187,8 +274,10 @@ static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, 
         if (fast) mm_decode_rows_avx2(w, row0, n_rows, k0, kc, rows);
         else mm_decode_rows_ref(w, row0, n_rows, k0, kc, rows);
         for (int64_t k = 0; k < kc; k++) _mm512_store_ps(wt + k * 16, _mm512_i32gather_ps(idx, rows + k, 4));
-        for (int64_t t = t0; t < t1; t += TF) {
-            int nt = (int)UM_MIN(TF, t1 - t);
+        int64_t n_blocks = (t1 - t0 + TF - 1) / TF;   /* even register blocks */
+        int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
+        for (int64_t t = t0; t < t1; t += bs) {
+            int nt = (int)UM_MIN(bs, t1 - t);
             const float *x = j->x + t * w->n_in + k0;
             float *y = j->y + t * w->n_out + row0;
             int64_t xs = w->n_in, ys = w->n_out;

@@ -54,6 +54,15 @@ void mm_decode_rows_avx2(const um_matmul_weights *w, int64_t row0, int n_rows, i
 /* Per-panel scale tables (floats), see matmul.c: Q4_K n_in floats, Q6_K n_in, Q8_0 n_in/2. */
 void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *tables);
 size_t mm_tables_bytes(const um_matmul_weights *w);
+void mm_panel_tables_avx2(const um_matmul_weights *w, int64_t panel, float *tables);   /* same, F16C */
+/* Integer-kernel per-thread scratch: the tables, then the panel unpacked to one byte per
+ * weight (16 x n_in bytes; per 256 columns 64 vectors of 4 columns x 16 rows). */
+#define MM_INT_SCRATCH(w) (mm_tables_bytes(w) + (size_t)UM_MATMUL_PANEL * (size_t)(w)->n_in)
+void mm_unpack_panel_avx512(const um_matmul_weights *w, const uint8_t *panel, uint8_t *out);
+void mm_unpack_panel_avx2(const um_matmul_weights *w, const uint8_t *panel, uint8_t *out);
+/* Quantize activations with AVX2 (identical output to mm_quantize_act). */
+void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
+                          size_t off_scale, size_t off_corr);
 
 /* One chunk of work on one ISA: rows of panel `panel`, tokens [t0, t1). */
 typedef void (*mm_chunk_fn)(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
@@ -63,7 +72,7 @@ void mm_chunk_avxvnni(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, vo
 void mm_chunk_avx512(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
 void mm_chunk_amx(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
 void mm_chunk_amx_emu(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
-size_t mm_amx_scratch_bytes(const um_matmul_weights *w);
+size_t mm_amx_scratch_bytes(const um_matmul_weights *w);   /* beyond MM_INT_SCRATCH */
 
 /* Quantize one token's activations (n_in floats) into an act row (layout above). */
 void mm_quantize_act(uint32_t type, const float *x, int64_t n_in, uint8_t *row,

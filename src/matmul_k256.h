@@ -4,8 +4,9 @@
  *
  * Same panel layouts as the 512-bit kernels (matmul.c): a ymm holds 4 columns of 8 rows, so
  * a 16-row panel is done as two halves (rows 0..7 = bytes 0..31 of each 64-byte vector,
- * rows 8..15 = bytes 32..63). 16 ymm registers allow register blocks of 4 tokens; the
- * activation scale is folded into the sub-block scale (one more multiply per sub-block).
+ * rows 8..15 = bytes 32..63). Q4_K/Q6_K panels are unpacked to one byte per weight first
+ * (mm_unpack_panel_avx2, same order as the 512-bit path). 16 ymm registers allow register
+ * blocks of 4 tokens; the activation scale is folded into the sub-block scale.
  *
  * Without VNNI, vpmaddubsw saturates at 32767: fine for Q4_K (codes <= 15) and Q6_K
  * (<= 63), but Q8_0's offset codes reach 255, so Q8_0 uses |w| x sign(a, w) instead and
@@ -17,6 +18,7 @@
 #include "matmul_impl.h"
 
 #define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 16")
 #define TB 4                     /* tokens per integer register block */
 #define TF 6                     /* tokens per float register block */
 
@@ -41,7 +43,7 @@ typedef struct tok_ptrs {
 } tok_ptrs;
 
 AI void tok_init(const int T, const mm_job *j, int64_t t, tok_ptrs *p) {
-    for (int u = 0; u < T; u++) {
+    UNROLL for (int u = 0; u < T; u++) {
         const uint8_t *a = j->act + (size_t)(t + u) * j->act_stride;
         p->q[u] = (const int8_t *)a;
         p->scale[u] = (const float *)(a + j->off_scale);
@@ -49,69 +51,58 @@ AI void tok_init(const int T, const mm_job *j, int64_t t, tok_ptrs *p) {
     }
 }
 
-/* h: panel half (rows h*8 .. h*8+7) */
-AI void q4k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+/* ub: the unpacked panel (mm_unpack_panel_avx2); h: panel half (rows h*8 .. h*8+7) */
+AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, int h, float *y) {
     tok_ptrs p;
     tok_init(T, j, t, &p);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K) + h * 32;
         const float *dsc = tab + sb * 256 + h * 8, *dmm = dsc + 128;
         for (int jj = 0; jj < 8; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64 + h * 32;
+            size_t k = (size_t)sb * 256 + jj * 32;
             __m256i is[TB];
-            for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
-            for (int s = 0; s < 4; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(qv + (jj * 4 + s) * 64));
-                __m256i lo = _mm256_and_si256(v, m4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                size_t k = (size_t)sb * 256 + jj * 32 + s * 4;
-                for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], lo, bcast32(p.q[u] + k));
-                for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], hi, bcast32(p.q[u] + k + 16));
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
+            UNROLL for (int g = 0; g < 8; g++) {
+                __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 64));
+                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
             }
             __m256 sc = _mm256_loadu_ps(dsc + jj * 16), mn = _mm256_loadu_ps(dmm + jj * 16);
-            for (int u = 0; u < T; u++) {
+            UNROLL for (int u = 0; u < T; u++) {
                 __m256 s = _mm256_mul_ps(sc, _mm256_set1_ps(p.scale[u][sb]));
                 acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]), s, acc[u]);
                 acc[u] = _mm256_fnmadd_ps(mn, _mm256_set1_ps(((const float *)p.corr[u])[sb * 8 + jj]), acc[u]);
             }
         }
     }
-    for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
 }
 
-AI void q6k_block(const int T, const uint8_t *pb, const float *tab, int64_t nsb, const mm_job *j,
+AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, int h, float *y) {
     tok_ptrs p;
     tok_init(T, j, t, &p);
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q6_K) + h * 32;
         const float *dsc = tab + sb * 256 + h * 8;
         for (int jj = 0; jj < 16; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 4 * 64 + h * 32;
+            size_t k = (size_t)sb * 256 + jj * 16;
             __m256i is[TB];
-            for (int u = 0; u < T; u++) is[u] = _mm256_set1_epi32(((const int32_t *)p.corr[u])[sb * 16 + jj]);
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(qv + 2048 + jj * 64));
-            for (int s = 0; s < 2; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(qv + (jj * 2 + s) * 64));
-                __m256i hlo = s == 0 ? _mm256_slli_epi16(hb, 4) : hb;
-                __m256i hhi = s == 0 ? _mm256_slli_epi16(hb, 2) : _mm256_srli_epi16(hb, 2);
-                __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hlo, m30));
-                __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hhi, m30));
-                size_t k = (size_t)sb * 256 + jj * 16 + s * 4;
-                for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], lo, bcast32(p.q[u] + k));
-                for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], hi, bcast32(p.q[u] + k + 8));
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_set1_epi32(((const int32_t *)p.corr[u])[sb * 16 + jj]);
+            UNROLL for (int g = 0; g < 4; g++) {
+                __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 64));
+                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
             }
             __m256 sc = _mm256_loadu_ps(dsc + jj * 16);
-            for (int u = 0; u < T; u++)
+            UNROLL for (int u = 0; u < T; u++)
                 acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]), _mm256_mul_ps(sc, _mm256_set1_ps(p.scale[u][sb])), acc[u]);
         }
     }
-    for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
 }
 
 AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
@@ -119,28 +110,28 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
     tok_ptrs p;
     tok_init(T, j, t, &p);
     __m256 acc[TB];
-    for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0) + h * 32;
         __m256i is[TB];
-        for (int u = 0; u < T; u++)
+        UNROLL for (int u = 0; u < T; u++)
             is[u] = MM_VNNI ? _mm256_set1_epi32(((const int32_t *)p.corr[u])[b]) : _mm256_setzero_si256();
-        for (int s = 0; s < 8; s++) {
+        UNROLL for (int s = 0; s < 8; s++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(qv + s * 64));
 #if MM_VNNI
-            for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + b * 32 + s * 4));
+            UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + b * 32 + s * 4));
 #else
             __m256i wq = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
             __m256i aw = _mm256_abs_epi8(wq);
-            for (int u = 0; u < T; u++)
+            UNROLL for (int u = 0; u < T; u++)
                 is[u] = dpbusd(is[u], aw, _mm256_sign_epi8(bcast32(p.q[u] + b * 32 + s * 4), wq));
 #endif
         }
         __m256 d = _mm256_loadu_ps(tab + b * 16 + h * 8);
-        for (int u = 0; u < T; u++)
+        UNROLL for (int u = 0; u < T; u++)
             acc[u] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[u]), _mm256_set1_ps(p.scale[u][b])), d, acc[u]);
     }
-    for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+    UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
 }
 
 #define CASES(F, ...) \
@@ -150,15 +141,19 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
-    mm_panel_tables(w, panel, tab);
+    mm_panel_tables_avx2(w, panel, tab);
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
+    uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
+    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);
     int64_t nb = w->n_in / um_type_blck(w->type);
-    for (int64_t t = t0; t < t1; t += TB) {
-        int nt = (int)UM_MIN(TB, t1 - t);
+    int64_t n_blocks = (t1 - t0 + TB - 1) / TB;   /* even register blocks */
+    int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
+    for (int64_t t = t0; t < t1; t += bs) {
+        int nt = (int)UM_MIN(bs, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
         for (int h = 0; h < 2; h++) {
-            if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, pb, tab, nb, j, t, h, y) }
-            else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, pb, tab, nb, j, t, h, y) }
+            if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, tab, nb, j, t, h, y) }
+            else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
             else { CASES(q8_0_block, pb, tab, nb, j, t, h, y) }
         }
     }
@@ -179,19 +174,19 @@ AI void maskstore(float *p, __m256i m, bool full, __m256 v) {
 AI void float_block(const int T, const float *wt, int64_t kc, const float *x, int64_t xs,
                     float *y, int64_t ys, __m256i m0, __m256i m1, bool full, bool add) {
     __m256 a0[TF], a1[TF];
-    for (int u = 0; u < T; u++) {
+    UNROLL for (int u = 0; u < T; u++) {
         a0[u] = add ? maskload(y + u * ys, m0, full) : _mm256_setzero_ps();
         a1[u] = add ? maskload(y + u * ys + 8, m1, full) : _mm256_setzero_ps();
     }
     for (int64_t k = 0; k < kc; k++) {
         __m256 w0 = _mm256_load_ps(wt + k * 16), w1 = _mm256_load_ps(wt + k * 16 + 8);
-        for (int u = 0; u < T; u++) {
+        UNROLL for (int u = 0; u < T; u++) {
             __m256 xv = _mm256_broadcast_ss(x + u * xs + k);
             a0[u] = _mm256_fmadd_ps(xv, w0, a0[u]);
             a1[u] = _mm256_fmadd_ps(xv, w1, a1[u]);
         }
     }
-    for (int u = 0; u < T; u++) {
+    UNROLL for (int u = 0; u < T; u++) {
         maskstore(y + u * ys, m0, full, a0[u]);
         maskstore(y + u * ys + 8, m1, full, a1[u]);
     }
@@ -213,8 +208,10 @@ static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, 
         else mm_decode_rows_ref(w, row0, n_rows, k0, kc, rows);
         for (int64_t k = 0; k < kc; k++)
             for (int r = 0; r < UM_MATMUL_PANEL; r++) wt[k * 16 + r] = rows[r * MM_KC + k];
-        for (int64_t t = t0; t < t1; t += TF) {
-            int nt = (int)UM_MIN(TF, t1 - t);
+        int64_t n_blocks = (t1 - t0 + TF - 1) / TF;   /* even register blocks */
+        int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
+        for (int64_t t = t0; t < t1; t += bs) {
+            int nt = (int)UM_MIN(bs, t1 - t);
             const float *x = j->x + t * w->n_in + k0;
             float *y = j->y + t * w->n_out + row0;
             int64_t xs = w->n_in, ys = w->n_out;

@@ -28,6 +28,10 @@ void ops_mul_ref(float *y, const float *a, const float *b, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
 }
 
+static void axpy_ref(float *y, float a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 /* silu as ggml computes it: x / (1 + expf(-x)) in float. */
 void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
@@ -57,13 +61,15 @@ static void softmax_row_ref(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
+/* Both rotations use one fused multiply-add, rounding the x1 product first, exactly as
+ * llama.cpp's compiled rotate_pairs (GCC contracts x0*c - x1*s into fma(x0, c, -(x1*s)));
+ * so the reference and every kernel set match ggml_rope_ext bit for bit. */
 static void rope_norm_ref(float *x, const float *cs, int n_dims) {
-    const float *cosd = cs, *sina = cs + n_dims;      /* cos per element, sin signed -,+ */
-    for (int i = 0; i < n_dims; i += 2) {
+    for (int i = 0; i < n_dims; i += 2) {                /* cs: (cos, sin) per pair */
         float x0 = x[i], x1 = x[i + 1];
-        float c = cosd[i], s = sina[i + 1];
-        x[i]     = x0 * c - x1 * s;
-        x[i + 1] = x0 * s + x1 * c;
+        float c = cs[i], s = cs[i + 1];
+        x[i]     = fmaf(x0, c, -(x1 * s));
+        x[i + 1] = fmaf(x0, s, x1 * c);
     }
 }
 
@@ -72,8 +78,8 @@ static void rope_neox_ref(float *x, const float *cs, int n_dims) {
     const float *c = cs, *s = cs + half;
     for (int i = 0; i < half; i++) {
         float x0 = x[i], x1 = x[i + half];
-        x[i]        = x0 * c[i] - x1 * s[i];
-        x[i + half] = x0 * s[i] + x1 * c[i];
+        x[i]        = fmaf(x0, c[i], -(x1 * s[i]));
+        x[i + half] = fmaf(x0, s[i], x1 * c[i]);
     }
 }
 
@@ -113,6 +119,7 @@ static const um_ops_kern kern_ref = {
     .add         = ops_add_ref,
     .mul         = ops_mul_ref,
     .swiglu      = ops_swiglu_ref,
+    .axpy        = axpy_ref,
     .rmsnorm_row = rmsnorm_row_ref,
     .softmax_row = softmax_row_ref,
     .rope_norm   = rope_norm_ref,
@@ -236,6 +243,12 @@ static void rmsnorm_chunk(void *arg, int64_t c, int thread_id) {
         j->k->rmsnorm_row(j->y + r * j->n, j->x + r * j->n, j->w, j->n, j->eps);
 }
 
+static void add_bias_chunk(void *arg, int64_t c, int thread_id) {
+    const row_job *j = arg;
+    int64_t r1 = UM_MIN(j->n_rows, (c + 1) * j->per);
+    for (int64_t r = c * j->per; r < r1; r++) j->k->add(j->y + r * j->n, j->x + r * j->n, j->w, j->n);
+}
+
 static void softmax_chunk(void *arg, int64_t c, int thread_id) {
     const row_job *j = arg;
     int64_t r1 = UM_MIN(j->n_rows, (c + 1) * j->per);
@@ -251,6 +264,16 @@ void ops_rmsnorm(um_pool *pool, float *y, const float *x, const float *w,
 
 void ops_rmsnorm_ref(float *y, const float *x, const float *w, int64_t n_rows, int n, float eps) {
     for (int64_t r = 0; r < n_rows; r++) rmsnorm_row_ref(y + r * n, x + r * n, w, n, eps);
+}
+
+void ops_add_bias(um_pool *pool, float *y, const float *x, const float *bias, int64_t n_rows, int n) {
+    if (n_rows <= 0 || n <= 0) return;
+    row_job j = { kern(), y, x, bias, n_rows, rows_per_chunk(n), n, 0 };
+    pool_for(n_rows * n < 2 * ELEM_CHUNK ? NULL : pool, (n_rows + j.per - 1) / j.per, add_bias_chunk, &j);
+}
+
+void ops_add_bias_ref(float *y, const float *x, const float *bias, int64_t n_rows, int n) {
+    for (int64_t r = 0; r < n_rows; r++) ops_add_ref(y + r * n, x + r * n, bias, n);
 }
 
 void ops_softmax(um_pool *pool, float *x, int64_t n_rows, int n) {
@@ -291,9 +314,10 @@ static void rope_table(const um_rope *r, int32_t pos, float *cs) {
         float t = freq_scale * theta;
         float c = cosf(t), s = sinf(t);
         if (r->mode == UM_ROPE_NORM) {
-            cs[2 * i] = cs[2 * i + 1] = c;
+            cs[2 * i] = c;
+            cs[2 * i + 1] = s;
             cs[r->n_dims + 2 * i] = -s;
-            cs[r->n_dims + 2 * i + 1] = s;
+            cs[r->n_dims + 2 * i + 1] = c;
         } else {
             cs[i] = c;
             cs[half + i] = s;
@@ -442,9 +466,6 @@ static void embed_chunk(void *arg, int64_t t, int thread_id) {
     }
 }
 
-/* Weak until quant.c (the traits table) is linked in; then it binds normally. */
-extern const um_type_traits *um_traits(uint32_t t) __attribute__((weak));
-
 int ops_embed(um_pool *pool, float *out, const void *table, um_type type,
               int64_t n_vocab, int n_embd, const int32_t *tokens, int n_tokens, um_err *e) {
     if (!out || !table || (!tokens && n_tokens > 0) || n_embd < 1 || n_vocab < 1 || n_tokens < 0)
@@ -452,7 +473,7 @@ int ops_embed(um_pool *pool, float *out, const void *table, um_type type,
                        (long long)n_vocab, n_embd, n_tokens);
     const um_type_traits *tr = NULL;
     if (type != UM_TYPE_F32 && type != UM_TYPE_F16 && type != UM_TYPE_BF16) {
-        tr = um_traits ? um_traits(type) : NULL;
+        tr = um_traits(type);
         if (!tr || !tr->to_float_ref)
             return um_errf(e, "embed: cannot dequantize type %s", um_type_name(type));
     }
@@ -572,26 +593,34 @@ void ops_gather_rows(um_pool *pool, float *dst, const float *src, const int32_t 
 }
 
 typedef struct combine_job {
-    float         *out;
-    const float   *y, *weight;
-    const int32_t *slot;
-    int            k, width;
-    bool           accumulate;
+    const um_ops_kern *k;
+    float             *out;
+    const float       *y, *weight;
+    const int32_t     *slot;
+    int                n_choice, width;
+    bool               accumulate;
 } combine_job;
 
 static void combine_chunk(void *arg, int64_t t, int thread_id) {
     const combine_job *j = arg;
     float *o = j->out + t * j->width;
     if (!j->accumulate) memset(o, 0, (size_t)j->width * sizeof *o);
-    for (int m = 0; m < j->k; m++) {
-        float w = j->weight[t * j->k + m];
-        const float *yr = j->y + (int64_t)j->slot[t * j->k + m] * j->width;
-        for (int i = 0; i < j->width; i++) o[i] += w * yr[i];
-    }
+    for (int m = 0; m < j->n_choice; m++)
+        j->k->axpy(o, j->weight[t * j->n_choice + m], j->y + (int64_t)j->slot[t * j->n_choice + m] * j->width, j->width);
+}
+
+static void combine_run(um_pool *pool, const um_ops_kern *k, float *out, const float *y, const float *weight,
+                        const int32_t *slot, int n_tokens, int n_choice, int width, bool accumulate) {
+    combine_job j = { k, out, y, weight, slot, n_choice, width, accumulate };
+    pool_for((int64_t)n_tokens * width * n_choice < 2 * ELEM_CHUNK ? NULL : pool, n_tokens, combine_chunk, &j);
 }
 
 void ops_moe_combine(um_pool *pool, float *out, const float *y, const float *weight,
                      const int32_t *slot, int n_tokens, int k, int width, bool accumulate) {
-    combine_job j = { out, y, weight, slot, k, width, accumulate };
-    pool_for((int64_t)n_tokens * width * k < 2 * ELEM_CHUNK ? NULL : pool, n_tokens, combine_chunk, &j);
+    combine_run(pool, kern(), out, y, weight, slot, n_tokens, k, width, accumulate);
+}
+
+void ops_moe_combine_ref(float *out, const float *y, const float *weight,
+                         const int32_t *slot, int n_tokens, int k, int width, bool accumulate) {
+    combine_run(NULL, &kern_ref, out, y, weight, slot, n_tokens, k, width, accumulate);
 }

@@ -48,7 +48,11 @@ void ops_mul(um_pool *pool, float *y, const float *a, const float *b, int64_t n)
 /* y = silu(gate) * up, silu(x) = x / (1 + exp(-x)); y may alias gate or up. */
 void ops_swiglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n);
 
+/* y[r,:] = x[r,:] + bias[:] for each of n_rows rows of n; y may alias x (QKV biases). */
+void ops_add_bias(um_pool *pool, float *y, const float *x, const float *bias, int64_t n_rows, int n);
+
 void ops_add_ref(float *y, const float *a, const float *b, int64_t n);
+void ops_add_bias_ref(float *y, const float *x, const float *bias, int64_t n_rows, int n);
 void ops_mul_ref(float *y, const float *a, const float *b, int64_t n);
 void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n);
 
@@ -169,6 +173,8 @@ void ops_gather_rows(um_pool *pool, float *dst, const float *src, const int32_t 
  * (adding the MoE output straight onto the residual stream). */
 void ops_moe_combine(um_pool *pool, float *out, const float *y, const float *weight,
                      const int32_t *slot, int n_tokens, int k, int width, bool accumulate);
+void ops_moe_combine_ref(float *out, const float *y, const float *weight,
+                         const int32_t *slot, int n_tokens, int k, int width, bool accumulate);
 
 /* ------------------------------------------------------------------ kernel tables
  * Row kernels of one instruction set; ops.c threads and dispatches, ops_<isa>.c fill
@@ -190,10 +196,11 @@ typedef struct um_ops_kern {
     void (*add)(float *y, const float *a, const float *b, int64_t n);
     void (*mul)(float *y, const float *a, const float *b, int64_t n);
     void (*swiglu)(float *y, const float *gate, const float *up, int64_t n);
+    void (*axpy)(float *y, float a, const float *x, int64_t n);      /* y += a * x */
     void (*rmsnorm_row)(float *y, const float *x, const float *w, int n, float eps);
     void (*softmax_row)(float *x, int n);
     /* Rotate one head's first n_dims values with a per-token table made by ops.c:
-     * NORM: cs = cos duplicated per pair (n_dims), then sin with signs -,+ (n_dims);
+     * NORM: cs = (cos_i, sin_i) pairs (n_dims), then (-sin_i, cos_i) pairs (n_dims);
      * NEOX: cs = cos (n_dims/2), then sin (n_dims/2). */
     void (*rope_norm)(float *x, const float *cs, int n_dims);
     void (*rope_neox)(float *x, const float *cs, int n_dims);

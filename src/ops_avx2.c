@@ -12,6 +12,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 /* e^x for 8 lanes: x = n ln2 + r, e^r by polynomial, 2^n built in the exponent field.
  * Clamping to [-87, 88] keeps n in [-126, 127]; lanes outside get 0 or inf. */
@@ -87,6 +88,13 @@ static void swiglu_avx2(float *y, const float *gate, const float *up, int64_t n)
     if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, swiglu8(load_t(gate + i, m), load_t(up + i, m))); }
 }
 
+static void axpy_avx2(float *y, float a, const float *x, int64_t n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, _mm256_fmadd_ps(va, load_t(x + i, m), load_t(y + i, m))); }
+}
+
 /* ------------------------------------------------------------------ row-wise */
 
 static void rmsnorm_row_avx2(float *y, const float *x, const float *w, int n, float eps) {
@@ -134,13 +142,16 @@ static void softmax_row_avx2(float *x, int n) {
 
 /* ------------------------------------------------------------------ RoPE */
 
+/* y0 = x0 c - x1 s, y1 = x0 s + x1 c, fused as fma(x0, (c | s), round(x1 * (-s | c))):
+ * the same single rounding of the x1 product that llama.cpp's compiled code has, so the
+ * result matches ggml_rope_ext bit for bit. */
 static void rope_norm_avx2(float *x, const float *cs, int n_dims) {
-    const float *cosd = cs, *sina = cs + n_dims;
+    const float *cs0 = cs, *cs1 = cs + n_dims;
     for (int i = 0; i < n_dims; i += 8) {
         __m256i m = tail_mask(n_dims - i);
         __m256 v = load_t(x + i, m);
-        __m256 sw = _mm256_permute_ps(v, 0xB1);     /* (x1, x0, x3, x2, ...) */
-        store_t(x + i, m, _mm256_fmadd_ps(sw, load_t(sina + i, m), _mm256_mul_ps(v, load_t(cosd + i, m))));
+        __m256 x0 = _mm256_moveldup_ps(v), x1 = _mm256_movehdup_ps(v);
+        store_t(x + i, m, _mm256_fmadd_ps(x0, load_t(cs0 + i, m), _mm256_mul_ps(x1, load_t(cs1 + i, m))));
     }
 }
 
@@ -166,18 +177,54 @@ static void rope_neox_avx2(float *x, const float *cs, int n_dims) {
 
 _Static_assert(BQ == 32, "the kernel holds a block's queries in four ymm registers");
 
+/* acc[i] = acc[i] * corr[i] + sum_j p[j][i] v[j] (and the same for query i1) over nv
+ * vectors of dims from d. Always inlined with a constant nv, so the 2 * nv accumulators
+ * live in registers across the key loop. */
+static inline __attribute__((always_inline)) void
+pv_pair(float *acc, const float *st, const float *vt, int nk, int hd,
+        int i, int i1, const float *corr, int d, const int nv) {
+    float *a0 = acc + (int64_t)i * hd + d, *a1 = acc + (int64_t)i1 * hd + d;
+    const __m256 cr0 = _mm256_set1_ps(corr[i]), cr1 = _mm256_set1_ps(corr[i1]);
+    __m256 x0[4], x1[4];
+    #pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) {
+        x0[u] = _mm256_mul_ps(_mm256_load_ps(a0 + 8 * u), cr0);
+        x1[u] = _mm256_mul_ps(_mm256_load_ps(a1 + 8 * u), cr1);
+    }
+    const float *vr = vt + d;
+    for (int j = 0; j < nk; j++, vr += hd) {
+        const __m256 p0 = _mm256_broadcast_ss(st + j * BQ + i), p1 = _mm256_broadcast_ss(st + j * BQ + i1);
+        #pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            __m256 vv = _mm256_loadu_ps(vr + 8 * u);
+            x0[u] = _mm256_fmadd_ps(p0, vv, x0[u]);
+            x1[u] = _mm256_fmadd_ps(p1, vv, x1[u]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) _mm256_store_ps(a1 + 8 * u, x1[u]);
+    #pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) _mm256_store_ps(a0 + 8 * u, x0[u]);
+}
+
 static void attn_block_avx2(const um_attn_block *b) {
     const int hd = b->head_dim, nq = b->n_q;
     if (hd % 8) { ops_attn_block_ref(b); return; }
     float qt[UM_OPS_MAX_HEAD_DIM * BQ] __attribute__((aligned(32)));     /* (hd, BQ) */
     float st[BK * BQ] __attribute__((aligned(32)));                      /* (BK, BQ) */
     float acc[BQ * UM_OPS_MAX_HEAD_DIM] __attribute__((aligned(32)));    /* (BQ, hd) */
+    float vpack[BK * UM_OPS_MAX_HEAD_DIM] __attribute__((aligned(32)));  /* (BK, hd) */
     float ml[BQ] __attribute__((aligned(32)));      /* per query: the tile's corr, at the end l */
 
-    for (int d = 0; d < hd; d++)
-        for (int i = 0; i < BQ; i++) qt[d * BQ + i] = i < nq ? b->q[(int64_t)i * b->q_stride + d] * b->scale : 0.0f;
+    /* row by row: each q row is read contiguously (rows are far apart in memory) */
+    for (int i = 0; i < BQ; i++) {
+        if (i >= nq) { for (int d = 0; d < hd; d++) qt[d * BQ + i] = 0.0f; continue; }
+        const float *qr = b->q + (int64_t)i * b->q_stride;
+        for (int d = 0; d < hd; d++) qt[d * BQ + i] = qr[d] * b->scale;
+    }
     for (int i = 0; i < nq * hd; i++) acc[i] = 0;
     __m256 m[4], l[4];
+    #pragma GCC unroll 4
     for (int u = 0; u < 4; u++) { m[u] = _mm256_set1_ps(-INFINITY); l[u] = _mm256_setzero_ps(); }
 
     for (int kb = 0; kb < b->n_kv; kb += BK) {
@@ -192,9 +239,11 @@ static void attn_block_avx2(const um_attn_block *b) {
             int live1 = nj > 1 && (!b->key_mask || b->key_mask[kb + j + 1]);
             any |= live0 | live1;
             __m256 s0[4], s1[4];
+            #pragma GCC unroll 4
             for (int u = 0; u < 4; u++) s0[u] = s1[u] = _mm256_setzero_ps();
             for (int d = 0; d < hd; d++) {
                 const __m256 a0 = _mm256_set1_ps(k0r[d]), a1 = _mm256_set1_ps(k1r[d]);
+                #pragma GCC unroll 4
                 for (int u = 0; u < 4; u++) {
                     __m256 qv = _mm256_load_ps(qt + d * BQ + 8 * u);
                     s0[u] = _mm256_fmadd_ps(a0, qv, s0[u]);
@@ -202,12 +251,21 @@ static void attn_block_avx2(const um_attn_block *b) {
                 }
             }
             const __m256 ninf = _mm256_set1_ps(-INFINITY);
+            #pragma GCC unroll 4
             for (int u = 0; u < 4; u++) _mm256_store_ps(st + j * BQ + 8 * u, live0 ? s0[u] : ninf);
             if (nj > 1)
+                #pragma GCC unroll 4
                 for (int u = 0; u < 4; u++) _mm256_store_ps(st + (j + 1) * BQ + 8 * u, live1 ? s1[u] : ninf);
         }
         if (!any) continue;
+        /* V rows of the tile, contiguous: PV reads each of them once per query pair */
+        const float *vt = b->v + (int64_t)kb * b->kv_stride;
+        if (b->kv_stride != hd) {
+            for (int j = 0; j < nk; j++) memcpy(vpack + (int64_t)j * hd, vt + (int64_t)j * b->kv_stride, (size_t)hd * sizeof(float));
+            vt = vpack;
+        }
         __m256 c[4], sum[4];
+        #pragma GCC unroll 4
         for (int u = 0; u < 4; u++) {
             __m256 t = m[u];
             for (int j = 0; j < nk; j++) t = _mm256_max_ps(t, _mm256_load_ps(st + j * BQ + 8 * u));
@@ -224,30 +282,13 @@ static void attn_block_avx2(const um_attn_block *b) {
         }
         /* acc = acc * corr + P V, two queries and 32 dims (8 registers) at a time */
         for (int i = 0; i < nq; i += 2) {
-            const int i1 = i + 1 < nq ? i + 1 : i;
-            float *a0 = acc + (int64_t)i * hd, *a1 = acc + (int64_t)i1 * hd;
-            const __m256 cr0 = _mm256_set1_ps(ml[i]), cr1 = _mm256_set1_ps(ml[i1]);
-            for (int d = 0; d < hd; d += 32) {
-                const int nv = UM_MIN(4, (hd - d) / 8);
-                __m256 x0[4], x1[4];
-                for (int u = 0; u < nv; u++) {
-                    x0[u] = _mm256_mul_ps(_mm256_load_ps(a0 + d + 8 * u), cr0);
-                    x1[u] = _mm256_mul_ps(_mm256_load_ps(a1 + d + 8 * u), cr1);
-                }
-                for (int j = 0; j < nk; j++) {
-                    const float *vr = b->v + (int64_t)(kb + j) * b->kv_stride + d;
-                    const __m256 p0 = _mm256_broadcast_ss(st + j * BQ + i), p1 = _mm256_broadcast_ss(st + j * BQ + i1);
-                    for (int u = 0; u < nv; u++) {
-                        __m256 vv = _mm256_loadu_ps(vr + 8 * u);
-                        x0[u] = _mm256_fmadd_ps(p0, vv, x0[u]);
-                        x1[u] = _mm256_fmadd_ps(p1, vv, x1[u]);
-                    }
-                }
-                for (int u = 0; u < nv; u++) _mm256_store_ps(a1 + d + 8 * u, x1[u]);
-                for (int u = 0; u < nv; u++) _mm256_store_ps(a0 + d + 8 * u, x0[u]);
-            }
+            const int i1 = i + 1 < nq ? i + 1 : i;      /* odd tail: the pair repeats i */
+            int d = 0;
+            for (; d + 32 <= hd; d += 32) pv_pair(acc, st, vt, nk, hd, i, i1, ml, d, 4);
+            for (; d < hd; d += 8) pv_pair(acc, st, vt, nk, hd, i, i1, ml, d, 1);
         }
     }
+    #pragma GCC unroll 4
     for (int u = 0; u < 4; u++) _mm256_store_ps(ml + 8 * u, l[u]);
     for (int i = 0; i < nq; i++) {
         const __m256 vi = _mm256_set1_ps(ml[i] > 0 ? 1.0f / ml[i] : 0.0f);
@@ -261,6 +302,7 @@ const um_ops_kern ops_kern_avx2 = {
     .add         = add_avx2,
     .mul         = mul_avx2,
     .swiglu      = swiglu_avx2,
+    .axpy        = axpy_avx2,
     .rmsnorm_row = rmsnorm_row_avx2,
     .softmax_row = softmax_row_avx2,
     .rope_norm   = rope_norm_avx2,

@@ -13,6 +13,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 /* e^x for 16 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-7 polynomial, 2^n by
  * scalef (exact, and it gives 0 / inf outside the float range). -inf gives 0. */
@@ -60,6 +61,14 @@ static void swiglu_avx512(float *y, const float *gate, const float *up, int64_t 
         __m512 d = _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), g)));
         __m512 s = _mm512_div_ps(g, d);
         _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
+    }
+}
+
+static void axpy_avx512(float *y, float a, const float *x, int64_t n) {
+    const __m512 va = _mm512_set1_ps(a);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
     }
 }
 
@@ -114,14 +123,17 @@ static void softmax_row_avx512(float *x, int n) {
 
 /* ------------------------------------------------------------------ RoPE */
 
+/* y0 = x0 c - x1 s, y1 = x0 s + x1 c, fused as fma(x0, (c | s), round(x1 * (-s | c))):
+ * the same single rounding of the x1 product that llama.cpp's compiled code has, so the
+ * result matches ggml_rope_ext bit for bit. */
 static void rope_norm_avx512(float *x, const float *cs, int n_dims) {
-    const float *cosd = cs, *sina = cs + n_dims;
+    const float *cs0 = cs, *cs1 = cs + n_dims;
     for (int i = 0; i < n_dims; i += 16) {
         __mmask16 m = tail_mask(n_dims - i);
         __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        __m512 sw = _mm512_permute_ps(v, 0xB1);     /* (x1, x0, x3, x2, ...) */
-        __m512 r = _mm512_fmadd_ps(sw, _mm512_maskz_loadu_ps(m, sina + i),
-                                   _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, cosd + i)));
+        __m512 x0 = _mm512_moveldup_ps(v), x1 = _mm512_movehdup_ps(v);
+        __m512 r = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m, cs0 + i),
+                                   _mm512_mul_ps(x1, _mm512_maskz_loadu_ps(m, cs1 + i)));
         _mm512_mask_storeu_ps(x + i, m, r);
     }
 }
@@ -150,16 +162,52 @@ static void rope_neox_avx512(float *x, const float *cs, int n_dims) {
 
 _Static_assert(BQ == 32, "the kernel holds a block's queries in two zmm registers");
 
+/* acc[i] = acc[i] * corr[i] + sum_j p[j][i] v[j] (and the same for query i1) over nv
+ * vectors of dims from d. Always inlined with a constant nv, so the 2 * nv accumulators
+ * live in registers across the key loop. */
+static inline __attribute__((always_inline)) void
+pv_pair(float *acc, const float *st, const float *vt, int nk, int hd,
+        int i, int i1, const float *corr, int d, const int nv) {
+    float *a0 = acc + (int64_t)i * hd + d, *a1 = acc + (int64_t)i1 * hd + d;
+    const __m512 cr0 = _mm512_set1_ps(corr[i]), cr1 = _mm512_set1_ps(corr[i1]);
+    __m512 x0[4], x1[4];
+    #pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) {
+        x0[u] = _mm512_mul_ps(_mm512_load_ps(a0 + 16 * u), cr0);
+        x1[u] = _mm512_mul_ps(_mm512_load_ps(a1 + 16 * u), cr1);
+    }
+    const float *vr = vt + d;
+    for (int j = 0; j < nk; j++, vr += hd) {
+        const __m512 p0 = _mm512_set1_ps(st[j * BQ + i]), p1 = _mm512_set1_ps(st[j * BQ + i1]);
+        #pragma GCC unroll 4
+        for (int u = 0; u < nv; u++) {
+            __m512 vv = _mm512_loadu_ps(vr + 16 * u);
+            x0[u] = _mm512_fmadd_ps(p0, vv, x0[u]);
+            x1[u] = _mm512_fmadd_ps(p1, vv, x1[u]);
+        }
+    }
+    /* store a1 first: when i1 == i the first query's result must win (they are equal) */
+    #pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) _mm512_store_ps(a1 + 16 * u, x1[u]);
+    #pragma GCC unroll 4
+    for (int u = 0; u < nv; u++) _mm512_store_ps(a0 + 16 * u, x0[u]);
+}
+
 static void attn_block_avx512(const um_attn_block *b) {
     const int hd = b->head_dim, nq = b->n_q;
     if (hd % 16) { ops_attn_block_ref(b); return; }
     float qt[UM_OPS_MAX_HEAD_DIM * BQ] __attribute__((aligned(64)));     /* (hd, BQ) */
     float st[BK * BQ] __attribute__((aligned(64)));                      /* (BK, BQ) */
     float acc[BQ * UM_OPS_MAX_HEAD_DIM] __attribute__((aligned(64)));    /* (BQ, hd) */
+    float vpack[BK * UM_OPS_MAX_HEAD_DIM] __attribute__((aligned(64)));  /* (BK, hd) */
     float ml[BQ] __attribute__((aligned(64)));      /* per query: the tile's corr, at the end l */
 
-    for (int d = 0; d < hd; d++)
-        for (int i = 0; i < BQ; i++) qt[d * BQ + i] = i < nq ? b->q[(int64_t)i * b->q_stride + d] * b->scale : 0.0f;
+    /* row by row: each q row is read contiguously (rows are far apart in memory) */
+    for (int i = 0; i < BQ; i++) {
+        if (i >= nq) { for (int d = 0; d < hd; d++) qt[d * BQ + i] = 0.0f; continue; }
+        const float *qr = b->q + (int64_t)i * b->q_stride;
+        for (int d = 0; d < hd; d++) qt[d * BQ + i] = qr[d] * b->scale;
+    }
     for (int i = 0; i < nq * hd; i++) acc[i] = 0;
     __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
     __m512 l0 = _mm512_setzero_ps(), l1 = l0;
@@ -172,6 +220,7 @@ static void attn_block_avx512(const um_attn_block *b) {
             const int nj = UM_MIN(4, nk - j);
             const float *kr[4];
             int live[4];
+            #pragma GCC unroll 4
             for (int u = 0; u < 4; u++) {
                 int jj = kb + j + (u < nj ? u : 0);
                 kr[u] = b->k + (int64_t)jj * b->kv_stride;
@@ -197,6 +246,12 @@ static void attn_block_avx512(const um_attn_block *b) {
             }
         }
         if (!any) continue;
+        /* V rows of the tile, contiguous: PV reads each of them once per query pair */
+        const float *vt = b->v + (int64_t)kb * b->kv_stride;
+        if (b->kv_stride != hd) {
+            for (int j = 0; j < nk; j++) memcpy(vpack + (int64_t)j * hd, vt + (int64_t)j * b->kv_stride, (size_t)hd * sizeof(float));
+            vt = vpack;
+        }
         /* online softmax over the tile, vectorized across queries */
         __m512 t0 = m0, t1 = m1;
         for (int j = 0; j < nk; j++) {
@@ -222,28 +277,9 @@ static void attn_block_avx512(const um_attn_block *b) {
         /* acc = acc * corr + P V, two queries and 64 dims (8 registers) at a time */
         for (int i = 0; i < nq; i += 2) {
             const int i1 = i + 1 < nq ? i + 1 : i;      /* odd tail: the pair repeats i */
-            float *a0 = acc + (int64_t)i * hd, *a1 = acc + (int64_t)i1 * hd;
-            const __m512 cr0 = _mm512_set1_ps(ml[i]), cr1 = _mm512_set1_ps(ml[i1]);
-            for (int d = 0; d < hd; d += 64) {
-                const int nv = UM_MIN(4, (hd - d) / 16);
-                __m512 x0[4], x1[4];
-                for (int u = 0; u < nv; u++) {
-                    x0[u] = _mm512_mul_ps(_mm512_load_ps(a0 + d + 16 * u), cr0);
-                    x1[u] = _mm512_mul_ps(_mm512_load_ps(a1 + d + 16 * u), cr1);
-                }
-                for (int j = 0; j < nk; j++) {
-                    const float *vr = b->v + (int64_t)(kb + j) * b->kv_stride + d;
-                    const __m512 p0 = _mm512_set1_ps(st[j * BQ + i]), p1 = _mm512_set1_ps(st[j * BQ + i1]);
-                    for (int u = 0; u < nv; u++) {
-                        __m512 vv = _mm512_loadu_ps(vr + 16 * u);
-                        x0[u] = _mm512_fmadd_ps(p0, vv, x0[u]);
-                        x1[u] = _mm512_fmadd_ps(p1, vv, x1[u]);
-                    }
-                }
-                /* store a1 first: when i1 == i the first query's result must win */
-                for (int u = 0; u < nv; u++) _mm512_store_ps(a1 + d + 16 * u, x1[u]);
-                for (int u = 0; u < nv; u++) _mm512_store_ps(a0 + d + 16 * u, x0[u]);
-            }
+            int d = 0;
+            for (; d + 64 <= hd; d += 64) pv_pair(acc, st, vt, nk, hd, i, i1, ml, d, 4);
+            for (; d < hd; d += 16) pv_pair(acc, st, vt, nk, hd, i, i1, ml, d, 1);
         }
     }
     _mm512_store_ps(ml, l0);                    /* ml now holds l */
@@ -261,6 +297,7 @@ const um_ops_kern ops_kern_avx512 = {
     .add         = add_avx512,
     .mul         = mul_avx512,
     .swiglu      = swiglu_avx512,
+    .axpy        = axpy_avx512,
     .rmsnorm_row = rmsnorm_row_avx512,
     .softmax_row = softmax_row_avx512,
     .rope_norm   = rope_norm_avx512,

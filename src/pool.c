@@ -2,18 +2,25 @@
  * pool: a persistent pthread pool (see pool.h for the contract).
  *
  * Protocol. The pool owns a generation counter. pool_run publishes the task, sets
- * `pending` to the number of helper threads, and bumps the generation (under the mutex,
- * then broadcasts). Each helper waits for the generation to change: first by spinning on
- * an acquire load for SPIN_ITERS pauses, then by sleeping on `wake`, re-checking the
- * generation under the mutex so no wake-up is lost. A helper runs the task, then
- * decrements `pending` with release order; the one that reaches zero signals `done`
- * under the mutex. The caller runs the task as thread 0, then waits for `pending == 0`
- * the same way (spin, then sleep on `done`), with acquire order so it sees every
- * helper's writes.
+ * `pending` to the number of helper threads, and bumps the generation. Each helper waits
+ * for the generation to change: first by spinning for SPIN_ITERS pauses, then by sleeping
+ * on `wake`. A helper runs the task, then decrements `pending`; the one that reaches zero
+ * wakes the caller if it sleeps. The caller runs the task as thread 0, then waits for
+ * `pending == 0` the same way (spin, then sleep on `done`).
+ *
+ * Wake-ups are skipped when nobody sleeps (the common case inside a forward pass, where
+ * runs follow each other within microseconds). A sleeper announces itself under the
+ * mutex (`n_sleeping`, `caller_sleeping`) before re-checking its condition; the waker
+ * changes the condition before reading the announcement. Both sides use sequentially
+ * consistent atomics, so at least one sees the other (Dekker): either the sleeper sees
+ * the new condition and does not sleep, or the waker sees the sleeper and signals under
+ * the mutex, which the sleeper holds until it is inside pthread_cond_wait.
+ * Ordering of data: the generation bump publishes the task (and the caller's writes) to
+ * the helpers; each helper's decrement of `pending` publishes its writes to the caller.
  *
  * Invariants: a helper touches the task only between seeing a new generation and its
  * decrement of `pending`, so the task may live on the caller's stack. Only one pool_run
- * is in flight per pool (the caller blocks until it is finished).
+ * is in flight per pool (`busy`); a nested or concurrent call runs on its caller alone.
  */
 #include "pool.h"
 
@@ -38,6 +45,9 @@
 
 struct um_pool {
     int              n_threads;     /* caller included */
+    int              spin;          /* pauses before sleeping: SPIN_ITERS, or 0 when there
+                                     * are more threads than CPUs (spinning would steal the
+                                     * CPU from the thread being waited for) */
     pthread_t       *threads;       /* (n_threads - 1) helpers */
     pthread_mutex_t  mu;
     pthread_cond_t   wake;          /* helpers sleep here between tasks */
@@ -46,6 +56,9 @@ struct um_pool {
     atomic_int       pending;       /* helpers still running the current task */
     um_pool_task    *_Atomic task;  /* current task; valid while pending > 0 */
     atomic_bool      stop;          /* set by pool_free */
+    atomic_bool      busy;          /* a pool_run is in flight */
+    atomic_int       n_sleeping;    /* helpers inside (or entering) the wait on `wake` */
+    atomic_bool      caller_sleeping;   /* the caller waits on `done` */
 };
 
 typedef struct helper_arg {
@@ -54,15 +67,16 @@ typedef struct helper_arg {
 } helper_arg;
 
 static unsigned wait_generation(um_pool *p, unsigned seen) {
-    for (int i = 0; i < SPIN_ITERS; i++) {
+    for (int i = 0; i < p->spin; i++) {
         unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
         if (g != seen) return g;
         cpu_relax();
     }
     pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->n_sleeping, 1);
     unsigned g;
-    while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen)
-        pthread_cond_wait(&p->wake, &p->mu);
+    while ((g = atomic_load(&p->generation)) == seen) pthread_cond_wait(&p->wake, &p->mu);
+    atomic_fetch_sub(&p->n_sleeping, 1);
     pthread_mutex_unlock(&p->mu);
     return g;
 }
@@ -77,7 +91,7 @@ static void *helper_main(void *argp) {
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
         um_pool_task *t = atomic_load_explicit(&p->task, memory_order_acquire);
         t->fn(t, a.id, p->n_threads);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
             pthread_mutex_unlock(&p->mu);
@@ -97,6 +111,7 @@ um_pool *pool_new(int n_threads) {
     um_pool *p = um_calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n_threads = n_threads;
+    p->spin = n_threads <= cpu_features()->n_logical ? SPIN_ITERS : 0;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -104,6 +119,9 @@ um_pool *pool_new(int n_threads) {
     atomic_init(&p->pending, 0);
     atomic_init(&p->task, NULL);
     atomic_init(&p->stop, false);
+    atomic_init(&p->busy, false);
+    atomic_init(&p->n_sleeping, 0);
+    atomic_init(&p->caller_sleeping, false);
     if (n_threads == 1) return p;
 
     p->threads = um_calloc((size_t)n_threads - 1, sizeof *p->threads);
@@ -150,27 +168,36 @@ int pool_threads(const um_pool *p) { return p ? p->n_threads : 1; }
 
 void pool_run(um_pool *p, um_pool_task *t) {
     atomic_store_explicit(&t->next, 0, memory_order_relaxed);
-    if (!p || p->n_threads == 1) {
+    /* One run at a time: a nested call (a task that itself calls pool_run) or a second
+     * thread calling in while a run is in flight gets the caller's thread alone. */
+    if (!p || p->n_threads == 1 || atomic_exchange_explicit(&p->busy, true, memory_order_acquire)) {
         t->fn(t, 0, 1);
         return;
     }
     atomic_store_explicit(&p->task, t, memory_order_relaxed);
     atomic_store_explicit(&p->pending, p->n_threads - 1, memory_order_relaxed);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add(&p->generation, 1);
+    if (atomic_load(&p->n_sleeping) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
 
     t->fn(t, 0, p->n_threads);
 
-    for (int i = 0; i < SPIN_ITERS; i++) {
-        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return;
+    int spins = 0;
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0 && spins < p->spin) {
         cpu_relax();
+        spins++;
     }
-    pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (spins == p->spin) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_sleeping, true);
+        while (atomic_load(&p->pending) != 0) pthread_cond_wait(&p->done, &p->mu);
+        atomic_store(&p->caller_sleeping, false);
+        pthread_mutex_unlock(&p->mu);
+    }
+    atomic_store_explicit(&p->busy, false, memory_order_release);
 }
 
 /* ------------------------------------------------------------------ pool_for */

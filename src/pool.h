@@ -4,7 +4,9 @@
  * pool_run() hands the same function to every worker (the caller thread takes part as
  * worker 0) and returns when all are done. Uneven work is balanced by the callee taking
  * chunks from an atomic counter (pool_next_chunk). Workers spin briefly, then sleep on a
- * condition variable, so an idle pool costs no CPU. One pool_run at a time per pool.
+ * condition variable, so an idle pool costs no CPU. One pool_run at a time per pool: a
+ * nested call (from inside a task) or a concurrent one from another thread is not an
+ * error, it runs fn(t, 0, 1) on its own caller.
  *
  * Memory ordering: everything the caller wrote before pool_run is visible to every worker
  * inside fn, and everything any worker wrote inside fn is visible to the caller after

@@ -5,9 +5,8 @@
  *
  * Invariants:
  * - Dequantizers are bit-exact with llama.cpp's dequantize_row_* (same float operations in
- *   the same order; this file must be built without FMA contraction, which -std=c11 and the
- *   baseline x86-64 flags guarantee). Proven by tests/test_quant.c on tensors made by
- *   llama.cpp itself (tests/data/quant, tools/make-quant-fixtures.py).
+ *   the same order, and no FMA contraction: see the pragma below). Proven by tests/test_quant.c
+ *   on tensors made by llama.cpp itself (tests/data/quant, tools/make-quant-fixtures.py).
  * - Quantizers produce the same bytes as llama.cpp's quantize_* with no importance matrix,
  *   i.e. what llama-quantize writes: the same search, the same float order, the same
  *   rounding helpers (round-half-even via the 1.5*2^23 trick, roundf where llama.cpp uses it).
@@ -22,6 +21,14 @@
 #include <math.h>
 #include <string.h>
 
+/* Bit-exactness needs every a*b+c rounded twice, as llama.cpp's build does: no FMA
+ * contraction, whatever -std or -march this file is built with. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 const int8_t um_iq4nl_values[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
@@ -29,7 +36,18 @@ const int8_t um_iq4nl_values[16] = {
 /* Scales smaller than this count as an all-zero group (llama.cpp's GROUP_MAX_EPS). */
 #define GROUP_EPS 1e-15f
 
-static inline float h2f(um_half h) { return um_fp16_to_fp32(h); }
+/* fp16 -> fp32 as ggml does it: also quiets signalling NaNs (sets the top mantissa bit),
+ * which util's um_fp16_to_fp32 keeps as they are. */
+static inline float h2f(um_half h) {
+    float f = um_fp16_to_fp32(h);
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u |= 0x00400000u;
+        memcpy(&f, &u, 4);
+    }
+    return f;
+}
 static inline um_half f2h(float f) { return um_fp32_to_fp16(f); }
 
 /* Round half to even for |v| < 2^22: adding 1.5*2^23 leaves the integer in the low
@@ -50,7 +68,7 @@ static void f32_from_float(const float *x, void *dst, int64_t n) { memcpy(dst, x
 
 static void f16_to_float(const void *src, float *y, int64_t n) {
     const um_half *h = src;
-    for (int64_t i = 0; i < n; i++) y[i] = um_fp16_to_fp32(h[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = h2f(h[i]);
 }
 static void f16_from_float(const float *x, void *dst, int64_t n) {
     um_half *h = dst;
@@ -75,7 +93,7 @@ static float f32_dot(const void *w, const void *a, int64_t n) {
 static float f16_dot(const void *w, const void *a, int64_t n) {
     const um_half *x = w, *y = a;
     double s = 0;
-    for (int64_t i = 0; i < n; i++) s += (double)(um_fp16_to_fp32(x[i]) * um_fp16_to_fp32(y[i]));
+    for (int64_t i = 0; i < n; i++) s += (double)(h2f(x[i]) * h2f(y[i]));
     return (float)s;
 }
 static float bf16_dot(const void *w, const void *a, int64_t n) {

@@ -1,7 +1,8 @@
 /*
- * synth: write random-weight models (see synth.h). Weights are drawn from a fixed-seed
- * generator (splitmix64), uniform with the std-dev of a scaled normal init, generated a
- * few rows at a time and quantized straight into the file's type so even an 8B-shape
+ * synth: write random-weight models (see synth.h). Weights are drawn from fixed-seed
+ * generators (splitmix64, one stream per tensor and chunk of 64 rows, so the result does not
+ * depend on the thread count), uniform with the std-dev of a scaled normal init, and
+ * quantized chunk by chunk straight into the file's type on every core, so even an 8B-shape
  * model needs only its final size in memory.
  */
 #include "synth.h"
@@ -13,7 +14,9 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "pool.h"
 #include "quant.h"
+#include "quantize.h"
 
 static const um_synth_shape g_shapes[] = {
     /* small models for tests: K-quant friendly widths (multiples of 256) */
@@ -140,145 +143,225 @@ static int write_tokenizer(gguf_writer *w, const um_synth_shape *s, um_err *e) {
 
 /* ------------------------------------------------------------------ tensors */
 
-typedef struct tensor_buf {
-    void *data;
-    struct tensor_buf *next;
-} tensor_buf;
+typedef struct tspec {
+    char    name[64];
+    int     kind;               /* 0 = matrix, 1 = norm weight (around 1), 2 = bias (small) */
+    float   std;
+    int64_t ne[3];              /* ne[1], ne[2] = 0 when absent */
+    uint32_t type;
+    void   *data;
+    uint64_t size;
+} tspec;
 
-typedef struct synth_ctx {
-    const um_synth_opts *o;
-    gguf_writer *w;
-    tensor_buf *bufs;           /* freed after writing */
-    uint64_t bytes;
-} synth_ctx;
+typedef struct plan {
+    tspec  *t;
+    int     n, cap;
+} plan;
 
-/* kind: 0 = matrix (std/sqrt-ish init), 1 = norm weight (around 1), 2 = bias (small) */
-static int add_tensor(synth_ctx *c, const char *name, int kind, float std, int64_t ne0, int64_t ne1, int64_t ne2, um_err *e) {
-    const um_synth_opts *o = c->o;
-    uint32_t type = UM_TYPE_F32;
-    int n_dims = ne2 ? 3 : ne1 ? 2 : 1;
-    if (n_dims >= 2) type = o->choose ? o->choose(o->choose_ctx, name, ne0, ne1, ne2) : o->type;
-    const um_type_traits *tr = um_traits(type);
-    if (!tr || (type != UM_TYPE_F32 && !tr->from_float_ref))
-        return um_errf(e, "cannot write tensor '%s' as %s", name, um_type_name(type));
-    if (ne0 % tr->blck) {
-        return um_errf(e, "tensor '%s': row length %" PRId64 " is not a multiple of %s's block of %u",
-                       name, ne0, tr->name, tr->blck);
+static int push(plan *p, const char *name, int kind, float std, int64_t ne0, int64_t ne1, int64_t ne2) {
+    if (p->n == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 64;
+        tspec *n = realloc(p->t, sizeof *n * (size_t)cap);
+        if (!n) return UM_FAIL;
+        p->t = n;
+        p->cap = cap;
     }
-    int64_t rows = (ne1 ? ne1 : 1) * (ne2 ? ne2 : 1);
-    uint64_t row_bytes = (uint64_t)ne0 / tr->blck * tr->bytes;
-    uint64_t size = row_bytes * (uint64_t)rows;
-    tensor_buf *tb = um_calloc(1, sizeof *tb);
-    if (!tb || !(tb->data = um_malloc_aligned(size))) { free(tb); return um_errf(e, "out of memory for '%s' (%" PRIu64 " bytes)", name, size); }
-    tb->next = c->bufs;
-    c->bufs = tb;
-    const int64_t chunk = 64;
-    float *tmp = um_malloc((size_t)(chunk * ne0) * sizeof(float));
-    if (!tmp) return um_errf(e, "out of memory");
-    uint64_t rng = hash_name(name, o->seed);
-    float a = std * sqrtf(3.0f) * o->init_scale;
-    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-        int64_t nr = UM_MIN(chunk, rows - r0);
-        for (int64_t i = 0; i < nr * ne0; i++) {
-            float u = uniform(&rng, 1.0f);
-            tmp[i] = kind == 1 ? 1.0f + 0.1f * u : kind == 2 ? 0.02f * u : a * u;
+    tspec *t = &p->t[p->n++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->kind = kind;
+    t->std = std;
+    t->ne[0] = ne0; t->ne[1] = ne1; t->ne[2] = ne2;
+    return UM_OK;
+}
+
+/* Every tensor of the shape, in the order llama.cpp's converters write them. */
+static int plan_tensors(const um_synth_shape *s, plan *p) {
+    const int64_t E = s->n_embd, V = s->n_vocab, HD = s->head_dim;
+    const int64_t NQ = (int64_t)s->n_head * HD, NKV = (int64_t)s->n_head_kv * HD;
+    const float std_in = 1.0f / sqrtf((float)E);
+    const bool moe = s->n_expert > 0, qk_norm = !strcmp(s->arch, "llada-moe") || !strcmp(s->arch, "rnd1");
+    int rc = push(p, "token_embd.weight", 0, 1.0f, E, V, 0);
+    rc |= push(p, "output_norm.weight", 1, 0, E, 0, 0);
+    /* larger head weights make the output distributions peaked, like a trained model's */
+    rc |= push(p, "output.weight", 0, 4.0f * std_in, E, V, 0);
+    char n[64];
+    for (int il = 0; il < s->n_layer && !rc; il++) {
+#define T(suffix, kind, std, a, b, d) (snprintf(n, sizeof n, "blk.%d." suffix, il), push(p, n, kind, std, a, b, d))
+        rc |= T("attn_norm.weight", 1, 0, E, 0, 0);
+        rc |= T("attn_q.weight", 0, std_in, E, NQ, 0);
+        rc |= T("attn_k.weight", 0, std_in, E, NKV, 0);
+        rc |= T("attn_v.weight", 0, std_in, E, NKV, 0);
+        if (s->qkv_bias) {
+            rc |= T("attn_q.bias", 2, 0, NQ, 0, 0);
+            rc |= T("attn_k.bias", 2, 0, NKV, 0, 0);
+            rc |= T("attn_v.bias", 2, 0, NKV, 0, 0);
         }
-        char *dst = (char *)tb->data + (uint64_t)r0 * row_bytes;
-        if (type == UM_TYPE_F32) memcpy(dst, tmp, (size_t)(nr * ne0) * sizeof(float));
-        else tr->from_float_ref(tmp, dst, nr * ne0);
+        rc |= T("attn_output.weight", 0, 1.0f / sqrtf((float)NQ), NQ, E, 0);
+        if (qk_norm) {
+            rc |= T("attn_q_norm.weight", 1, 0, HD, 0, 0);
+            rc |= T("attn_k_norm.weight", 1, 0, HD, 0, 0);
+        }
+        rc |= T("ffn_norm.weight", 1, 0, E, 0, 0);
+        if (moe) {
+            const int64_t F = s->n_ff_exp, X = s->n_expert;
+            rc |= T("ffn_gate_inp.weight", 0, 4.0f * std_in, E, X, 0);
+            rc |= T("ffn_gate_exps.weight", 0, std_in, E, F, X);
+            rc |= T("ffn_up_exps.weight", 0, std_in, E, F, X);
+            rc |= T("ffn_down_exps.weight", 0, 1.0f / sqrtf((float)F), F, E, X);
+        } else {
+            const int64_t F = s->n_ff;
+            rc |= T("ffn_gate.weight", 0, std_in, E, F, 0);
+            rc |= T("ffn_up.weight", 0, std_in, E, F, 0);
+            rc |= T("ffn_down.weight", 0, 1.0f / sqrtf((float)F), F, E, 0);
+        }
+#undef T
     }
-    free(tmp);
-    uint64_t ne[3] = { (uint64_t)ne0, (uint64_t)(ne1 ? ne1 : 1), (uint64_t)(ne2 ? ne2 : 1) };
-    c->bytes += size;
-    return gguf_add_tensor(c->w, name, type, (uint32_t)n_dims, ne, tb->data, size, e);
+    return rc ? UM_FAIL : UM_OK;
+}
+
+/* Choose each tensor's stored type: a llama.cpp mixture, or one type for every matrix. */
+static int choose_types(const um_synth_opts *o, plan *p, um_err *e) {
+    const um_synth_shape *s = o->shape;
+    if (!o->mixture) {
+        /* vectors and the MoE router stay F32, as llama-quantize leaves them */
+        for (int i = 0; i < p->n; i++)
+            p->t[i].type = p->t[i].ne[1] && !strstr(p->t[i].name, "ffn_gate_inp") ? o->type : UM_TYPE_F32;
+        return UM_OK;
+    }
+    const um_mixture *mix = um_mixture_find(o->mixture);
+    if (!mix) return um_errf(e, "unknown mixture '%s'", o->mixture);
+    um_quant_model qm = { .n_layer = s->n_layer, .n_head = s->n_head, .n_head_kv = s->n_head_kv, .n_expert = s->n_expert };
+    snprintf(qm.arch, sizeof qm.arch, "%s", s->arch);
+    um_quant_tensor *qt = um_calloc((size_t)p->n, sizeof *qt);
+    uint32_t *out = um_calloc((size_t)p->n, sizeof *out);
+    if (!qt || !out) { free(qt); free(out); return um_errf(e, "out of memory"); }
+    for (int i = 0; i < p->n; i++) {
+        qt[i].name = p->t[i].name;
+        qt[i].ne[0] = (uint64_t)p->t[i].ne[0];
+        qt[i].ne[1] = (uint64_t)(p->t[i].ne[1] ? p->t[i].ne[1] : 1);
+        qt[i].ne[2] = (uint64_t)(p->t[i].ne[2] ? p->t[i].ne[2] : 1);
+        qt[i].ne[3] = 1;
+        qt[i].type = UM_TYPE_F32;
+    }
+    int rc = um_quant_choose(mix, &qm, qt, (size_t)p->n, out, e);
+    for (int i = 0; rc == UM_OK && i < p->n; i++) p->t[i].type = out[i];
+    free(qt);
+    free(out);
+    return rc;
+}
+
+typedef struct gen_job {
+    const um_synth_opts  *o;
+    const tspec          *t;
+    const um_type_traits *tr;
+    uint64_t              row_bytes, seed;
+    int64_t               rows;
+    float               **tmp;      /* (n_threads) buffers of GEN_CHUNK rows */
+} gen_job;
+
+#define GEN_CHUNK 64
+
+/* One chunk of GEN_CHUNK rows, from its own random stream so any thread may take it. */
+static void gen_chunk(void *arg, int64_t chunk, int tid) {
+    const gen_job *j = arg;
+    const tspec *t = j->t;
+    const int64_t ne0 = t->ne[0], r0 = chunk * GEN_CHUNK, nr = UM_MIN(GEN_CHUNK, j->rows - r0);
+    float *tmp = j->tmp[tid];
+    uint64_t rng = j->seed ^ ((uint64_t)chunk * 0x9e3779b97f4a7c15ull);
+    float a = t->std * sqrtf(3.0f) * j->o->init_scale;
+    for (int64_t i = 0; i < nr * ne0; i++) {
+        float u = uniform(&rng, 1.0f);
+        tmp[i] = t->kind == 1 ? 1.0f + 0.1f * u : t->kind == 2 ? 0.02f * u : a * u;
+    }
+    char *dst = (char *)t->data + (uint64_t)r0 * j->row_bytes;
+    if (t->type == UM_TYPE_F32) memcpy(dst, tmp, (size_t)(nr * ne0) * sizeof(float));
+    else j->tr->from_float_ref(tmp, dst, nr * ne0);
+}
+
+static int generate(const um_synth_opts *o, um_pool *pool, tspec *t, um_err *e) {
+    const um_type_traits *tr = um_traits(t->type);
+    if (!tr || (t->type != UM_TYPE_F32 && !tr->from_float_ref))
+        return um_errf(e, "cannot write tensor '%s' as %s", t->name, um_type_name(t->type));
+    const int64_t ne0 = t->ne[0];
+    if (ne0 % tr->blck)
+        return um_errf(e, "tensor '%s': row length %" PRId64 " is not a multiple of %s's block of %u",
+                       t->name, ne0, tr->name, tr->blck);
+    gen_job j = { .o = o, .t = t, .tr = tr, .seed = hash_name(t->name, o->seed) };
+    j.rows = (t->ne[1] ? t->ne[1] : 1) * (t->ne[2] ? t->ne[2] : 1);
+    j.row_bytes = (uint64_t)ne0 / tr->blck * tr->bytes;
+    t->size = j.row_bytes * (uint64_t)j.rows;
+    if (!(t->data = um_malloc_aligned(t->size)))
+        return um_errf(e, "out of memory for '%s' (%" PRIu64 " bytes)", t->name, t->size);
+    int nt = pool_threads(pool), rc = UM_OK;
+    j.tmp = um_calloc((size_t)nt, sizeof *j.tmp);
+    for (int i = 0; j.tmp && i < nt; i++)
+        if (!(j.tmp[i] = um_malloc((size_t)(GEN_CHUNK * ne0) * sizeof(float)))) rc = UM_FAIL;
+    if (!j.tmp || rc) rc = um_errf(e, "out of memory");
+    else pool_for(pool, (j.rows + GEN_CHUNK - 1) / GEN_CHUNK, gen_chunk, &j);
+    for (int i = 0; j.tmp && i < nt; i++) free(j.tmp[i]);
+    free(j.tmp);
+    return rc;
 }
 
 int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
     const um_synth_shape *s = o->shape;
-    synth_ctx c = { .o = o, .w = gguf_writer_new() };
-    if (!c.w) return um_errf(e, "out of memory");
+    gguf_writer *w = gguf_writer_new();
+    if (!w) return um_errf(e, "out of memory");
+    plan p = { 0 };
+    um_pool *pool = NULL;
     int rc = UM_FAIL;
     char key[160], name[160];
     const char *A = s->arch;
     bool moe = s->n_expert > 0;
 #define K(suffix) (snprintf(key, sizeof key, "%s." suffix, A), key)
-    gguf_set_str(c.w, "general.architecture", A);
+    gguf_set_str(w, "general.architecture", A);
     snprintf(name, sizeof name, "synthetic %s (random weights, seed %" PRIu64 ")", s->name, o->seed);
-    gguf_set_str(c.w, "general.name", name);
-    gguf_set_u32(c.w, "general.alignment", 32);
-    gguf_set_u32(c.w, K("context_length"), (uint32_t)s->n_ctx);
-    gguf_set_u32(c.w, K("embedding_length"), (uint32_t)s->n_embd);
-    gguf_set_u32(c.w, K("block_count"), (uint32_t)s->n_layer);
-    gguf_set_u32(c.w, K("attention.head_count"), (uint32_t)s->n_head);
-    gguf_set_u32(c.w, K("attention.head_count_kv"), (uint32_t)s->n_head_kv);
-    gguf_set_u32(c.w, K("attention.key_length"), (uint32_t)s->head_dim);
-    gguf_set_u32(c.w, K("attention.value_length"), (uint32_t)s->head_dim);
-    gguf_set_u32(c.w, K("rope.dimension_count"), (uint32_t)s->head_dim);
-    gguf_set_f32(c.w, K("rope.freq_base"), s->rope_base);
-    gguf_set_f32(c.w, K("attention.layer_norm_rms_epsilon"), s->norm_eps);
-    gguf_set_u32(c.w, K("vocab_size"), (uint32_t)s->n_vocab);
+    gguf_set_str(w, "general.name", name);
+    gguf_set_u32(w, "general.alignment", 32);
+    if (o->mixture && um_mixture_find(o->mixture)) gguf_set_u32(w, "general.file_type", um_mixture_find(o->mixture)->ftype);
+    gguf_set_u32(w, K("context_length"), (uint32_t)s->n_ctx);
+    gguf_set_u32(w, K("embedding_length"), (uint32_t)s->n_embd);
+    gguf_set_u32(w, K("block_count"), (uint32_t)s->n_layer);
+    gguf_set_u32(w, K("attention.head_count"), (uint32_t)s->n_head);
+    gguf_set_u32(w, K("attention.head_count_kv"), (uint32_t)s->n_head_kv);
+    gguf_set_u32(w, K("attention.key_length"), (uint32_t)s->head_dim);
+    gguf_set_u32(w, K("attention.value_length"), (uint32_t)s->head_dim);
+    gguf_set_u32(w, K("rope.dimension_count"), (uint32_t)s->head_dim);
+    gguf_set_f32(w, K("rope.freq_base"), s->rope_base);
+    gguf_set_f32(w, K("attention.layer_norm_rms_epsilon"), s->norm_eps);
+    gguf_set_u32(w, K("vocab_size"), (uint32_t)s->n_vocab);
     if (moe) {
-        gguf_set_u32(c.w, K("expert_count"), (uint32_t)s->n_expert);
-        gguf_set_u32(c.w, K("expert_used_count"), (uint32_t)s->n_expert_used);
-        gguf_set_u32(c.w, K("expert_feed_forward_length"), (uint32_t)s->n_ff_exp);
-        gguf_set_u32(c.w, K("feed_forward_length"), (uint32_t)(s->n_ff_exp * s->n_expert_used));
+        gguf_set_u32(w, K("expert_count"), (uint32_t)s->n_expert);
+        gguf_set_u32(w, K("expert_used_count"), (uint32_t)s->n_expert_used);
+        gguf_set_u32(w, K("expert_feed_forward_length"), (uint32_t)s->n_ff_exp);
+        gguf_set_u32(w, K("feed_forward_length"), (uint32_t)(s->n_ff_exp * s->n_expert_used));
     } else {
-        gguf_set_u32(c.w, K("feed_forward_length"), (uint32_t)s->n_ff);
+        gguf_set_u32(w, K("feed_forward_length"), (uint32_t)s->n_ff);
     }
 #undef K
     bool shift = !strcmp(A, "dream") || !strcmp(A, "rnd1");
-    gguf_set_bool(c.w, "diffusion.shift_logits", shift);
-    if (write_tokenizer(c.w, s, e)) goto out;
-
-    const int64_t E = s->n_embd, V = s->n_vocab, HD = s->head_dim;
-    const int64_t NQ = (int64_t)s->n_head * HD, NKV = (int64_t)s->n_head_kv * HD;
-    const float std_in = 1.0f / sqrtf((float)E);
-    if (add_tensor(&c, "token_embd.weight", 0, 1.0f, E, V, 0, e)) goto out;
-    if (add_tensor(&c, "output_norm.weight", 1, 0, E, 0, 0, e)) goto out;
-    /* larger head weights make the output distributions peaked, like a trained model's */
-    if (add_tensor(&c, "output.weight", 0, 4.0f * std_in, E, V, 0, e)) goto out;
-    for (int il = 0; il < s->n_layer; il++) {
-#define T(suffix, kind, std, a, b, d) \
-        (snprintf(name, sizeof name, "blk.%d." suffix, il), add_tensor(&c, name, kind, std, a, b, d, e))
-        if (o->progress) fprintf(stderr, "\rsynth: layer %d/%d", il + 1, s->n_layer);
-        if (T("attn_norm.weight", 1, 0, E, 0, 0)) goto out;
-        if (T("attn_q.weight", 0, std_in, E, NQ, 0)) goto out;
-        if (T("attn_k.weight", 0, std_in, E, NKV, 0)) goto out;
-        if (T("attn_v.weight", 0, std_in, E, NKV, 0)) goto out;
-        if (s->qkv_bias) {
-            if (T("attn_q.bias", 2, 0, NQ, 0, 0)) goto out;
-            if (T("attn_k.bias", 2, 0, NKV, 0, 0)) goto out;
-            if (T("attn_v.bias", 2, 0, NKV, 0, 0)) goto out;
-        }
-        if (T("attn_output.weight", 0, 1.0f / sqrtf((float)NQ), NQ, E, 0)) goto out;
-        if (!strcmp(A, "llada-moe") || !strcmp(A, "rnd1")) {
-            if (T("attn_q_norm.weight", 1, 0, HD, 0, 0)) goto out;
-            if (T("attn_k_norm.weight", 1, 0, HD, 0, 0)) goto out;
-        }
-        if (T("ffn_norm.weight", 1, 0, E, 0, 0)) goto out;
-        if (moe) {
-            const int64_t F = s->n_ff_exp, X = s->n_expert;
-            if (T("ffn_gate_inp.weight", 0, 4.0f * std_in, E, X, 0)) goto out;
-            if (T("ffn_gate_exps.weight", 0, std_in, E, F, X)) goto out;
-            if (T("ffn_up_exps.weight", 0, std_in, E, F, X)) goto out;
-            if (T("ffn_down_exps.weight", 0, 1.0f / sqrtf((float)F), F, E, X)) goto out;
-        } else {
-            const int64_t F = s->n_ff;
-            if (T("ffn_gate.weight", 0, std_in, E, F, 0)) goto out;
-            if (T("ffn_up.weight", 0, std_in, E, F, 0)) goto out;
-            if (T("ffn_down.weight", 0, 1.0f / sqrtf((float)F), F, E, 0)) goto out;
-        }
-#undef T
+    gguf_set_bool(w, "diffusion.shift_logits", shift);
+    if (write_tokenizer(w, s, e)) goto out;
+    if (plan_tensors(s, &p)) { um_errf(e, "out of memory"); goto out; }
+    if (choose_types(o, &p, e)) goto out;
+    uint64_t total = 0;
+    pool = pool_new(0);
+    for (int i = 0; i < p.n; i++) {
+        tspec *t = &p.t[i];
+        if (o->progress) fprintf(stderr, "\rsynth: tensor %d/%d %-28s", i + 1, p.n, t->name);
+        if (generate(o, pool, t, e)) goto out;
+        uint64_t ne[3] = { (uint64_t)t->ne[0], (uint64_t)(t->ne[1] ? t->ne[1] : 1), (uint64_t)(t->ne[2] ? t->ne[2] : 1) };
+        uint32_t nd = t->ne[2] ? 3 : t->ne[1] ? 2 : 1;
+        if (gguf_add_tensor(w, t->name, t->type, nd, ne, t->data, t->size, e)) goto out;
+        total += t->size;
     }
-    if (o->progress) fprintf(stderr, "\rsynth: writing %s (%.1f MB)\n", path, (double)c.bytes / 1e6);
-    rc = gguf_writer_write(c.w, path, e);
+    if (o->progress) fprintf(stderr, "\rsynth: writing %s (%.1f MB)%24s\n", path, (double)total / 1e6, "");
+    rc = gguf_writer_write(w, path, e);
 out:
-    gguf_writer_free(c.w);
-    while (c.bufs) {
-        tensor_buf *n = c.bufs->next;
-        um_free_aligned(c.bufs->data);
-        free(c.bufs);
-        c.bufs = n;
-    }
+    pool_free(pool);
+    gguf_writer_free(w);
+    for (int i = 0; i < p.n; i++) um_free_aligned(p.t[i].data);
+    free(p.t);
     return rc;
 }

@@ -2,7 +2,8 @@
  * synth: random-weight models of every supported architecture, written as ordinary GGUF
  * files with unmask's writer. Tests, the peer comparison and the benchmarks use them: a
  * shape preset ("tiny-llada", "llada-8b", ...) fixes the hyper-parameters, a seed fixes the
- * weights, and one weight type (or a per-tensor chooser) fixes the encoding.
+ * weights, and one weight type (or llama-quantize's per-tensor choice for a mixture such as
+ * Q4_K_M) fixes the encoding.
  *
  * The tokenizer is a byte-level BPE ("gpt2" model) whose first 256 tokens are the bytes
  * (GPT-2's byte-to-unicode mapping), followed by special tokens placed where the real
@@ -31,14 +32,10 @@ const um_synth_shape *synth_find_shape(const char *name);
 /* Comma-separated preset names for messages. */
 const char *synth_shape_names(void);
 
-/* Choose the stored type of tensor `name` (ne0 x ne1 x ne2); return a um_type. */
-typedef uint32_t (*um_synth_type_fn)(void *ctx, const char *name, int64_t ne0, int64_t ne1, int64_t ne2);
-
 typedef struct um_synth_opts {
     const um_synth_shape *shape;
-    uint32_t         type;          /* type of 2-D weights when choose is NULL */
-    um_synth_type_fn choose;        /* optional per-tensor chooser */
-    void            *choose_ctx;
+    uint32_t         type;          /* type of every matrix when mixture is NULL */
+    const char      *mixture;       /* llama-quantize mixture name ("Q4_K_M"), or NULL */
     uint64_t         seed;
     float            init_scale;    /* weight std-dev multiplier, 1 = default */
     bool             progress;      /* print progress to stderr */

@@ -6,14 +6,18 @@
  *
  * Invariants kept by a loaded tokenizer (all checked at load, never changed after):
  *   - text_off / piece_off have n_vocab + 1 ascending entries into their arenas;
- *   - the token map holds every token text (the last id wins for duplicate texts, as in
- *     llama.cpp), the merge map holds (left id, right id) -> (rank, merged id) for every merge
- *     whose two halves and result are tokens (the first occurrence of a pair wins);
- *   - specials[] lists CONTROL / USER_DEFINED / UNKNOWN ids, longest text first.
+ *   - the token map holds every token text; for duplicate texts a model token (NORMAL, BYTE,
+ *     ...) beats an added one (CONTROL, USER_DEFINED, UNKNOWN), else the last id wins as in
+ *     llama.cpp;
+ *   - the merge map holds (left id, right id) -> (rank, merged id) for every merge whose two
+ *     halves and result are tokens (the first occurrence of a pair wins);
+ *   - specials[] lists CONTROL / USER_DEFINED / UNKNOWN ids, longest text first, and smap /
+ *     slens / sfirst index exactly those texts.
  * Behaviour follows llama.cpp's llama-vocab.cpp (which matches Hugging Face tokenizers on the
- * conformance files), except where noted: "clean up tokenization spaces" is never applied on
- * decode, and a byte-level token holding a character outside GPT-2's table decodes to that
- * character's UTF-8 rather than an "[UNK_BYTE_...]" marker.
+ * conformance files), except: "clean up tokenization spaces" is never applied on decode;
+ * invalid UTF-8 is split byte by byte instead of failing; the duplicate rule above; and a
+ * byte-level token holding a character outside GPT-2's table decodes to that character's
+ * UTF-8 rather than an "[UNK_BYTE_...]" marker.
  */
 #include "tokenizer.h"
 #include "unicode_pre.h"
@@ -47,10 +51,17 @@ struct tokenizer {
     int32_t     *mres;              /* (mmask + 1) id of the merged token */
     uint32_t     mmask;
 
+    uint16_t     byte_cp[256];      /* GPT-2 table: byte -> code point */
+    int16_t      cp_byte[0x144];    /* and back, -1 for code points outside the table */
     int32_t      byte_tok[256];     /* token for a lone byte (BPE: its table character; SPM:
                                        <0xNN>, else the 1-byte token, else unk), -1 if none */
     int32_t     *specials;          /* (n_specials) see invariants */
     size_t       n_specials;
+    int32_t     *smap;              /* (smap_mask + 1) rank in specials[] by text hash, -1 empty */
+    uint32_t     smap_mask;
+    uint32_t    *slens;             /* (n_slens) distinct special text lengths, descending */
+    size_t       n_slens;
+    uint8_t      sfirst[32];        /* bit set of the first bytes of special texts */
 
     tok_specials sp;
     int32_t      eog[MAX_EOG];
@@ -89,6 +100,10 @@ int32_t tok_find(const tokenizer *t, const char *s, size_t len) {
     }
 }
 
+static bool is_added(uint8_t ty) {
+    return ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN;
+}
+
 static void tmap_insert(tokenizer *t, int32_t id) {
     uint32_t o = t->text_off[id], len = t->text_off[id + 1] - o;
     uint32_t i = (uint32_t)hash_bytes(t->text + o, len) & t->tmap_mask;
@@ -97,7 +112,10 @@ static void tmap_insert(tokenizer *t, int32_t id) {
         if (cur < 0) { t->tmap[i] = id; return; }
         uint32_t co = t->text_off[cur];
         if (t->text_off[cur + 1] - co == len && memcmp(t->text + co, t->text + o, len) == 0) {
-            t->tmap[i] = id;                         /* duplicate text: last id wins */
+            /* duplicate text: a model token beats an added one (DeepSeek adds "ÿ" etc. as
+             * USER_DEFINED copies of byte-level tokens; the byte must stay the byte), else
+             * the last id wins as in llama.cpp */
+            if (is_added(t->type[id]) <= is_added(t->type[cur])) t->tmap[i] = id;
             return;
         }
         i = (i + 1) & t->tmap_mask;
@@ -130,25 +148,28 @@ static void merge_insert(tokenizer *t, int32_t l, int32_t r, uint32_t rank, int3
 /* ------------------------------------------------------------------ GPT-2 byte table */
 
 /* GPT-2 maps every byte to a printable code point: bytes that are printable Latin-1
- * (! to ~, ¡ to ¬, ® to ÿ) map to themselves, the other 68 to U+0100 + n in byte order. */
-static uint32_t byte_to_cp(uint8_t b) {
-    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE)) return b;
-    uint32_t n = 0;
-    for (uint32_t c = 0; c < b; c++)
-        if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE))) n++;
-    return 0x100 + n;
+ * (! to ~, ¡ to ¬, ® to ÿ) map to themselves, the other 68 to U+0100 + n in byte order.
+ * So every table code point is below U+0144. */
+#define BYTE_CP_END 0x144
+
+static bool byte_is_printable(uint32_t b) {
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
-/* Inverse: -1 for a code point outside the table. */
-static int cp_to_byte(uint32_t cp) {
-    if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF)) return (int)cp;
-    if (cp < 0x100 || cp >= 0x100 + 68) return -1;
+static void build_byte_tables(tokenizer *t) {
     uint32_t n = 0;
-    for (uint32_t c = 0; c < 256; c++)
-        if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE)))
-            if (n++ == cp - 0x100) return (int)c;
-    return -1;
+    for (uint32_t cp = 0; cp < BYTE_CP_END; cp++) t->cp_byte[cp] = -1;
+    for (uint32_t b = 0; b < 256; b++) {
+        uint32_t cp = byte_is_printable(b) ? b : 0x100 + n++;
+        t->byte_cp[b] = (uint16_t)cp;
+        t->cp_byte[cp] = (int16_t)b;
+    }
 }
+
+static uint32_t byte_to_cp(const tokenizer *t, uint8_t b) { return t->byte_cp[b]; }
+
+/* Inverse: -1 for a code point outside the table. */
+static int cp_to_byte(const tokenizer *t, uint32_t cp) { return cp < BYTE_CP_END ? t->cp_byte[cp] : -1; }
 
 /* ------------------------------------------------------------------ loading */
 
@@ -215,16 +236,23 @@ static int read_flag(const gguf_file *g, const char *key, bool *v, um_err *e) {
     return gguf_get_bool(g, key, v, e);
 }
 
-/* Bytes of token id's decoded piece, written to out (room for 4 * text length). */
+static int hex_digit(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* Bytes of token id's decoded piece, written to out. Never longer than the token's text:
+ * a GPT-2 table character (1-2 bytes) becomes one byte, U+2581 (3 bytes) one space, <0xNN>
+ * one byte, anything else is copied. */
 static size_t make_piece(const tokenizer *t, int32_t id, uint8_t *out) {
     const uint8_t *s = (const uint8_t *)t->text + t->text_off[id];
     size_t n = t->text_off[id + 1] - t->text_off[id];
     tok_type ty = (tok_type)t->type[id];
     if (ty == TOK_TYPE_BYTE && n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>') {
-        char hex[3] = { (char)s[3], (char)s[4], 0 };
-        char *end;
-        long v = strtol(hex, &end, 16);
-        if (*end == 0) { out[0] = (uint8_t)v; return 1; }
+        int hi = hex_digit(s[3]), lo = hex_digit(s[4]);
+        if (hi >= 0 && lo >= 0) { out[0] = (uint8_t)(hi << 4 | lo); return 1; }
     }
     if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN ||
         ty == TOK_TYPE_UNUSED || ty == TOK_TYPE_BYTE) {
@@ -242,7 +270,7 @@ static size_t make_piece(const tokenizer *t, int32_t id, uint8_t *out) {
     for (size_t i = 0; i < n; ) {
         uint32_t cp;
         size_t c = upre_utf8_decode(s + i, n - i, &cp);
-        int b = cp == UPRE_INVALID ? -1 : cp_to_byte(cp);
+        int b = cp == UPRE_INVALID ? -1 : cp_to_byte(t, cp);
         if (b >= 0) out[k++] = (uint8_t)b;
         else { memcpy(out + k, s + i, c); k += c; }
         i += c;
@@ -281,9 +309,6 @@ static int load_vocab(tokenizer *t, const gguf_file *g, um_err *e) {
         t->type[i] = TOK_TYPE_NORMAL;
     }
     t->text_off[n] = o;
-    memset(t->tmap, 0xFF, ((size_t)t->tmap_mask + 1) * sizeof *t->tmap);
-    for (int32_t i = 0; i < n; i++)
-        if (t->text_off[i + 1] > t->text_off[i]) tmap_insert(t, i);
 
     const gguf_kv *kv = gguf_find_kv(g, "tokenizer.ggml.token_type");
     if (kv) {
@@ -298,6 +323,10 @@ static int load_vocab(tokenizer *t, const gguf_file *g, um_err *e) {
             t->type[i] = (ty >= TOK_TYPE_NORMAL && ty <= TOK_TYPE_BYTE) ? (uint8_t)ty : TOK_TYPE_UNDEFINED;
         }
     }
+    memset(t->tmap, 0xFF, ((size_t)t->tmap_mask + 1) * sizeof *t->tmap);
+    for (int32_t i = 0; i < n; i++)
+        if (t->text_off[i + 1] > t->text_off[i]) tmap_insert(t, i);
+
     kv = gguf_find_kv(g, "tokenizer.ggml.scores");
     if (kv) {
         if (gguf_get_arr(g, "tokenizer.ggml.scores", GGUF_TYPE_COUNT, &kv, e) != UM_OK) return UM_FAIL;
@@ -352,6 +381,19 @@ static int load_merges(tokenizer *t, const gguf_file *g, um_err *e) {
     }
     if (buf != stack_buf) free(buf);
     return UM_OK;
+}
+
+/* Rank in specials[] of the special token whose text is s[0..len), or -1. */
+static int32_t special_rank(const tokenizer *t, const char *s, size_t len) {
+    uint32_t i = (uint32_t)hash_bytes(s, len) & t->smap_mask;
+    for (;;) {
+        int32_t k = t->smap[i];
+        if (k < 0) return -1;
+        int32_t id = t->specials[k];
+        uint32_t o = t->text_off[id];
+        if (t->text_off[id + 1] - o == len && memcmp(t->text + o, s, len) == 0) return k;
+        i = (i + 1) & t->smap_mask;
+    }
 }
 
 static int cmp_special(const void *a, const void *b, void *ctx) {
@@ -428,12 +470,30 @@ static int load_specials(tokenizer *t, const gguf_file *g, um_err *e) {
             t->text_off[i + 1] > t->text_off[i]) t->specials[t->n_specials++] = i;
     }
     qsort_r(t->specials, t->n_specials, sizeof *t->specials, cmp_special, t);
+
+    /* index for partition(): text -> lowest rank, the distinct lengths, the first bytes */
+    t->smap_mask = table_size_for(t->n_specials) - 1;
+    t->smap = malloc(((size_t)t->smap_mask + 1) * sizeof *t->smap);
+    t->slens = malloc((t->n_specials ? t->n_specials : 1) * sizeof *t->slens);
+    if (!t->smap || !t->slens) return tok_alloc_fail(e);
+    memset(t->smap, 0xFF, ((size_t)t->smap_mask + 1) * sizeof *t->smap);
+    for (size_t k = 0; k < t->n_specials; k++) {
+        int32_t id = t->specials[k];
+        const char *st = t->text + t->text_off[id];
+        uint32_t sl = t->text_off[id + 1] - t->text_off[id];
+        if (special_rank(t, st, sl) >= 0) continue;            /* same text, lower rank kept */
+        uint32_t i = (uint32_t)hash_bytes(st, sl) & t->smap_mask;
+        while (t->smap[i] >= 0) i = (i + 1) & t->smap_mask;
+        t->smap[i] = (int32_t)k;
+        if (!t->n_slens || t->slens[t->n_slens - 1] != sl) t->slens[t->n_slens++] = sl;
+        t->sfirst[(uint8_t)st[0] >> 3] |= (uint8_t)(1u << (st[0] & 7));
+    }
     return UM_OK;
 }
 
 static int load_pieces(tokenizer *t, um_err *e) {
     int32_t n = t->n_vocab;
-    size_t cap = (size_t)t->text_off[n] * 4 + 1;    /* a byte-level char may become 4 bytes */
+    size_t cap = (size_t)t->text_off[n] + 1;        /* pieces are never longer than texts */
     t->piece = malloc(cap);
     t->piece_off = malloc(((size_t)n + 1) * sizeof *t->piece_off);
     if (!t->piece || !t->piece_off) return tok_alloc_fail(e);
@@ -448,7 +508,7 @@ static int load_pieces(tokenizer *t, um_err *e) {
         t->byte_tok[b] = -1;
         if (t->model == TOK_MODEL_BPE) {
             uint8_t u[4];
-            size_t k = upre_utf8_encode(byte_to_cp((uint8_t)b), u);
+            size_t k = upre_utf8_encode(byte_to_cp(t, (uint8_t)b), u);
             t->byte_tok[b] = tok_find(t, (const char *)u, k);
         } else {
             static const char hex[] = "0123456789ABCDEF";
@@ -498,6 +558,7 @@ int tok_load(tokenizer **out, const gguf_file *g, um_err *e) {
         add_bos_default = pre_table[i].add_bos;
     }
 
+    build_byte_tables(t);
     if (load_vocab(t, g, e) != UM_OK) goto fail;
     if (t->model == TOK_MODEL_BPE && load_merges(t, g, e) != UM_OK) goto fail;
     if (t->model == TOK_MODEL_BPE) t->sp.add_bos = add_bos_default;
@@ -524,7 +585,7 @@ void tok_free(tokenizer *t) {
     if (!t) return;
     free(t->text); free(t->text_off); free(t->piece); free(t->piece_off);
     free(t->type); free(t->score); free(t->tmap);
-    free(t->mkey); free(t->mrank); free(t->mres); free(t->specials);
+    free(t->mkey); free(t->mrank); free(t->mres); free(t->specials); free(t->smap); free(t->slens);
     free(t);
 }
 
@@ -711,7 +772,7 @@ static void bpe_piece(const tokenizer *t, work *w, const char *p, size_t n, idbu
         /* the piece as byte-level text: each byte is one 1- or 2-byte character */
         if (!work_reserve(w, 0, 2 * n)) return;
         size_t k = 0;
-        for (size_t i = 0; i < n; i++) k += upre_utf8_encode(byte_to_cp((uint8_t)p[i]), (uint8_t *)w->buf + k);
+        for (size_t i = 0; i < n; i++) k += upre_utf8_encode(byte_to_cp(t, (uint8_t)p[i]), (uint8_t *)w->buf + k);
         int32_t id = tok_find(t, w->buf, k);
         if (id >= 0) { idbuf_push(out, id); return; }
     }
@@ -788,41 +849,80 @@ static bool frag_push(fraglist *l, frag f) {
     return true;
 }
 
-/* Split text fragments around every occurrence of each special token, longest token first
- * (llama.cpp's tokenizer_st_partition). Without parse_special only USER_DEFINED tokens are
- * recognised, as Hugging Face does with added tokens that are not special. */
+typedef struct occ { uint32_t rank, pos; } occ;    /* a special token's text found at pos */
+
+static int cmp_occ(const void *a, const void *b) {
+    const occ *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int cmp_occ_pos(const void *a, const void *b) {
+    const occ *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Split the text around special tokens with llama.cpp's tokenizer_st_partition result:
+ * tokens are taken longest first (specials[] order); each one's occurrences are matched left
+ * to right in the text not yet taken by a longer one. Rather than scanning the text once per
+ * special (slow with tens of thousands of them), every occurrence of every special is found
+ * in one pass (hash lookups at the positions whose byte starts some special, one per distinct
+ * length), then accepted in (rank, position) order when none of its bytes is taken yet: the
+ * same outcome, since an occurrence overlapping an accepted one is exactly one that the
+ * fragment splitting would no longer see. Without parse_special only USER_DEFINED tokens
+ * count, as Hugging Face does with added tokens that are not special. */
 static bool partition(const tokenizer *t, const char *text, size_t len, bool parse_special, fraglist *out) {
-    fraglist a = { 0 }, b = { 0 };
-    if (!frag_push(&a, (frag){ -1, 0, (uint32_t)len })) return false;
-    for (size_t k = 0; k < t->n_specials; k++) {
-        int32_t id = t->specials[k];
-        if (!parse_special && t->type[id] != TOK_TYPE_USER_DEFINED) continue;
-        const char *st = t->text + t->text_off[id];
-        size_t sl = t->text_off[id + 1] - t->text_off[id];
-        b.n = 0;
-        for (size_t i = 0; i < a.n; i++) {
-            frag f = a.v[i];
-            if (f.id >= 0 || f.len < sl) { if (!frag_push(&b, f)) goto oom; continue; }
-            size_t pos = f.off, end = (size_t)f.off + f.len;
-            for (;;) {
-                const char *m = memmem(text + pos, end - pos, st, sl);
-                if (!m) break;
-                size_t at = (size_t)(m - text);
-                if (at > pos && !frag_push(&b, (frag){ -1, (uint32_t)pos, (uint32_t)(at - pos) })) goto oom;
-                if (!frag_push(&b, (frag){ id, 0, 0 })) goto oom;
-                pos = at + sl;
+    occ *found = NULL, *acc = NULL;
+    size_t nc = 0, cap = 0, na = 0;
+    uint8_t *taken = NULL;
+    bool ok = false;
+    for (size_t p = 0; p < len && t->n_specials; p++) {
+        uint8_t b = (uint8_t)text[p];
+        if (!(t->sfirst[b >> 3] & (1u << (b & 7)))) continue;
+        for (size_t li = 0; li < t->n_slens; li++) {
+            size_t sl = t->slens[li];
+            if (sl > len - p) continue;
+            int32_t k = special_rank(t, text + p, sl);
+            if (k < 0) continue;
+            if (!parse_special && t->type[t->specials[k]] != TOK_TYPE_USER_DEFINED) continue;
+            if (nc == cap) {
+                cap = cap ? 2 * cap : 16;
+                occ *v = realloc(found, cap * sizeof *v);
+                if (!v) goto done;
+                found = v;
             }
-            if (pos < end && !frag_push(&b, (frag){ -1, (uint32_t)pos, (uint32_t)(end - pos) })) goto oom;
+            found[nc++] = (occ){ (uint32_t)k, (uint32_t)p };
         }
-        fraglist tmp = a; a = b; b = tmp;
     }
-    free(b.v);
-    *out = a;
-    return true;
-oom:
-    free(a.v);
-    free(b.v);
-    return false;
+    if (nc) {
+        qsort(found, nc, sizeof *found, cmp_occ);
+        taken = calloc(len, 1);
+        acc = malloc(nc * sizeof *acc);
+        if (!taken || !acc) goto done;
+        for (size_t i = 0; i < nc; i++) {
+            int32_t id = t->specials[found[i].rank];
+            size_t sl = t->text_off[id + 1] - t->text_off[id];
+            if (memchr(taken + found[i].pos, 1, sl)) continue;
+            memset(taken + found[i].pos, 1, sl);
+            acc[na++] = found[i];
+        }
+        qsort(acc, na, sizeof *acc, cmp_occ_pos);
+    }
+    size_t pos = 0;
+    for (size_t i = 0; i < na; i++) {
+        int32_t id = t->specials[acc[i].rank];
+        if (acc[i].pos > pos && !frag_push(out, (frag){ -1, (uint32_t)pos, acc[i].pos - (uint32_t)pos })) goto done;
+        if (!frag_push(out, (frag){ id, 0, 0 })) goto done;
+        pos = acc[i].pos + (t->text_off[id + 1] - t->text_off[id]);
+    }
+    if (pos < len && !frag_push(out, (frag){ -1, (uint32_t)pos, (uint32_t)(len - pos) })) goto done;
+    ok = true;
+done:
+    free(found);
+    free(acc);
+    free(taken);
+    if (!ok) { free(out->v); *out = (fraglist){ 0 }; }
+    return ok;
 }
 
 /* ------------------------------------------------------------------ encode / decode */
@@ -895,4 +995,24 @@ int tok_decode(const tokenizer *t, const int32_t *ids, size_t n, unsigned flags,
     *out = s;
     *len = k;
     return UM_OK;
+}
+
+size_t tok_utf8_complete_len(const uint8_t *s, size_t n) {
+    /* look for a lead byte among the last 3 bytes whose sequence runs past the end */
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        uint8_t b = s[n - back];
+        if ((b & 0xC0) == 0x80) continue;               /* continuation: keep looking */
+        size_t need = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 1;
+        if (need <= back) return n;                     /* complete (or ASCII / invalid) */
+        /* the bytes present must be a valid start of a sequence to be worth waiting for */
+        uint8_t tmp[4] = { 0x80, 0x80, 0x80, 0x80 };
+        memcpy(tmp, s + n - back, back);
+        if (b == 0xE0 && back >= 2 && tmp[1] < 0xA0) return n;      /* overlong */
+        if (b == 0xED && back >= 2 && tmp[1] > 0x9F) return n;      /* surrogate */
+        if (b == 0xF0 && back >= 2 && tmp[1] < 0x90) return n;      /* overlong */
+        if (b == 0xF4 && back >= 2 && tmp[1] > 0x8F) return n;      /* above U+10FFFF */
+        if (b == 0xC0 || b == 0xC1 || b > 0xF4) return n;           /* never valid */
+        return n - back;
+    }
+    return n;
 }

@@ -74,6 +74,11 @@ int32_t     tok_find(const tokenizer *t, const char *s, size_t len);
  * leaves them out unless asked. Not NUL-terminated; NULL for an id out of range. */
 const uint8_t *tok_piece(const tokenizer *t, int32_t id, size_t *len);
 
+/* For showing pieces as they come: the length of the longest prefix of s[0..n) that does
+ * not end inside a UTF-8 sequence that later bytes could still complete. Bytes that can
+ * never be valid count as complete (show them as U+FFFD); at most 3 bytes are held back. */
+size_t tok_utf8_complete_len(const uint8_t *s, size_t n);
+
 #define TOK_ADD_SPECIAL   1u    /* encode: add BOS / EOS as the file says */
 #define TOK_PARSE_SPECIAL 2u    /* encode: recognise special-token text in the input */
 

@@ -11,6 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <pthread.h>
+
+/* Messages are one line and may quote names from hostile files: control bytes (newlines,
+ * terminal escapes) become '?', so printing a message can never drive the terminal. */
+static void sanitize(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
 
 int um_errf(um_err *e, const char *fmt, ...) {
     if (e) {
@@ -18,6 +29,7 @@ int um_errf(um_err *e, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
+        sanitize(e->msg);
     }
     return UM_FAIL;
 }
@@ -39,6 +51,7 @@ int um_err_prefix(um_err *e, const char *fmt, ...) {
     size_t no = strnlen(old, room);
     memcpy(e->msg + np + 2, old, no);
     e->msg[np + 2 + no] = '\0';
+    sanitize(e->msg);
     return UM_FAIL;
 }
 
@@ -103,7 +116,7 @@ float um_fp16_to_fp32(uint16_t h) {
             bits = sign | (exp << 23) | (man << 13);
         }
     } else if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
+        bits = sign | 0x7f800000u | (man << 13) | (man ? 0x00400000u : 0);   /* NaN made quiet, as ggml and F16C do */
     } else {
         bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
     }
@@ -154,4 +167,36 @@ uint16_t um_fp32_to_bf16(float f) {
     memcpy(&u, &f, 4);
     if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 64);
     return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+
+#ifndef UM_PREFIX
+#define UM_PREFIX "/usr/local"
+#endif
+
+static char g_share[PATH_MAX];
+static pthread_once_t g_share_once = PTHREAD_ONCE_INIT;
+
+static void find_share(void) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char cand[PATH_MAX + 32];
+            snprintf(cand, sizeof cand, "%s/../share/unmask", exe);
+            struct stat st;
+            if (stat(cand, &st) == 0 && S_ISDIR(st.st_mode) && strlen(cand) < sizeof g_share) {
+                snprintf(g_share, sizeof g_share, "%s", cand);
+                return;
+            }
+        }
+    }
+    snprintf(g_share, sizeof g_share, "%s/share/unmask", UM_PREFIX);
+}
+
+const char *um_share_dir(void) {
+    pthread_once(&g_share_once, find_share);
+    return g_share;
 }

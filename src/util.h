@@ -45,6 +45,10 @@ double um_now(void);
 /* Read a whole file into a NUL-terminated heap buffer. */
 int um_read_file(const char *path, char **data, size_t *len, um_err *e);
 
+/* The installed data folder: <dir of the executable>/../share/unmask when that exists (so a
+ * relocated install works), else UM_PREFIX "/share/unmask". No trailing slash. */
+const char *um_share_dir(void);
+
 /* fp16 / bf16 <-> fp32, portable scalar versions (the references). */
 float    um_fp16_to_fp32(uint16_t h);
 uint16_t um_fp32_to_fp16(float f);

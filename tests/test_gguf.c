@@ -2,8 +2,8 @@
  * test_gguf: the GGUF reader and writer.
  *
  * - every metadata type and array round-trips writer -> reader, getters check types/ranges;
- * - the reader agrees with tests/data/vocab-expected.tsv, written by llama.cpp's gguf-py
- *   (tests/data/gguf_expect.py), on every file in tests/data/vocab;
+ * - the reader agrees with tests/data/gguf-expected.tsv, written by llama.cpp's gguf-py
+ *   (tests/data/gguf_expect.py), on every file in tests/data/vocab and on tiny-llada.gguf;
  * - a corpus of broken files, each made from a valid file and patched, fails with its
  *   specific message and byte offset;
  * - tests/data/tiny-llada.gguf is exactly what tiny_llada() generates.
@@ -291,8 +291,8 @@ static bool elem_is(const gguf_kv *kv, uint64_t i, char *want) {
     return gguf_arr_f64(kv, i) == strtod(want, NULL);
 }
 
-TEST(gguf_vocab_files_agree_with_gguf_py) {
-    FILE *f = fopen("tests/data/vocab-expected.tsv", "r");
+TEST(gguf_files_agree_with_gguf_py) {
+    FILE *f = fopen("tests/data/gguf-expected.tsv", "r");
     CHECK(f);
     char line[8192], open_name[256] = "";
     gguf_file *g = NULL;
@@ -307,7 +307,7 @@ TEST(gguf_vocab_files_agree_with_gguf_py) {
         lines++;
         if (!strcmp(col[1], "file")) {
             gguf_close(g);
-            snprintf(open_name, sizeof open_name, "tests/data/vocab/%s", col[0]);
+            snprintf(open_name, sizeof open_name, "tests/data/%s", col[0]);
             CHECK_MSG(gguf_open(&g, open_name, &e) == UM_OK, "%s", e.msg);
             CHECK_EQ(gguf_version(g), atoi(col[2]));
             CHECK_EQ(gguf_n_kv(g), atoi(col[3]));
@@ -317,6 +317,20 @@ TEST(gguf_vocab_files_agree_with_gguf_py) {
             continue;
         }
         unesc(col[2]);
+        if (!strcmp(col[1], "tensor")) {
+            const gguf_tensor *t = gguf_find_tensor(g, col[2]);
+            CHECK_MSG(t, "%s: no tensor %s", open_name, col[2]);
+            char ne[96];
+            ne[0] = 0;
+            for (uint32_t d = 0; d < t->n_dims; d++)
+                snprintf(ne + strlen(ne), sizeof ne - strlen(ne), d ? ",%llu" : "%llu", (unsigned long long)t->ne[d]);
+            uint64_t sum = 0;
+            for (uint64_t i = 0; i < t->size; i++) sum += ((const uint8_t *)t->data)[i];
+            CHECK_MSG(t->type == (uint32_t)atoi(col[3]) && !strcmp(ne, col[4]) && t->size == strtoull(col[5], NULL, 10) &&
+                      gguf_data_offset(g) + t->offset == strtoull(col[6], NULL, 10) && sum == strtoull(col[7], NULL, 10),
+                      "%s: tensor %s", open_name, col[2]);
+            continue;
+        }
         const gguf_kv *kv = gguf_kv_at(g, kv_i++);   /* same order as in the file */
         CHECK_MSG(kv && gguf_str_eq(kv->key, col[2]), "%s: key %llu is not %s", open_name,
                   (unsigned long long)kv_i - 1, col[2]);
@@ -347,8 +361,8 @@ TEST(gguf_vocab_files_agree_with_gguf_py) {
     }
     gguf_close(g);
     fclose(f);
-    CHECK_EQ(files, 6);
-    CHECK(lines > 100);
+    CHECK_EQ(files, 7);
+    CHECK(lines > 150);
 }
 
 /* ------------------------------------------------------------------ broken files */
@@ -446,7 +460,7 @@ static void make_broken(const uint8_t *base, size_t n) {
     WANT(b, "key length 1048576 exceeds the limit 65535 (at byte %llu)", (unsigned long long)L.kv_aa);
     b = add_case("string-past-end", base, n, n);
     put64(b->p, L.kv_aa + 16, 1ull << 62);      /* the value's length: after key (8+4) and type (4) */
-    WANT(b, "string length 4611686018427387904 runs past end of file (%zu bytes left) (at byte %llu)",
+    WANT(b, "key 'k.aa': string length 4611686018427387904 runs past end of file (%zu bytes left) (at byte %llu)",
          n - (size_t)(L.kv_aa + 24), (unsigned long long)(L.kv_aa + 16));
     b = add_case("unknown-value-type", base, n, n);
     put32(b->p, L.kv_aa + 12, 13);

@@ -228,8 +228,18 @@ TEST(matmul_int_kernels_match_quantized_activations) {
         int blk = types[ti] == UM_TYPE_Q8_0 ? 32 : 256;
         size_t row_bytes = (size_t)n_in * 3 + 256, off_scale = (size_t)n_in, off_corr = off_scale + (size_t)n_in / 32 * 4;
         uint8_t *row = um_malloc_aligned(row_bytes);
+        uint8_t *row2 = um_malloc_aligned(row_bytes);
         for (int64_t t = 0; t < n_tokens; t++) {
             mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
+            if (matmul_kernel_available(UM_KERNEL_AVX2)) {
+                /* the kernels' AVX2 quantizer must give the same bytes as the portable one */
+                size_t used = off_corr + (size_t)n_in / 16 * 4;
+                memset(row2, 0, row_bytes);
+                memset(row, 0, row_bytes);
+                mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
+                mm_quantize_act_avx2(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
+                CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX2 activation quantizer differs", um_type_name(types[ti]));
+            }
             const float *scale = (const float *)(row + off_scale);
             for (int64_t k = 0; k < n_in; k++) {
                 double v = (double)((int8_t *)row)[k] * scale[k / blk];
@@ -258,8 +268,34 @@ TEST(matmul_int_kernels_match_quantized_activations) {
             free(y);
         }
         um_free_aligned(row);
+        um_free_aligned(row2);
         free(xq);
         free(x);
+        free_case(&c);
+    }
+}
+
+/* The kernels' F16C scale tables equal the portable ones exactly (one exact product each). */
+TEST(matmul_panel_tables_avx2_match_portable) {
+    if (!matmul_kernel_available(UM_KERNEL_AVX2)) { th_skip("no AVX2"); return; }
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
+        mcase c;
+        CHECK(make_case(&c, types[ti], 512, 32, 11 + ti) == UM_OK);
+        void *buf = um_malloc_aligned(c.bytes);
+        um_matmul_weights w;
+        um_err e;
+        CHECK(matmul_prepare(&w, c.type, 512, 32, c.raw, buf, UM_KERNEL_AVX2, &e) == UM_OK);
+        CHECK(w.packed);
+        float *t1 = malloc(mm_tables_bytes(&w)), *t2 = malloc(mm_tables_bytes(&w));
+        size_t n = c.type == UM_TYPE_Q8_0 ? 512 / 2 : 512;
+        for (int64_t p = 0; p < 2; p++) {
+            mm_panel_tables(&w, p, t1);
+            mm_panel_tables_avx2(&w, p, t2);
+            CHECK_MSG(memcmp(t1, t2, n * sizeof(float)) == 0, "%s panel %lld tables differ", um_type_name(c.type), (long long)p);
+        }
+        free(t1); free(t2);
+        um_free_aligned(buf);
         free_case(&c);
     }
 }
@@ -327,4 +363,13 @@ TEST(matmul_unmask_kernel_env) {
     }
     if (saved) { setenv("UNMASK_KERNEL", saved, 1); free(saved); }
     else unsetenv("UNMASK_KERNEL");
+}
+
+/* The self-test that guards automatic AMX use passes for a correct kernel (the emulated
+ * AMX loops here) and for AVX-512 against itself. */
+TEST(matmul_self_test_accepts_correct_kernels) {
+    if (!matmul_kernel_available(UM_KERNEL_AVX512)) { th_skip("no AVX-512"); return; }
+    CHECK(matmul_self_test(UM_KERNEL_AMX_EMU));
+    CHECK(matmul_self_test(UM_KERNEL_AVX2));
+    CHECK(!matmul_self_test((um_kernel)77));
 }

@@ -7,6 +7,7 @@
 #include "pool.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #define TP_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -69,13 +70,22 @@ TEST(pool_every_chunk_once) {
     }
 }
 
+/* Back-to-back runs (helpers still spinning) mixed with pauses long enough for them to
+ * fall asleep, so both wake-up paths are taken; 2 threads spin on this machine's CPUs,
+ * 4 may outnumber them and then sleep at once. */
 TEST(pool_repeated_runs) {
-    um_pool *p = pool_new(4);
-    CHECK(p != NULL);
-    int bad = 0;
-    for (int r = 0; r < 300 && !bad; r++) bad = run_counted(p, 1 + r % 37, 4);
-    pool_free(p);
-    CHECK(!bad);
+    static const int threads[] = { 2, 4 };
+    for (size_t ti = 0; ti < TP_LEN(threads); ti++) {
+        um_pool *p = pool_new(threads[ti]);
+        CHECK(p != NULL);
+        int bad = 0;
+        for (int r = 0; r < 300 && !bad; r++) {
+            if (r % 50 == 49) nanosleep(&(struct timespec){ 0, 3000000 }, NULL);
+            bad = run_counted(p, 1 + r % 37, threads[ti]);
+        }
+        pool_free(p);
+        CHECK_MSG(!bad, "threads %d", threads[ti]);
+    }
 }
 
 TEST(pool_null_and_single_thread) {
@@ -128,4 +138,38 @@ TEST(pool_create_free_many) {
         if (i % 2) CHECK(run_counted(p, 9, 1 + i % 4) == 0);
         pool_free(p);               /* immediately, with helpers possibly still spinning */
     }
+}
+
+/* A task that itself calls pool_run on the same pool: the inner run must not deadlock
+ * or disturb the outer one; it runs on the calling worker alone. */
+typedef struct nest_arg {
+    um_pool    *pool;
+    atomic_int  outer_hits;
+    atomic_int  inner_hits;
+    atomic_int  inner_bad_threads;
+} nest_arg;
+
+static void inner_chunk(void *argp, int64_t chunk, int thread_id) {
+    nest_arg *a = argp;
+    if (thread_id != 0) atomic_fetch_add(&a->inner_bad_threads, 1);
+    atomic_fetch_add(&a->inner_hits, 1);
+}
+
+static void outer_chunk(void *argp, int64_t chunk, int thread_id) {
+    nest_arg *a = argp;
+    atomic_fetch_add(&a->outer_hits, 1);
+    pool_for(a->pool, 5, inner_chunk, a);
+}
+
+TEST(pool_nested_run_is_inline) {
+    um_pool *p = pool_new(3);
+    CHECK(p != NULL);
+    nest_arg a = { .pool = p };
+    pool_for(p, 40, outer_chunk, &a);
+    int bad = run_counted(p, 100, 3);        /* the pool still works afterwards */
+    pool_free(p);
+    CHECK_EQ(atomic_load(&a.outer_hits), 40);
+    CHECK_EQ(atomic_load(&a.inner_hits), 200);
+    CHECK_EQ(atomic_load(&a.inner_bad_threads), 0);
+    CHECK(!bad);
 }

@@ -208,6 +208,28 @@ TEST(quant_f16_bf16_conversions_match_ggml) {
     free(buf);
 }
 
+/* F16 weights widen to fp32 for every one of the 65536 bit patterns as ggml does: exactly,
+ * with signalling NaNs quieted (top mantissa bit set; payload and sign kept). */
+TEST(quant_f16_widening_all_patterns) {
+    static uint16_t h[65536];
+    static float y[65536];
+    for (uint32_t p = 0; p < 65536; p++) h[p] = (uint16_t)p;
+    um_traits(UM_TYPE_F16)->to_float_ref(h, y, 65536);
+    for (uint32_t p = 0; p < 65536; p++) {
+        uint32_t got, want;
+        memcpy(&got, &y[p], 4);
+        uint32_t sign = (p & 0x8000u) << 16, e = (p >> 10) & 0x1f, m = p & 0x3ff;
+        if (e == 0x1f) {
+            want = sign | 0x7f800000u | (m << 13) | (m ? 0x00400000u : 0);
+        } else {
+            float v = ldexpf((float)(e ? (m | 0x400) : m), (e ? (int)e : 1) - 25);   /* exact */
+            memcpy(&want, &v, 4);
+            want |= sign;
+        }
+        CHECK_MSG(got == want, "fp16 %04x -> %08x, want %08x", p, got, want);
+    }
+}
+
 /* ------------------------------------------------------------------ round trip */
 
 /* Deterministic weight-like data: a sum of uniforms (near-Gaussian), some rows scaled. */

@@ -32,5 +32,5 @@ mkdir -p bin lib include
 cp build/bin/llama-diffusion-cli build/bin/llama-quantize build/bin/llama-tokenize bin/
 find build -name '*.so*' -exec cp -P {} lib/ \;
 cp src/include/llama.h src/ggml/include/*.h include/
-git -C src describe --tags --always > VERSION 2>/dev/null || echo v0.4.0 > VERSION
+echo "v0.4.0 ($(git -C src rev-parse --short HEAD))" > VERSION
 echo "peer: built llama.cpp $(cat VERSION) (AMX off) in $dir"

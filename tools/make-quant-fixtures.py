@@ -41,7 +41,7 @@ HALF_FIELDS = {
     "iq4_nl": [0], "iq4_xs": [0],
 }
 
-NE0, NROWS = 512, 3
+NE0, NROWS = 512, 5
 
 
 def make_input():
@@ -56,6 +56,8 @@ def make_input():
     x[1, 256:512] = rng.uniform(-1, 1, 256).astype(np.float32) * np.linspace(1e-4, 3, 256, dtype=np.float32)
     x[2, 0:256] = 0.0                                        # all-zero super-block
     x[2, 256:512] = (rng.standard_t(3, 256) * 0.05).astype(np.float32)   # heavy tails
+    x[3] = rng.uniform(-1, 1, NE0).astype(np.float32)        # uniform: the IQ4 scale search differs most
+    x[4] = (rng.randn(NE0) * 0.5 + 0.3).astype(np.float32)   # offset Gaussian, one sign dominates
     return x
 
 
@@ -70,6 +72,9 @@ def write_gguf(path, tensors, arch="llada", hp=None):
     w.add_head_count_kv(hp.get("n_head_kv", 4))
     w.add_layer_norm_rms_eps(1e-5)
     w.add_file_type(0)
+    if hp.get("n_expert"):
+        w.add_expert_count(hp["n_expert"]); w.add_expert_used_count(2)
+        w.add_rope_dimension_count(64)
     for name, arr in tensors:
         w.add_tensor(name, arr)
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
@@ -221,7 +226,7 @@ MIXTURES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K
             "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS"]
 
 
-def model_tensors(n_layer, n_embd, n_ff, n_vocab, n_head, n_head_kv, tied, extra):
+def model_tensors(n_layer, n_embd, n_ff, n_vocab, n_head, n_head_kv, tied, extra, n_expert=0):
     rng = np.random.RandomState(11)
     head = n_embd // n_head
     r = lambda *s: (rng.randn(*s) * 0.02).astype(np.float32)
@@ -235,10 +240,16 @@ def model_tensors(n_layer, n_embd, n_ff, n_vocab, n_head, n_head_kv, tied, extra
               (p + "attn_k.weight", r(head * n_head_kv, n_embd)),
               (p + "attn_v.weight", r(head * n_head_kv, n_embd)),
               (p + "attn_output.weight", r(n_embd, n_embd)),
-              (p + "ffn_norm.weight", np.ones(n_embd, np.float32)),
-              (p + "ffn_gate.weight", r(n_ff, n_embd)),
-              (p + "ffn_up.weight", r(n_ff, n_embd)),
-              (p + "ffn_down.weight", r(n_embd, n_ff))]
+              (p + "ffn_norm.weight", np.ones(n_embd, np.float32))]
+        if n_expert:
+            t += [(p + "ffn_gate_inp.weight", r(n_expert, n_embd)),
+                  (p + "ffn_gate_exps.weight", r(n_expert, n_ff, n_embd)),
+                  (p + "ffn_up_exps.weight", r(n_expert, n_ff, n_embd)),
+                  (p + "ffn_down_exps.weight", r(n_expert, n_embd, n_ff))]
+        else:
+            t += [(p + "ffn_gate.weight", r(n_ff, n_embd)),
+                  (p + "ffn_up.weight", r(n_ff, n_embd)),
+                  (p + "ffn_down.weight", r(n_embd, n_ff))]
     if extra:
         t.append(("blk.0.extra_proj.weight", r(8, 100)))      # ne0 = 100: no block fits -> F16
     return t
@@ -246,23 +257,26 @@ def model_tensors(n_layer, n_embd, n_ff, n_vocab, n_head, n_head_kv, tied, extra
 
 def mixture_fixture(tmp):
     models = {
-        # name: (n_layer, n_embd, n_ff, n_vocab, n_head, n_head_kv, tied, extra)
-        "A": (10, 256, 288, 64, 4, 4, False, True),   # MHA, untied head, ffn 288 (not a 256 multiple)
-        "B": (8, 256, 512, 64, 8, 2, True, False),    # GQA 4, tied embeddings
+        # name: (arch, n_layer, n_embd, n_ff, n_vocab, n_head, n_head_kv, tied, extra, n_expert)
+        "A": ("llada", 12, 256, 288, 64, 4, 4, False, True, 0),  # MHA, untied head, ffn 288 (not a 256
+                                                                 # multiple), > 10 layers (name order != layer order)
+        "B": ("llada", 8, 256, 512, 64, 8, 2, True, False, 0),   # GQA 4, tied embeddings
+        "C": ("llama", 4, 256, 128, 64, 4, 4, False, False, 8),  # 8 experts: the Mixtral rules
     }
-    lines = ["# Per-tensor types chosen by llama-quantize (llama.cpp %s) for each mixture, on two"
+    lines = ["# Per-tensor types chosen by llama-quantize (llama.cpp %s) for each mixture, on three"
              % open(os.path.join(PEER, "VERSION")).read().strip().replace("\n", " "),
-             "# small llada-shaped models (source tensors f32). Made by tools/make-quant-fixtures.sh.",
+             "# small models, two llada-shaped and one with 8 experts (source tensors f32). Made by tools/make-quant-fixtures.sh.",
              "# mixtures NAME...            the columns of the tensor lines",
              "# ftypes N...                 general.file_type llama-quantize wrote, per column",
              "# model NAME ARCH N_LAYER N_HEAD N_HEAD_KV N_EXPERT",
-             "# tensor MODEL NAME N_DIMS NE0 NE1 TYPE...",
+             "# tensor MODEL NAME N_DIMS NE0 NE1 NE2 TYPE...",
              "mixtures " + " ".join(MIXTURES)]
     ftypes = None
-    for mname, (nl, ne, nf, nv, nh, nkv, tied, extra) in models.items():
-        tensors = model_tensors(nl, ne, nf, nv, nh, nkv, tied, extra)
+    for mname, (arch, nl, ne, nf, nv, nh, nkv, tied, extra, nexp) in models.items():
+        tensors = model_tensors(nl, ne, nf, nv, nh, nkv, tied, extra, nexp)
         src = os.path.join(tmp, "model%s.gguf" % mname)
-        write_gguf(src, tensors, hp=dict(n_layer=nl, n_embd=ne, n_ff=nf, n_head=nh, n_head_kv=nkv))
+        write_gguf(src, tensors, arch=arch,
+                   hp=dict(n_layer=nl, n_embd=ne, n_ff=nf, n_head=nh, n_head_kv=nkv, n_expert=nexp))
         got, ft = {}, []
         for mix in MIXTURES:
             dst = os.path.join(tmp, "model%s-%s.gguf" % (mname, mix))
@@ -274,11 +288,53 @@ def mixture_fixture(tmp):
         if ftypes is None:
             ftypes = ft
             lines.append("ftypes " + " ".join(str(f) for f in ft))
-        lines.append("model %s llada %d %d %d 0" % (mname, nl, nh, nkv))
+        lines.append("model %s %s %d %d %d %d" % (mname, arch, nl, nh, nkv, nexp))
         for name, arr in tensors:
-            shape = list(reversed(arr.shape)) + [1] * (2 - arr.ndim)
-            lines.append("tensor %s %s %d %d %d %s" % (mname, name, arr.ndim, shape[0], shape[1], " ".join(got[name])))
+            shape = list(reversed(arr.shape)) + [1] * (3 - arr.ndim)
+            lines.append("tensor %s %s %d %d %d %d %s" % (mname, name, arr.ndim, shape[0], shape[1], shape[2],
+                                                          " ".join(got[name])))
     with open(os.path.join(OUT, "mixtures.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def tiny_model_fixture(tmp):
+    """tiny-f32.gguf (8 layers, rows of 256, two rows per matrix) and what llama-quantize
+    makes of it as Q4_K_M and Q8_0: an end-to-end check of unmask quantize, byte for byte."""
+    rng = np.random.RandomState(5)
+    r = lambda *s: (rng.randn(*s) * 0.02).astype(np.float32)
+    t = [("token_embd.weight", r(4, 256)), ("output_norm.weight", np.ones(256, np.float32)),
+         ("output.weight", r(4, 256))]
+    for i in range(8):
+        p = "blk.%d." % i
+        t += [(p + "attn_norm.weight", (1 + r(256)).astype(np.float32)),
+              (p + "attn_v.weight", r(2, 256)), (p + "ffn_down.weight", r(2, 256))]
+    src = os.path.join(OUT, "tiny-f32.gguf")
+    write_gguf(src, t, hp=dict(n_layer=8, n_embd=256, n_ff=256, n_head=4, n_head_kv=4))
+    for mix in ("Q4_K_M", "Q8_0"):
+        run_quantize(src, os.path.join(OUT, "tiny-%s.gguf" % mix.lower()), mix, pure=False)
+
+
+def synth_fixture(tmp):
+    """synth.txt: sha256 of llama-quantize's output for models written by `unmask synth`
+    (MoE, F16 and BF16 sources), with the input's sha256 so the test can tell whether synth
+    still writes the same model. Needs ./unmask (UNMASK=path to override); skipped without it."""
+    unmask = os.environ.get("UNMASK", "./unmask")
+    if not os.access(unmask, os.X_OK):
+        print("no %s: synth.txt not remade" % unmask)
+        return
+    import hashlib
+    sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+    lines = ["# unmask synth model, source type, mixture, sha256 of the synth output, sha256 of what",
+             "# llama-quantize (llama.cpp %s) makes of it. Made by tools/make-quant-fixtures.sh."
+             % open(os.path.join(PEER, "VERSION")).read().strip().replace("\n", " ")]
+    for shape, ty, mix in (("tiny-llada-moe", "f16", "Q4_K_M"), ("tiny-dream", "bf16", "Q5_K_M"),
+                           ("tiny-rnd1", "f32", "IQ4_XS"), ("tiny-llada", "f16", "Q6_K")):
+        src = os.path.join(tmp, "synth-%s-%s.gguf" % (shape, ty))
+        subprocess.run([unmask, "synth", "--shape", shape, "--type", ty, "-o", src], check=True, capture_output=True)
+        dst = os.path.join(tmp, "synth-out.gguf")
+        run_quantize(src, dst, mix, pure=False)
+        lines.append("%s %s %s %s %s" % (shape, ty, mix, sha(src), sha(dst)))
+    with open(os.path.join(OUT, "synth.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
 
@@ -292,6 +348,8 @@ def main():
         activation_fixtures(x)
         conversion_fixture()
         mixture_fixture(tmp)
+        tiny_model_fixture(tmp)
+        synth_fixture(tmp)
     print("wrote", OUT)
 
 

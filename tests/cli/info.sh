@@ -37,6 +37,22 @@ if $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["runnable"]
     and d["totals"]["params"] == sum(eval("*".join(map(str, t["shape"]))) for t in d["tensors"])' "$TMP/out" 2>"$TMP/jerr"
 then ok "tiny: json fields"; else fail "tiny: json fields" "$(tail -c 300 "$TMP/jerr")"; fi
 
+# runnable: the model loader's verdict, named
+$PY - "$tiny" "$TMP" <<'PYEOF'
+import sys
+b = open(sys.argv[1], "rb").read()
+i = b.index(b"llada", b.index(b"general.architecture") + 20)
+open(sys.argv[2] + "/llama.gguf", "wb").write(b[:i] + b"llama" + b[i + 5:])
+i = b.index(b"blk.1.ffn_up.weight")
+open(sys.argv[2] + "/missing.gguf", "wb").write(b[:i] + b"blk.1.ffn_uq.weight" + b[i + 19:])
+PYEOF
+expect_rc "other architecture: text" 0 "$BIN" info "$TMP/llama.gguf"
+expect_grep "other architecture: why" "^runnable: no: unknown architecture 'llama' \(supported: llada, dream, llada-moe, rnd1\)$" "$TMP/out"
+expect_rc "missing tensor: text" 0 "$BIN" info "$TMP/missing.gguf"
+expect_grep "missing tensor: why" "^runnable: no: tensor 'blk\.1\.ffn_up\.weight' missing" "$TMP/out"
+expect_rc "missing tensor: json" 0 "$BIN" info --json "$TMP/missing.gguf"
+expect_grep "missing tensor: json why" '"runnable": false, "why_not": "tensor .blk\.1\.ffn_up\.weight. missing' "$TMP/out"
+
 # broken files: exit 1 and exactly one line naming the file and the problem
 head -c 1500 "$tiny" >"$TMP/trunc.gguf"     # cut inside the metadata
 expect_rc "truncated: exit 1" 1 "$BIN" info "$TMP/trunc.gguf"

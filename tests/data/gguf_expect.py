@@ -3,11 +3,13 @@
 
 Uses llama.cpp's gguf-py (an independent reader), never unmask's own:
   PYTHONPATH=/work/main/build/peer/src/gguf-py python3 tests/data/gguf_expect.py \
-      tests/data/vocab/*.gguf > tests/data/vocab-expected.tsv
+      tests/data/vocab/*.gguf tests/data/tiny-llada.gguf > tests/data/gguf-expected.tsv
 Lines are tab-separated:
   FILE  file  VERSION  N_KV  N_TENSORS
   FILE  kv    KEY  TYPE  VALUE                               (scalars)
   FILE  arr   KEY  ELEM_TYPE  N  SUM  FIRST  MID  LAST       (arrays; MID is element N/2)
+  FILE  tensor  NAME  TYPE_ID  NE0,NE1,..  BYTES  OFFSET  DATA_SUM   (DATA_SUM: sum of the bytes)
+FILE is relative to tests/data.
 SUM is the total byte length for string arrays, else the sum of the elements taken in
 order as float64. Strings are escaped: bytes outside 0x21..0x7e and '\\' become \\xNN.
 """
@@ -28,7 +30,7 @@ def num(t, x):
 
 for path in sys.argv[1:]:
     r = GGUFReader(path)
-    name = os.path.basename(path)
+    name = os.path.relpath(path, os.path.join(os.path.dirname(__file__)))
     kvs = [f for k, f in r.fields.items() if not k.startswith("GGUF.")]
     version = int(r.fields["GGUF.version"].parts[-1][0])
     print(f"{name}\tfile\t{version}\t{len(kvs)}\t{len(r.tensors)}")
@@ -53,3 +55,7 @@ for path in sys.argv[1:]:
             print(f"{name}\tkv\t{esc(f.name.encode())}\tstring\t{esc(bytes(f.parts[f.data[0]]))}")
         else:
             print(f"{name}\tkv\t{esc(f.name.encode())}\t{NAMES[t]}\t{num(t, f.parts[f.data[0]][0])}")
+    for t in r.tensors:
+        ne = ",".join(str(int(x)) for x in t.shape)
+        print(f"{name}\ttensor\t{esc(t.name.encode())}\t{int(t.tensor_type)}\t{ne}\t{int(t.n_bytes)}\t"
+              f"{int(t.data_offset)}\t{int(t.data.view('uint8').sum())}")

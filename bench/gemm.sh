@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# gemm.sh: build bench/peak.c and bench/gemm.c against the library objects and run the
+# standard GEMM benchmark (LLaDA-8B shapes; Q4_K on every kernel, Q6_K/Q8_0/F16 on the
+# 256- and 512-bit VNNI kernels; 1 and 2 threads). Writes bench/results/gemm.json (or $1).
+# Takes about 10 minutes on a 2-core machine. Extra arguments after the output file go to gemm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-bench/results/gemm.json}
+shift || true
+make -s -j2 build/release/unit_tests >/dev/null
+objs="build/release/src/matmul.o build/release/src/matmul_avx2.o build/release/src/matmul_avxvnni.o
+      build/release/src/matmul_avx512.o build/release/src/matmul_amx.o build/release/src/quant.o
+      build/release/src/quant_types.o build/release/src/pool.o build/release/src/cpu.o build/release/src/util.o"
+cc -std=c11 -D_GNU_SOURCE -O2 -g -pthread -Isrc -Ibench -o build/release/peak bench/peak.c
+cc -std=c11 -D_GNU_SOURCE -O2 -g -pthread -Isrc -Ibench -o build/release/gemm bench/gemm.c $objs -lm
+mkdir -p "$(dirname "$out")"
+tmp=$(mktemp)
+{
+  build/release/gemm --types q4_K --kernels avx2,avxvnni,avx512,amx "$@"
+} > "$tmp"
+tmp2=$(mktemp)
+build/release/gemm --types q6_K,q8_0,f16 --kernels avxvnni,avx512,amx "$@" > "$tmp2"
+python3 - "$tmp" "$tmp2" "$out" <<'PY'
+import json, sys, datetime, subprocess
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+a["runs"] += b["runs"]
+a["peak_gmacs_second_pass"] = b["peak_gmacs"]
+a["date"] = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+a["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+a["load_avg_at_end"] = open("/proc/loadavg").read().split()[:3]
+json.dump(a, open(sys.argv[3], "w"), indent=1)
+PY
+rm -f "$tmp" "$tmp2"
+echo "wrote $out"

@@ -1,0 +1,199 @@
+/*
+ * models_conf: the models.conf INI reader (see models_conf.h). Every value is checked;
+ * the first problem is reported as FILE:LINE: message and nothing is returned.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "models_conf.h"
+#include "schedule.h"
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    char *end = s + strlen(s);
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) *--end = 0;
+    return s;
+}
+
+static int parse_int(const char *v, int32_t lo, int32_t hi, int32_t *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) return UM_FAIL;
+    *out = (int32_t)x;
+    return UM_OK;
+}
+
+int models_conf_parse(models_conf *mc, const char *text, size_t len, const char *file, um_err *e) {
+    memset(mc, 0, sizeof *mc);
+    snprintf(mc->file, sizeof mc->file, "%s", file);
+    char dir[1024];
+    const char *slash = strrchr(file, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - file) : 1, slash ? file : ".");
+    int cap = 0;
+    models_preset *cur = NULL;
+    const char *p = text, *end = text + len;
+    for (int line = 1; p < end; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char buf[2048];
+        if (n >= sizeof buf) { um_errf(e, "%s:%d: line too long", file, line); goto err; }
+        memcpy(buf, p, n);
+        buf[n] = 0;
+        p += n + (nl ? 1 : 0);
+        if (memchr(buf, 0, n)) { um_errf(e, "%s:%d: NUL byte in line", file, line); goto err; }
+        for (char *h = buf; (h = strpbrk(h, "#;")); h++)       /* comments: # or ; at start or after a blank */
+            if (h == buf || h[-1] == ' ' || h[-1] == '\t') { *h = 0; break; }
+        char *s = trim(buf);
+        if (!*s) continue;
+        if (*s == '[') {
+            char *close = strchr(s, ']');
+            if (!close || trim(close + 1)[0]) { um_errf(e, "%s:%d: expected [name]", file, line); goto err; }
+            *close = 0;
+            char *name = trim(s + 1);
+            if (!*name || strlen(name) >= sizeof cur->name) { um_errf(e, "%s:%d: section name must be 1..63 bytes", file, line); goto err; }
+            for (char *c = name; *c; c++)
+                if (!isalnum((unsigned char)*c) && !strchr("-_.", *c)) {
+                    um_errf(e, "%s:%d: bad character '%c' in section name (letters, digits, - _ .)", file, line, *c);
+                    goto err;
+                }
+            for (int i = 0; i < mc->n; i++)
+                if (!strcmp(mc->presets[i].name, name)) {
+                    um_errf(e, "%s:%d: preset [%s] already defined at line %d", file, line, name, mc->presets[i].line);
+                    goto err;
+                }
+            if (mc->n == cap) {
+                cap = cap ? cap * 2 : 8;
+                models_preset *np = realloc(mc->presets, (size_t)cap * sizeof *np);
+                if (!np) { um_errf(e, "%s: out of memory", file); goto err; }
+                mc->presets = np;
+            }
+            cur = &mc->presets[mc->n++];
+            memset(cur, 0, sizeof *cur);
+            snprintf(cur->name, sizeof cur->name, "%s", name);
+            cur->gen = cur->steps = cur->block = -1;
+            cur->schedule = cur->scoring = -1;
+            cur->temperature = NAN;
+            cur->line = line;
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq) { um_errf(e, "%s:%d: expected 'key = value' or [name], got '%s'", file, line, s); goto err; }
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1);
+        if (!cur) { um_errf(e, "%s:%d: '%s' before any [preset] section", file, line, key); goto err; }
+        if (!*val) { um_errf(e, "%s:%d: empty value for '%s'", file, line, key); goto err; }
+        if (!strcmp(key, "path")) {
+            int w = val[0] == '/' ? snprintf(cur->path, sizeof cur->path, "%s", val)
+                                  : snprintf(cur->path, sizeof cur->path, "%s/%s", dir, val);
+            if (w < 0 || (size_t)w >= sizeof cur->path) { um_errf(e, "%s:%d: path too long", file, line); goto err; }
+        } else if (!strcmp(key, "chat_template")) {
+            if (strlen(val) >= sizeof cur->chat_template) { um_errf(e, "%s:%d: chat_template too long", file, line); goto err; }
+            snprintf(cur->chat_template, sizeof cur->chat_template, "%s", val);
+        } else if (!strcmp(key, "gen")) {
+            if (parse_int(val, 1, 1 << 20, &cur->gen)) { um_errf(e, "%s:%d: gen must be an integer 1..1048576, got '%s'", file, line, val); goto err; }
+        } else if (!strcmp(key, "steps")) {
+            if (parse_int(val, 1, 1 << 20, &cur->steps)) { um_errf(e, "%s:%d: steps must be an integer 1..1048576, got '%s'", file, line, val); goto err; }
+        } else if (!strcmp(key, "block")) {
+            if (parse_int(val, 1, 1 << 20, &cur->block)) { um_errf(e, "%s:%d: block must be an integer 1..1048576, got '%s'", file, line, val); goto err; }
+        } else if (!strcmp(key, "schedule")) {
+            um_schedule sc;
+            um_err why;
+            if (schedule_from_name(val, &sc, &why)) { um_errf(e, "%s:%d: %s", file, line, why.msg); goto err; }
+            cur->schedule = (int)sc;
+        } else if (!strcmp(key, "scoring")) {
+            um_score sc;
+            um_err why;
+            if (schedule_score_from_name(val, &sc, &why)) { um_errf(e, "%s:%d: %s", file, line, why.msg); goto err; }
+            cur->scoring = (int)sc;
+        } else if (!strcmp(key, "temperature")) {
+            char *tend;
+            errno = 0;
+            float t = strtof(val, &tend);
+            if (errno || tend == val || *tend || !(t >= 0 && t <= 100)) {
+                um_errf(e, "%s:%d: temperature must be a number 0..100, got '%s'", file, line, val);
+                goto err;
+            }
+            cur->temperature = t;
+        } else {
+            um_errf(e, "%s:%d: unknown key '%s' (path, chat_template, gen, steps, block, schedule, scoring, temperature)", file, line, key);
+            goto err;
+        }
+    }
+    for (int i = 0; i < mc->n; i++)
+        if (!mc->presets[i].path[0]) {
+            um_errf(e, "%s:%d: preset [%s] has no path", file, mc->presets[i].line, mc->presets[i].name);
+            goto err;
+        }
+    return UM_OK;
+err:
+    models_conf_free(mc);
+    return UM_FAIL;
+}
+
+int models_conf_load(models_conf *mc, const char *path, um_err *e) {
+    char *data;
+    size_t len;
+    memset(mc, 0, sizeof *mc);
+    if (um_read_file(path, &data, &len, e)) return UM_FAIL;
+    int rc = models_conf_parse(mc, data, len, path, e);
+    free(data);
+    return rc;
+}
+
+static bool exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool models_conf_find(char *path, size_t cap) {
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    snprintf(path, cap, "models.conf");
+    if (exists(path)) return true;
+    if (xdg && *xdg) snprintf(path, cap, "%s/unmask/models.conf", xdg);
+    else if (home && *home) snprintf(path, cap, "%s/.config/unmask/models.conf", home);
+    else path[0] = 0;
+    if (path[0] && exists(path)) return true;
+    snprintf(path, cap, "%s/share/unmask/models.conf", UM_PREFIX);
+    return exists(path);
+}
+
+const models_preset *models_conf_get(const models_conf *mc, const char *name) {
+    for (int i = 0; i < mc->n; i++)
+        if (!strcmp(mc->presets[i].name, name)) return &mc->presets[i];
+    return NULL;
+}
+
+void models_conf_free(models_conf *mc) {
+    free(mc->presets);
+    mc->presets = NULL;
+    mc->n = 0;
+}
+
+int models_conf_resolve(const char *name, models_preset *out, um_err *e) {
+    char path[2048];
+    models_conf mc;
+    if (!models_conf_find(path, sizeof path))
+        return um_errf(e, "no models.conf in ./, $XDG_CONFIG_HOME/unmask/ (~/.config/unmask/) or %s/share/unmask/", UM_PREFIX);
+    if (models_conf_load(&mc, path, e)) return UM_FAIL;
+    const models_preset *p = models_conf_get(&mc, name);
+    if (p) *out = *p;
+    models_conf_free(&mc);
+    if (!p) return um_errf(e, "no preset [%s] in %s (unmask --list-models lists them)", name, path);
+    return UM_OK;
+}
+
+void models_conf_apply(const models_preset *p, um_settings *s) {
+    if (p->gen > 0) s->n_gen = p->gen;
+    if (p->steps > 0) s->steps = p->steps;
+    if (p->block > 0) s->block_len = p->block;
+    if (p->schedule >= 0) s->schedule = (um_schedule)p->schedule;
+    if (p->scoring >= 0) s->score = (um_score)p->scoring;
+    if (!isnan(p->temperature)) s->temperature = p->temperature;
+    if (s->block_len > s->n_gen) s->block_len = s->n_gen;
+}

@@ -1,0 +1,60 @@
+/*
+ * models_conf: named model presets from models.conf (INI form), so `unmask -M llada-8b`
+ * stands for a file path plus default settings.
+ *
+ *     # comment
+ *     [llada-8b]
+ *     path          = models/LLaDA-8B-Instruct-Q4_K_M.gguf   # relative to this file's directory
+ *     chat_template = llada        # free text handed to the engine
+ *     gen           = 128          # tokens to generate
+ *     steps         = 128
+ *     block         = 32
+ *     schedule      = block        # block | timestep | threshold | linear (schedule.h names)
+ *     scoring       = confidence   # confidence | margin | entropy | random | origin
+ *     temperature   = 0
+ *
+ * Lookup order (first existing file wins): ./models.conf, $XDG_CONFIG_HOME/unmask/models.conf
+ * (~/.config/unmask/models.conf when unset), UM_PREFIX/share/unmask/models.conf.
+ * Errors name FILE:LINE. Unset numeric fields are -1 (temperature: NAN, schedule and
+ * scoring: -1), so flags and presets merge simply.
+ */
+#ifndef UM_MODELS_CONF_H
+#define UM_MODELS_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "engine.h"
+#include "util.h"
+
+typedef struct models_preset {
+    char    name[64];
+    char    path[1024];        /* as resolved: relative paths joined to the file's directory */
+    char    chat_template[64];
+    int32_t gen, steps, block; /* -1 when unset */
+    int     schedule, scoring; /* um_schedule / um_score, -1 when unset */
+    float   temperature;       /* NAN when unset */
+    int     line;              /* where the section starts */
+} models_preset;
+
+typedef struct models_conf {
+    char           file[1024]; /* the file these came from */
+    models_preset *presets;    /* (n) in file order */
+    int            n;
+} models_conf;
+
+/* Parse text; file names the source in errors and anchors relative paths. */
+int  models_conf_parse(models_conf *mc, const char *text, size_t len, const char *file, um_err *e);
+int  models_conf_load(models_conf *mc, const char *path, um_err *e);
+/* Find the first models.conf in the lookup order; false when none exists. */
+bool models_conf_find(char *path, size_t cap);
+const models_preset *models_conf_get(const models_conf *mc, const char *name);
+void models_conf_free(models_conf *mc);
+
+/* Find models.conf (lookup order above), load it and copy out preset `name`. The error
+ * says when no file exists, when the file is bad (FILE:LINE) or which file lacks the name. */
+int  models_conf_resolve(const char *name, models_preset *out, um_err *e);
+/* Write the preset's set fields over s (n_gen, steps, block_len, schedule, score,
+ * temperature); block_len is kept <= n_gen. */
+void models_conf_apply(const models_preset *p, um_settings *s);
+
+#endif

@@ -1,0 +1,106 @@
+/* Tests of src/models_conf.c: presets, path resolution, errors with FILE:LINE, lookup. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "harness.h"
+#include "models_conf.h"
+
+static int parse(models_conf *mc, const char *text, um_err *e) {
+    e->msg[0] = 0;
+    return models_conf_parse(mc, text, strlen(text), "/etc/um/models.conf", e);
+}
+
+TEST(models_conf_presets) {
+    models_conf mc;
+    um_err e;
+    const char *text =
+        "# presets\n"
+        "[llada-8b]\n"
+        "path = models/llada.gguf   # relative\n"
+        "chat_template = llada\n"
+        "gen = 128\nsteps=64\n block = 32 \n"
+        "schedule = threshold\nscoring = margin\ntemperature = 0.5\n"
+        "\n[dream]\npath = /abs/dream.gguf\n";
+    CHECK_MSG(parse(&mc, text, &e) == UM_OK, "%s", e.msg);
+    CHECK_EQ(mc.n, 2);
+    const models_preset *p = models_conf_get(&mc, "llada-8b");
+    CHECK(p != NULL);
+    CHECK_STREQ(p->path, "/etc/um/models/llada.gguf");
+    CHECK_STREQ(p->chat_template, "llada");
+    CHECK_EQ(p->gen, 128);
+    CHECK_EQ(p->steps, 64);
+    CHECK_EQ(p->block, 32);
+    CHECK_EQ(p->schedule, 2);            /* block, timestep, threshold */
+    CHECK_EQ(p->scoring, 1);
+    CHECK_NEAR(p->temperature, 0.5, 0);
+    CHECK_EQ(p->line, 2);
+    p = models_conf_get(&mc, "dream");
+    CHECK(p != NULL);
+    CHECK_STREQ(p->path, "/abs/dream.gguf");
+    CHECK_EQ(p->steps, -1);
+    CHECK_EQ(p->schedule, -1);
+    CHECK(isnan(p->temperature));
+    CHECK(models_conf_get(&mc, "nope") == NULL);
+    models_conf_free(&mc);
+}
+
+TEST(models_conf_errors_name_file_and_line) {
+    models_conf mc;
+    um_err e;
+    CHECK(parse(&mc, "[a]\npath = x\ncolour = red\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "/etc/um/models.conf:3: unknown key 'colour'");
+    CHECK(parse(&mc, "[a]\npath = x\nsteps = 12x\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "models.conf:3: steps must be an integer");
+    CHECK(parse(&mc, "[a]\npath = x\nsteps = 0\n", &e) == UM_FAIL);
+    CHECK(parse(&mc, "[a]\npath = x\nschedule = fast\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":3: unknown schedule 'fast'");
+    CHECK(parse(&mc, "[a]\npath = x\ntemperature = -1\n", &e) == UM_FAIL);
+    CHECK(parse(&mc, "path = x\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":1: 'path' before any [preset]");
+    CHECK(parse(&mc, "[a]\npath = x\n[a]\npath = y\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":3: preset [a] already defined at line 1");
+    CHECK(parse(&mc, "[a]\ngen = 5\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":1: preset [a] has no path");
+    CHECK(parse(&mc, "[a b]\npath = x\n", &e) == UM_FAIL);
+    CHECK(parse(&mc, "[a\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":1: expected [name]");
+    CHECK(parse(&mc, "[a]\npath\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":2: expected 'key = value'");
+    CHECK(parse(&mc, "[a]\npath =\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":2: empty value");
+}
+
+TEST(models_conf_lookup_order) {
+    char cwd[4096], dir[] = "/tmp/um-mc-XXXXXX", path[4096];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK(mkdtemp(dir) != NULL);
+    char *old_xdg = getenv("XDG_CONFIG_HOME") ? strdup(getenv("XDG_CONFIG_HOME")) : NULL;
+    CHECK(chdir(dir) == 0);
+    char sub[4200], file[4300];
+    snprintf(sub, sizeof sub, "%s/unmask", dir);
+    mkdir(sub, 0700);
+    snprintf(file, sizeof file, "%s/models.conf", sub);
+    FILE *f = fopen(file, "w");
+    if (f) { fputs("[x]\npath = a.gguf\n", f); fclose(f); }
+    setenv("XDG_CONFIG_HOME", dir, 1);
+    bool found = models_conf_find(path, sizeof path);
+    bool xdg_ok = found && !strcmp(path, file);
+    f = fopen("models.conf", "w");                   /* the working directory wins */
+    if (f) { fputs("[y]\npath = b.gguf\n", f); fclose(f); }
+    found = models_conf_find(path, sizeof path);
+    bool cwd_ok = found && !strcmp(path, "models.conf");
+    models_conf mc;
+    um_err e = { "" };
+    int rc = models_conf_load(&mc, path, &e);
+    bool rel_ok = rc == UM_OK && mc.n == 1 && !strcmp(mc.presets[0].path, "./b.gguf");
+    if (rc == UM_OK) models_conf_free(&mc);
+    unlink("models.conf");
+    unlink(file);
+    rmdir(sub);
+    if (chdir(cwd) != 0) {}
+    rmdir(dir);
+    if (old_xdg) { setenv("XDG_CONFIG_HOME", old_xdg, 1); free(old_xdg); } else unsetenv("XDG_CONFIG_HOME");
+    CHECK(xdg_ok);
+    CHECK(cwd_ok);
+    CHECK_MSG(rel_ok, "%s", e.msg);
+}

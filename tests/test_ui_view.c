@@ -1,0 +1,224 @@
+/* Tests of ui/view.c and ui/frame.c: the screen as a frame, with hand-made snapshots over a
+ * tiny vocabulary, so every expected cell is written out here. */
+#include <stdlib.h>
+#include "harness.h"
+#include "view.h"
+#include "rec_frame.h"
+
+static const char *const vocab[] = {
+    "<m>", "ab", "\n", "cd", "\t", "x", "\xE2\x82", "\xAC", "漢字", "😀", "e", "\xCC\x81", "0123456789",
+};
+enum { M = 0, AB, NL, CD, TAB, X, EURO1, EURO2, CJK, EMOJI, E, ACUTE, DIGITS };
+
+static size_t piece(void *self, int32_t t, char *buf, size_t cap) {
+    (void)self;
+    size_t n = strlen(vocab[t]);
+    if (n > cap) n = cap;
+    memcpy(buf, vocab[t], n);
+    return n;
+}
+
+static ui_source src = { .info = { .arch = "test", .name = "unit", .quant = "q", .backend = "cpu", .isa = "x", .n_threads = 2 },
+                         .piece = piece };
+
+/* A snapshot of tokens toks[0..n): first n_prompt are prompt, tokens M are masked. */
+static um_snapshot *snap(const int32_t *toks, int32_t n, int32_t n_prompt) {
+    um_snapshot *s = calloc(1, sizeof *s + (size_t)n * sizeof(um_pos));
+    s->pos = (um_pos *)(s + 1);
+    s->n_canvas = n;
+    s->n_prompt = n_prompt;
+    s->n_steps = 4;
+    s->n_blocks = 1;
+    s->step = 1;
+    for (int32_t i = 0; i < n; i++) {
+        um_pos *p = &s->pos[i];
+        p->token = toks[i];
+        p->is_prompt = i < n_prompt;
+        p->masked = toks[i] == M;
+        p->commit_step = p->masked || p->is_prompt ? -1 : 1;
+        p->commit_conf = 0.9f;
+        p->has_view = !p->is_prompt;
+        p->top[0].token = X;
+        p->top[0].prob = 0.6f;
+        s->masks_left += p->masked;
+    }
+    return s;
+}
+
+static theme th;
+static view_ctx ctx;
+
+static int build(frame *f, int w, int h, um_snapshot *s, view_heat heat) {
+    um_err e = { "" };
+    frame_free(f);
+    if (frame_init(f, w, h, &e)) return UM_FAIL;
+    um_snapshot *hist[2] = { s, s };
+    view_state v = { .src = &src, .hist = hist, .n_hist = 1, .shown = 0, .th = &th, .depth = 256,
+                     .heat = heat, .cursor = -1 };
+    return view_build(&ctx, f, &v, &e);
+}
+
+static const char *row(frame *f, int y) {
+    static char buf[4096];
+    frame_row_text(f, y, buf, sizeof buf);
+    return buf;
+}
+
+TEST(ui_view_prompt_newline_tab_and_masks) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    int32_t toks[] = { AB, NL, CD, X, TAB, X, M, M, EURO1, EURO2 };
+    um_snapshot *s = snap(toks, 10, 3);
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    /* row 1: prompt "ab↵", row 2: "cd", row 3: generated "x→  x░░€" (tab to column 4) */
+    CHECK(strncmp(row(&f, 1), "ab\xE2\x86\xB5 ", 6) == 0);
+    CHECK(strncmp(row(&f, 2), "cd ", 3) == 0);
+    CHECK_MSG(strncmp(row(&f, 3), "x\xE2\x86\x92  x\xE2\x96\x91\xE2\x96\x91\xE2\x82\xAC ", 17) == 0, "%s", row(&f, 3));
+    CHECK_EQ(frame_at(&f, 7, 3)->pos, 8);                       /* € belongs to its first byte's token */
+    CHECK_EQ(frame_at(&f, 1, 3)->pos, 4);                       /* the tab's cells map to the tab */
+    CHECK_EQ(frame_at(&f, 3, 3)->pos, 4);
+    CHECK_EQ(frame_at(&f, 0, 1)->fg, th.role[THEME_PROMPT].fg); /* prompt dimmed */
+    CHECK(frame_at(&f, 0, 1)->attrs & FRAME_DIM);
+    CHECK_EQ(frame_at(&f, 5, 3)->fg, th.role[THEME_MASK].fg);
+    /* heat 0.9 shown at the nearest of 32 levels (28/31), the documented quantisation */
+    CHECK_EQ(frame_at(&f, 0, 3)->fg, theme_heat(&th, 28.0f / 31.0f));
+    /* panel border in column 65 (100 - 34 - 1); status line at the bottom */
+    for (int y = 1; y < 28; y++) CHECK_STREQ(frame_at(&f, 65, y)->text, "\xE2\x94\x82");
+    CHECK_CONTAINS(row(&f, 29), "step 1/4");
+    CHECK_CONTAINS(row(&f, 29), "masks 2");
+    CHECK_CONTAINS(row(&f, 0), "unit");
+    /* live confidence: masks show their top candidate as ghost text */
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_LIVE) == UM_OK);
+    CHECK_MSG(strncmp(row(&f, 3), "x\xE2\x86\x92  xxx", 9) == 0, "%s", row(&f, 3));
+    CHECK(frame_at(&f, 5, 3)->attrs & FRAME_DIM);
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}
+
+TEST(ui_view_wide_cells_and_wrapping) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    int32_t toks[12] = { CJK, EMOJI, E, ACUTE };
+    for (int i = 4; i < 12; i++) toks[i] = DIGITS;              /* 80 cells: wraps at 65 */
+    um_snapshot *s = snap(toks, 12, 4);
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    CHECK_STREQ(frame_at(&f, 0, 1)->text, "漢");
+    CHECK_EQ(frame_at(&f, 0, 1)->width, 2);
+    CHECK_EQ(frame_at(&f, 1, 1)->width, 0);
+    CHECK_STREQ(frame_at(&f, 2, 1)->text, "字");
+    CHECK_STREQ(frame_at(&f, 4, 1)->text, "😀");
+    CHECK_STREQ(frame_at(&f, 6, 1)->text, "e\xCC\x81");         /* combining mark joined across tokens */
+    CHECK_EQ(frame_at(&f, 6, 1)->width, 1);
+    CHECK_EQ(frame_at(&f, 6, 1)->pos, 2);
+    CHECK_STREQ(frame_at(&f, 64, 2)->text, "4");               /* digits: 65th cell is '4' */
+    CHECK_STREQ(frame_at(&f, 0, 3)->text, "5");                /* then the line wraps */
+    /* narrow layout: canvas takes the whole width */
+    CHECK(build(&f, 80, 24, s, VIEW_HEAT_COMMIT) == UM_OK);
+    CHECK_STREQ(frame_at(&f, 79, 2)->text, "9");
+    CHECK_STREQ(frame_at(&f, 0, 3)->text, " ");
+    /* too small */
+    CHECK(build(&f, VIEW_MIN_W - 1, VIEW_MIN_H, s, VIEW_HEAT_COMMIT) == UM_OK);
+    bool found = false;
+    for (int y = 0; y < f.h; y++) found |= strstr(row(&f, y), "terminal too small") != NULL;
+    CHECK(found);
+    CHECK(build(&f, VIEW_MIN_W, VIEW_MIN_H, s, VIEW_HEAT_COMMIT) == UM_OK);
+    CHECK_CONTAINS(row(&f, VIEW_MIN_H - 1), "step 1/4");
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}
+
+TEST(ui_frame_wide_cell_invariants) {
+    frame f;
+    frame_style st = { FRAME_DEFAULT, FRAME_DEFAULT, 0 };
+    CHECK(frame_init(&f, 4, 1, NULL) == UM_OK);
+    CHECK_EQ(frame_put_cluster(&f, 3, 0, 4, "漢", 2, st, 1), 4);  /* no room: blank */
+    CHECK_STREQ(frame_at(&f, 3, 0)->text, " ");
+    frame_put_cluster(&f, 1, 0, 4, "漢", 2, st, 1);
+    CHECK_EQ(frame_at(&f, 2, 0)->width, 0);
+    frame_put_cluster(&f, 2, 0, 4, "a", 1, st, 2);                /* over the right half */
+    CHECK_STREQ(frame_at(&f, 1, 0)->text, " ");
+    CHECK_EQ(frame_at(&f, 1, 0)->width, 1);
+    CHECK_STREQ(frame_at(&f, 2, 0)->text, "a");
+    frame_put_cluster(&f, 0, 0, 4, "漢", 2, st, 1);
+    frame_put_cluster(&f, 0, 0, 4, "b", 1, st, 2);                /* over the left half */
+    CHECK_EQ(frame_at(&f, 1, 0)->width, 1);
+    CHECK_STREQ(frame_at(&f, 1, 0)->text, " ");
+    frame_free(&f);
+}
+
+TEST(ui_frame_to_rec) {
+    frame f;
+    frame_style st = { 0x112233, FRAME_DEFAULT, FRAME_BOLD | FRAME_ITALIC };
+    CHECK(frame_init(&f, 4, 1, NULL) == UM_OK);
+    frame_put_cluster(&f, 0, 0, 4, "e\xCC\x81", 1, st, 0);
+    frame_put_cluster(&f, 1, 0, 4, "漢", 2, st, 1);
+    rec_cell cells[4];
+    rec_frame r = { 0, 0, cells };
+    frame_to_rec(&f, &r, 0xaaaaaa, 0x000000);
+    CHECK_EQ(r.cols, 4);
+    CHECK_EQ(cells[0].ncp, 2);
+    CHECK_EQ(cells[0].cp[0], 'e');
+    CHECK_EQ(cells[0].cp[1], 0x301);
+    CHECK_EQ(cells[0].fg, 0x112233);
+    CHECK_EQ(cells[0].bg, 0x000000);
+    CHECK_EQ(cells[0].attr, REC_BOLD);
+    CHECK_EQ(cells[1].width, 2);
+    CHECK_EQ(cells[1].cp[0], 0x6F22);
+    CHECK_EQ(cells[2].width, 0);
+    CHECK_EQ(cells[3].ncp, 0);                  /* blank */
+    CHECK_EQ(cells[3].fg, 0xaaaaaa);
+    frame_free(&f);
+}
+
+TEST(ui_view_schedule_plan_ahead) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    int32_t toks[8] = { M, M, M, M, M, M, M, M };
+    um_snapshot *s = snap(toks, 8, 0);
+    s->step = 0;
+    s->settings.schedule = UM_SCHED_BLOCK;
+    s->settings.n_gen = 8;
+    s->settings.steps = 4;
+    s->settings.block_len = 8;
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    bool found = false;
+    for (int y = 0; y < f.h; y++) found |= strstr(row(&f, y), "4 to go") != NULL;   /* 8 masks, 4 steps */
+    CHECK(found);
+    /* 4 planned columns of equal height (2 each = the scale maximum): full ░ columns. At
+     * 100x30 the schedule panel is rows 19..27 (9 rows: title, 6 chart rows, marker, footer). */
+    int shaded = 0;
+    for (int y = 19; y < 28; y++)
+        for (int x = 66; x < f.w; x++) shaded += !strcmp(frame_at(&f, x, y)->text, "\xE2\x96\x91");
+    CHECK_EQ(shaded, 4 * 6);
+    s->settings.schedule = UM_SCHED_THRESHOLD;               /* model-dependent: no plan ahead */
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    found = false;
+    for (int y = 0; y < f.h; y++) found |= strstr(row(&f, y), "to go") != NULL;
+    CHECK(!found);
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}
+
+static bool special_x(void *self, int32_t t) { (void)self; return t == X; }
+
+TEST(ui_view_generated_specials_compact) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    int32_t toks[] = { X, AB, X, X };            /* prompt "x", then "ab" and two specials */
+    um_snapshot *s = snap(toks, 4, 1);
+    ui_source keep = src;
+    src.is_special = special_x;
+    int rc = build(&f, 100, 30, s, VIEW_HEAT_COMMIT);
+    src = keep;
+    CHECK(rc == UM_OK);
+    CHECK(strncmp(row(&f, 1), "x ", 2) == 0);              /* the prompt keeps its text */
+    CHECK(strncmp(row(&f, 2), "ab\xE2\x88\x8E\xE2\x88\x8E ", 9) == 0);
+    CHECK(frame_at(&f, 2, 2)->attrs & FRAME_DIM);
+    CHECK_EQ(frame_at(&f, 3, 2)->pos, 3);
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}

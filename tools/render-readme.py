@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""render-readme.py: render README.md's result tables from the committed files under
+bench/results/. Each table sits between `<!-- BEGIN name -->` and `<!-- END name -->`;
+a renderer per name turns the JSON into Markdown. With --check nothing is written and the
+exit status is 1 when README.md differs from what the files say (make test runs this), so
+no figure in the README is ever typed by hand.
+"""
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RES = os.path.join(ROOT, "bench", "results")
+
+
+def load(name):
+    path = os.path.join(RES, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def render_check_peer():
+    d = load("check-peer.json")
+    if not d:
+        return "_no results yet: run `make check-peer`_"
+    out = [f"Peer: {d['peer']}; {d['machine']}, {d['threads']} threads, {d['date']}. "
+           "Same file, same 64-token canvas (24 prompt ids + 40 masks), every row's logits.", "",
+           "| model | weights | rows | min cosine | mean cosine | argmax agreement | max abs diff | gate |",
+           "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in d["results"]:
+        c = r["compare"]
+        gate = ("cos >= 0.9999, argmax >= 99%: " + r["status"]) if r["gated"] else "reported"
+        out.append(f"| {r['model']} | {r['type']} | {c['rows']} | {c['cos_min']:.7f} | {c['cos_mean']:.7f} | "
+                   f"{100 * c['argmax_agree']:.1f}% | {c['max_abs_diff']:.4g} | {gate} |")
+    return "\n".join(out)
+
+
+RENDERERS = {
+    "check-peer": render_check_peer,
+}
+
+
+def extra_renderers():
+    """bench/render_*.py may add renderers: each defines RENDERERS = {name: fn}."""
+    import importlib.util
+    bench = os.path.join(ROOT, "bench")
+    for fn in sorted(os.listdir(bench)):
+        if fn.startswith("render_") and fn.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(fn[:-3], os.path.join(bench, fn))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            RENDERERS.update(getattr(mod, "RENDERERS", {}))
+
+
+def render(text):
+    def sub(m):
+        name = m.group(1)
+        if name not in RENDERERS:
+            raise SystemExit(f"render-readme: no renderer for table '{name}'")
+        return f"<!-- BEGIN {name} -->\n{RENDERERS[name]()}\n<!-- END {name} -->"
+    return re.sub(r"<!-- BEGIN ([a-z0-9-]+) -->\n.*?<!-- END \1 -->", sub, text, flags=re.S)
+
+
+def main():
+    extra_renderers()
+    path = os.path.join(ROOT, "README.md")
+    with open(path) as f:
+        old = f.read()
+    new = render(old)
+    if "--check" in sys.argv:
+        if new != old:
+            print("README.md is out of step with bench/results/: run tools/render-readme.py", file=sys.stderr)
+            return 1
+        return 0
+    if new != old:
+        with open(path, "w") as f:
+            f.write(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

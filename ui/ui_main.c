@@ -1,0 +1,519 @@
+/*
+ * ui_main: the visualizer's options, state and event loop (see ui_main.h).
+ *
+ * Threads: this file runs on the UI thread only; compute happens in ui/worker.c. The loop
+ * poll()s stdin and the worker's wake-up pipe, drains whatever is ready, then composes one
+ * frame (ui/view.c) and paints it (ui/draw_curses.c). It never waits on compute: a key is
+ * handled as soon as poll returns, whatever the worker is doing.
+ *
+ * State invariants: hist holds every snapshot of the current run in step order (hist[k]
+ * is step k), each with one reference owned here; shown indexes hist; `follow` means the
+ * view moves to each new snapshot as it arrives.
+ */
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <curses.h>
+
+#include "draw_curses.h"
+#include "fake_source.h"
+#include "genopts.h"
+#include "schedule.h"
+#include "keys.h"
+#include "models_conf.h"
+#include "ui_main.h"
+#include "view.h"
+#include "worker.h"
+
+#define MESSAGE_SECONDS 4.0
+#define PROMPT_MAX      4096
+#define DEFAULT_PROMPT  "Explain diffusion language models in one paragraph."
+
+typedef struct app {
+    ui_source     src;
+    ui_worker    *worker;
+    um_snapshot **hist;            /* (n_hist) this run's snapshots, hist[k] is step k */
+    int32_t       n_hist, cap_hist;
+    int32_t       shown;
+    bool          follow;
+    um_settings   settings;        /* what the next start/apply uses */
+    char          prompt[PROMPT_MAX];
+    theme         th;
+    int           theme_idx;
+    int           depth;
+    view_heat     heat;
+    int32_t       cursor;
+    bool          paused, help, editing, quit;
+    char          edit[PROMPT_MAX];
+    char          message[512];
+    double        message_until;
+    frame         fr;
+    view_ctx      vc;
+} app;
+
+/* ------------------------------------------------------------------ messages, history */
+
+static void say(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(app *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->message, sizeof a->message, fmt, ap);
+    va_end(ap);
+    a->message_until = um_now() + MESSAGE_SECONDS;
+}
+
+static void hist_clear(app *a) {
+    for (int32_t i = 0; i < a->n_hist; i++) a->src.release(a->hist[i]);
+    a->n_hist = 0;
+    a->shown = 0;
+}
+
+static int hist_push(app *a, um_snapshot *s) {
+    if (a->n_hist == a->cap_hist) {
+        int32_t cap = a->cap_hist ? a->cap_hist * 2 : 64;
+        um_snapshot **h = realloc(a->hist, (size_t)cap * sizeof *h);
+        if (!h) { a->src.release(s); say(a, "out of memory: snapshot dropped"); return UM_FAIL; }
+        a->hist = h;
+        a->cap_hist = cap;
+    }
+    a->hist[a->n_hist++] = s;
+    if (a->follow) a->shown = a->n_hist - 1;
+    return UM_OK;
+}
+
+static void drain_worker(app *a) {
+    ui_event ev;
+    while (ui_worker_take(a->worker, &ev)) {
+        switch (ev.kind) {
+        case UI_EV_RESTARTED:
+            hist_clear(a);
+            a->follow = true;
+            hist_push(a, ev.snap);
+            break;
+        case UI_EV_SNAPSHOT:
+            hist_push(a, ev.snap);
+            break;
+        case UI_EV_APPLIED:
+            break;
+        case UI_EV_ERROR:
+            a->paused = true;
+            say(a, "error: %s", ev.msg);
+            break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ actions */
+
+static void set_paused(app *a, bool paused) {
+    a->paused = paused;
+    ui_worker_set_running(a->worker, !paused);
+    if (!paused) {                                   /* resuming continues from live */
+        a->follow = true;
+        if (a->n_hist) a->shown = a->n_hist - 1;
+    }
+}
+
+/* A settings change: from the next step when the source can, else a restart. */
+static void change(app *a, um_settings next, const char *what) {
+    bool restart = a->src.needs_restart(&a->settings, &next);
+    a->settings = next;
+    if (restart) {
+        ui_worker_restart(a->worker, &a->settings, a->prompt);
+        say(a, "%s: restarted", what);
+    } else {
+        ui_worker_apply(a->worker, &a->settings);
+        say(a, "%s: from the next step", what);
+    }
+}
+
+static void move_vertical(app *a, int dir) {
+    view_state tmp = { .hist = a->hist, .n_hist = a->n_hist, .shown = a->shown, .cursor = a->cursor };
+    int32_t focus = view_focus(&tmp);
+    frame *f = &a->fr;
+    int cx = -1, cy = -1;
+    for (int y = 0; y < f->h && cy < 0; y++)
+        for (int x = 0; x < f->w; x++)
+            if (frame_at(f, x, y)->pos == focus) { cx = x; cy = y; break; }
+    if (cy < 0) return;
+    for (int y = cy + dir; y >= 0 && y < f->h; y += dir) {
+        int best = -1, bd = 1 << 30;
+        for (int x = 0; x < f->w; x++) {
+            int32_t p = frame_at(f, x, y)->pos;
+            if (p >= 0 && abs(x - cx) < bd) { bd = abs(x - cx); best = p; }
+        }
+        if (best >= 0) { a->cursor = best; return; }
+    }
+}
+
+static void next_theme(app *a) {
+    um_err e = { "" };
+    for (int tries = 0; tries < theme_cycle_len; tries++) {
+        a->theme_idx = (a->theme_idx + 1) % theme_cycle_len;
+        theme t;
+        if (theme_load(&t, theme_cycle[a->theme_idx], &e) == UM_OK) {
+            a->th = t;
+            draw_curses_reset_colors();
+            say(a, "theme: %s", a->th.name);
+            return;
+        }
+        say(a, "%s", e.msg);
+    }
+}
+
+static void act(app *a, ui_action action) {
+    um_settings n = a->settings;
+    char what[128];
+    int32_t last = a->n_hist - 1;
+    switch (action) {
+    case UI_ACT_QUIT:  a->quit = true; break;
+    case UI_ACT_HELP:  a->help = !a->help; break;
+    case UI_ACT_PAUSE: set_paused(a, !a->paused); break;
+    case UI_ACT_STEP:
+        if (!a->paused) { set_paused(a, true); say(a, "paused: n steps once"); break; }
+        if (a->shown < last) { a->shown++; a->follow = a->shown == last; break; }
+        a->follow = true;
+        ui_worker_step_once(a->worker);
+        break;
+    case UI_ACT_BACK:
+        if (!a->paused) set_paused(a, true);
+        if (a->shown > 0) a->shown--;
+        a->follow = false;
+        break;
+    case UI_ACT_FORWARD:
+        if (a->shown < last) { a->shown++; a->follow = a->shown == last; }
+        else if (a->paused) { a->follow = true; ui_worker_step_once(a->worker); }
+        break;
+    case UI_ACT_FIRST:
+        if (!a->paused) set_paused(a, true);
+        a->shown = 0;
+        a->follow = false;
+        break;
+    case UI_ACT_LIVE:
+        if (last >= 0) a->shown = last;
+        a->follow = true;
+        break;
+    case UI_ACT_SCHEDULE:
+        n.schedule = (um_schedule)((n.schedule + 1) % UM_SCHED_COUNT);
+        snprintf(what, sizeof what, "schedule %s", schedule_name(n.schedule));
+        change(a, n, what);
+        break;
+    case UI_ACT_SCORING:
+        n.score = (um_score)((n.score + 1) % UM_SCORE_COUNT);
+        snprintf(what, sizeof what, "scoring %s", schedule_score_name(n.score));
+        change(a, n, what);
+        break;
+    case UI_ACT_STEPS_UP:
+    case UI_ACT_STEPS_DOWN:
+        n.steps = action == UI_ACT_STEPS_UP ? UM_MIN(4096, n.steps * 2) : UM_MAX(1, n.steps / 2);
+        snprintf(what, sizeof what, "steps %d", n.steps);
+        change(a, n, what);
+        break;
+    case UI_ACT_BLOCK_UP:
+    case UI_ACT_BLOCK_DOWN:
+        if (n.block_len <= 0 || n.block_len > n.n_gen) n.block_len = n.n_gen;   /* 0: no blocks */
+        n.block_len = action == UI_ACT_BLOCK_UP ? UM_MIN(n.n_gen, n.block_len * 2) : UM_MAX(1, n.block_len / 2);
+        snprintf(what, sizeof what, "block %d", n.block_len);
+        change(a, n, what);
+        break;
+    case UI_ACT_TEMP_UP:
+    case UI_ACT_TEMP_DOWN:
+        n.temperature = fminf(2.0f, fmaxf(0.0f, n.temperature + (action == UI_ACT_TEMP_UP ? 0.1f : -0.1f)));
+        n.temperature = roundf(n.temperature * 10.0f) / 10.0f;
+        snprintf(what, sizeof what, "temperature %.1f", (double)n.temperature);
+        change(a, n, what);
+        break;
+    case UI_ACT_RESTART:
+    case UI_ACT_RESEED:
+        if (action == UI_ACT_RESEED) a->settings.seed = (a->settings.seed * 1103515245ull + 12345ull) % 1000000ull;
+        ui_worker_restart(a->worker, &a->settings, a->prompt);
+        say(a, "restarted, seed %llu", (unsigned long long)a->settings.seed);
+        break;
+    case UI_ACT_EDIT:
+        a->editing = true;
+        snprintf(a->edit, sizeof a->edit, "%s", a->prompt);
+        break;
+    case UI_ACT_HEAT:
+        a->heat = (view_heat)((a->heat + 1) % VIEW_HEAT_COUNT);
+        say(a, "heat: %s", view_heat_names[a->heat]);
+        break;
+    case UI_ACT_THEME: next_theme(a); break;
+    case UI_ACT_LEFT:
+    case UI_ACT_RIGHT: {
+        view_state tmp = { .hist = a->hist, .n_hist = a->n_hist, .shown = a->shown, .cursor = a->cursor };
+        int32_t f = view_focus(&tmp);
+        if (f < 0) break;
+        int32_t max = a->hist[a->shown]->n_canvas - 1;
+        a->cursor = UM_MAX(0, UM_MIN(max, f + (action == UI_ACT_RIGHT ? 1 : -1)));
+        break;
+    }
+    case UI_ACT_UP:   move_vertical(a, -1); break;
+    case UI_ACT_DOWN: move_vertical(a, +1); break;
+    case UI_ACT_UNFOCUS:
+        if (a->help) a->help = false;
+        else a->cursor = -1;
+        break;
+    default: break;
+    }
+}
+
+/* Prompt editing: the status line becomes a one-line editor. */
+static void edit_key(app *a, int kind, wint_t ch) {
+    size_t len = strlen(a->edit);
+    if (kind == KEY_CODE_YES) {
+        if (ch == KEY_BACKSPACE) goto backspace;
+        if (ch == KEY_ENTER) goto enter;
+        return;
+    }
+    if (ch == 27) { a->editing = false; return; }
+    if (ch == '\r' || ch == '\n') goto enter;
+    if (ch == 127 || ch == 8) goto backspace;
+    if (ch == 21) { a->edit[0] = 0; return; }                 /* ctrl-U */
+    if (ch < 32) return;
+    char mb[8];
+    int n = 0;
+    uint32_t c = (uint32_t)ch;                                /* encode as UTF-8 */
+    if (c < 0x80) mb[n++] = (char)c;
+    else if (c < 0x800) { mb[n++] = (char)(0xC0 | c >> 6); mb[n++] = (char)(0x80 | (c & 63)); }
+    else if (c < 0x10000) { mb[n++] = (char)(0xE0 | c >> 12); mb[n++] = (char)(0x80 | (c >> 6 & 63)); mb[n++] = (char)(0x80 | (c & 63)); }
+    else { mb[n++] = (char)(0xF0 | c >> 18); mb[n++] = (char)(0x80 | (c >> 12 & 63)); mb[n++] = (char)(0x80 | (c >> 6 & 63)); mb[n++] = (char)(0x80 | (c & 63)); }
+    if (len + (size_t)n + 1 < sizeof a->edit) {
+        memcpy(a->edit + len, mb, (size_t)n);
+        a->edit[len + (size_t)n] = 0;
+    }
+    return;
+backspace:
+    while (len > 0 && ((unsigned char)a->edit[len - 1] & 0xC0) == 0x80) len--;
+    if (len > 0) len--;
+    a->edit[len] = 0;
+    return;
+enter:
+    a->editing = false;
+    snprintf(a->prompt, sizeof a->prompt, "%s", a->edit);
+    ui_worker_restart(a->worker, &a->settings, a->prompt);
+    say(a, "new prompt: restarted");
+}
+
+static void read_keys(app *a) {
+    wint_t ch;
+    int kind;
+    while ((kind = get_wch(&ch)) != ERR) {
+        if (kind == KEY_CODE_YES && ch == KEY_RESIZE) continue;     /* size is read per frame */
+        if (kind == KEY_CODE_YES && ch == KEY_MOUSE) {
+            MEVENT me;
+            if (getmouse(&me) == OK && me.x >= 0 && me.y >= 0 && me.x < a->fr.w && me.y < a->fr.h) {
+                int32_t p = frame_at(&a->fr, me.x, me.y)->pos;
+                if (p >= 0) a->cursor = p;
+            }
+            continue;
+        }
+        if (a->editing) { edit_key(a, kind, ch); continue; }
+        if (kind == OK && ch == 3) { a->quit = true; continue; }    /* ctrl-C in raw mode */
+        if (a->help && !(kind == OK && (ch == '?' || ch == 27 || ch == 'q'))) { a->help = false; continue; }
+        act(a, ui_key_action((int)ch));
+    }
+}
+
+/* ------------------------------------------------------------------ drawing */
+
+static int redraw(app *a, um_err *e) {
+    int w, h;
+    draw_curses_size(&w, &h);
+    if (w != a->fr.w || h != a->fr.h || !a->fr.cells) {
+        frame_free(&a->fr);
+        if (frame_init(&a->fr, UM_MAX(1, w), UM_MAX(1, h), e)) return UM_FAIL;
+        clearok(curscr, TRUE);
+    }
+    view_state v = {
+        .src = &a->src, .hist = a->hist, .n_hist = a->n_hist, .shown = a->shown, .th = &a->th,
+        .depth = a->depth, .heat = a->heat, .cursor = a->cursor, .paused = a->paused,
+        .busy = a->paused && ui_worker_busy(a->worker), .help = a->help,
+        .message = um_now() < a->message_until ? a->message : NULL,
+        .edit = a->editing ? a->edit : NULL,
+    };
+    if (view_build(&a->vc, &a->fr, &v, e)) return UM_FAIL;
+    draw_curses_frame(&a->fr);
+    return UM_OK;
+}
+
+static int run_loop(app *a, um_err *e) {
+    struct pollfd fds[2] = { { STDIN_FILENO, POLLIN, 0 }, { ui_worker_fd(a->worker), POLLIN, 0 } };
+    while (!a->quit && !draw_curses_quit_signal()) {
+        if (redraw(a, e)) return UM_FAIL;
+        int timeout = -1;
+        if (a->message_until > 0) {
+            double left = a->message_until - um_now();
+            timeout = left > 0 ? (int)(left * 1000) + 10 : -1;
+            if (left <= 0) a->message_until = 0;
+        }
+        if (a->paused && timeout < 0) timeout = 250;    /* "finishing step" turns into PAUSED */
+        int r = poll(fds, 2, timeout);
+        if (r < 0 && errno != EINTR) return um_errf(e, "poll: %s", strerror(errno));
+        if (r > 0 && (fds[1].revents & POLLIN)) drain_worker(a);
+        /* keys are read without blocking on every wake-up: a SIGWINCH interrupts poll and
+         * curses reports the new size only through get_wch (KEY_RESIZE) */
+        read_keys(a);
+        if (r > 0 && (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL))) a->quit = true;
+    }
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ options */
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: unmask [OPTIONS]        the live visualizer (needs a terminal)\n"
+        "\n");
+    genopts_usage(f);
+    fprintf(f,
+        "visualizer:\n"
+        "  --list-models      list the presets of models.conf and whether their files exist\n"
+        "  --theme NAME|FILE  viridis (default), magma, inferno, cividis, high-contrast, mono, or a .theme file\n"
+        "  --color MODE       auto, 24bit, 256, 8 or none (NO_COLOR is honoured)\n"
+        "  --heat MODE        commit, live, order or entropy\n"
+        "  --paused           start paused at step 0\n"
+        "  --demo-ui          a synthetic denoiser instead of a model (tests, demos)\n"
+        "  --delay-ms N       its step time (default 300)\n"
+        "  --ui-help          this help\n"
+        "Flags override the preset (-M). Press ? in the visualizer for the keys.\n");
+}
+
+static int list_models(void) {
+    char path[2048];
+    if (!models_conf_find(path, sizeof path)) {
+        printf("no models.conf found (looked in ./, $XDG_CONFIG_HOME/unmask/ or ~/.config/unmask/, %s/share/unmask/)\n", UM_PREFIX);
+        return 0;
+    }
+    models_conf mc;
+    um_err e = { "" };
+    if (models_conf_load(&mc, path, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); return 1; }
+    printf("presets in %s:\n", path);
+    for (int i = 0; i < mc.n; i++) {
+        const models_preset *p = &mc.presets[i];
+        struct stat st;
+        bool ok = stat(p->path, &st) == 0 && S_ISREG(st.st_mode);
+        printf("  %-16s %-8s %s\n", p->name, ok ? "present" : "MISSING", p->path);
+    }
+    models_conf_free(&mc);
+    return 0;
+}
+
+static void load_progress(void *ctx, const char *what, int done, int total) {
+    (void)ctx;
+    fprintf(stderr, "\runmask: %s %d/%d   ", what, done, total);
+    if (done >= total) fputc('\n', stderr);
+}
+
+int ui_main(int argc, char **argv) {
+    um_genopts g;
+    const char *theme_name = "viridis";
+    long delay = 300;
+    int want_depth = -1, heat = 0;
+    bool demo = false, start_paused = false;
+    setlocale(LC_ALL, "");
+    genopts_init(&g);
+    for (int i = 1; i < argc; i++) {
+        int r = genopts_parse(&g, argc, argv, &i, "unmask");
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "--list-models")) return list_models();
+        if (!strcmp(a, "--ui-help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--paused")) { start_paused = true; continue; }
+        if (!strcmp(a, "--demo-ui")) { demo = true; continue; }
+        bool valued = !strcmp(a, "--theme") || !strcmp(a, "--color") || !strcmp(a, "--heat") || !strcmp(a, "--delay-ms");
+        if (!valued) {
+            fprintf(stderr, a[0] == '-' ? "unmask: unknown option '%s' (see unmask --ui-help)\n"
+                                        : "unmask: unexpected argument '%s' (see unmask --ui-help)\n", a);
+            return 2;
+        }
+        if (i + 1 >= argc) { fprintf(stderr, "unmask: %s needs a value\n", a); return 2; }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--theme")) theme_name = v;
+        else if (!strcmp(a, "--color")) {
+            if (!strcmp(v, "auto")) want_depth = -1;
+            else if (!strcmp(v, "24bit")) want_depth = 16777216;
+            else if (!strcmp(v, "256")) want_depth = 256;
+            else if (!strcmp(v, "8")) want_depth = 8;
+            else if (!strcmp(v, "none")) want_depth = 0;
+            else { fprintf(stderr, "unmask: --color must be auto, 24bit, 256, 8 or none\n"); return 2; }
+        } else if (!strcmp(a, "--heat")) {
+            static const char *const hn[] = { "commit", "live", "order", "entropy" };
+            heat = -1;
+            for (int k = 0; k < 4; k++) if (!strcmp(v, hn[k])) heat = k;
+            if (heat < 0) { fprintf(stderr, "unmask: --heat must be commit, live, order or entropy\n"); return 2; }
+        } else {
+            char *end;
+            errno = 0;
+            delay = strtol(v, &end, 10);
+            if (errno || end == v || *end || delay < 0 || delay > 600000) {
+                fprintf(stderr, "unmask: --delay-ms must be an integer 0..600000, got '%s'\n", v);
+                return 2;
+            }
+        }
+    }
+
+    /* preset, model path and chat template; flags win over the preset */
+    if (!demo) {
+        um_err e = { "" };
+        if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); return 1; }
+    }
+    theme th;                                       /* config errors first, then the tty */
+    um_err te = { "" };
+    if (theme_load(&th, theme_name, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
+    if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+        fprintf(stderr, "unmask: the visualizer needs a terminal (stdin and stdout); for plain text output use `unmask generate`\n");
+        return 1;
+    }
+
+    const char *prompt = g.prompt ? g.prompt : DEFAULT_PROMPT;
+    app *a = um_calloc(1, sizeof *a);
+    um_err e = { "" };
+    int rc = 1;
+    if (!a) { fprintf(stderr, "unmask: out of memory\n"); return 1; }
+    a->cursor = -1;
+    a->follow = true;
+    a->heat = (view_heat)heat;
+    snprintf(a->prompt, sizeof a->prompt, "%s", prompt);
+    a->th = th;
+    for (int i = 0; i < theme_cycle_len; i++)
+        if (!strcmp(theme_cycle[i], a->th.name)) a->theme_idx = i;
+    if (demo) {
+        if (fake_source_open(&a->src, (int)delay, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
+    } else {
+        g.eng.progress = load_progress;
+        if (engine_source_open(&a->src, &g.eng, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
+    }
+    um_settings *s = &a->settings;
+    *s = a->src.defaults;
+    genopts_apply(&g, s);
+
+    if (draw_curses_open(want_depth, &a->depth, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
+    a->paused = start_paused;
+    if (ui_worker_open(&a->worker, &a->src, s, a->prompt, !start_paused, &e)) {
+        draw_curses_close();
+        fprintf(stderr, "unmask: %s\n", e.msg);
+        goto close_src;
+    }
+    rc = run_loop(a, &e) == UM_OK ? 0 : 1;
+    if (rc == 0 && draw_curses_quit_signal()) rc = 128 + draw_curses_quit_signal();
+    draw_curses_close();                            /* terminal first: the worker may be mid-step */
+    ui_worker_close(a->worker);
+    if (rc) fprintf(stderr, "unmask: %s\n", e.msg);
+    hist_clear(a);
+close_src:
+    a->src.close(a->src.self);
+out:
+    free(a->hist);
+    frame_free(&a->fr);
+    view_ctx_free(&a->vc);
+    free(a);
+    return rc;
+}

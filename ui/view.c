@@ -1,0 +1,572 @@
+/*
+ * view: one frame from the visualizer state (see view.h for the layout).
+ *
+ * Sections in drawing order: styles and heat, header, canvas, inspector, schedule,
+ * legend, status line, help overlay. Each panel draws only inside the rectangle it is
+ * given; the canvas is the only one that needs scratch memory (kept in view_ctx, grown,
+ * never shrunk, so steady-state redraws do not allocate).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys.h"
+#include "schedule.h"
+#include "view.h"
+
+const char *const view_heat_names[VIEW_HEAT_COUNT] = {
+    "confidence at commit", "live confidence", "commit order", "entropy",
+};
+
+#define TAB_STOP      4
+#define ENTROPY_SCALE 4.0f          /* nats mapped to the dark end of the ramp in entropy mode */
+#define SIDE_W        34            /* right-hand panel width (wide layout) */
+#define STRIP_H       9             /* bottom strip height (narrow layout) */
+#define PIECE_MAX     256           /* bytes of one token's text kept for display */
+#define SPECIAL_GLYPH "\xE2\x88\x8E"   /* ∎: a generated special token (end of text...) */
+
+static frame_style role(const view_state *v, theme_role r) { return v->th->role[r]; }
+
+/* ------------------------------------------------------------------ heat */
+
+/* Heat value in [0,1] of position i, or NAN when it has none (prompt, plain mask). */
+static float heat_value(const view_state *v, const um_snapshot *s, int32_t i) {
+    const um_pos *p = &s->pos[i];
+    if (p->is_prompt) return NAN;
+    switch (v->heat) {
+    case VIEW_HEAT_COMMIT:
+        return p->masked ? NAN : p->commit_conf;
+    case VIEW_HEAT_LIVE:
+        if (p->masked) return p->has_view ? p->top[0].prob : NAN;
+        return p->commit_conf;
+    case VIEW_HEAT_ORDER:
+        if (p->masked) return NAN;
+        return s->n_steps > 1 ? (float)(p->commit_step - 1) / (float)(s->n_steps - 1) : 1.0f;
+    case VIEW_HEAT_ENTROPY:
+        if (!p->has_view) return p->masked ? NAN : p->commit_conf;
+        return 1.0f - fminf(p->entropy / ENTROPY_SCALE, 1.0f);
+    default:
+        return NAN;
+    }
+}
+
+/* Style for heat value h on top of base: colour from the ramp, or attributes alone. */
+static frame_style heat_style(const view_state *v, float h, frame_style base) {
+    frame_style st = base;
+    h = roundf(fminf(fmaxf(h, 0.0f), 1.0f) * 31.0f) / 31.0f;   /* 32 levels bound the colour pairs */
+    if (v->depth == 0) {
+        st.attrs &= (uint8_t)~(FRAME_DIM | FRAME_BOLD);
+        st.attrs |= h < 1.0f / 3 ? FRAME_DIM : h > 2.0f / 3 ? FRAME_BOLD : 0;
+        return st;
+    }
+    st.fg = theme_heat(v->th, h);
+    if (v->depth <= 8 && h > 0.5f) st.attrs |= FRAME_BOLD;   /* doubles the 8 levels */
+    return st;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static size_t piece(const view_state *v, int32_t tok, char *buf, size_t cap) {
+    return v->src && v->src->piece ? v->src->piece(v->src->self, tok, buf, cap) : 0;
+}
+
+void view_piece_label(const char *b, size_t len, char *out, size_t cap) {
+    size_t n = 0;
+    if (!cap) return;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        uint8_t bad;
+        size_t used = ui_text_decode((const unsigned char *)b + i, len - i, &cp, &bad);
+        char tmp[32];
+        size_t tl;
+        if (bad) {
+            tl = 0;
+            for (size_t k = 0; k < used && tl + 4 < sizeof tmp; k++)
+                tl += (size_t)snprintf(tmp + tl, sizeof tmp - tl, "<%02X>", (unsigned char)b[i + k]);
+        } else if (cp == ' ')  { memcpy(tmp, "\xE2\x90\xA3", 3); tl = 3; }
+        else if (cp == '\n')   { memcpy(tmp, "\xE2\x86\xB5", 3); tl = 3; }
+        else if (cp == '\t')   { memcpy(tmp, "\xE2\x86\x92", 3); tl = 3; }
+        else if (cp < 0x20 || cp == 0x7F) { tl = (size_t)snprintf(tmp, sizeof tmp, "<%02X>", cp); }
+        else { memcpy(tmp, b + i, used); tl = used; }
+        if (n + tl + 1 > cap) break;
+        memcpy(out + n, tmp, tl);
+        n += tl;
+        i += used;
+    }
+    out[n] = 0;
+}
+
+static int grow(void **p, size_t elem, int32_t *cap, int32_t want, um_err *e) {
+    if (want <= *cap) return UM_OK;
+    int32_t nc = want < 256 ? 256 : want * 2;
+    void *q = realloc(*p, elem * (size_t)nc);
+    if (!q) return um_errf(e, "view: out of memory");
+    *p = q;
+    *cap = nc;
+    return UM_OK;
+}
+
+static const um_snapshot *shown(const view_state *v) {
+    if (!v->hist || v->n_hist <= 0) return NULL;
+    int32_t i = v->shown < 0 ? 0 : v->shown >= v->n_hist ? v->n_hist - 1 : v->shown;
+    return v->hist[i];
+}
+
+int32_t view_focus(const view_state *v) {
+    const um_snapshot *s = shown(v);
+    if (!s) return -1;
+    if (v->cursor >= 0 && v->cursor < s->n_canvas) return v->cursor;
+    for (int32_t i = s->n_prompt; i < s->n_canvas; i++)
+        if (s->pos[i].masked) return i;
+    return s->n_canvas - 1;
+}
+
+/* Right-align s on row y ending before column `end`; returns its start column. */
+static int put_right(frame *f, int y, int end, const char *s, frame_style st) {
+    int w = ui_text_width(s);
+    int x = end - w;
+    if (x < 0) x = 0;
+    frame_puts(f, x, y, end, s, st);
+    return x;
+}
+
+/* ------------------------------------------------------------------ header */
+
+static void draw_header(frame *f, const view_state *v) {
+    frame_style st = role(v, THEME_HEADER);
+    frame_fill(f, 0, 0, f->w, 1, st);
+    char buf[512];
+    if (v->src) {
+        const um_engine_info *in = &v->src->info;
+        snprintf(buf, sizeof buf, " unmask \xE2\x94\x82 %s \xE2\x94\x82 %s \xE2\x94\x82 %s \xE2\x94\x82 %s %s \xE2\x94\x82 %d thread%s",
+                 in->name, in->arch, in->quant, in->backend, in->isa, in->n_threads, in->n_threads == 1 ? "" : "s");
+    } else {
+        snprintf(buf, sizeof buf, " unmask");
+    }
+    int right = put_right(f, 0, f->w, "? keys ", st);
+    frame_puts(f, 0, 0, right - 1, buf, st);
+}
+
+/* ------------------------------------------------------------------ canvas */
+
+/* Style and text source of one position. *ghost is set for live-confidence ghosts. */
+static frame_style pos_style(const view_state *v, const um_snapshot *s, int32_t i, bool *ghost) {
+    const um_pos *p = &s->pos[i];
+    float h = heat_value(v, s, i);
+    *ghost = false;
+    if (p->is_prompt) return role(v, THEME_PROMPT);
+    if (p->masked) {
+        if (v->heat == VIEW_HEAT_LIVE && p->has_view) {
+            *ghost = true;
+            frame_style st = heat_style(v, h, role(v, THEME_TEXT));
+            st.attrs |= role(v, THEME_GHOST).attrs;
+            return st;
+        }
+        if (!isnan(h)) return heat_style(v, h, role(v, THEME_MASK));
+        return role(v, THEME_MASK);
+    }
+    frame_style st = heat_style(v, isnan(h) ? 1.0f : h, role(v, THEME_TEXT));
+    if (p->fresh) {
+        frame_style fr = role(v, THEME_FRESH);
+        st.attrs |= fr.attrs;
+        if (fr.bg != FRAME_DEFAULT) st.bg = fr.bg;
+        if (fr.fg != FRAME_DEFAULT) st.fg = fr.fg;
+    }
+    return st;
+}
+
+static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snapshot *s,
+                       int x0, int y0, int w, int h, um_err *e) {
+    if (w < 1 || h < 1) return UM_OK;
+    int32_t n = s->n_canvas;
+    if (grow((void **)&c->runs, sizeof *c->runs, &c->runs_cap, n + 1, e)) return UM_FAIL;
+    size_t need = (size_t)n * PIECE_MAX + 64;
+    if (need > c->bytes_cap) {
+        char *b = realloc(c->bytes, need);
+        if (!b) return um_errf(e, "view: out of memory for canvas text");
+        c->bytes = b;
+        c->bytes_cap = need;
+    }
+    /* runs: the raw bytes of every position (or its mask glyph / ghost) */
+    size_t at = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const um_pos *p = &s->pos[i];
+        ui_run *r = &c->runs[i];
+        bool ghost = false;
+        r->pos = i;
+        r->bytes = c->bytes + at;
+        r->split = i == s->n_prompt;
+        r->opaque = false;
+        if (p->masked) {
+            ghost = v->heat == VIEW_HEAT_LIVE && p->has_view;
+            r->opaque = true;
+            if (ghost) r->len = piece(v, p->top[0].token, c->bytes + at, PIECE_MAX);
+            if (!ghost || r->len == 0) {
+                r->len = strlen(v->th->mask_glyph);
+                memcpy(c->bytes + at, v->th->mask_glyph, r->len);
+            }
+        } else if (i >= s->n_prompt && v->src && v->src->is_special && v->src->is_special(v->src->self, p->token)) {
+            r->opaque = true;                        /* generated <|eot|> etc.: one compact glyph */
+            r->len = sizeof SPECIAL_GLYPH - 1;
+            memcpy(c->bytes + at, SPECIAL_GLYPH, r->len);
+        } else {
+            r->len = piece(v, p->token, c->bytes + at, PIECE_MAX);
+        }
+        at += r->len;
+    }
+    if (ui_text_shape(&c->text, c->runs, n, e)) return UM_FAIL;
+    const ui_text *t = &c->text;
+    if (grow((void **)&c->place, 3 * sizeof *c->place, &c->place_cap, t->n + 1, e)) return UM_FAIL;
+
+    /* layout: line, x, width of every cluster */
+    int32_t focus = view_focus(v), focus_line = 0, line = 0, x = 0;
+    bool in_gen = false;
+    for (int32_t k = 0; k < t->n; k++) {
+        const ui_cluster *cl = &t->cl[k];
+        if (!in_gen && cl->pos >= s->n_prompt) {
+            in_gen = true;
+            if (x > 0) { line++; x = 0; }          /* the generated region starts a line */
+        }
+        int cw = cl->kind == UI_CL_TAB ? TAB_STOP - x % TAB_STOP : cl->width;
+        if (x + cw > w) {
+            line++;
+            x = 0;
+            if (cl->kind == UI_CL_TAB) cw = TAB_STOP;
+        }
+        if (cw > w) cw = w;
+        c->place[3 * k] = line;
+        c->place[3 * k + 1] = x;
+        c->place[3 * k + 2] = cw;
+        if (cl->pos <= focus && focus <= cl->pos_last) focus_line = line;
+        x += cw;
+        if (cl->kind == UI_CL_NEWLINE) { line++; x = 0; }
+    }
+    int32_t total = line + 1, top = 0;
+    if (total > h) {
+        top = focus_line - h / 3;
+        if (top > total - h) top = total - h;
+        if (top < 0) top = 0;
+    }
+
+    frame_fill(f, x0, y0, w, h, role(v, THEME_TEXT));
+    frame_style cursor = role(v, THEME_CURSOR);
+    for (int32_t k = 0; k < t->n; k++) {
+        int32_t ln = c->place[3 * k] - top;
+        if (ln < 0 || ln >= h) continue;
+        const ui_cluster *cl = &t->cl[k];
+        int cx = x0 + c->place[3 * k + 1], cw = c->place[3 * k + 2];
+        bool ghost;
+        frame_style st = pos_style(v, s, cl->pos, &ghost);
+        if (cl->kind != UI_CL_TEXT || (cl->flags & UI_CL_REPLACED)) st.attrs |= FRAME_DIM;
+        if (!s->pos[cl->pos].masked && !strcmp(cl->text, SPECIAL_GLYPH) && cl->pos >= s->n_prompt) st.attrs |= FRAME_DIM;
+        if (v->cursor >= 0 && cl->pos <= v->cursor && v->cursor <= cl->pos_last) st = cursor;
+        frame_put_cluster(f, cx, y0 + ln, x0 + w, cl->text, cl->width, st, cl->pos);
+        for (int j = 1; j < cw && cl->kind == UI_CL_TAB; j++)
+            frame_put_cluster(f, cx + j, y0 + ln, x0 + w, " ", 1, st, cl->pos);
+    }
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ inspector */
+
+static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0, int y0, int w, int h) {
+    frame_style pn = role(v, THEME_PANEL), ti = role(v, THEME_TITLE), dim = pn;
+    dim.attrs |= FRAME_DIM;
+    frame_fill(f, x0, y0, w, h, pn);
+    int32_t i = view_focus(v);
+    char buf[512], raw[PIECE_MAX], label[PIECE_MAX * 2];
+    int y = y0, lim = x0 + w;
+    if (i < 0) { frame_puts(f, x0, y, lim, "inspector", ti); return; }
+    const um_pos *p = &s->pos[i];
+    snprintf(buf, sizeof buf, "inspector  pos %d%s", i, v->cursor < 0 ? " (follows)" : "");
+    frame_puts(f, x0, y++, lim, buf, ti);
+    if (y >= y0 + h) return;
+    bool ghost;
+    frame_style tok = pos_style(v, s, i, &ghost);
+    size_t len = piece(v, p->token, raw, sizeof raw);
+    if (p->masked) {
+        frame_puts(f, frame_puts(f, x0, y, lim, "token  ", pn), y, lim, v->th->mask_glyph, role(v, THEME_MASK));
+    } else {
+        view_piece_label(raw, len, label, sizeof label);
+        int x = frame_puts(f, x0, y, lim, "token  ", pn);
+        frame_puts(f, x, y, lim, label, tok);
+    }
+    if (++y >= y0 + h) return;
+    if (p->is_prompt) snprintf(buf, sizeof buf, "prompt token");
+    else if (p->masked) snprintf(buf, sizeof buf, "masked at step %d", s->step);
+    else snprintf(buf, sizeof buf, "committed step %d, p %.3f%s", p->commit_step, p->commit_conf, p->fresh ? " (new)" : "");
+    frame_puts(f, x0, y++, lim, buf, pn);
+    if (!p->has_view || y >= y0 + h) return;
+    snprintf(buf, sizeof buf, "top-%d at step %d, H %.2f nats", UM_TOPK, s->step, p->entropy);
+    frame_puts(f, x0, y++, lim, buf, dim);
+    int bar_w = w >= 30 ? 8 : 4;
+    for (int k = 0; k < UM_TOPK && y < y0 + h; k++, y++) {
+        const um_cand *cd = &p->top[k];
+        if (cd->prob <= 0 && k > 0) break;
+        len = piece(v, cd->token, raw, sizeof raw);
+        view_piece_label(raw, len, label, sizeof label);
+        int x = x0;
+        snprintf(buf, sizeof buf, "%d ", k + 1);
+        x = frame_puts(f, x, y, lim, buf, dim);
+        int label_end = lim - bar_w - 7;
+        frame_puts(f, x, y, label_end, label, heat_style(v, cd->prob, pn));
+        /* probability bar in eighths, then the value */
+        int bx = label_end + 1, eighths = (int)lroundf(cd->prob * (float)(bar_w * 8));
+        frame_style bs = heat_style(v, cd->prob, role(v, THEME_BAR));
+        for (int j = 0; j < bar_w; j++, eighths -= 8) {
+            static const char *const part[9] = { " ", "\xE2\x96\x8F", "\xE2\x96\x8E", "\xE2\x96\x8D", "\xE2\x96\x8C",
+                                                 "\xE2\x96\x8B", "\xE2\x96\x8A", "\xE2\x96\x89", "\xE2\x96\x88" };
+            frame_put_cluster(f, bx + j, y, lim, part[eighths >= 8 ? 8 : eighths <= 0 ? 0 : eighths], 1, bs, -1);
+        }
+        snprintf(buf, sizeof buf, " %.3f", cd->prob);
+        frame_puts(f, bx + bar_w, y, lim, buf, pn);
+    }
+}
+
+/* ------------------------------------------------------------------ schedule */
+
+/* The plan ahead: commit counts of the steps after the newest snapshot if nothing changes,
+ * simulated with schedule_plan from its masks (committing the first masks of the active
+ * block: which ones does not change the counts). None for the threshold schedule, whose
+ * counts depend on the model. Returns the number of future steps in c->future. */
+static int32_t plan_ahead(view_ctx *c, const um_snapshot *last, um_err *e) {
+    int32_t n_gen = last->n_canvas - last->n_prompt;
+    if (last->done || last->settings.schedule == UM_SCHED_THRESHOLD || n_gen <= 0) return 0;
+    if (grow((void **)&c->sim_masked, sizeof *c->sim_masked, &c->sim_cap, n_gen, e)) return 0;
+    int32_t max_steps = UM_MIN(4096, UM_MAX(last->settings.steps, 1) + n_gen);
+    if (grow((void **)&c->future, sizeof *c->future, &c->future_cap, max_steps, e)) return 0;
+    for (int32_t i = 0; i < n_gen; i++) c->sim_masked[i] = last->pos[last->n_prompt + i].masked;
+    int32_t n = 0;
+    for (int32_t step = last->step; n < max_steps; step++) {
+        um_plan p;
+        if (schedule_plan(&last->settings, 0, n_gen, c->sim_masked, step, &p, NULL) != UM_OK || p.done) break;
+        c->future[n++] = p.count;
+        for (int32_t i = p.start, k = 0; i < p.end && k < p.count; i++)
+            if (c->sim_masked[i]) { c->sim_masked[i] = false; k++; }
+    }
+    return n;
+}
+
+static void draw_schedule(view_ctx *cx, frame *f, const view_state *v, const um_snapshot *s, int x0, int y0, int w, int h) {
+    frame_style pn = role(v, THEME_PANEL), ti = role(v, THEME_TITLE);
+    frame_fill(f, x0, y0, w, h, pn);
+    char buf[256];
+    snprintf(buf, sizeof buf, "schedule  %s \xC2\xB7 %s", schedule_name(s->settings.schedule),
+             schedule_score_name(s->settings.score));
+    frame_puts(f, x0, y0, x0 + w, buf, ti);
+    if (h < 4) return;
+    /* one column per step: recorded steps 1..n as bars (─ where the plan said more), then the
+     * plan ahead as ░ columns; a window around the shown step when they do not all fit */
+    int label_w = 5, cols = w - label_w, chart_h = h - 3;
+    int32_t n = v->n_hist - 1, cur = s->step;
+    if (cols < 1 || n < 0) return;
+    int32_t n_future = plan_ahead(cx, v->hist[n], NULL), total = n + n_future;
+    int32_t first = 1;
+    if (total > cols) first = UM_MAX(1, UM_MIN(cur - cols / 2, total - cols + 1));
+    int maxv = 1;
+    for (int32_t k = 1; k <= n; k++) maxv = UM_MAX(maxv, UM_MAX(v->hist[k]->n_committed, v->hist[k]->planned));
+    for (int32_t j = 0; j < n_future; j++) maxv = UM_MAX(maxv, cx->future[j]);
+    snprintf(buf, sizeof buf, "%d", maxv);
+    frame_puts(f, x0, y0 + 1, x0 + label_w, buf, pn);
+    frame_puts(f, x0, y0 + chart_h, x0 + label_w, "0", pn);
+    static const char *const eighth[9] = { " ", "\xE2\x96\x81", "\xE2\x96\x82", "\xE2\x96\x83", "\xE2\x96\x84",
+                                           "\xE2\x96\x85", "\xE2\x96\x86", "\xE2\x96\x87", "\xE2\x96\x88" };
+    for (int c = 0; c < cols; c++) {
+        int32_t k = first + c;
+        if (k > total) break;
+        int cx0 = x0 + label_w + c;
+        if (k > n) {                                             /* planned, not yet run */
+            int plan = cx->future[k - n - 1] * chart_h * 8 / maxv;
+            for (int r = 0; r < chart_h && plan > r * 8; r++)
+                frame_put_cluster(f, cx0, y0 + chart_h - r, x0 + w, "\xE2\x96\x91", 1, role(v, THEME_PLANNED), -1);
+            continue;
+        }
+        const um_snapshot *hs = v->hist[k];
+        int act = hs->n_committed * chart_h * 8 / maxv, plan = hs->planned * chart_h * 8 / maxv;
+        frame_style bar = role(v, k == cur ? THEME_MARK : THEME_BAR);
+        for (int r = 0; r < chart_h; r++) {                      /* r = 0 is the bottom row */
+            int fill = act - r * 8, y = y0 + chart_h - r;
+            if (fill > 0) frame_put_cluster(f, cx0, y, x0 + w, eighth[fill >= 8 ? 8 : fill], 1, bar, -1);
+            else if (plan > r * 8 && plan <= (r + 1) * 8)          /* planned level above the bar */
+                frame_put_cluster(f, cx0, y, x0 + w, "\xE2\x94\x80", 1, role(v, THEME_PLANNED), -1);
+        }
+        if (k == cur) frame_put_cluster(f, cx0, y0 + chart_h + 1, x0 + w, "\xE2\x96\xB2", 1, role(v, THEME_MARK), -1);
+    }
+    if (n_future > 0) snprintf(buf, sizeof buf, "step %d: %d/%d committed, %d to go", cur, s->n_committed, s->planned, n_future);
+    else snprintf(buf, sizeof buf, "step %d: %d/%d committed/planned", cur, s->n_committed, s->planned);
+    frame_puts(f, x0, y0 + h - 1, x0 + w, buf, pn);
+}
+
+/* ------------------------------------------------------------------ legend and status */
+
+static void draw_legend(frame *f, const view_state *v, const um_snapshot *s, int y) {
+    frame_style pn = role(v, THEME_PANEL);
+    frame_fill(f, 0, y, f->w, 1, pn);
+    char lo[32], hi[32];
+    switch (v->heat) {
+    case VIEW_HEAT_ORDER:   snprintf(lo, sizeof lo, "step 1"); snprintf(hi, sizeof hi, "step %d", s ? s->n_steps : 0); break;
+    case VIEW_HEAT_ENTROPY: snprintf(lo, sizeof lo, "%.0f+ nats", (double)ENTROPY_SCALE); snprintf(hi, sizeof hi, "0 nats"); break;
+    default:                snprintf(lo, sizeof lo, "p 0"); snprintf(hi, sizeof hi, "1"); break;
+    }
+    int x = frame_puts(f, 1, y, f->w, view_heat_names[v->heat], role(v, THEME_TITLE));
+    x = frame_puts(f, x + 1, y, f->w, lo, pn) + 1;
+    int ramp_w = 12;
+    static const char *const shade[4] = { "\xE2\x96\x91", "\xE2\x96\x92", "\xE2\x96\x93", "\xE2\x96\x88" };
+    for (int j = 0; j < ramp_w; j++) {
+        float h = (float)j / (float)(ramp_w - 1);
+        frame_style st = heat_style(v, h, pn);
+        /* 8 colours or none: shading glyphs carry the value; else solid blocks */
+        const char *g = v->depth > 8 ? "\xE2\x96\x88" : shade[UM_MIN(3, (int)(h * 4))];
+        x = frame_put_cluster(f, x, y, f->w, g, 1, st, -1);
+    }
+    x = frame_puts(f, x + 1, y, f->w, hi, pn) + 2;
+    x = frame_puts(f, x, y, f->w, v->th->mask_glyph, role(v, THEME_MASK));
+    x = frame_puts(f, x + 1, y, f->w, "masked", pn) + 2;
+    frame_style fr = heat_style(v, 1.0f, role(v, THEME_TEXT));
+    fr.attrs |= role(v, THEME_FRESH).attrs;
+    x = frame_puts(f, x, y, f->w, "new", fr);
+    x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
+    (void)x;
+}
+
+static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int y) {
+    frame_style st = role(v, THEME_STATUS);
+    frame_fill(f, 0, y, f->w, 1, st);
+    char buf[512], badge[64];
+    if (v->edit) {
+        snprintf(buf, sizeof buf, " prompt> %s\xE2\x96\x8F", v->edit);
+        int right = put_right(f, y, f->w, " Enter restarts \xC2\xB7 Esc cancels ", st);
+        /* keep the end of a long prompt visible */
+        const char *p = buf;
+        while (ui_text_width(p) > right - 1 && *p) p++;
+        while ((*p & 0xC0) == 0x80) p++;
+        frame_puts(f, 0, y, right - 1, p, st);
+        return;
+    }
+    if (!s) { frame_puts(f, 0, y, f->w, " starting...", st); return; }
+    const um_snapshot *last = v->hist[v->n_hist - 1];
+    double ms = 0;
+    int32_t committed = 0;
+    for (int32_t k = 1; k <= v->shown && k < v->n_hist; k++) {
+        ms += v->hist[k]->forward_ms + v->hist[k]->sample_ms;
+        committed += v->hist[k]->n_committed;
+    }
+    double ms_step = v->shown > 0 ? ms / v->shown : 0, tps = ms > 0 ? committed / (ms / 1000.0) : 0;
+    const um_settings *se = &s->settings;
+    int off = snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
+                       s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, ms_step, tps,
+                       schedule_name(se->schedule), schedule_score_name(se->score),
+                       (double)se->temperature, (unsigned long long)se->seed);
+    (void)off;
+    theme_role br;
+    if (v->shown < v->n_hist - 1) {
+        snprintf(badge, sizeof badge, " REWIND %d/%d ", s->step, last->step);
+        br = THEME_PAUSED;
+    } else if (last->done) {
+        snprintf(badge, sizeof badge, " DONE ");
+        br = THEME_RUNNING;
+    } else if (v->paused) {
+        snprintf(badge, sizeof badge, v->busy ? " PAUSED (finishing step) " : " PAUSED ");
+        br = THEME_PAUSED;
+    } else {
+        snprintf(badge, sizeof badge, " RUNNING ");
+        br = THEME_RUNNING;
+    }
+    int right = put_right(f, y, f->w, badge, role(v, br));
+    if (v->message && *v->message) {       /* "...: from the next step" / "...: restarted" */
+        frame_style msg_st = role(v, THEME_MESSAGE);
+        msg_st.bg = st.bg;
+        int mw = ui_text_width(v->message) + 2;
+        int mx = UM_MAX(right / 3, right - mw);   /* keep "step k/N ..." readable */
+        frame_puts(f, mx + 1, y, right - 1, v->message, msg_st);
+        right = mx;
+    }
+    frame_puts(f, 0, y, right - 1, buf, st);
+}
+
+/* ------------------------------------------------------------------ help overlay */
+
+static void draw_help(frame *f, const view_state *v) {
+    int lines = 0;
+    for (int i = 0; i < ui_keys_len; i++) lines += ui_keys[i].label != NULL;
+    int bw = UM_MIN(f->w - 2, 72), bh = UM_MIN(f->h - 2, lines + 4);
+    int bx = (f->w - bw) / 2, by = (f->h - bh) / 2;
+    frame_style st = role(v, THEME_HELP), ti = role(v, THEME_TITLE);
+    ti.bg = st.bg;
+    frame_fill(f, bx, by, bw, bh, st);
+    frame_puts(f, bx + 2, by, bx + bw, "keys (? or Esc closes)", ti);
+    int y = by + 2;
+    for (int i = 0; i < ui_keys_len && y < by + bh - 1; i++) {
+        if (!ui_keys[i].label) continue;
+        frame_puts(f, bx + 2, y, bx + 16, ui_keys[i].label, ti);
+        frame_puts(f, bx + 16, y, bx + bw - 1, ui_keys[i].help, st);
+        y++;
+    }
+}
+
+/* ------------------------------------------------------------------ the frame */
+
+static void draw_too_small(frame *f, const view_state *v) {
+    char buf[128];
+    frame_fill(f, 0, 0, f->w, f->h, role(v, THEME_TEXT));
+    snprintf(buf, sizeof buf, "terminal too small: %dx%d", f->w, f->h);
+    frame_puts(f, 0, f->h / 2 - 1, f->w, buf, role(v, THEME_MESSAGE));
+    snprintf(buf, sizeof buf, "need at least %dx%d (q quits)", VIEW_MIN_W, VIEW_MIN_H);
+    frame_puts(f, 0, f->h / 2, f->w, buf, role(v, THEME_TEXT));
+}
+
+int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
+    f->depth = v->depth;
+    f->step = -1;
+    if (f->w < VIEW_MIN_W || f->h < VIEW_MIN_H) {
+        draw_too_small(f, v);
+    } else {
+        const um_snapshot *s = shown(v);
+        draw_header(f, v);
+        int body_y = 1, body_h = f->h - 3;
+        if (s) {
+            f->step = s->step;
+            if (f->w >= VIEW_SIDE_MIN_W) {
+                int sx = f->w - SIDE_W, cw = sx - 1;
+                if (draw_canvas(c, f, v, s, 0, body_y, cw, body_h, e)) return UM_FAIL;
+                for (int y = body_y; y < body_y + body_h; y++)
+                    frame_put_cluster(f, cw, y, f->w, "\xE2\x94\x82", 1, role(v, THEME_BORDER), -1);
+                int ih = body_h - 10;
+                draw_inspector(f, v, s, sx + 1, body_y, SIDE_W - 1, ih);
+                frame_fill(f, sx, body_y + ih, SIDE_W, 1, role(v, THEME_BORDER));
+                for (int x = sx; x < f->w; x++)
+                    frame_put_cluster(f, x, body_y + ih, f->w, "\xE2\x94\x80", 1, role(v, THEME_BORDER), -1);
+                draw_schedule(c, f, v, s, sx + 1, body_y + ih + 1, SIDE_W - 1, body_h - ih - 1);
+            } else {
+                int ch = body_h - STRIP_H - 1, half = f->w / 2;
+                if (draw_canvas(c, f, v, s, 0, body_y, f->w, ch, e)) return UM_FAIL;
+                for (int x = 0; x < f->w; x++)
+                    frame_put_cluster(f, x, body_y + ch, f->w, "\xE2\x94\x80", 1, role(v, THEME_BORDER), -1);
+                draw_inspector(f, v, s, 0, body_y + ch + 1, half - 1, STRIP_H);
+                for (int y = body_y + ch + 1; y < body_y + body_h; y++)
+                    frame_put_cluster(f, half - 1, y, f->w, "\xE2\x94\x82", 1, role(v, THEME_BORDER), -1);
+                draw_schedule(c, f, v, s, half, body_y + ch + 1, f->w - half, STRIP_H);
+            }
+        } else {
+            frame_fill(f, 0, body_y, f->w, body_h, role(v, THEME_TEXT));
+            frame_puts(f, 1, body_y, f->w, "starting...", role(v, THEME_MESSAGE));
+        }
+        draw_legend(f, v, s, f->h - 2);
+        draw_status(f, v, s, f->h - 1);
+        if (v->help) draw_help(f, v);
+    }
+    if (v->depth == 0)                              /* no colour: attributes only */
+        for (size_t i = 0; i < (size_t)f->w * (size_t)f->h; i++) f->cells[i].fg = f->cells[i].bg = FRAME_DEFAULT;
+    return UM_OK;
+}
+
+void view_ctx_free(view_ctx *c) {
+    ui_text_free(&c->text);
+    free(c->runs);
+    free(c->bytes);
+    free(c->place);
+    free(c->sim_masked);
+    free(c->future);
+    memset(c, 0, sizeof *c);
+}

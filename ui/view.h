@@ -1,0 +1,82 @@
+/*
+ * view: composes the whole screen into a frame (ui/frame.h) from the visualizer's state,
+ * in one pass per redraw. No curses here, so a recorder (GIF, asciicast) can build the
+ * very same frames from recorded snapshots.
+ *
+ * Layout (w x h cells):
+ *   row 0            header: model, architecture, quant, backend and ISA, threads
+ *   rows 1..h-3      canvas (prompt dimmed, then the generated region, wrapped) and the
+ *                    panels: inspector and schedule (recorded steps as bars, the plan
+ *                    ahead from schedule.h as shaded columns) on the right when w >= 96,
+ *                    else in a strip under the canvas
+ *   row h-2          legend (what the heat colours mean)
+ *   row h-1          status line, with transient messages (setting changes, errors)
+ *                    right-aligned before the RUNNING/PAUSED badge
+ * Below VIEW_MIN_W x VIEW_MIN_H the frame holds only a "terminal too small" message.
+ *
+ * To render a recorded run without the interactive UI: fill a view_state with the
+ * snapshots (hist), shown = the index to draw, a theme (theme_builtin or theme_load),
+ * depth 256, and call view_build once per snapshot.
+ */
+#ifndef UM_UI_VIEW_H
+#define UM_UI_VIEW_H
+
+#include "frame.h"
+#include "text.h"
+#include "theme.h"
+#include "ui_source.h"
+
+#define VIEW_MIN_W 60
+#define VIEW_MIN_H 16
+#define VIEW_SIDE_MIN_W 96      /* from this width the panels sit right of the canvas */
+
+typedef enum view_heat {
+    VIEW_HEAT_COMMIT = 0,       /* probability of the token when it was committed */
+    VIEW_HEAT_LIVE,             /* current top-1 probability; masks show it as ghost text */
+    VIEW_HEAT_ORDER,            /* step at which the token was committed */
+    VIEW_HEAT_ENTROPY,          /* entropy of the position's distribution (low = bright) */
+    VIEW_HEAT_COUNT
+} view_heat;
+
+extern const char *const view_heat_names[VIEW_HEAT_COUNT];
+
+typedef struct view_state {
+    const ui_source    *src;        /* info (header) and piece() (token text) */
+    um_snapshot *const *hist;       /* (n_hist) recorded snapshots of this run, oldest first */
+    int32_t             n_hist;
+    int32_t             shown;      /* index into hist of the snapshot drawn */
+    const theme        *th;
+    int                 depth;      /* colours available: 16777216, 256, 8 or 0 (NO_COLOR) */
+    view_heat           heat;
+    int32_t             cursor;     /* canvas position under the inspector; -1: follow activity */
+    bool                paused;     /* the user paused (else running) */
+    bool                busy;       /* a step is being computed */
+    bool                help;       /* help overlay shown */
+    const char         *message;    /* transient message, NULL for none */
+    const char         *edit;       /* the prompt being edited, NULL when not editing */
+} view_state;
+
+typedef struct view_ctx {           /* scratch reused between frames */
+    ui_text   text;
+    ui_run   *runs;                 /* (runs_cap) */
+    int32_t   runs_cap;
+    char     *bytes;                /* (bytes_cap) piece bytes of the shown snapshot */
+    size_t    bytes_cap;
+    int32_t  *place;                /* (3 * place_cap): line, x, width per cluster */
+    int32_t   place_cap;
+    bool     *sim_masked;           /* (sim_cap) schedule panel: masks of the plan ahead */
+    int32_t   sim_cap;
+    int32_t  *future;               /* (future_cap) planned counts of the steps not yet run */
+    int32_t   future_cap;
+} view_ctx;
+
+int     view_build(view_ctx *c, frame *f, const view_state *v, um_err *e);
+void    view_ctx_free(view_ctx *c);
+/* The position the inspector shows: v->cursor, or the first masked position (the action),
+ * or the last position when nothing is masked. -1 when there is no snapshot. */
+int32_t view_focus(const view_state *v);
+/* Visible label of a token's raw bytes for panels: space as U+2423, newline U+21B5, tab
+ * U+2192, invalid bytes as <XX>; cut to fit cap. */
+void    view_piece_label(const char *bytes, size_t len, char *out, size_t cap);
+
+#endif
