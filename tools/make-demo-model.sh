@@ -8,11 +8,13 @@
 #   4. export models/unmask-demo.gguf (F16 matrices, F32 norms) and measure it
 #
 # On this project's machine (2 cores shared with other jobs) the whole run took about
-# 100 minutes; on 2 idle cores expect roughly half. THREADS (default: all cores) and
-# STEPS, BATCH override the defaults. Logs: build/train/demo/{train.out,log.tsv}.
+# 60 minutes while other jobs shared the cores, 30 minutes on 2 idle cores. THREADS (default:
+# all cores), STEPS, BATCH, WORK (build/train/demo) and MODEL (models/unmask-demo.gguf)
+# override the defaults. Logs: $WORK/{train.out,log.tsv}.
 set -eu
 cd "$(dirname "$0")/.."
-OUT=build/train/demo
+OUT=${WORK:-build/train/demo}
+MODEL=${MODEL:-models/unmask-demo.gguf}
 BIN=build/train/unmask-train
 STEPS=${STEPS:-2600}
 BATCH=${BATCH:-8}
@@ -45,7 +47,7 @@ start=$(date +%s)
     --embd 192 --layers 4 --heads 3 --ffn 512 --ctx 256 --lr 2e-3 --lr-min 2e-4 \
     --eval-every 25 --ckpt-minutes 4 $CORPUS 2>&1 | tee -a "$OUT/train.out"
 # 4. export and measure
-mkdir -p models
-"$BIN" export --ckpt "$OUT/demo.ck" --tok "$OUT/tok.gguf" --out models/unmask-demo.gguf
-"$BIN" eval -m models/unmask-demo.gguf $CORPUS
+mkdir -p "$(dirname "$MODEL")"
+"$BIN" export --ckpt "$OUT/demo.ck" --tok "$OUT/tok.gguf" --out "$MODEL"
+"$BIN" eval -m "$MODEL" $CORPUS
 echo "make-demo-model: done in $(( ($(date +%s) - start) / 60 )) minutes"
