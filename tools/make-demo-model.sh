@@ -1,0 +1,53 @@
+#!/bin/sh
+# make-demo-model.sh: rebuild models/unmask-demo.gguf from scratch (the `make demo-model` recipe).
+#
+#   1. build the trainer, build/train/unmask-train (tools/train/*.c + the engine's sources)
+#   2. learn a 4096-token byte-level BPE from the training parts of data/corpus/*.txt
+#   3. train the llada model (resumes from build/train/demo/demo.ck if it exists, so an
+#      interrupted run continues where its last checkpoint left it)
+#   4. export models/unmask-demo.gguf (F16 matrices, F32 norms) and measure it
+#
+# On this project's machine (2 cores shared with other jobs) the whole run took about
+# 60 minutes while other jobs shared the cores, 30 minutes on 2 idle cores. THREADS (default:
+# all cores), STEPS, BATCH, WORK (build/train/demo) and MODEL (models/unmask-demo.gguf)
+# override the defaults. Logs: $WORK/{train.out,log.tsv}.
+set -eu
+cd "$(dirname "$0")/.."
+OUT=${WORK:-build/train/demo}
+MODEL=${MODEL:-models/unmask-demo.gguf}
+BIN=build/train/unmask-train
+STEPS=${STEPS:-2600}
+BATCH=${BATCH:-8}
+THREADS=${THREADS:-0}
+CORPUS="data/corpus/grimms_fairy_tales.txt data/corpus/little_women.txt data/corpus/tiny_shakespeare.txt"
+mkdir -p "$OUT" build/train/obj
+
+# 1. the trainer: `make trainer` when the Makefile has it, else by hand with its flags
+if grep -q '^trainer:' Makefile; then
+    ${MAKE:-make} --no-print-directory trainer
+    BIN=build/release/unmask-train
+else
+    CC=${CC:-cc}
+    CFLAGS="-std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -fno-strict-aliasing -Isrc $(pkg-config --cflags libutf8proc 2>/dev/null)"
+    objs=""
+    for f in src/util.c src/gguf.c src/pool.c src/cpu.c src/tokenizer.c src/unicode_pre.c src/quant_types.c tools/train/*.c; do
+        o=build/train/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
+        $CC $CFLAGS -c -o "$o" "$f"
+        objs="$objs $o"
+    done
+    $CC -o "$BIN" $objs $(pkg-config --libs libutf8proc 2>/dev/null) -lm -pthread
+fi
+
+start=$(date +%s)
+# 2. tokenizer
+[ -e "$OUT/tok.gguf" ] || "$BIN" bpe --vocab 4096 --out "$OUT/tok.gguf" $CORPUS
+# 3. model: 4 layers, width 192, 3 heads of 64, SwiGLU 512, context 256, tied embeddings
+"$BIN" train --tok "$OUT/tok.gguf" --ckpt "$OUT/demo.ck" --log "$OUT/log.tsv" \
+    --steps "$STEPS" --warmup 60 --batch "$BATCH" --threads "$THREADS" \
+    --embd 192 --layers 4 --heads 3 --ffn 512 --ctx 256 --lr 2e-3 --lr-min 2e-4 \
+    --eval-every 25 --ckpt-minutes 4 $CORPUS 2>&1 | tee -a "$OUT/train.out"
+# 4. export and measure
+mkdir -p "$(dirname "$MODEL")"
+"$BIN" export --ckpt "$OUT/demo.ck" --tok "$OUT/tok.gguf" --out "$MODEL"
+"$BIN" eval -m "$MODEL" $CORPUS
+echo "make-demo-model: done in $(( ($(date +%s) - start) / 60 )) minutes"

@@ -1,0 +1,409 @@
+/*
+ * unmask-train: trains unmask's bundled demo model from plain text.
+ *
+ *   unmask-train bpe    --vocab N --out TOK.gguf FILE...         learn a byte-level BPE tokenizer
+ *   unmask-train train  --tok TOK.gguf --ckpt CK [options] FILE... train (resumes from CK if present)
+ *   unmask-train export --ckpt CK --tok TOK.gguf --out MODEL.gguf write the llada GGUF
+ *   unmask-train eval   -m MODEL.gguf FILE...                     held-out masked-token loss
+ *   unmask-train prompts FILE...                                  openings of held-out paragraphs
+ *
+ * Every command splits each FILE the same way: the first 95% (cut after a newline) is
+ * training text, the rest is held out. Training data are windows of n_ctx tokens at random
+ * offsets of the concatenated training parts (files joined by <|endoftext|>).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bpe.h"
+#include "gguf.h"
+#include "pool.h"
+#include "tmodel.h"
+#include "tokenizer.h"
+
+#define HELDOUT_FRACTION 0.05
+
+/* ------------------------------------------------------------------ corpus */
+
+typedef struct corpus {
+    char  **text;
+    size_t *len, *split;        /* split: bytes of training text; [split, len) is held out */
+    int     n;
+} corpus;
+
+static size_t split_point(const char *s, size_t n) {
+    size_t k = (size_t)((double)n * (1.0 - HELDOUT_FRACTION));
+    while (k < n && s[k - 1] != '\n') k++;
+    return k;
+}
+
+static int corpus_load(corpus *c, char **files, int n, um_err *e) {
+    memset(c, 0, sizeof *c);
+    c->text = um_calloc((size_t)n, sizeof *c->text);
+    c->len = um_calloc((size_t)n, sizeof *c->len);
+    c->split = um_calloc((size_t)n, sizeof *c->split);
+    if (!c->text || !c->len || !c->split) return um_errf(e, "out of memory");
+    for (int i = 0; i < n; i++) {
+        if (um_read_file(files[i], &c->text[i], &c->len[i], e)) return UM_FAIL;
+        if (c->len[i] < 100) return um_errf(e, "%s: too short to split (%zu bytes)", files[i], c->len[i]);
+        c->split[i] = split_point(c->text[i], c->len[i]);
+        c->n++;
+    }
+    return UM_OK;
+}
+
+static void corpus_free(corpus *c) {
+    for (int i = 0; i < c->n; i++) free(c->text[i]);
+    free(c->text); free(c->len); free(c->split);
+}
+
+/* Token stream of the training parts (held_out false) or held-out parts, files joined by EOS. */
+static int corpus_tokens(const corpus *c, const tokenizer *tk, bool held_out, int32_t **out, size_t *n_out,
+                         um_err *e) {
+    size_t cap = 0, n = 0;
+    int32_t *all = NULL;
+    for (int i = 0; i < c->n; i++) {
+        const char *s = c->text[i] + (held_out ? c->split[i] : 0);
+        size_t len = held_out ? c->len[i] - c->split[i] : c->split[i];
+        int32_t *ids;
+        size_t k;
+        if (tok_encode(tk, s, len, 0, &ids, &k, e)) { free(all); return UM_FAIL; }
+        if (n + k + 1 > cap) {
+            cap = (n + k + 1) * 2;
+            int32_t *na = realloc(all, cap * sizeof *na);
+            if (!na) { free(ids); free(all); return um_errf(e, "out of memory"); }
+            all = na;
+        }
+        memcpy(all + n, ids, k * sizeof *ids);
+        n += k;
+        all[n++] = tok_special(tk)->eos;
+        free(ids);
+    }
+    *out = all;
+    *n_out = n;
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ options */
+
+typedef struct opts {
+    const char *tok, *ckpt, *log, *out, *model, *name;
+    int vocab, steps, batch, warmup, threads, eval_every, ckpt_minutes;
+    double minutes;
+    tm_config c;
+    tm_adam adam;
+    float lr_min;
+    uint64_t seed;
+    char **files;
+    int n_files;
+} opts;
+
+static int parse(opts *o, int argc, char **argv) {
+    *o = (opts){ .vocab = 4096, .steps = 3000, .batch = 8, .warmup = 100, .threads = 0, .eval_every = 50,
+                 .ckpt_minutes = 5, .minutes = 0, .seed = 1,
+                 .c = { .n_vocab = 0, .n_embd = 256, .n_layer = 6, .n_head = 4, .n_ff = 768, .n_ctx = 256,
+                        .rope_base = 10000.0f, .norm_eps = 1e-5f },
+                 .adam = { .lr = 2e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .clip = 1.0f },
+                 .lr_min = 2e-4f, .name = "unmask-demo" };
+    o->files = um_calloc((size_t)argc + 1, sizeof *o->files);
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(s) (!strcmp(a, s) && v && ++i)
+        if (OPT("--tok")) o->tok = v;
+        else if (OPT("--ckpt")) o->ckpt = v;
+        else if (OPT("--log")) o->log = v;
+        else if (OPT("--out")) o->out = v;
+        else if (OPT("-m")) o->model = v;
+        else if (OPT("--name")) o->name = v;
+        else if (OPT("--vocab")) o->vocab = atoi(v);
+        else if (OPT("--steps")) o->steps = atoi(v);
+        else if (OPT("--batch")) o->batch = atoi(v);
+        else if (OPT("--warmup")) o->warmup = atoi(v);
+        else if (OPT("--threads")) o->threads = atoi(v);
+        else if (OPT("--eval-every")) o->eval_every = atoi(v);
+        else if (OPT("--ckpt-minutes")) o->ckpt_minutes = atoi(v);
+        else if (OPT("--minutes")) o->minutes = atof(v);
+        else if (OPT("--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (OPT("--embd")) o->c.n_embd = atoi(v);
+        else if (OPT("--layers")) o->c.n_layer = atoi(v);
+        else if (OPT("--heads")) o->c.n_head = atoi(v);
+        else if (OPT("--ffn")) o->c.n_ff = atoi(v);
+        else if (OPT("--ctx")) o->c.n_ctx = atoi(v);
+        else if (OPT("--lr")) o->adam.lr = (float)atof(v);
+        else if (OPT("--lr-min")) o->lr_min = (float)atof(v);
+        else if (a[0] == '-') { fprintf(stderr, "unmask-train: unknown or incomplete option '%s'\n", a); return UM_FAIL; }
+        else o->files[o->n_files++] = argv[i];
+#undef OPT
+    }
+    if (!o->n_files && strcmp(argv[1], "export")) { fprintf(stderr, "unmask-train: no text files given\n"); return UM_FAIL; }
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ commands */
+
+static int cmd_bpe(opts *o, um_err *e) {
+    if (!o->out) return um_errf(e, "bpe: --out is required");
+    corpus c;
+    int rc = UM_FAIL;
+    bpe_vocab *v = NULL;
+    gguf_writer *w = NULL;
+    if (corpus_load(&c, o->files, o->n_files, e)) goto out;
+    double t0 = um_now();
+    if (bpe_train(&v, (const char *const *)c.text, c.split, c.n, o->vocab, e)) goto out;
+    fprintf(stderr, "bpe: %d tokens, %d merges in %.1f s\n", v->n_vocab, v->n_merges, um_now() - t0);
+    if (!(w = gguf_writer_new())) { um_errf(e, "out of memory"); goto out; }
+    gguf_set_str(w, "general.architecture", "llada");
+    gguf_set_str(w, "general.name", "unmask-demo tokenizer");
+    if (bpe_write_kv(v, w, e) || gguf_writer_write(w, o->out, e)) goto out;
+    rc = UM_OK;
+out:
+    gguf_writer_free(w);
+    bpe_free(v);
+    corpus_free(&c);
+    return rc;
+}
+
+/* Held-out windows of T tokens (non-overlapping), at most max_windows. */
+static int heldout_windows(const int32_t *ids, size_t n, int T, int max_windows) {
+    int k = (int)(n / (size_t)T);
+    return max_windows > 0 && k > max_windows ? max_windows : k;
+}
+
+/* Mean cross-entropy (nats) per masked held-out token over windows at mask rate t (fixed seed: the same masks each call). */
+static double heldout_loss(tm_model *m, tm_ws *w, um_pool *p, const int32_t *ids, int n_win, int B, double t,
+                           uint64_t seed, int32_t *in, int32_t *tgt, float *inv) {
+    const int T = m->c.n_ctx;
+    uint64_t s[4];
+    tm_rand_seed(s, seed);
+    double sum = 0;
+    int64_t masked = 0;
+    for (int w0 = 0; w0 < n_win; w0 += B) {
+        int nb = UM_MIN(B, n_win - w0);
+        for (int b = 0; b < nb; b++) {
+            inv[b] = (float)(1.0 / t);
+            for (int i = 0; i < T; i++) {
+                int32_t y = ids[(size_t)(w0 + b) * T + i];
+                tgt[b * T + i] = y;
+                in[b * T + i] = tm_rand_unit(s) < t ? m->c.mask_id : y;
+            }
+        }
+        /* L = sum(CE) / t / (nb T): undo the weight and the normalisation */
+        int64_t nm = 0;
+        sum += tm_step(m, w, p, in, tgt, inv, nb, T, false, &nm) * t * nb * T;
+        masked += nm;
+    }
+    return masked ? sum / masked : 0;
+}
+
+static int cmd_train(opts *o, um_err *e) {
+    if (!o->tok || !o->ckpt) return um_errf(e, "train: --tok and --ckpt are required");
+    corpus c;
+    tokenizer *tk = NULL;
+    tm_model *m = NULL;
+    tm_ws *w = NULL;
+    um_pool *pool = NULL;
+    int32_t *train = NULL, *held = NULL, *in = NULL, *tgt = NULL;
+    float *inv = NULL;
+    FILE *log = NULL;
+    int rc = UM_FAIL;
+    size_t n_train = 0, n_held = 0;
+    if (corpus_load(&c, o->files, o->n_files, e) || tok_load_file(&tk, o->tok, e)) goto out;
+    if (corpus_tokens(&c, tk, false, &train, &n_train, e) || corpus_tokens(&c, tk, true, &held, &n_held, e)) goto out;
+    int64_t step = 0;
+    uint64_t rng[4];
+    struct stat st;
+    if (!stat(o->ckpt, &st)) {
+        if (tm_load(&m, &step, rng, o->ckpt, e)) goto out;
+        fprintf(stderr, "train: resumed %s at step %" PRId64 "\n", o->ckpt, step);
+    } else {
+        o->c.n_vocab = tok_n_vocab(tk);
+        o->c.mask_id = tok_special(tk)->mask;
+        if (tm_new(&m, &o->c, e)) goto out;
+        tm_init(m, o->seed);
+        tm_rand_seed(rng, o->seed ^ 0x5eedull);
+    }
+    const int T = m->c.n_ctx, B = o->batch;
+    if (n_train < (size_t)T + 1) { um_errf(e, "train: only %zu training tokens", n_train); goto out; }
+    pool = pool_new(o->threads);
+    int nt = pool_threads(pool);
+    if (tm_ws_new(&w, m, B, nt, e)) goto out;
+    in = um_malloc((size_t)B * T * sizeof *in);
+    tgt = um_malloc((size_t)B * T * sizeof *tgt);
+    inv = um_malloc((size_t)B * sizeof *inv);
+    if (!in || !tgt || !inv) { um_errf(e, "out of memory"); goto out; }
+    if (o->log && !(log = fopen(o->log, "a"))) { um_errf(e, "%s: cannot open: %s", o->log, strerror(errno)); goto out; }
+    if (log && step == 0) fprintf(log, "step\tlr\ttrain_loss\tgrad_norm\theldout_loss_t05\ttokens_per_s\telapsed_s\n");
+    int n_win = heldout_windows(held, n_held, T, 16);
+    fprintf(stderr, "train: %" PRId64 " params, %zu train / %zu held-out tokens, batch %d x %d, %d threads\n",
+            m->n_params, n_train, n_held, B, T, nt);
+    double t_start = um_now(), t_ckpt = t_start, t_log = t_start, loss_acc = 0;
+    int n_acc = 0;
+    while (step < o->steps) {
+        tm_draw_batch(m, train, n_train, B, T, rng, in, tgt, inv);
+        double loss = tm_step(m, w, pool, in, tgt, inv, B, T, true, NULL);
+        tm_adam adam = o->adam;
+        adam.lr = tm_lr_at(step, o->warmup, o->steps, o->adam.lr, o->lr_min);
+        double gn = tm_adam_update(m, &adam, step + 1);
+        step++;
+        loss_acc += loss;
+        n_acc++;
+        double now = um_now();
+        bool last = step == o->steps || (o->minutes > 0 && now - t_start > o->minutes * 60);
+        if (step % o->eval_every == 0 || last) {
+            double hl = heldout_loss(m, w, pool, held, n_win, B, 0.5, 7, in, tgt, inv);
+            double tps = (double)n_acc * B * T / (um_now() - t_log);
+            fprintf(stderr, "step %" PRId64 " lr %.2e loss %.4f gnorm %.3f heldout(t=0.5) %.4f  %.0f tok/s\n",
+                    step, adam.lr, loss_acc / n_acc, gn, hl, tps);
+            if (log) {
+                fprintf(log, "%" PRId64 "\t%.3e\t%.4f\t%.3f\t%.4f\t%.0f\t%.0f\n", step, adam.lr, loss_acc / n_acc, gn, hl,
+                        tps, um_now() - t_start);
+                fflush(log);
+            }
+            loss_acc = 0; n_acc = 0; t_log = um_now();
+        }
+        if (last || now - t_ckpt > o->ckpt_minutes * 60.0) {
+            if (tm_save(m, step, rng, o->ckpt, e)) goto out;
+            t_ckpt = now;
+        }
+        if (last) break;
+    }
+    rc = UM_OK;
+out:
+    if (log) fclose(log);
+    free(in); free(tgt); free(inv); free(train); free(held);
+    tm_ws_free(w);
+    pool_free(pool);
+    tm_free(m);
+    tok_free(tk);
+    corpus_free(&c);
+    return rc;
+}
+
+static int cmd_export(opts *o, um_err *e) {
+    if (!o->ckpt || !o->tok || !o->out) return um_errf(e, "export: --ckpt, --tok and --out are required");
+    tm_model *m;
+    int64_t step;
+    uint64_t rng[4];
+    if (tm_load(&m, &step, rng, o->ckpt, e)) return UM_FAIL;
+    char name[256];
+    snprintf(name, sizeof name, "%s (llada, %" PRId64 " params, %" PRId64 " steps)", o->name, m->n_params, step);
+    int rc = tm_export(m, o->tok, name, o->out, e);
+    tm_free(m);
+    if (!rc) fprintf(stderr, "export: wrote %s (step %" PRId64 ")\n", o->out, step);
+    return rc;
+}
+
+static int cmd_eval(opts *o, um_err *e) {
+    if (!o->model) return um_errf(e, "eval: -m MODEL.gguf is required");
+    corpus c;
+    tokenizer *tk = NULL;
+    tm_model *m = NULL;
+    tm_ws *w = NULL;
+    um_pool *pool = NULL;
+    int32_t *held = NULL, *in = NULL, *tgt = NULL;
+    float *inv = NULL;
+    size_t n_held = 0;
+    int rc = UM_FAIL;
+    const int B = 8;
+    if (corpus_load(&c, o->files, o->n_files, e) || tok_load_file(&tk, o->model, e) || tm_import(&m, o->model, e)) goto out;
+    if (corpus_tokens(&c, tk, true, &held, &n_held, e)) goto out;
+    pool = pool_new(o->threads);
+    if (tm_ws_new(&w, m, B, pool_threads(pool), e)) goto out;
+    const int T = m->c.n_ctx;
+    in = um_malloc((size_t)B * T * sizeof *in);
+    tgt = um_malloc((size_t)B * T * sizeof *tgt);
+    inv = um_malloc((size_t)B * sizeof *inv);
+    if (!in || !tgt || !inv) { um_errf(e, "out of memory"); goto out; }
+    int n_win = heldout_windows(held, n_held, T, 0);
+    printf("held-out: %zu tokens, %d windows of %d\n", n_held, n_win, T);
+    double half = heldout_loss(m, w, pool, held, n_win, B, 0.5, 99, in, tgt, inv);
+    printf("t=0.50  masked-token loss %.4f nats (perplexity %.1f)\n", half, exp(half));
+    double avg = 0;
+    for (int k = 0; k < 10; k++) {
+        double t = 0.05 + 0.1 * k;
+        double l = heldout_loss(m, w, pool, held, n_win, B, t, 100 + (uint64_t)k, in, tgt, inv);
+        printf("t=%.2f  masked-token loss %.4f nats (perplexity %.1f)\n", t, l, exp(l));
+        avg += l / 10;
+    }
+    printf("averaged over t (0.05..0.95): %.4f nats\n", avg);
+    /* reference point: the training text's unigram distribution (add-one smoothed) */
+    int32_t *train = NULL;
+    size_t n_train = 0;
+    double *cnt = um_calloc((size_t)m->c.n_vocab, sizeof *cnt);
+    if (cnt && !corpus_tokens(&c, tk, false, &train, &n_train, e)) {
+        for (size_t i = 0; i < n_train; i++) cnt[train[i]] += 1;
+        double ce = 0;
+        for (size_t i = 0; i < (size_t)n_win * T; i++) ce -= log((cnt[held[i]] + 1) / ((double)n_train + m->c.n_vocab));
+        printf("unigram baseline (no context): %.4f nats\n", ce / ((double)n_win * T));
+    }
+    free(cnt);
+    free(train);
+    rc = UM_OK;
+out:
+    free(in); free(tgt); free(inv); free(held);
+    tm_ws_free(w);
+    pool_free(pool);
+    tm_free(m);
+    tok_free(tk);
+    corpus_free(&c);
+    return rc;
+}
+
+/* Openings (first 10 words) of 4 held-out paragraphs per file, spread over the held-out
+ * part, one per line. A paragraph starts a line after a blank line (verse, tales) or is a
+ * single line of 200 bytes or more (prose with one paragraph per line). */
+static int cmd_prompts(opts *o, um_err *e) {
+    corpus c;
+    if (corpus_load(&c, o->files, o->n_files, e)) return UM_FAIL;
+    for (int f = 0; f < c.n; f++) {
+        const char *s = c.text[f];
+        const size_t n = c.len[f], held = n - c.split[f];
+        for (int j = 0; j < 4; j++) {
+            for (size_t i = c.split[f] + held * (size_t)j / 4; i < n; i++) {
+                if (s[i - 1] != '\n' || s[i] == '\n') continue;
+                size_t eol = i;
+                while (eol < n && s[eol] != '\n') eol++;
+                bool after_blank = i >= 2 && s[i - 2] == '\n', long_line = eol - i >= 200;
+                if (!after_blank && !long_line) continue;
+                size_t end = eol;           /* a blank-line paragraph runs to the next blank line */
+                if (!long_line) while (end + 1 < n && !(s[end] == '\n' && s[end + 1] == '\n')) end++;
+                if (end - i < 200) continue;
+                int nw = 0;
+                for (size_t k = i; k < end && nw < 10; nw++) {
+                    while (k < end && (s[k] == ' ' || s[k] == '\n')) k++;
+                    size_t b = k;
+                    while (k < end && s[k] != ' ' && s[k] != '\n') k++;
+                    printf("%s%.*s", nw ? " " : "", (int)(k - b), s + b);
+                }
+                printf("\n");
+                break;
+            }
+        }
+    }
+    corpus_free(&c);
+    return UM_OK;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: unmask-train bpe|train|export|eval|prompts [options] FILE...\n");
+        return 2;
+    }
+    opts o;
+    if (parse(&o, argc, argv)) { free(o.files); return 2; }
+    um_err e = { "" };
+    int rc;
+    if (!strcmp(argv[1], "bpe")) rc = cmd_bpe(&o, &e);
+    else if (!strcmp(argv[1], "train")) rc = cmd_train(&o, &e);
+    else if (!strcmp(argv[1], "export")) rc = cmd_export(&o, &e);
+    else if (!strcmp(argv[1], "eval")) rc = cmd_eval(&o, &e);
+    else if (!strcmp(argv[1], "prompts")) rc = cmd_prompts(&o, &e);
+    else { fprintf(stderr, "unmask-train: unknown command '%s'\n", argv[1]); free(o.files); return 2; }
+    free(o.files);
+    if (rc) { fprintf(stderr, "unmask-train: %s\n", e.msg); return 1; }
+    return 0;
+}
