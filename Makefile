@@ -84,7 +84,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: run all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
+.PHONY: run trainer all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
 all: deps $(BIN)
 ifneq ($(CUDA_NOTE),)
 	@echo "$(CUDA_NOTE)"
@@ -174,9 +174,19 @@ clean:
 check-peer: all
 	@tools/check-peer.sh
 
-# Until the visualizer lands, the main job is describing the bundled test file.
+# The main job: the visualizer on the bundled demo model (models/unmask-demo.gguf).
 run: all
-	./unmask info tests/data/tiny-llada.gguf
+	./unmask
+
+# The demo model's trainer (tools/train) and the from-scratch recipe (models/README.md).
+TRAIN_SRC := $(sort $(wildcard tools/train/*.c))
+TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o)
+$(BUILD)/unmask-train: $(TRAIN_OBJ) $(OBJ_LIB) $(CU_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+trainer: deps $(BUILD)/unmask-train
+
+demo-model:
+	@tools/make-demo-model.sh
 
 # Benchmarks against llama.cpp (see bench/README.md). BENCH_MODELS is a list of NAME:SHAPE.
 BENCH_ROUNDS ?= 3

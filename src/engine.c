@@ -151,7 +151,8 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
             tmpl = um_malloc(kv->v.s.len + 1);
             if (tmpl) { memcpy(tmpl, kv->v.s.ptr, kv->v.s.len); tmpl[kv->v.s.len] = '\0'; }
         }
-        en->chat = chat_detect(tmpl, m->arch->name);
+        /* a file without a template is a raw LM (the bundled demo model, synthetic models) */
+        en->chat = tmpl ? chat_detect(tmpl, m->arch->name) : UM_CHAT_NONE;
         free(tmpl);
     }
     en->system = o->system ? strdup(o->system) : NULL;

@@ -165,6 +165,13 @@ int genopts_resolve(um_genopts *g, um_err *e) {
     if (g->preset) {
         if (models_conf_resolve(g->preset, &g->pre, e)) return um_err_prefix(e, "-M %s", g->preset);
         g->have_preset = true;
+    } else if (!g->model && models_conf_resolve(UM_DEFAULT_PRESET, &g->pre, NULL) == UM_OK) {
+        /* no model named: models.conf's default preset, when its file is there */
+        FILE *f = fopen(g->pre.path, "rb");
+        if (f) {
+            fclose(f);
+            g->have_preset = true;
+        }
     }
     if (g->model) g->eng.model_path = g->model;
     else if (g->have_preset) g->eng.model_path = g->pre.path;

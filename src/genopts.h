@@ -12,6 +12,9 @@
 #include "engine.h"
 #include "models_conf.h"
 
+/* The models.conf preset used when neither -m nor -M is given (the bundled model). */
+#define UM_DEFAULT_PRESET "demo"
+
 typedef struct um_genopts {
     um_engine_opts eng;
     const char    *model;         /* -m */
@@ -36,9 +39,10 @@ void genopts_init(um_genopts *g);
 /* Try argv[*i] (and its value) as a generation flag. Returns 1 if consumed (and advances *i),
  * 0 if not a generation flag, -1 on a bad value (message printed with prog as prefix). */
 int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog);
-/* After parsing: load the -M preset (if any), choose the model file (-m, else the preset's,
- * else the bundled model) into g->eng.model_path, and the chat template (--no-chat, flag,
- * preset). Fails with a one-line message. */
+/* After parsing: load the -M preset (if any; with neither -m nor -M, the "demo" preset when
+ * models.conf has it and its file exists), choose the model file (-m, else the preset's, else
+ * the bundled model) into g->eng.model_path, and the chat template (--no-chat, flag, preset).
+ * Fails with a one-line message. */
 int  genopts_resolve(um_genopts *g, um_err *e);
 /* Apply the preset's settings and then the flags over s (which holds the model's defaults). */
 void genopts_apply(const um_genopts *g, um_settings *s);

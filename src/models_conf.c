@@ -159,7 +159,7 @@ bool models_conf_find(char *path, size_t cap) {
     else if (home && *home) snprintf(path, cap, "%s/.config/unmask/models.conf", home);
     else path[0] = 0;
     if (path[0] && exists(path)) return true;
-    snprintf(path, cap, "%s/share/unmask/models.conf", UM_PREFIX);
+    snprintf(path, cap, "%s/models.conf", um_share_dir());
     return exists(path);
 }
 
@@ -179,7 +179,7 @@ int models_conf_resolve(const char *name, models_preset *out, um_err *e) {
     char path[2048];
     models_conf mc;
     if (!models_conf_find(path, sizeof path))
-        return um_errf(e, "no models.conf in ./, $XDG_CONFIG_HOME/unmask/ (~/.config/unmask/) or %s/share/unmask/", UM_PREFIX);
+        return um_errf(e, "no models.conf in ./, $XDG_CONFIG_HOME/unmask/ (~/.config/unmask/) or %s/", um_share_dir());
     if (models_conf_load(&mc, path, e)) return UM_FAIL;
     const models_preset *p = models_conf_get(&mc, name);
     if (p) *out = *p;

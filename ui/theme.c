@@ -206,11 +206,11 @@ int theme_load(theme *t, const char *name, um_err *e) {
     else path[0] = 0;
     if (path[0] && try_file(t, path, &found, e)) return UM_FAIL;
     if (found) return UM_OK;
-    snprintf(path, sizeof path, "%s/share/unmask/themes/%s.theme", UM_PREFIX, name);
+    snprintf(path, sizeof path, "%s/themes/%s.theme", um_share_dir(), name);
     if (try_file(t, path, &found, e)) return UM_FAIL;
     if (found) return UM_OK;
     if (!strcmp(name, "viridis")) { theme_builtin(t); return UM_OK; }
-    return um_errf(e, "theme '%s' not found in ./themes, the config directory or %s/share/unmask/themes", name, UM_PREFIX);
+    return um_errf(e, "theme '%s' not found in ./themes, the config directory or %s/themes", name, um_share_dir());
 }
 
 frame_color theme_heat(const theme *t, float v) {

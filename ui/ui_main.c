@@ -42,7 +42,7 @@
 
 #define MESSAGE_SECONDS 4.0
 #define PROMPT_MAX      4096
-#define DEFAULT_PROMPT  "Explain diffusion language models in one paragraph."
+#define DEFAULT_PROMPT  "Once upon a time"
 
 typedef struct app {
     ui_source     src;
@@ -479,7 +479,7 @@ static void usage(FILE *f) {
 static int list_models(void) {
     char path[2048];
     if (!models_conf_find(path, sizeof path)) {
-        printf("no models.conf found (looked in ./, $XDG_CONFIG_HOME/unmask/ or ~/.config/unmask/, %s/share/unmask/)\n", UM_PREFIX);
+        printf("no models.conf found (looked in ./, $XDG_CONFIG_HOME/unmask/ or ~/.config/unmask/, %s/)\n", um_share_dir());
         return 0;
     }
     models_conf mc;
