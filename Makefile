@@ -184,6 +184,7 @@ TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o)
 $(BUILD)/unmask-train: $(TRAIN_OBJ) $(OBJ_LIB) $(CU_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 trainer: deps $(BUILD)/unmask-train
+-include $(TRAIN_OBJ:.o=.d)
 
 demo-model:
 	@tools/make-demo-model.sh
