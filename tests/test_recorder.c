@@ -23,12 +23,7 @@
 #include "theme.h"
 #include "view.h"
 
-#if defined(__has_include)
-#if __has_include(<gif_lib.h>)
-#include <gif_lib.h>
-#define HAVE_GIFLIB_H 1
-#endif
-#endif
+#include "giflib_dl.h"
 
 /* Exact xterm-256 colours and their palette indices (cube levels 00 5f 87 af d7 ff). */
 #define RED     0xff0000u            /* index 196 */
@@ -86,24 +81,6 @@ static int count_lines_with(const char *text, const char *needle) {
 /* ---------------------------------------------------------------- giflib */
 
 #ifdef HAVE_GIFLIB_H
-typedef GifFileType *(*open_fn)(const char *, int *);
-typedef int (*slurp_fn)(GifFileType *);
-typedef int (*close_fn)(GifFileType *, int *);
-typedef int (*gcb_fn)(GifFileType *, int, GraphicsControlBlock *);
-
-static struct { void *h; open_fn open; slurp_fn slurp; close_fn close; gcb_fn gcb; } gl;
-
-static int giflib_load(void) {
-    if (gl.h) return 1;
-    gl.h = dlopen("libgif.so.7", RTLD_NOW);
-    if (!gl.h) gl.h = dlopen("libgif.so", RTLD_NOW);
-    if (!gl.h) return 0;
-    gl.open = (open_fn)dlsym(gl.h, "DGifOpenFileName");
-    gl.slurp = (slurp_fn)dlsym(gl.h, "DGifSlurp");
-    gl.close = (close_fn)dlsym(gl.h, "DGifCloseFile");
-    gl.gcb = (gcb_fn)dlsym(gl.h, "DGifSavedExtensionToGCB");
-    return gl.open && gl.slurp && gl.close && gl.gcb;
-}
 
 #define MAXF 64
 typedef struct decoded {
