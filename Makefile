@@ -85,7 +85,11 @@ CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
 .PHONY: run trainer all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
-all: deps $(BIN)
+# pkg-config runs when make reads this file, so on a fresh machine it runs before
+# ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
+# installs first and then builds in a second make, which reads the flags afresh.
+all: deps
+	@$(MAKE) --no-print-directory $(BIN)
 ifneq ($(CUDA_NOTE),)
 	@echo "$(CUDA_NOTE)"
 endif
@@ -121,7 +125,8 @@ test: deps
 	@$(MAKE) --no-print-directory $(BIN) $(UNIT)
 	@UNMASK_BIN=$(BIN) UNMASK_UNIT=$(UNIT) UNMASK_VARIANT=$(VARIANT) tests/run.sh
 
-unit: deps $(UNIT)
+unit: deps
+	@$(MAKE) --no-print-directory $(UNIT)
 	@$(UNIT)
 
 asan:
@@ -149,7 +154,7 @@ fuzz: fuzz-build
 	  $(FUZZ_DIR)/corpus tests/fuzz/seeds
 
 # ---------------------------------------------------------------- install
-install: deps $(BIN)
+install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/unmask/themes $(DESTDIR)$(PREFIX)/share/unmask/models \
 	  $(DESTDIR)$(PREFIX)/share/doc/unmask
@@ -183,7 +188,8 @@ TRAIN_SRC := $(sort $(wildcard tools/train/*.c))
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o)
 $(BUILD)/unmask-train: $(TRAIN_OBJ) $(OBJ_LIB) $(CU_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-trainer: deps $(BUILD)/unmask-train
+trainer: deps
+	@$(MAKE) --no-print-directory $(BUILD)/unmask-train
 -include $(TRAIN_OBJ:.o=.d)
 
 demo-model:
