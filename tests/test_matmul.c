@@ -176,13 +176,14 @@ static const uint32_t all_types[] = {
     UM_TYPE_IQ4_NL, UM_TYPE_IQ4_XS,
 };
 
-/* Every format x every available kernel x (repacked, file layout) x n_tokens. */
-static void sweep(int64_t n_in, int64_t n_out, const int64_t *toks, int n_toks, um_pool *p) {
+/* Every format in types x every available kernel x (repacked, file layout) x n_tokens. */
+static void sweep_types(const uint32_t *types, size_t n_types, int64_t n_in, int64_t n_out, const int64_t *toks,
+                        int n_toks, um_pool *p) {
     int n_kernels = 0;
-    for (size_t ti = 0; ti < UM_ARRAY_LEN(all_types); ti++) {
+    for (size_t ti = 0; ti < n_types; ti++) {
         mcase c;
-        CHECK_MSG(make_case(&c, all_types[ti], n_in, n_out, 1000 + ti) == UM_OK, "no reference quantizer for %s",
-                  um_type_name(all_types[ti]));
+        CHECK_MSG(make_case(&c, types[ti], n_in, n_out, 1000 + ti) == UM_OK, "no reference quantizer for %s",
+                  um_type_name(types[ti]));
         for (int i = 0; i < n_toks; i++) {
             float *x = make_x(toks[i], n_in, 77 + i);
             double *truth = exact_truth(&c, x, toks[i]);
@@ -200,6 +201,21 @@ static void sweep(int64_t n_in, int64_t n_out, const int64_t *toks, int n_toks, 
         free_case(&c);
     }
     CHECK(n_kernels > 0);
+}
+
+static void sweep(int64_t n_in, int64_t n_out, const int64_t *toks, int n_toks, um_pool *p) {
+    sweep_types(all_types, UM_ARRAY_LEN(all_types), n_in, n_out, toks, n_toks, p);
+}
+
+/* Float formats take any width: columns that are not a multiple of the 16-column transpose
+ * groups (200 = 12 x 16 + 8; 40 < one 256-column tile) and a width past one tile (300). */
+TEST(matmul_float_formats_odd_widths) {
+    static const uint32_t types[] = { UM_TYPE_F32, UM_TYPE_F16, UM_TYPE_BF16 };
+    static const int64_t toks[] = { 1, 8, 29 };
+    static const int64_t widths[] = { 40, 200, 300 };
+    um_pool *p = pool_new(2);
+    for (size_t i = 0; i < UM_ARRAY_LEN(widths); i++) sweep_types(types, UM_ARRAY_LEN(types), widths[i], 37, toks, 3, p);
+    pool_free(p);
 }
 
 TEST(matmul_every_format_every_kernel_small) {
