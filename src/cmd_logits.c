@@ -15,7 +15,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N]\n"
+        "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N] [--profile]\n"
         "\n"
         "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
         "\n"
@@ -25,7 +25,8 @@ static void usage(FILE *f) {
         "  -t N            threads (default: physical cores)\n"
         "  --reference     use the scalar reference forward pass (slow)\n"
         "  --gpu           run on the CUDA backend\n"
-        "  --reps N        run N passes and print their median time as JSON on stdout\n");
+        "  --reps N        run N passes and print their median time as JSON on stdout\n"
+        "  --profile       with --reps (CPU only): add where the median pass spent its time, per part\n");
 }
 
 static int parse_tokens(const char *s, int32_t **out, int *n) {
@@ -60,12 +61,13 @@ static int cmp_double(const void *a, const void *b) {
 int cmd_logits(int argc, char **argv) {
     const char *model_path = NULL, *tokens = NULL, *out = NULL;
     int threads = 0, reps = 0;
-    bool reference = false, gpu = false;
+    bool reference = false, gpu = false, profile = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         if (!strcmp(a, "--reference")) { reference = true; continue; }
         if (!strcmp(a, "--gpu")) { gpu = true; continue; }
+        if (!strcmp(a, "--profile")) { profile = true; continue; }
         if (i + 1 >= argc) { fprintf(stderr, "unmask logits: '%s' needs a value or is unknown (see --help)\n", a); return 2; }
         const char *v = argv[++i];
         if (!strcmp(a, "-m")) model_path = v;
@@ -76,6 +78,7 @@ int cmd_logits(int argc, char **argv) {
         else { fprintf(stderr, "unmask logits: unknown option '%s' (see --help)\n", a); return 2; }
     }
     if (!model_path || !tokens || (!out && reps <= 0)) { usage(stderr); return 2; }
+    if (profile && (gpu || reps <= 0)) { fprintf(stderr, "unmask logits: --profile needs --reps and the CPU backend\n"); return 2; }
     int32_t *tok;
     int n;
     if (parse_tokens(tokens, &tok, &n)) { fprintf(stderr, "unmask logits: bad token list '%.40s'\n", tokens); return 2; }
@@ -83,6 +86,8 @@ int cmd_logits(int argc, char **argv) {
     um_model *m = NULL;
     um_pool *pool = NULL;
     um_backend be = { 0 };
+    um_forward *fw = NULL;
+    um_fw_profile *prof = NULL;
     float *logits = NULL;
     int32_t *rows = NULL;
     int rc = 1;
@@ -94,7 +99,6 @@ int cmd_logits(int argc, char **argv) {
         if (gpu_backend_open(&be, m, n, &e)) goto out;
     } else {
         um_forward_opts fo = { .max_tokens = n, .reference = reference, .kernel = UM_KERNEL_AUTO, .release_pages = true };
-        um_forward *fw;
         if (forward_new(&fw, m, pool, &fo, &e)) goto out;
         forward_as_backend(fw, &be);
     }
@@ -104,12 +108,16 @@ int cmd_logits(int argc, char **argv) {
     if (!logits || !rows) { snprintf(e.msg, sizeof e.msg, "out of memory for %d logits rows", n); goto out; }
     for (int i = 0; i < n; i++) rows[i] = i;
     int runs = reps > 0 ? reps : 1;
-    double ms[1024];
+    double ms[1024], order[1024];
     if (runs > 1024) runs = 1024;
+    if (profile && !(prof = calloc((size_t)runs, sizeof *prof))) { snprintf(e.msg, sizeof e.msg, "out of memory"); goto out; }
     for (int r = 0; r < runs; r++) {
+        if (prof) forward_profile_reset(fw);
         double t = um_now();
         if (be.run(be.impl, tok, n, rows, n, logits, &e)) goto out;
         ms[r] = (um_now() - t) * 1e3;
+        order[r] = ms[r];
+        if (prof) forward_profile(fw, &prof[r]);
     }
     if (out) {
         FILE *f = fopen(out, "wb");
@@ -123,12 +131,25 @@ int cmd_logits(int argc, char **argv) {
         printf("{\"n_tokens\": %d, \"n_vocab\": %d, \"threads\": %d, \"kernel\": \"%s\", \"load_s\": %.3f, "
                "\"prepare_s\": %.3f, \"reps\": %d, \"forward_ms_median\": %.2f, \"forward_ms\": [",
                n, m->hp.n_vocab, pool_threads(pool), be.kernel_name(be.impl), t_load, t_prep, runs, ms[runs / 2]);
-        for (int r = 0; r < runs; r++) printf("%s%.2f", r ? ", " : "", ms[r]);
-        printf("]}\n");
+        for (int r = 0; r < runs; r++) printf("%s%.2f", r ? ", " : "", order[r]);
+        printf("]");
+        if (prof) {
+            int med = 0;   /* the pass whose time is the median */
+            for (int r = 0; r < runs; r++)
+                if (order[r] == ms[runs / 2]) med = r;
+            const um_fw_profile *pp = &prof[med];
+            printf(", \"profile\": {\"pass\": %d, \"macs\": %llu, \"matmul_ms\": %.3f, \"parts_ms\": {", med,
+                   (unsigned long long)pp->macs, pp->matmul_ms);
+            for (int i = 0; i < UM_FW_PART_COUNT; i++)
+                printf("%s\"%s\": %.3f", i ? ", " : "", forward_part_name((um_fw_part)i), pp->ms[i]);
+            printf("}}");
+        }
+        printf("}\n");
     }
     rc = 0;
 out:
     if (rc) fprintf(stderr, "unmask logits: %s\n", e.msg);
+    free(prof);
     free(logits);
     free(rows);
     free(tok);

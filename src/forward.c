@@ -57,6 +57,8 @@ struct um_forward {
     float   *wrow_f;
     void    *scratch;             /* matmul scratch */
     size_t   scratch_bytes;
+    um_fw_profile prof;           /* where the passes since the last reset spent their time */
+    double   t_mark;              /* um_now() at the end of the last timed part */
 };
 
 /* ------------------------------------------------------------------ weight preparation */
@@ -121,6 +123,7 @@ static int add_item(prep_job *j, um_matmul_weights *mw, const um_weight *w, bool
             um_free_aligned(it->dst);
             return um_errf(e, "out of memory preparing '%s' (%" PRIu64 " bytes)", w->name, bytes);
         }
+        um_hugepage_hint(it->dst, bytes);
         j->f->weight_bytes += bytes;
     }
     j->n++;
@@ -313,12 +316,35 @@ const char *forward_kernel_name(const um_forward *f) {
 uint64_t forward_weight_bytes(const um_forward *f) { return f->weight_bytes; }
 uint64_t forward_activation_bytes(const um_forward *f) { return f->act_bytes; }
 
+/* ------------------------------------------------------------------ profile */
+
+static const char *const part_names[UM_FW_PART_COUNT] = {
+    [UM_FW_EMBED] = "embedding", [UM_FW_NORM] = "rmsnorm (+ qk-norm)", [UM_FW_QKV] = "attn q/k/v products",
+    [UM_FW_ROPE] = "rope", [UM_FW_ATTN] = "attention (scores, softmax, values)", [UM_FW_WO] = "attn output product",
+    [UM_FW_FFN_IN] = "ffn gate/up products", [UM_FW_ACT] = "swiglu", [UM_FW_FFN_DOWN] = "ffn down product",
+    [UM_FW_ROUTE] = "moe routing, gather, combine", [UM_FW_ADD] = "residual adds, row gathers",
+    [UM_FW_HEAD] = "lm head product (+ final norm)",
+};
+
+const char *forward_part_name(um_fw_part p) { return p >= 0 && p < UM_FW_PART_COUNT ? part_names[p] : "?"; }
+void forward_profile(const um_forward *f, um_fw_profile *out) { *out = f->prof; }
+void forward_profile_reset(um_forward *f) { memset(&f->prof, 0, sizeof f->prof); }
+
+/* Charge the time since the last mark to part p. */
+static void mark(um_forward *f, um_fw_part p) {
+    double t = um_now();
+    f->prof.ms[p] += (t - f->t_mark) * 1e3;
+    f->t_mark = t;
+}
+
 /* ------------------------------------------------------------------ building blocks */
 
 /* y (n, n_out) = x (n, n_in) W^T (+ bias) on the fast path, or the double-precision
  * reference over dequantized rows. */
 static void linear(um_forward *f, const um_matmul_weights *mw, const um_weight *w, const float *x,
                    int64_t n, float *y, um_vec bias) {
+    double t0 = um_now();
+    f->prof.macs += (uint64_t)n * (uint64_t)w->n_in * (uint64_t)w->n_out;
     if (!f->ref) {
         matmul(f->pool, mw, x, n, y, f->scratch);
     } else {
@@ -333,6 +359,7 @@ static void linear(um_forward *f, const um_matmul_weights *mw, const um_weight *
             }
         }
     }
+    f->prof.matmul_ms += (um_now() - t0) * 1e3;
     if (bias) {
         if (f->ref) ops_add_bias_ref(y, y, bias, n, (int)w->n_out);
         else ops_add_bias(f->pool, y, y, bias, n, (int)w->n_out);
@@ -369,9 +396,13 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
         const int64_t F = hp->n_ff;
         linear(f, fl ? &fl->gate : NULL, &l->ffn_gate, xn, n, f->ff_a, l->ffn_gate_b);
         linear(f, fl ? &fl->up : NULL, &l->ffn_up, xn, n, f->ff_b, l->ffn_up_b);
+        mark(f, UM_FW_FFN_IN);
         swiglu(f, f->ff_a, f->ff_a, f->ff_b, n * F);
+        mark(f, UM_FW_ACT);
         linear(f, fl ? &fl->down : NULL, &l->ffn_down, f->ff_a, n, f->xn + 0, l->ffn_down_b);
+        mark(f, UM_FW_FFN_DOWN);
         add(f, x, x, f->xn, n * E);
+        mark(f, UM_FW_ADD);
         return UM_OK;
     }
     const int K = hp->n_expert_used, X = hp->n_expert;
@@ -383,18 +414,24 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
     };
     if (ops_moe_route(&cfg, f->router, n, f->ex_id, f->ex_w, e)) return UM_FAIL;
     if (ops_moe_group(f->ex_id, f->ex_w, n, K, X, f->ex_off, f->ex_tok, f->ex_roww, f->ex_slot, e)) return UM_FAIL;
+    mark(f, UM_FW_ROUTE);
     for (int ex = 0; ex < X; ex++) {
         int64_t r0 = f->ex_off[ex], cnt = f->ex_off[ex + 1] - r0;
         if (!cnt) continue;
         float *in = f->gathered + r0 * E, *ga = f->ff_a + r0 * F, *up = f->ff_b + r0 * F;
         gather(in, xn, f->ex_tok + r0, cnt, E);
+        mark(f, UM_FW_ROUTE);
         linear(f, fl ? &fl->gate_x[ex] : NULL, &l->gate_exps[ex], in, cnt, ga, NULL);
         linear(f, fl ? &fl->up_x[ex] : NULL, &l->up_exps[ex], in, cnt, up, NULL);
+        mark(f, UM_FW_FFN_IN);
         swiglu(f, ga, ga, up, cnt * F);
+        mark(f, UM_FW_ACT);
         linear(f, fl ? &fl->down_x[ex] : NULL, &l->down_exps[ex], ga, cnt, f->ex_out + r0 * E, NULL);
+        mark(f, UM_FW_FFN_DOWN);
     }
     if (f->ref) ops_moe_combine_ref(x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
     else ops_moe_combine(f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
+    mark(f, UM_FW_ROUTE);
     return UM_OK;
 }
 
@@ -414,7 +451,10 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
     const int64_t NQ = H * HD, NKV = HKV * HD;
     um_pool *pool = f->ref ? NULL : f->pool;
 
+    f->t_mark = um_now();
+    f->prof.passes++;
     if (ops_embed(pool, f->x, m->tok_embd.data, m->tok_embd.type, hp->n_vocab, (int)E, tokens, T, e)) return UM_FAIL;
+    mark(f, UM_FW_EMBED);
     um_rope rope = { .mode = m->arch->rope_neox ? UM_ROPE_NEOX : UM_ROPE_NORM, .head_dim = (int)HD,
                      .n_dims = hp->n_rot, .freq_base = hp->rope_base, .freq_scale = 1.0f };
 
@@ -427,6 +467,7 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
         const int nq = subset ? n_rows : T;
 
         rmsnorm(f, f->xn, f->x, l->attn_norm, T, (int)E);
+        mark(f, UM_FW_NORM);
         linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, T, f->k, l->bk);
         linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, T, f->v, l->bv);
         if (subset) {
@@ -437,9 +478,11 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
         } else {
             linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, T, f->q, l->bq);
         }
+        mark(f, UM_FW_QKV);
         if (m->arch->qk_norm) {
             rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)nq * H, (int)HD);
             rmsnorm(f, f->k, f->k, l->k_norm, (int64_t)T * HKV, (int)HD);
+            mark(f, UM_FW_NORM);
         }
         const int32_t *qpos = subset ? f->rows_sel : f->pos;
         int rc = f->ref ? ops_rope_ref(&rope, qpos, nq, f->q, (int)H, NULL, 0, e)
@@ -447,18 +490,24 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
         if (!rc) rc = f->ref ? ops_rope_ref(&rope, f->pos, T, f->k, (int)HKV, NULL, 0, e)
                              : ops_rope(pool, &rope, f->pos, T, f->k, (int)HKV, NULL, 0, e);
         if (rc) return UM_FAIL;
+        mark(f, UM_FW_ROPE);
         um_attn at = { .n_q = nq, .n_kv = T, .n_head = (int)H, .n_head_kv = (int)HKV, .head_dim = (int)HD, .key_mask = NULL };
         rc = f->ref ? ops_attention_ref(&at, f->att, f->q, f->k, f->v, e)
                     : ops_attention(pool, &at, f->att, f->q, f->k, f->v, e);
         if (rc) return UM_FAIL;
+        mark(f, UM_FW_ATTN);
         if (subset) {
             /* shrink the residual stream to the kept rows, in the caller's order */
             gather(f->hidden, f->x, rows, n_rows, E);
             memcpy(f->x, f->hidden, (size_t)(n_rows * E) * sizeof(float));
+            mark(f, UM_FW_ADD);
         }
         linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, nq, f->xn, l->bo);
+        mark(f, UM_FW_WO);
         add(f, f->x, f->x, f->xn, nq * E);
+        mark(f, UM_FW_ADD);
         rmsnorm(f, f->xn, f->x, l->ffn_norm, nq, (int)E);
+        mark(f, UM_FW_NORM);
         if (ffn(f, il, f->x, f->xn, nq, e)) return UM_FAIL;
         (void)NQ;
         (void)NKV;
@@ -466,8 +515,10 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
     const bool subset_done = !f->ref && n_rows < T;
     if (subset_done) memcpy(f->hidden, f->x, (size_t)(n_rows * E) * sizeof(float));
     else gather(f->hidden, f->x, rows, n_rows, E);
+    mark(f, UM_FW_ADD);
     rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
     linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
+    mark(f, UM_FW_HEAD);
     return UM_OK;
 }
 

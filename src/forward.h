@@ -49,6 +49,23 @@ void forward_as_backend(um_forward *f, um_backend *b);
 /* Grow the activation buffers to hold canvases of max_tokens (no-op if they already do). */
 int  forward_reserve(um_forward *f, int max_tokens, um_err *e);
 
+/* Where a forward pass spends its time: wall milliseconds per part, summed over the passes
+ * since the last forward_profile_reset, and the multiply-accumulates of the weight products.
+ * Always on (a clock read per op, about 1 us per layer in all). */
+typedef enum um_fw_part {
+    UM_FW_EMBED = 0, UM_FW_NORM, UM_FW_QKV, UM_FW_ROPE, UM_FW_ATTN, UM_FW_WO, UM_FW_FFN_IN,
+    UM_FW_ACT, UM_FW_FFN_DOWN, UM_FW_ROUTE, UM_FW_ADD, UM_FW_HEAD, UM_FW_PART_COUNT
+} um_fw_part;
+typedef struct um_fw_profile {
+    double   ms[UM_FW_PART_COUNT];
+    uint64_t macs;               /* weight-product MACs (n_tokens x n_in x n_out summed) */
+    double   matmul_ms;          /* time inside those products (part of ms[]) */
+    int      passes;
+} um_fw_profile;
+const char *forward_part_name(um_fw_part p);
+void forward_profile(const um_forward *f, um_fw_profile *out);
+void forward_profile_reset(um_forward *f);
+
 /* Kernel the weights were prepared for ("ref" for the reference path). */
 const char *forward_kernel_name(const um_forward *f);
 /* Bytes of prepared weight copies and of activation buffers. */

@@ -143,3 +143,54 @@ TEST(model_rejects_unknown_arch_and_missing_tensor) {
     unlink(bad);
     unlink(path);
 }
+
+/* The per-part profile: the MAC count equals what the shape says (computed here from the
+ * hyper-parameters, not from the code under test), every part is non-negative, and the parts
+ * add up to the pass's wall time (within the clock reads outside the marks). */
+TEST(forward_profile_counts_macs_and_adds_up) {
+    char path[256];
+    CHECK(make_model("tiny-llada", UM_TYPE_Q8_0, path, sizeof path) == 0);
+    um_err e = { "" };
+    um_model *m = NULL;
+    CHECK(model_open(&m, path, &e) == UM_OK);
+    unlink(path);
+    um_pool *pool = pool_new(2);
+    const int T = 40, R = 7;
+    int32_t tok[40], rows[7];
+    for (int i = 0; i < T; i++) tok[i] = (i * 37 + 5) % m->hp.n_vocab;
+    for (int i = 0; i < R; i++) rows[i] = 3 + i * 5;
+    um_forward *f = NULL;
+    um_forward_opts fo = { .max_tokens = T, .kernel = UM_KERNEL_AUTO };
+    float *logits = malloc(sizeof(float) * (size_t)R * m->hp.n_vocab);
+    CHECK(forward_new(&f, m, pool, &fo, &e) == UM_OK);
+    forward_profile_reset(f);
+    double t0 = um_now();
+    CHECK(forward_run(f, tok, T, rows, R, logits, &e) == UM_OK);
+    double wall_ms = (um_now() - t0) * 1e3;
+    um_fw_profile p;
+    forward_profile(f, &p);
+    const um_hparams *hp = &m->hp;
+    uint64_t E = hp->n_embd, Q = (uint64_t)hp->n_head * hp->head_dim, KV = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t F = hp->n_ff, L = hp->n_layer, V = hp->n_vocab;
+    /* every layer: k, v over the canvas; the last layer's q, o and ffn only for the R rows */
+    uint64_t want = L * (uint64_t)T * E * 2 * KV + (L - 1) * (uint64_t)T * (E * Q + Q * E + 3 * E * F) +
+                    (uint64_t)R * (E * Q + Q * E + 3 * E * F) + (uint64_t)R * E * V;
+    CHECK_EQ((long long)p.macs, (long long)want);
+    CHECK_EQ(p.passes, 1);
+    double sum = 0;
+    for (int i = 0; i < UM_FW_PART_COUNT; i++) {
+        CHECK(p.ms[i] >= 0);
+        CHECK(strcmp(forward_part_name((um_fw_part)i), "?") != 0);
+        sum += p.ms[i];
+    }
+    CHECK(p.ms[UM_FW_FFN_IN] > 0 && p.ms[UM_FW_HEAD] > 0 && p.ms[UM_FW_ATTN] > 0);
+    CHECK(p.matmul_ms > 0 && p.matmul_ms <= sum + 1e-3);
+    CHECK_MSG(sum <= wall_ms + 1e-3 && sum >= 0.9 * wall_ms - 0.05, "parts %.3f ms, pass %.3f ms", sum, wall_ms);
+    forward_profile_reset(f);
+    forward_profile(f, &p);
+    CHECK_EQ((long long)p.macs, 0);
+    free(logits);
+    forward_free(f);
+    pool_free(pool);
+    model_close(m);
+}
