@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <limits.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <pthread.h>
 
@@ -65,6 +66,17 @@ void *um_malloc_aligned(size_t n) {
     return p;
 }
 void um_free_aligned(void *p) { free(p); }
+
+void um_hugepage_hint(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
 
 double um_now(void) {
     struct timespec ts;

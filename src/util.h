@@ -30,6 +30,10 @@ void *um_calloc(size_t n, size_t size);
 /* 64-byte aligned allocation, freed with um_free_aligned. */
 void *um_malloc_aligned(size_t n);
 void  um_free_aligned(void *p);
+/* Ask the kernel to back the whole 2 MiB pages inside [p, p + n) with transparent huge
+ * pages (a hint: no effect where THP is off). Call before the memory is first touched:
+ * fewer page faults when it is filled and fewer TLB misses when it is streamed. */
+void  um_hugepage_hint(void *p, size_t n);
 
 /* Overflow-checked size arithmetic: return false on overflow. */
 static inline bool um_mul_ok(uint64_t a, uint64_t b, uint64_t *out) {
