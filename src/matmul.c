@@ -355,10 +355,12 @@ void mm_quantize_act(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
         scale[b] = d;
         if (type == UM_TYPE_Q4_K) {
             float *corr = (float *)(row + off_corr) + b * 8;
+            int16_t *bsum = (int16_t *)(row + off_corr + (size_t)(n_in / 32) * sizeof(float)) + b * 8;
             for (int j = 0; j < 8; j++) {
                 int s = 0;
                 for (int i = 0; i < 32; i++) s += qb[j * 32 + i];
                 corr[j] = d * (float)s;
+                bsum[j] = (int16_t)s;      /* |s| <= 32 * 127 */
             }
         } else if (type == UM_TYPE_Q6_K) {
             int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
@@ -504,7 +506,7 @@ void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_to
         [UM_KERNEL_AMX_EMU] = mm_chunk_amx_emu,
     };
     int n_threads = pool_threads(p);
-    mm_job j = { .w = w, .x = x, .y = y, .n_tokens = n_tokens };
+    mm_job j = { .w = w, .x = x, .y = y, .n_tokens = n_tokens, .n_threads = n_threads };
     uint8_t *s = scratch;
     if (w->packed) {
         j.act_stride = act_stride_int(w, &j.off_scale, &j.off_corr);

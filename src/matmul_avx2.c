@@ -108,7 +108,12 @@ void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *
         scale[b] = d;
         if (type == UM_TYPE_Q4_K) {
             float *corr = (float *)(row + off_corr) + b * 8;
-            for (int j = 0; j < 8; j++) corr[j] = d * (float)(sums[4 * j] + sums[4 * j + 1] + sums[4 * j + 2] + sums[4 * j + 3]);
+            int16_t *bsum = (int16_t *)(row + off_corr + (size_t)(n_in / 32) * sizeof(float)) + b * 8;
+            for (int j = 0; j < 8; j++) {
+                int s = sums[4 * j] + sums[4 * j + 1] + sums[4 * j + 2] + sums[4 * j + 3];
+                corr[j] = d * (float)s;
+                bsum[j] = (int16_t)s;
+            }
         } else if (type == UM_TYPE_Q6_K) {
             int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
             for (int j = 0; j < 16; j++) corr[j] = -32 * (sums[2 * j] + sums[2 * j + 1]);

@@ -22,7 +22,8 @@
 /* Quantized activation row of one token (integer kernels), byte offsets from the row start:
  *   [0, n_in)         int8 q            x ~= scale * q
  *   [off_scale, ...)  float scale       per 256 (Q4_K, Q6_K) or per 32 (Q8_0)
- *   [off_corr, ...)   Q4_K: float scale*sum(q) per 32    (the mins term)
+ *   [off_corr, ...)   Q4_K: float scale*sum(q) per 32    (the mins term), then
+ *                           int16 sum(q) per 32           (the same sums, for vpdpwssd)
  *                     Q6_K: int32 -32*sum(q) per 16      (the -32 offset of q6)
  *                     Q8_0: int32 -128*sum(q) per 32     (weights are stored as w ^ 0x80) */
 typedef struct mm_job {
@@ -35,6 +36,7 @@ typedef struct mm_job {
     const uint8_t *act;          /* (n_tokens, act_stride) bytes, integer kernels only */
     size_t         act_stride;
     size_t         off_scale, off_corr;
+    int            n_threads;    /* of the pool running the job */
     uint8_t       *thread_scratch;     /* n_threads * per_thread bytes, 64-aligned each */
     size_t         per_thread;
 } mm_job;
@@ -55,6 +57,10 @@ void mm_decode_rows_avx2(const um_matmul_weights *w, int64_t row0, int n_rows, i
 void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *tables);
 size_t mm_tables_bytes(const um_matmul_weights *w);
 void mm_panel_tables_avx2(const um_matmul_weights *w, int64_t panel, float *tables);   /* same, F16C */
+/* The AVX-512 kernel's tables: as above except Q4_K, whose 256 floats per super-block are
+ * d*sc (128 floats, [sub-block][row]), then the mins as int16 pairs (4 vectors: pair p holds
+ * m[2p], m[2p+1] of each row), then dmin (16 floats). */
+void mm_panel_tables_avx512(const um_matmul_weights *w, int64_t panel, float *tables);
 /* Integer-kernel per-thread scratch: the tables, then the panel unpacked to one byte per
  * weight (16 x n_in bytes; per 256 columns 64 vectors of 4 columns x 16 rows). */
 #define MM_INT_SCRATCH(w) (mm_tables_bytes(w) + (size_t)UM_MATMUL_PANEL * (size_t)(w)->n_in)
