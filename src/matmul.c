@@ -479,8 +479,11 @@ size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_
 
 static void quant_rows(void *arg, int64_t t, int thread_id) {
     const mm_job *j = arg;
-    mm_quantize_act_avx2(j->w->type, j->x + t * j->w->n_in, j->w->n_in, (uint8_t *)j->act + (size_t)t * j->act_stride,
-                    j->off_scale, j->off_corr);
+    /* the 512-bit quantizer wherever the 512-bit kernels may run (same bytes either way) */
+    bool wide = j->w->kernel == UM_KERNEL_AVX512 || j->w->kernel == UM_KERNEL_AMX || j->w->kernel == UM_KERNEL_AMX_EMU;
+    (wide ? mm_quantize_act_avx512 : mm_quantize_act_avx2)(j->w->type, j->x + t * j->w->n_in, j->w->n_in,
+                                                            (uint8_t *)j->act + (size_t)t * j->act_stride,
+                                                            j->off_scale, j->off_corr);
 }
 
 typedef struct chunk_job {

@@ -124,6 +124,50 @@ void mm_unpack_panel_avx512(const um_matmul_weights *w, const uint8_t *pb, uint8
     }
 }
 
+/* ---------------------------------------------------------------- activations */
+
+/* mm_quantize_act (matmul.c) 16 values at a time; identical bytes (same amax, the same f32
+ * product x * (127 / amax) rounded to nearest-even, the same clamp), tested. Sub-block sums
+ * come from whole vectors (per 16 or 32 values), not from a horizontal sum per 8. */
+void mm_quantize_act_avx512(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
+                            size_t off_scale, size_t off_corr) {
+    int8_t *q = (int8_t *)row;
+    float *scale = (float *)(row + off_scale);
+    const int blk = type == UM_TYPE_Q8_0 ? 32 : 256;
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    for (int64_t b = 0; b < n_in / blk; b++) {
+        const float *xb = x + b * blk;
+        __m512 mx = _mm512_setzero_ps();
+        for (int i = 0; i < blk; i += 16) mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_loadu_ps(xb + i)));
+        float amax = _mm512_reduce_max_ps(mx);
+        float d = amax / 127.f, id = amax > 0 ? 127.f / amax : 0.f;
+        __m512 idv = _mm512_set1_ps(id);
+        int sums[16];                        /* per 16 values */
+        for (int i = 0; i < blk; i += 16) {
+            __m512i iv = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + i), idv),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            iv = _mm512_max_epi32(_mm512_min_epi32(iv, hi), lo);
+            sums[i / 16] = _mm512_reduce_add_epi32(iv);
+            _mm_storeu_si128((__m128i *)(q + b * blk + i), _mm512_cvtepi32_epi8(iv));
+        }
+        scale[b] = d;
+        if (type == UM_TYPE_Q4_K) {
+            float *corr = (float *)(row + off_corr) + b * 8;
+            int16_t *bsum = (int16_t *)(row + off_corr + (size_t)(n_in / 32) * sizeof(float)) + b * 8;
+            for (int j = 0; j < 8; j++) {
+                int sj = sums[2 * j] + sums[2 * j + 1];
+                corr[j] = d * (float)sj;
+                bsum[j] = (int16_t)sj;
+            }
+        } else if (type == UM_TYPE_Q6_K) {
+            int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
+            for (int j = 0; j < 16; j++) corr[j] = -32 * sums[j];
+        } else {
+            ((int32_t *)(row + off_corr))[b] = -128 * (sums[0] + sums[1]);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- scale tables */
 
 void mm_panel_tables_avx512(const um_matmul_weights *w, int64_t panel, float *t) {

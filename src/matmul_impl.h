@@ -66,9 +66,11 @@ void mm_panel_tables_avx512(const um_matmul_weights *w, int64_t panel, float *ta
 #define MM_INT_SCRATCH(w) (mm_tables_bytes(w) + (size_t)UM_MATMUL_PANEL * (size_t)(w)->n_in)
 void mm_unpack_panel_avx512(const um_matmul_weights *w, const uint8_t *panel, uint8_t *out);
 void mm_unpack_panel_avx2(const um_matmul_weights *w, const uint8_t *panel, uint8_t *out);
-/* Quantize activations with AVX2 (identical output to mm_quantize_act). */
+/* Quantize activations with AVX2 / AVX-512 (identical output to mm_quantize_act). */
 void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
                           size_t off_scale, size_t off_corr);
+void mm_quantize_act_avx512(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
+                            size_t off_scale, size_t off_corr);
 
 /* One chunk of work on one ISA: rows of panel `panel`, tokens [t0, t1). */
 typedef void (*mm_chunk_fn)(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);

@@ -256,6 +256,12 @@ TEST(matmul_int_kernels_match_quantized_activations) {
                 mm_quantize_act_avx2(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX2 activation quantizer differs", um_type_name(types[ti]));
             }
+            if (matmul_kernel_available(UM_KERNEL_AVX512)) {
+                size_t used = off_corr + (size_t)n_in / 16 * 4;
+                memset(row2, 0, row_bytes);
+                mm_quantize_act_avx512(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
+                CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX-512 activation quantizer differs", um_type_name(types[ti]));
+            }
             const float *scale = (const float *)(row + off_scale);
             for (int64_t k = 0; k < n_in; k++) {
                 double v = (double)((int8_t *)row)[k] * scale[k / blk];
