@@ -1,0 +1,122 @@
+"""benchlib.py: what the benchmark drivers (bench/forward.py, bench/e2e.py) share: where a
+result ran (machine, CPU flags, versions, load), running one process under /usr/bin/time for
+its peak RSS, and the canvas both runtimes are given.
+
+Every driver alternates the runtimes round by round (A B, then B A, ...) so slow drift of the
+machine hits both equally, keeps every raw run, and reports medians.
+"""
+import json
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UNMASK = os.path.join(ROOT, "unmask")
+PEER = os.path.join(ROOT, "build", "peer")
+WORK = os.path.join(ROOT, "build", "bench")
+RESULTS = os.path.join(ROOT, "bench", "results")
+# The prompt of every comparison: short, plain text (no chat template on either side). On
+# the byte-level vocabularies of the synthetic LLaDA-8B/Dream-7B files it is 31 tokens (32
+# with LLaDA's BOS), so the canvas is 159-160 tokens with 128 masks.
+PROMPT = "The quick brown fox jumps over."
+
+
+def _cpuinfo_field(name):
+    for line in open("/proc/cpuinfo"):
+        if line.startswith(name):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+def machine():
+    flags = _cpuinfo_field("flags").split()
+    mem_kb = int([l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")][0])
+    return {"cpu": _cpuinfo_field("model name"), "cores": os.cpu_count(), "kernel": platform.release(),
+            "mem_gb": round(mem_kb / 1e6, 1),
+            "flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))],
+            "amx": any(f.startswith("amx") for f in flags)}
+
+
+def versions():
+    def run(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT).stdout.splitlines()
+        except OSError:
+            return []
+    vfile = os.path.join(PEER, "VERSION")
+    peer = open(vfile).read().strip() if os.path.exists(vfile) else "?"
+    um = run([UNMASK, "--version"])
+    return {"peer": f"llama.cpp {peer} (node-llama-cpp@3.21.1), AMX off",
+            "unmask": "; ".join(um[:2]),
+            "commit": (run(["git", "rev-parse", "--short", "HEAD"]) or ["?"])[0],
+            "uncommitted_changes": bool(run(["git", "status", "--porcelain", "--untracked-files=no"])),
+            "cc": (run(["cc", "--version"]) or ["?"])[0]}
+
+
+def loadavg():
+    return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
+
+
+def header(benchmark):
+    return {"benchmark": benchmark, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": machine(), "versions": versions(), "load_avg_at_start": loadavg()}
+
+
+def timed(argv, env=None):
+    """Run argv to completion; returns stdout, stderr, rc, peak RSS (kB) and wall seconds."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time", dir=WORK, delete=False) as tf:
+        tpath = tf.name
+    full_env = dict(os.environ, **(env or {}))
+    la = loadavg()[0]
+    p = subprocess.run(["/usr/bin/time", "-f", "%M %e", "-o", tpath] + argv, capture_output=True,
+                       text=True, errors="replace", env=full_env, cwd=ROOT)
+    rss, wall = open(tpath).read().split()[-2:]
+    os.unlink(tpath)
+    return {"stdout": p.stdout, "stderr": p.stderr, "rc": p.returncode, "peak_rss_kb": int(rss),
+            "wall_s": float(wall), "load_before": la}
+
+
+def tokenize(model, prompt):
+    out = subprocess.run([UNMASK, "tokenize", "-m", model, "--ids-only", prompt], capture_output=True,
+                         text=True, check=True).stdout
+    return [int(t) for t in out.split()]
+
+
+def mask_id(model):
+    out = subprocess.run([UNMASK, "info", "--json", model], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["tokenizer"]["mask_token_id"]
+
+
+def unmask_best_kernel():
+    """The GEMM kernel unmask chooses by itself on this CPU (a one-pass probe on the demo model)."""
+    env = {k: v for k, v in os.environ.items() if k != "UNMASK_KERNEL"}
+    demo = os.path.join(ROOT, "models", "unmask-demo.gguf")
+    out = subprocess.run([UNMASK, "logits", "-m", demo, "--tokens", "1,2,3", "--reps", "1", "-t", "1"],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    return json.loads(out)["kernel"]
+
+
+def median(xs):
+    xs = list(xs)
+    return statistics.median(xs) if xs else None
+
+
+def cmdline(argv):
+    """argv as a shell line, paths relative to the repository."""
+    def q(a):
+        a = os.path.relpath(a, ROOT) if a.startswith(ROOT + "/") else a
+        return a if a and all(c.isalnum() or c in "-_./=,:" for c in a) else "'" + a.replace("'", "'\\''") + "'"
+    return " ".join(q(a) for a in argv)
+
+
+def write(name, res):
+    os.makedirs(RESULTS, exist_ok=True)
+    res["load_avg_at_end"] = loadavg()
+    path = os.path.join(RESULTS, name)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    return path

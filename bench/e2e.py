@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""e2e.py MODEL.gguf NAME [--threads N] [--peer-threads M] [--rounds R]: whole generations.
+
+128 tokens after a short prompt (benchlib.PROMPT, no chat template), 32 steps, one process
+per run (load, generate, exit), R rounds alternating the order of the runtimes:
+  unmask:    unmask generate --gen 128 --steps 32 --block 32 (LLaDA's semi-autoregressive
+             blocks: 4 blocks of 8 steps)
+  llama.cpp: llama-diffusion-cli -ub CANVAS --diffusion-steps 32 --diffusion-eps 0.001
+             Its block schedule asserts that the blocks, which it counts over prompt + generation
+             (a defect, ../shared/REFERENCE.md), divide the steps: 160/32 = 5 blocks do not divide
+             32 steps, so it runs the timestep schedule. Every one of its steps runs the whole
+             canvas through the model and computes every row's logits whatever the schedule, so
+             its time per step does not depend on that choice.
+Both runtimes get the same canvas size (prompt + 128). --peer-threads runs llama.cpp at another
+thread count than unmask (tools/bench.sh passes llama.cpp's best setting on this machine).
+Measures ms/step (each runtime's own generation timer / steps), tokens/s (128 / generation
+time), load time (process wall time minus generation time for llama.cpp; unmask's own load +
+prepare timer) and peak RSS (/usr/bin/time). Writes bench/results/e2e-NAME-tN.json.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as B  # noqa: E402
+
+PEER_LINE = re.compile(r"total time: ([0-9.]+)ms, time per step: ([0-9.]+)ms, sampling time per step: ([0-9.]+)ms")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("name")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--peer-threads", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--gen", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=32)
+    ap.add_argument("--block", type=int, default=32)
+    ap.add_argument("--prompt", default=B.PROMPT)
+    a = ap.parse_args()
+    peer_threads = a.peer_threads or a.threads
+    os.makedirs(B.WORK, exist_ok=True)
+    n_prompt = len(B.tokenize(a.model, a.prompt))
+    canvas = n_prompt + a.gen
+    best = B.unmask_best_kernel()
+    um = [B.UNMASK, "generate", "-m", a.model, "--no-chat", "-p", a.prompt, "--gen", str(a.gen),
+          "--steps", str(a.steps), "--block", str(a.block), "-t", str(a.threads), "--json", "-q"]
+    runtimes = {
+        "peer": ([os.path.join(B.PEER, "bin", "llama-diffusion-cli"), "-m", a.model, "-p", a.prompt,
+                  "-ub", str(canvas), "--diffusion-steps", str(a.steps), "--diffusion-eps", "0.001",
+                  "-t", str(peer_threads)], {}),
+        "unmask": (um, {}),
+    }
+    if best != "avx512":
+        runtimes["unmask-avx512"] = (um, {"UNMASK_KERNEL": "avx512"})
+    res = B.header("e2e")
+    res.update({"model": a.name, "file": os.path.basename(a.model), "file_bytes": os.path.getsize(a.model),
+                "prompt": a.prompt, "prompt_tokens": n_prompt, "generated_tokens": a.gen, "canvas": canvas,
+                "steps": a.steps, "block": a.block, "threads": a.threads, "peer_threads": peer_threads,
+                "rounds": a.rounds, "unmask_kernel": best,
+                "commands": {k: "".join(f"{e}={v} " for e, v in env.items()) + B.cmdline(argv)
+                             for k, (argv, env) in runtimes.items()},
+                "runs": []})
+    names = list(runtimes)
+    for r in range(a.rounds):
+        for who in (names if r % 2 == 0 else names[::-1]):
+            argv, env = runtimes[who]
+            t = B.timed(argv, env)
+            if t["rc"] != 0:
+                sys.exit(f"e2e.py: {who} failed (rc {t['rc']}): {t['stderr'].strip().splitlines()[-1:]}")
+            run = {"runtime": who, "round": r + 1, "peak_rss_kb": t["peak_rss_kb"], "wall_s": t["wall_s"],
+                   "load_avg_before": t["load_before"]}
+            if who == "peer":
+                m = PEER_LINE.findall(t["stderr"])
+                if not m:
+                    sys.exit("e2e.py: no timing line in llama-diffusion-cli's output")
+                total, per, samp = map(float, m[-1])
+                run.update({"generate_ms": total, "ms_per_step": per, "sample_ms_per_step": samp,
+                            "load_s": t["wall_s"] - total / 1000})
+            else:
+                d = json.loads(t["stdout"])
+                s = d["steps"]
+                run.update({"generate_ms": 1000 * d["generate_s"], "ms_per_step": 1000 * d["generate_s"] / len(s),
+                            "steps_run": len(s), "load_s": d["load_s"], "kernel": d["kernel"],
+                            "forward_ms_mean": sum(x["forward_ms"] for x in s) / len(s),
+                            "sample_ms_per_step": sum(x["sample_ms"] for x in s) / len(s)})
+            res["runs"].append(run)
+            print(f"e2e {a.name} t{a.threads} round {r + 1} {who}: {run['ms_per_step']:.1f} ms/step, "
+                  f"load {run['load_s']:.2f} s, rss {t['peak_rss_kb'] / 1e6:.2f} GB", file=sys.stderr)
+    med = {}
+    for who in names:
+        rs = [x for x in res["runs"] if x["runtime"] == who]
+        med[who] = {k: B.median(x[k] for x in rs) for k in ("ms_per_step", "load_s", "peak_rss_kb", "sample_ms_per_step")}
+        med[who]["tokens_per_s"] = a.gen / (B.median(x["generate_ms"] for x in rs) / 1000)
+        med[who]["rss_over_file"] = med[who]["peak_rss_kb"] * 1024 / res["file_bytes"]
+    res["median"] = med
+    res["ratio_ms_per_step"] = {who: med[who]["ms_per_step"] / med["peer"]["ms_per_step"] for who in names if who != "peer"}
+    path = B.write(f"e2e-{a.name}-t{a.threads}.json", res)
+    print(json.dumps({"file": os.path.relpath(path, B.ROOT), "median": med, "ratio": res["ratio_ms_per_step"]}))
+
+
+if __name__ == "__main__":
+    main()

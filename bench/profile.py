@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""profile.py MODEL.gguf NAME [--threads N] [--passes P]: where unmask's forward pass spends
+its time, per part of the model (`unmask logits --profile`: wall time between the parts'
+boundaries, and the weight products' multiply-accumulates), over the same canvas as
+bench/forward.py, with the machine's measured int8 peak (bench/peak.c) to compare the
+products' rate with. Writes bench/results/profile-NAME-tN.json."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as B  # noqa: E402
+
+
+def int8_peak(threads):
+    exe = os.path.join(B.WORK, "peak")
+    subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-pthread", "-I" + os.path.join(B.ROOT, "src"),
+                    "-o", exe, os.path.join(B.ROOT, "bench", "peak.c")], check=True)
+    d = json.loads(subprocess.run([exe, str(threads)], capture_output=True, text=True, check=True).stdout)
+    return d["avx512"][str(threads)] if "avx512" in d else d["avx2"][str(threads)], d
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("name")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--passes", type=int, default=5)
+    ap.add_argument("--gen", type=int, default=128)
+    ap.add_argument("--prompt", default=B.PROMPT)
+    a = ap.parse_args()
+    os.makedirs(B.WORK, exist_ok=True)
+    canvas = B.tokenize(a.model, a.prompt) + [B.mask_id(a.model)] * a.gen
+    argv = [B.UNMASK, "logits", "-m", a.model, "--tokens", ",".join(map(str, canvas)), "-t", str(a.threads),
+            "--reps", str(a.passes), "--profile"]
+    peak, peaks = int8_peak(a.threads)
+    t = B.timed(argv)
+    if t["rc"] != 0:
+        sys.exit(f"profile.py: unmask logits failed: {t['stderr'].strip()}")
+    j = json.loads(t["stdout"])
+    p = j["profile"]
+    res = B.header("profile")
+    res.update({"model": a.name, "file": os.path.basename(a.model), "threads": a.threads, "kernel": j["kernel"],
+                "canvas_tokens": len(canvas), "passes": a.passes, "forward_ms": j["forward_ms_median"],
+                "forward_ms_all": j["forward_ms"], "parts_ms": p["parts_ms"], "macs": p["macs"],
+                "matmul_ms": p["matmul_ms"], "gmacs_total": p["macs"] / 1e9,
+                "gmac_per_s_matmul": p["macs"] / (p["matmul_ms"] / 1e3) / 1e9,
+                "int8_peak_gmacs": peak, "peaks": peaks,
+                "command": B.cmdline([x if not x[:1].isdigit() or "," not in x else "CANVAS_IDS" for x in argv])})
+    path = B.write(f"profile-{a.name}-t{a.threads}.json", res)
+    print(json.dumps({"file": os.path.relpath(path, B.ROOT), "forward_ms": res["forward_ms"],
+                      "gmac_per_s_matmul": res["gmac_per_s_matmul"]}))
+
+
+if __name__ == "__main__":
+    main()
