@@ -179,8 +179,9 @@ static void q6k_codes(const um_block_q6_K *b, uint8_t *c) {
     }
 }
 
-/* One panel: 16 file rows (src, row_bytes apart) -> packed bytes (dst), nb blocks each. */
-static void pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst) {
+/* One panel: 16 file rows (src, row_bytes apart) -> packed bytes (dst), nb blocks each.
+ * The reference: one byte at a time, straight from the layout comment above. */
+void mm_pack_panel_ref(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst) {
     uint8_t c[256];
     for (int64_t b = 0; b < nb; b++) {
         if (type == UM_TYPE_Q4_K) {
@@ -230,6 +231,69 @@ static void pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int6
     }
 }
 
+static inline uint64_t ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline void st32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* mm_pack_panel_ref with whole words: every 4-byte group of a packed vector is one row's 4
+ * consecutive columns, so it is built in a register and stored at once (GGUF and x86 are
+ * little-endian: byte k of a loaded word is the k-th byte in memory). Same bytes, tested;
+ * loading an 8B-shape file spent most of its preparation time in the byte-wise version. */
+void mm_pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst) {
+    const uint64_t m0f = 0x0F0F0F0F0F0F0F0Full, mf0 = 0xF0F0F0F0F0F0F0F0ull;
+    for (int64_t b = 0; b < nb; b++) {
+        if (type == UM_TYPE_Q4_K) {
+            uint8_t *o = dst + b * 16 * sizeof(um_block_q4_K);
+            for (int r = 0; r < 16; r++) {
+                const um_block_q4_K *blk = (const um_block_q4_K *)(src + r * row_bytes) + b;
+                /* qs[h*32 + t]: low nibble column h*64 + t, high nibble column h*64 + 32 + t;
+                 * packed byte of sub-block j, column t < 16: code(j*32 + t) | code(j*32 + 16 + t) << 4 */
+                for (int h = 0; h < 4; h++)
+                    for (int t0 = 0; t0 < 16; t0 += 8) {
+                        uint64_t L = ld64(blk->qs + h * 32 + t0), H = ld64(blk->qs + h * 32 + 16 + t0);
+                        uint64_t ev = (L & m0f) | (H & m0f) << 4, od = (L >> 4 & m0f) | (H & mf0);
+                        uint8_t *oe = o + ((2 * h) * 4 + t0 / 4) * 64 + r * 4, *oo = o + ((2 * h + 1) * 4 + t0 / 4) * 64 + r * 4;
+                        st32(oe, (uint32_t)ev);
+                        st32(oe + 64, (uint32_t)(ev >> 32));
+                        st32(oo, (uint32_t)od);
+                        st32(oo + 64, (uint32_t)(od >> 32));
+                    }
+                memcpy(o + 2048 + r * 2, &blk->d, 2);
+                memcpy(o + 2080 + r * 2, &blk->dmin, 2);
+                for (int b2 = 0; b2 < 12; b2++) o[2112 + b2 * 16 + r] = blk->scales[b2];
+            }
+        } else if (type == UM_TYPE_Q6_K) {
+            uint8_t *o = dst + b * 16 * sizeof(um_block_q6_K);
+            const uint64_t m03 = 0x0303030303030303ull;
+            for (int r = 0; r < 16; r++) {
+                const um_block_q6_K *blk = (const um_block_q6_K *)(src + r * row_bytes) + b;
+                /* sub-block j (16 columns) lies in half n = j/8, 32-column group g = (j%8)/2 at
+                 * l0 = (j%2)*16: low 4 bits in ql[n*64 + (g&1)*32 + l] (high nibble when g >= 2),
+                 * high 2 bits at bit 2g of qh[n*32 + l] (q6k_codes spells it out) */
+                for (int j = 0; j < 16; j++) {
+                    int n = j / 8, g = (j % 8) / 2, l0 = (j % 2) * 16, sh = 4 * (g >> 1);
+                    const uint8_t *ql = blk->ql + n * 64 + (g & 1) * 32 + l0, *qh = blk->qh + n * 32 + l0;
+                    uint64_t A = ld64(ql) >> sh & m0f, B = ld64(ql + 8) >> sh & m0f;
+                    uint64_t X = (ld64(qh) >> (2 * g) & m03) | (ld64(qh + 8) >> (2 * g) & m03) << 2;
+                    uint64_t P = A | B << 4;     /* byte k: code(k) low bits | code(k + 8) low bits << 4 */
+                    st32(o + (j * 2) * 64 + r * 4, (uint32_t)P);
+                    st32(o + (j * 2 + 1) * 64 + r * 4, (uint32_t)(P >> 32));
+                    st32(o + 2048 + j * 64 + r * 4, (uint32_t)X | (uint32_t)(X >> 32) << 4);
+                }
+                for (int j = 0; j < 16; j++) o[3072 + j * 16 + r] = (uint8_t)blk->scales[j];
+                memcpy(o + 3328 + r * 2, &blk->d, 2);
+            }
+        } else { /* Q8_0 */
+            uint8_t *o = dst + b * 16 * sizeof(um_block_q8_0);
+            for (int r = 0; r < 16; r++) {
+                const um_block_q8_0 *blk = (const um_block_q8_0 *)(src + r * row_bytes) + b;
+                for (int s2 = 0; s2 < 8; s2++) st32(o + s2 * 64 + r * 4, ld32((const uint8_t *)blk->qs + s2 * 4) ^ 0x80808080u);
+                memcpy(o + 512 + r * 2, &blk->d, 2);
+            }
+        }
+    }
+}
+
 int matmul_prepare(um_matmul_weights *w, uint32_t type, int64_t n_in, int64_t n_out,
                    const void *data, void *dst, um_kernel kernel, um_err *e) {
     memset(w, 0, sizeof *w);
@@ -269,7 +333,7 @@ int matmul_prepare(um_matmul_weights *w, uint32_t type, int64_t n_in, int64_t n_
     for (int64_t p = 0; p < n_panels; p++) {
         const uint8_t *src = (const uint8_t *)data + p * panel_bytes;
         if (tmp) { memcpy(tmp, src, panel_bytes); src = tmp; }
-        pack_panel(type, src, w->row_bytes, nb, (uint8_t *)dst + p * panel_bytes);
+        mm_pack_panel(type, src, w->row_bytes, nb, (uint8_t *)dst + p * panel_bytes);
     }
     free(tmp);
     size_t tail = (size_t)(n_out - n_panels * UM_MATMUL_PANEL) * w->row_bytes;

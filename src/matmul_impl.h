@@ -72,6 +72,12 @@ void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *
 void mm_quantize_act_avx512(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
                             size_t off_scale, size_t off_corr);
 
+/* Repack one panel (16 file rows, row_bytes apart, nb blocks each) of a Q4_K / Q6_K / Q8_0
+ * matrix into the layout of matmul.c: the byte-wise reference, and the word-wise version
+ * matmul_prepare uses (identical bytes). */
+void mm_pack_panel_ref(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst);
+void mm_pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst);
+
 /* One chunk of work on one ISA: rows of panel `panel`, tokens [t0, t1). */
 typedef void (*mm_chunk_fn)(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
 
