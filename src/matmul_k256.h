@@ -148,9 +148,16 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     int64_t nb = w->n_in / um_type_blck(w->type);
     int64_t n_blocks = (t1 - t0 + TB - 1) / TB;   /* even register blocks */
     int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
+    /* the next panel of this thread into L2, a slice per token block (as matmul_avx512.c) */
+    const int64_t n_full = w->n_out / UM_MATMUL_PANEL, next = panel + j->n_threads;
+    const size_t pbytes = UM_MATMUL_PANEL * w->row_bytes;
+    const uint8_t *pn = next < n_full && j->n_slabs == 1 ? (const uint8_t *)w->data + (size_t)next * pbytes : NULL;
+    size_t pf = 0, pf_step = ((pbytes + (size_t)n_blocks - 1) / (size_t)n_blocks + 63) & ~(size_t)63;
     for (int64_t t = t0; t < t1; t += bs) {
         int nt = (int)UM_MIN(bs, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
+        if (pn)
+            for (size_t e = UM_MIN(pf + pf_step, pbytes); pf < e; pf += 64) _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
         for (int h = 0; h < 2; h++) {
             if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, tab, nb, j, t, h, y) }
             else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
