@@ -10,6 +10,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -52,7 +53,11 @@ def versions():
     return {"peer": f"llama.cpp {peer} (node-llama-cpp@3.21.1), AMX off",
             "unmask": "; ".join(um[:2]),
             "commit": (run(["git", "rev-parse", "--short", "HEAD"]) or ["?"])[0],
-            "uncommitted_changes": bool(run(["git", "status", "--porcelain", "--untracked-files=no"])),
+            # which tracked files differ from that commit (documentation edits while a long run
+            # goes on are common; the binary's sources are what matters)
+            "uncommitted_files": sorted(l[3:] for l in run(["git", "status", "--porcelain", "--untracked-files=no"])),
+            "sources_as_committed": not run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                             "src", "ui", "kernels", "Makefile"]),
             "cc": (run(["cc", "--version"]) or ["?"])[0]}
 
 
@@ -97,6 +102,43 @@ def unmask_best_kernel():
     out = subprocess.run([UNMASK, "logits", "-m", demo, "--tokens", "1,2,3", "--reps", "1", "-t", "1"],
                          capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(out)["kernel"]
+
+
+def run_rounds(runtimes, rounds, measure, label):
+    """Run every runtime once per round, the order reversed every other round (A B, B A, ...).
+    runtimes: {name: (argv, env)}; measure(name, round, timed_result) -> the run's dict, which
+    gets runtime, round, peak RSS, wall time and the load average before it. Returns the runs;
+    exits naming the runtime when one fails."""
+    names, runs = list(runtimes), []
+    for r in range(rounds):
+        for who in (names if r % 2 == 0 else names[::-1]):
+            argv, env = runtimes[who]
+            t = timed(argv, env)
+            if t["rc"] != 0:
+                sys.exit(f"{label}: {who} failed (exit {t['rc']}): {t['stderr'].strip().splitlines()[-1:]}")
+            run = {"runtime": who, "round": r + 1, "peak_rss_kb": t["peak_rss_kb"], "wall_s": t["wall_s"],
+                   "load_avg_before": t["load_before"]}
+            run.update(measure(who, t))
+            runs.append(run)
+            print(f"{label} round {r + 1} {who}: " + ", ".join(f"{k} {v}" for k, v in run.items()
+                  if k in ("forward_ms", "ms_per_step", "load_s", "peak_rss_kb")), file=sys.stderr)
+    return runs
+
+
+def finish(res, name, summary_keys):
+    """Write the result file; print the file name and the summary keys as one JSON line."""
+    path = write(name, res)
+    print(json.dumps(dict({"file": os.path.relpath(path, ROOT)}, **{k: res[k] for k in summary_keys})))
+
+
+def weight_types(model):
+    """{type name: bytes} of the model's 2-D tensors."""
+    out = subprocess.run([UNMASK, "info", "--json", model], capture_output=True, text=True, check=True).stdout
+    types = {}
+    for t in json.loads(out)["tensors"]:
+        if len(t["shape"]) == 2:
+            types[t["type"]] = types.get(t["type"], 0) + t["bytes"]
+    return types
 
 
 def median(xs):

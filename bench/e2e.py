@@ -65,31 +65,22 @@ def main():
                              for k, (argv, env) in runtimes.items()},
                 "runs": []})
     names = list(runtimes)
-    for r in range(a.rounds):
-        for who in (names if r % 2 == 0 else names[::-1]):
-            argv, env = runtimes[who]
-            t = B.timed(argv, env)
-            if t["rc"] != 0:
-                sys.exit(f"e2e.py: {who} failed (rc {t['rc']}): {t['stderr'].strip().splitlines()[-1:]}")
-            run = {"runtime": who, "round": r + 1, "peak_rss_kb": t["peak_rss_kb"], "wall_s": t["wall_s"],
-                   "load_avg_before": t["load_before"]}
-            if who == "peer":
-                m = PEER_LINE.findall(t["stderr"])
-                if not m:
-                    sys.exit("e2e.py: no timing line in llama-diffusion-cli's output")
-                total, per, samp = map(float, m[-1])
-                run.update({"generate_ms": total, "ms_per_step": per, "sample_ms_per_step": samp,
-                            "load_s": t["wall_s"] - total / 1000})
-            else:
-                d = json.loads(t["stdout"])
-                s = d["steps"]
-                run.update({"generate_ms": 1000 * d["generate_s"], "ms_per_step": 1000 * d["generate_s"] / len(s),
-                            "steps_run": len(s), "load_s": d["load_s"], "kernel": d["kernel"],
-                            "forward_ms_mean": sum(x["forward_ms"] for x in s) / len(s),
-                            "sample_ms_per_step": sum(x["sample_ms"] for x in s) / len(s)})
-            res["runs"].append(run)
-            print(f"e2e {a.name} t{a.threads} round {r + 1} {who}: {run['ms_per_step']:.1f} ms/step, "
-                  f"load {run['load_s']:.2f} s, rss {t['peak_rss_kb'] / 1e6:.2f} GB", file=sys.stderr)
+
+    def measure(who, t):
+        if who == "peer":
+            m = PEER_LINE.findall(t["stderr"])
+            if not m:
+                sys.exit("e2e.py: no timing line in llama-diffusion-cli's output")
+            total, per, samp = map(float, m[-1])
+            return {"generate_ms": total, "ms_per_step": per, "sample_ms_per_step": samp,
+                    "load_s": t["wall_s"] - total / 1000}
+        d = json.loads(t["stdout"])
+        s = d["steps"]
+        return {"generate_ms": 1000 * d["generate_s"], "ms_per_step": 1000 * d["generate_s"] / len(s),
+                "steps_run": len(s), "load_s": d["load_s"], "kernel": d["kernel"],
+                "forward_ms_mean": sum(x["forward_ms"] for x in s) / len(s),
+                "sample_ms_per_step": sum(x["sample_ms"] for x in s) / len(s)}
+    res["runs"] = B.run_rounds(runtimes, a.rounds, measure, f"e2e {a.name} t{a.threads}")
     med = {}
     for who in names:
         rs = [x for x in res["runs"] if x["runtime"] == who]
@@ -98,8 +89,7 @@ def main():
         med[who]["rss_over_file"] = med[who]["peak_rss_kb"] * 1024 / res["file_bytes"]
     res["median"] = med
     res["ratio_ms_per_step"] = {who: med[who]["ms_per_step"] / med["peer"]["ms_per_step"] for who in names if who != "peer"}
-    path = B.write(f"e2e-{a.name}-t{a.threads}.json", res)
-    print(json.dumps({"file": os.path.relpath(path, B.ROOT), "median": med, "ratio": res["ratio_ms_per_step"]}))
+    B.finish(res, f"e2e-{a.name}-t{a.threads}.json", ("median", "ratio_ms_per_step"))
 
 
 if __name__ == "__main__":

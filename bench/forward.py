@@ -66,19 +66,12 @@ def main():
                              for k, (argv, env) in runtimes.items()},
                 "canvas_ids": canvas, "runs": []})
     names = list(runtimes)
-    for r in range(a.rounds):
-        for who in (names if r % 2 == 0 else names[::-1]):
-            argv, env = runtimes[who]
-            t = B.timed(argv, env)
-            if t["rc"] != 0:
-                sys.exit(f"forward.py: {who} failed (rc {t['rc']}): {t['stderr'].strip().splitlines()[-1:]}")
-            j = json.loads(t["stdout"].strip().splitlines()[-1])
-            run = {"runtime": who, "round": r + 1, "forward_ms": j["forward_ms"], "load_s": j["load_s"],
-                   "prepare_s": j.get("prepare_s", 0.0), "kernel": j.get("kernel"),
-                   "peak_rss_kb": t["peak_rss_kb"], "wall_s": t["wall_s"], "load_avg_before": t["load_before"]}
-            res["runs"].append(run)
-            print(f"forward {a.name} t{a.threads} round {r + 1} {who}: {j['forward_ms']} ms, "
-                  f"rss {t['peak_rss_kb'] / 1e6:.2f} GB", file=sys.stderr)
+
+    def measure(who, t):
+        j = json.loads(t["stdout"].strip().splitlines()[-1])
+        return {"forward_ms": j["forward_ms"], "load_s": j["load_s"], "prepare_s": j.get("prepare_s", 0.0),
+                "kernel": j.get("kernel")}
+    res["runs"] = B.run_rounds(runtimes, a.rounds, measure, f"forward {a.name} t{a.threads}")
     med = {}
     for who in names:
         rs = [x for x in res["runs"] if x["runtime"] == who]
@@ -87,8 +80,7 @@ def main():
                     "load_s": B.median(x["load_s"] + x["prepare_s"] for x in rs)}
     res["median"] = med
     res["ratio"] = {who: med[who]["forward_ms"] / med["peer"]["forward_ms"] for who in names if who != "peer"}
-    path = B.write(f"forward-{a.name}-t{a.threads}.json", res)
-    print(json.dumps({"file": os.path.relpath(path, B.ROOT), "median": med, "ratio": res["ratio"]}))
+    B.finish(res, f"forward-{a.name}-t{a.threads}.json", ("median", "ratio"))
 
 
 if __name__ == "__main__":

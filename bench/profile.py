@@ -36,6 +36,11 @@ def main():
     argv = [B.UNMASK, "logits", "-m", a.model, "--tokens", ",".join(map(str, canvas)), "-t", str(a.threads),
             "--reps", str(a.passes), "--profile"]
     peak, peaks = int8_peak(a.threads)
+    types = B.weight_types(a.model)
+    # the float-tile path (F16/BF16/F32 weights) multiplies in f32: compare with the FMA peak
+    float_weights = max(types, key=types.get) in ("f16", "bf16", "f32")
+    if float_weights:
+        peak = peaks["f32-512"][str(a.threads)] if "f32-512" in peaks else peaks["f32-256"][str(a.threads)]
     t = B.timed(argv)
     if t["rc"] != 0:
         sys.exit(f"profile.py: unmask logits failed: {t['stderr'].strip()}")
@@ -47,11 +52,10 @@ def main():
                 "forward_ms_all": j["forward_ms"], "parts_ms": p["parts_ms"], "macs": p["macs"],
                 "matmul_ms": p["matmul_ms"], "gmacs_total": p["macs"] / 1e9,
                 "gmac_per_s_matmul": p["macs"] / (p["matmul_ms"] / 1e3) / 1e9,
-                "int8_peak_gmacs": peak, "peaks": peaks,
+                "weight_types": types, "peak_kind": "f32 FMA" if float_weights else "int8",
+                "peak_gmacs": peak, "peaks": peaks,
                 "command": B.cmdline([x if not x[:1].isdigit() or "," not in x else "CANVAS_IDS" for x in argv])})
-    path = B.write(f"profile-{a.name}-t{a.threads}.json", res)
-    print(json.dumps({"file": os.path.relpath(path, B.ROOT), "forward_ms": res["forward_ms"],
-                      "gmac_per_s_matmul": res["gmac_per_s_matmul"]}))
+    B.finish(res, f"profile-{a.name}-t{a.threads}.json", ("forward_ms", "gmac_per_s_matmul"))
 
 
 if __name__ == "__main__":

@@ -24,10 +24,14 @@ def _ms(x):
     return f"{x:,.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
 
 
-def _where(d):
+def _where(d, rows=None):
     m, v = d["machine"], d["versions"]
+    commits = sorted({x["versions"]["commit"] for x in (rows or [d])})
+    dirty = any(x["versions"].get("sources_as_committed") is False for x in (rows or [d]))
     return (f"{m['cpu']}, {m['cores']} cores ({'AMX' if m['amx'] else 'no AMX'}), {d['date'][:10]}; "
-            f"peer {v['peer']}; unmask commit {v['commit']}")
+            f"peer {v['peer']} (llama.cpp's AMX path crashes on AMX machines, llama.cpp issue #20824); "
+            f"unmask commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}"
+            f"{' with uncommitted source changes' if dirty else ''}")
 
 
 def _ukernel(d, who):
@@ -48,9 +52,11 @@ def forward_table():
                        f"{_ms(u['forward_ms'])} ({_ukernel(d, who)}) | **{d['ratio'][who]:.2f}x** | {_gb(p['peak_rss_kb'])} | "
                        f"{_gb(u['peak_rss_kb'])} | {u['peak_rss_kb'] * 1024 / d['file_bytes']:.2f} |")
     d = rows[0]
-    out += ["", f"One forward pass over the same canvas ({d['canvas']['prompt_tokens']} prompt tokens + "
-            f"{d['canvas']['masks']} masks on {d['model']}), every row's logits; median of "
-            f"{d['rounds']} alternating processes x {d['passes_per_process']} passes each. {_where(d)}."]
+    canv = ", ".join(sorted({f"{x['canvas']['prompt_tokens']} + {x['canvas']['masks']} on {x['model']}" for x in rows}))
+    passes = ", ".join(sorted({f"{x['passes_per_process']} on {x['model']}" for x in rows}))
+    out += ["", f"One forward pass over the canvas of the generation rows (prompt + masks: {canv}), every row's "
+            f"logits; medians over {d['rounds']} alternating processes per runtime, each loading the file and "
+            f"running several passes ({passes}; a small model's passes take milliseconds). {_where(d, rows)}."]
     return "\n".join(out)
 
 
@@ -71,11 +77,12 @@ def e2e_table():
                        f"{p['tokens_per_s']:.2f} / {u['tokens_per_s']:.2f} | {p['load_s']:.2f} / {u['load_s']:.2f} | "
                        f"{_gb(p['peak_rss_kb'])} / {_gb(u['peak_rss_kb'])} | {u['rss_over_file']:.2f} |")
     d = rows[0]
-    out += ["", f"Whole generations: {d['generated_tokens']} tokens after a {d['prompt_tokens']}-token prompt "
-            f"({d['model']}), {d['steps']} steps, block {d['block']}; one process per run, medians of {d['rounds']} "
+    prompts = ", ".join(sorted({f"{x['prompt_tokens']} tokens on {x['model']}" for x in rows}))
+    out += ["", f"Whole generations: {d['generated_tokens']} tokens after a short prompt ({prompts}), "
+            f"{d['steps']} steps, block {d['block']}; one process per run, medians of {d['rounds']} "
             f"alternating rounds; tokens/s = {d['generated_tokens']} / generation time. Commands: "
             f"`{d['commands']['unmask']}` and `{d['commands']['peer']}` (bench/e2e.py says why the peer runs the "
-            f"timestep schedule: same work per step). {_where(d)}."]
+            f"timestep schedule: same work per step). {_where(d, rows)}."]
     return "\n".join(out)
 
 
@@ -106,14 +113,17 @@ def profile_table():
     out = []
     for d in rows:
         tot = d["forward_ms"]
-        out += [f"{d['model']}, {d['canvas_tokens']} tokens, {d['threads']} threads, kernel {d['kernel']}: "
-                f"{tot:,.0f} ms per forward pass (median of {d['passes']}), "
-                f"{d['gmacs_total']:.0f} GMAC of weight products at {d['gmac_per_s_matmul']:.0f} GMAC/s = "
-                f"{100 * d['gmac_per_s_matmul'] / d['int8_peak_gmacs']:.0f}% of the measured int8 peak "
-                f"({d['int8_peak_gmacs']:.0f} GMAC/s, bench/peak.c).", "",
+        types = ", ".join(f"{k} {v / tf:.0%}" for tf in [sum(d["weight_types"].values())]
+                          for k, v in sorted(d["weight_types"].items(), key=lambda kv: -kv[1]))
+        out += [f"**{d['model']}** ({types} of the weight bytes), {d['canvas_tokens']} tokens, {d['threads']} threads, "
+                f"kernel {d['kernel']}: {_ms(tot)} ms per forward pass (median of {d['passes']}); "
+                f"{_ms(d['gmacs_total'])} GMAC of weight products at {d['gmac_per_s_matmul']:.0f} GMAC/s = "
+                f"{100 * d['gmac_per_s_matmul'] / d['peak_gmacs']:.0f}% of the measured {d['peak_kind']} peak "
+                f"({d['peak_gmacs']:.0f} GMAC/s, bench/peak.c).", "",
                 "| part | ms | share |", "|---|---:|---:|"]
         for name, ms in sorted(d["parts_ms"].items(), key=lambda kv: -kv[1]):
-            out.append(f"| {name} | {_ms(ms)} | {100 * ms / tot:.1f}% |")
+            if ms > 0:      # parts the architecture does not have (MoE routing on a dense model) are left out
+                out.append(f"| {name} | {_ms(ms)} | {100 * ms / tot:.1f}% |")
         out.append("")
     return "\n".join(out).rstrip()
 
