@@ -47,10 +47,14 @@ def versions():
             return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT).stdout.splitlines()
         except OSError:
             return []
-    vfile = os.path.join(PEER, "VERSION")
-    peer = open(vfile).read().strip() if os.path.exists(vfile) else "?"
+    def read(name):
+        path = os.path.join(PEER, name)
+        return open(path).read().strip() if os.path.exists(path) else "?"
     um = run([UNMASK, "--version"])
-    return {"peer": f"llama.cpp {peer} (node-llama-cpp@3.21.1), AMX off",
+    cfg = read("CONFIG")
+    on = [o[len("-DGGML_"):-len("=ON")] for o in cfg.split() if o.endswith("=ON")]
+    return {"peer": f"llama.cpp {read('VERSION')} (node-llama-cpp@3.21.1), AMX off, built with {' '.join(on)}",
+            "peer_cmake_options": cfg,
             "unmask": "; ".join(um[:2]),
             "commit": (run(["git", "rev-parse", "--short", "HEAD"]) or ["?"])[0],
             # which tracked files differ from that commit (documentation edits while a long run

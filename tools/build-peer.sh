@@ -3,13 +3,25 @@
 # node-llama-cpp@3.21.1 (which ships llama.cpp release v0.4.0 as a git bundle).
 # Everything goes under build/peer/ (git-ignored). AMX is OFF: llama.cpp's AMX
 # path crashes on AMX machines (llama.cpp issue #20824); every comparison says so.
-# Idempotent: an existing build is reused.
+# Idempotent: an existing build with the same options (build/peer/CONFIG) is reused.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir="$top/build/peer"
 mkdir -p "$dir"
 cd "$dir"
-if [ -x bin/llama-diffusion-cli ] && [ -x bin/llama-quantize ] && [ -f lib/libllama.so ]; then
+# The x86 extensions this CPU has, each passed to ggml explicitly (GGML_NATIVE=OFF, so that
+# AMX can be left out: llama.cpp's AMX path crashes on AMX machines, issue #20824). An
+# extension the CPU lacks must stay off: a build with AVX-VNNI on dies with SIGILL on Zen 4
+# (AVX-512 VNNI but no VEX AVX-VNNI) as soon as a Q8_0 dot product runs.
+flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+has() { case "$flags" in *" $1 "*) echo ON ;; *) echo OFF ;; esac; }
+opts="-DGGML_AVX=$(has avx) -DGGML_AVX2=$(has avx2) -DGGML_FMA=$(has fma) -DGGML_F16C=$(has f16c) -DGGML_BMI2=$(has bmi2)
+ -DGGML_AVX512=$(has avx512f) -DGGML_AVX512_VBMI=$(has avx512vbmi) -DGGML_AVX512_VNNI=$(has avx512_vnni)
+ -DGGML_AVX512_BF16=$(has avx512_bf16) -DGGML_AVX_VNNI=$(has avx_vnni)
+ -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+opts=$(echo $opts)
+if [ -x bin/llama-diffusion-cli ] && [ -x bin/llama-quantize ] && [ -f lib/libllama.so ] &&
+   [ "$(cat CONFIG 2>/dev/null)" = "$opts" ]; then
   echo "peer: llama.cpp already built in $dir"; exit 0
 fi
 for tool in npm git cmake g++; do
@@ -22,15 +34,15 @@ if [ ! -d src/.git ]; then
   rm -rf src
   git clone -q npm/node_modules/node-llama-cpp/llama/gitRelease.bundle src
 fi
+rm -rf build bin lib include CONFIG
+# shellcheck disable=SC2086
 cmake -S src -B build -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=ON \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
-  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
-  -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON \
-  -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_CUDA=OFF >/dev/null
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF $opts -DGGML_CUDA=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target llama-diffusion-cli llama-quantize llama-tokenize llama ggml
 mkdir -p bin lib include
 cp build/bin/llama-diffusion-cli build/bin/llama-quantize build/bin/llama-tokenize bin/
 find build -name '*.so*' -exec cp -P {} lib/ \;
 cp src/include/llama.h src/ggml/include/*.h include/
 echo "v0.4.0 ($(git -C src rev-parse --short HEAD))" > VERSION
-echo "peer: built llama.cpp $(cat VERSION) (AMX off) in $dir"
+echo "$opts" > CONFIG
+echo "peer: built llama.cpp $(cat VERSION) ($opts) in $dir"

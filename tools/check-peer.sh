@@ -16,11 +16,16 @@ threads=${THREADS:-2}
 # a 64-token canvas: a few prompt-like ids, then a run of mask tokens as in a real step
 fail=0
 out=bench/results/check-peer.json
+# written to a temporary file and moved into place only when every comparison ran, so an
+# interrupted or failed run never leaves a truncated results file behind
+tmp=$out.tmp
+built=$(tr ' ' '\n' < $peer/CONFIG | sed -n 's/^-DGGML_\(.*\)=ON$/\1/p' | tr '\n' ' ' | sed 's/ $//')
+trap 'rm -f "$tmp"' EXIT
 {
-  echo "{\"peer\": \"llama.cpp $(cat $peer/VERSION) (node-llama-cpp@3.21.1), AMX off\","
+  echo "{\"peer\": \"llama.cpp $(cat $peer/VERSION) (node-llama-cpp@3.21.1), AMX off, built with $built\","
   echo " \"machine\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\","
   echo " \"date\": \"$(date -u +%Y-%m-%d)\", \"threads\": $threads, \"results\": ["
-} > $out
+} > $tmp
 first=1
 for shape in tiny-llada tiny-dream tiny-llada-moe tiny-rnd1; do
   ./unmask synth --shape $shape --type f32 -o $w/$shape-f32.gguf 2>/dev/null
@@ -29,17 +34,23 @@ for shape in tiny-llada tiny-dream tiny-llada-moe tiny-rnd1; do
   for q in f32 q8_0 q4_k_m; do
     f=$w/$shape-$q.gguf
     if [ $q != f32 ]; then $peer/bin/llama-quantize $w/$shape-f32.gguf $f ${q^^} >/dev/null 2>&1; fi
-    $w/peer_logits $f --tokens "$toks" --out $w/peer.f32 -t $threads >/dev/null 2>$w/peer.err
+    rc=0
+    $w/peer_logits $f --tokens "$toks" --out $w/peer.f32 -t $threads >/dev/null 2>$w/peer.err || rc=$?
+    if [ $rc != 0 ]; then
+      echo "check-peer: llama.cpp failed on $f (exit status $rc): $(tail -n1 $w/peer.err)" >&2
+      exit 1
+    fi
     ./unmask logits -m $f --tokens "$toks" --out $w/um.f32 -t $threads
     n_vocab=$(python3 -c "import os; print(os.path.getsize('$w/um.f32')//4//64)")
     if [ $q = f32 ]; then gate="--min-cos 0.9999 --min-argmax 0.99"; else gate=""; fi
     if r=$($w/cmp_logits $w/um.f32 $w/peer.f32 $n_vocab $gate); then status=ok; else status=FAIL; fail=1; fi
     echo "$status $shape $q $r"
-    [ $first = 1 ] || echo "," >> $out
+    [ $first = 1 ] || echo "," >> $tmp
     first=0
-    echo "  {\"model\": \"$shape\", \"type\": \"$q\", \"gated\": $([ $q = f32 ] && echo true || echo false), \"status\": \"$status\", \"compare\": $r}" >> $out
+    echo "  {\"model\": \"$shape\", \"type\": \"$q\", \"gated\": $([ $q = f32 ] && echo true || echo false), \"status\": \"$status\", \"compare\": $r}" >> $tmp
   done
 done
-echo "]}" >> $out
+echo "]}" >> $tmp
+mv "$tmp" "$out"
 echo "results in $out"
 exit $fail
