@@ -108,21 +108,42 @@ def unmask_best_kernel():
     return json.loads(out)["kernel"]
 
 
-def run_rounds(runtimes, rounds, measure, label):
+class Unreadable(Exception):
+    """A run exited 0 but its output lacks the figures measure() reads."""
+
+
+def run_rounds(runtimes, rounds, measure, label, attempts=3):
     """Run every runtime once per round, the order reversed every other round (A B, B A, ...).
-    runtimes: {name: (argv, env)}; measure(name, round, timed_result) -> the run's dict, which
-    gets runtime, round, peak RSS, wall time and the load average before it. Returns the runs;
-    exits naming the runtime when one fails."""
+    runtimes: {name: (argv, env)}; measure(name, timed_result) -> the run's dict, which gets
+    runtime, round, peak RSS, wall time and the load average before it. Returns the runs;
+    exits naming the runtime when one fails. A run whose output measure() cannot read (it
+    raises Unreadable: llama.cpp's log thread has, once in a while, not printed its timing
+    line before the process exited) is run again, up to `attempts` times in all; the run
+    records how many unreadable attempts preceded it, and their output is kept in WORK."""
     names, runs = list(runtimes), []
     for r in range(rounds):
         for who in (names if r % 2 == 0 else names[::-1]):
             argv, env = runtimes[who]
-            t = timed(argv, env)
-            if t["rc"] != 0:
-                sys.exit(f"{label}: {who} failed (exit {t['rc']}): {t['stderr'].strip().splitlines()[-1:]}")
+            for attempt in range(attempts):
+                t = timed(argv, env)
+                if t["rc"] != 0:
+                    sys.exit(f"{label}: {who} failed (exit {t['rc']}): {t['stderr'].strip().splitlines()[-1:]}")
+                try:
+                    measured = measure(who, t)
+                    break
+                except Unreadable as ex:
+                    keep = os.path.join(WORK, f"unreadable-{who}-r{r + 1}-{attempt + 1}.txt")
+                    with open(keep, "w") as f:
+                        f.write(t["stdout"] + "\n--- stderr ---\n" + t["stderr"])
+                    print(f"{label} round {r + 1} {who}: {ex} (output kept in {os.path.relpath(keep, ROOT)})",
+                          file=sys.stderr)
+            else:
+                sys.exit(f"{label}: {who}: {attempts} runs in a row gave no readable figures")
             run = {"runtime": who, "round": r + 1, "peak_rss_kb": t["peak_rss_kb"], "wall_s": t["wall_s"],
                    "load_avg_before": t["load_before"]}
-            run.update(measure(who, t))
+            if attempt:
+                run["unreadable_attempts_before"] = attempt
+            run.update(measured)
             runs.append(run)
             print(f"{label} round {r + 1} {who}: " + ", ".join(f"{k} {v}" for k, v in run.items()
                   if k in ("forward_ms", "ms_per_step", "load_s", "peak_rss_kb")), file=sys.stderr)

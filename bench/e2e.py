@@ -70,7 +70,8 @@ def main():
         if who == "peer":
             m = PEER_LINE.findall(t["stderr"])
             if not m:
-                sys.exit("e2e.py: no timing line in llama-diffusion-cli's output")
+                raise B.Unreadable("no timing line in llama-diffusion-cli's output "
+                                   f"(last line: {t['stderr'].strip().splitlines()[-1:]})")
             total, per, samp = map(float, m[-1])
             return {"generate_ms": total, "ms_per_step": per, "sample_ms_per_step": samp,
                     "load_s": t["wall_s"] - total / 1000}

@@ -28,8 +28,16 @@ def _where(d, rows=None):
     m, v = d["machine"], d["versions"]
     commits = sorted({x["versions"]["commit"] for x in (rows or [d])})
     dirty = any(x["versions"].get("sources_as_committed") is False for x in (rows or [d]))
+    # results taken with different peer builds each name theirs, with the models they cover
+    by_peer = {}
+    for x in rows or [d]:
+        by_peer.setdefault(x["versions"]["peer"], [])
+        if x["model"] not in by_peer[x["versions"]["peer"]]:
+            by_peer[x["versions"]["peer"]].append(x["model"])
+    peer = (f"peer {v['peer']}" if len(by_peer) == 1 else
+            "peers " + "; ".join(f"{p} (rows of {', '.join(ms)})" for p, ms in by_peer.items()))
     return (f"{m['cpu']}, {m['cores']} cores ({'AMX' if m['amx'] else 'no AMX'}), {d['date'][:10]}; "
-            f"peer {v['peer']} (llama.cpp's AMX path crashes on AMX machines, llama.cpp issue #20824); "
+            f"{peer} (llama.cpp's AMX path crashes on AMX machines, llama.cpp issue #20824); "
             f"unmask commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}"
             f"{' with uncommitted source changes' if dirty else ''}")
 
