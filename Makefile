@@ -119,6 +119,14 @@ $(UNIT): $(TEST_OBJ) $(OBJ_LIB) $(CU_OBJ)
 
 -include $(OBJ_LIB:.o=.d) $(OBJ_MAIN:.o=.d) $(TEST_OBJ:.o=.d)
 
+# The giflib tests compile their checks only where <gif_lib.h> exists (__has_include), and a
+# header installed later is older than the objects (dpkg keeps the package's times): the
+# stamp names whether it is there, so installing libgif-dev rebuilds them.
+GIFLIB_STAMP := $(BUILD)/giflib-$(if $(wildcard /usr/include/gif_lib.h),yes,no).stamp
+$(GIFLIB_STAMP):
+	@mkdir -p $(dir $@) && rm -f $(BUILD)/giflib-*.stamp && touch $@
+$(BUILD)/tests/test_gif.o $(BUILD)/tests/test_recorder.o: $(GIFLIB_STAMP)
+
 # ---------------------------------------------------------------- tests
 test: deps
 	@tools/ensure-deps.sh test
