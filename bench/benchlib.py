@@ -108,6 +108,17 @@ def unmask_best_kernel():
     return json.loads(out)["kernel"]
 
 
+def warm_page_cache(path):
+    """Read the whole file once, so that the first run of the first round does not pay for
+    disk reads the others skip (a cold first llama.cpp run once measured 80 s of load for a
+    4.9 GB file); returns the seconds it took."""
+    t0 = time.monotonic()
+    with open(path, "rb", buffering=0) as f:
+        while f.read(1 << 24):
+            pass
+    return time.monotonic() - t0
+
+
 class Unreadable(Exception):
     """A run exited 0 but its output lacks the figures measure() reads."""
 

@@ -81,6 +81,7 @@ def main():
                 "steps_run": len(s), "load_s": d["load_s"], "kernel": d["kernel"],
                 "forward_ms_mean": sum(x["forward_ms"] for x in s) / len(s),
                 "sample_ms_per_step": sum(x["sample_ms"] for x in s) / len(s)}
+    res["page_cache_warm_s"] = B.warm_page_cache(a.model)
     res["runs"] = B.run_rounds(runtimes, a.rounds, measure, f"e2e {a.name} t{a.threads}")
     med = {}
     for who in names:

@@ -71,6 +71,7 @@ def main():
         j = json.loads(t["stdout"].strip().splitlines()[-1])
         return {"forward_ms": j["forward_ms"], "load_s": j["load_s"], "prepare_s": j.get("prepare_s", 0.0),
                 "kernel": j.get("kernel")}
+    res["page_cache_warm_s"] = B.warm_page_cache(a.model)
     res["runs"] = B.run_rounds(runtimes, a.rounds, measure, f"forward {a.name} t{a.threads}")
     med = {}
     for who in names:
