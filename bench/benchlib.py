@@ -41,20 +41,27 @@ def machine():
             "amx": any(f.startswith("amx") for f in flags)}
 
 
+def _peer_file(name):
+    path = os.path.join(PEER, name)
+    return open(path).read().strip() if os.path.exists(path) else "?"
+
+
+def peer_description():
+    """The peer as every result names it: version, AMX off, the ggml extensions it was built
+    with (from build/peer/CONFIG, written by tools/build-peer.sh)."""
+    on = [o[len("-DGGML_"):-len("=ON")] for o in _peer_file("CONFIG").split() if o.endswith("=ON")]
+    return f"llama.cpp {_peer_file('VERSION')} (node-llama-cpp@3.21.1), AMX off, built with {' '.join(on)}"
+
+
 def versions():
     def run(cmd):
         try:
             return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT).stdout.splitlines()
         except OSError:
             return []
-    def read(name):
-        path = os.path.join(PEER, name)
-        return open(path).read().strip() if os.path.exists(path) else "?"
     um = run([UNMASK, "--version"])
-    cfg = read("CONFIG")
-    on = [o[len("-DGGML_"):-len("=ON")] for o in cfg.split() if o.endswith("=ON")]
-    return {"peer": f"llama.cpp {read('VERSION')} (node-llama-cpp@3.21.1), AMX off, built with {' '.join(on)}",
-            "peer_cmake_options": cfg,
+    return {"peer": peer_description(),
+            "peer_cmake_options": _peer_file("CONFIG"),
             "unmask": "; ".join(um[:2]),
             "commit": (run(["git", "rev-parse", "--short", "HEAD"]) or ["?"])[0],
             # which tracked files differ from that commit (documentation edits while a long run
@@ -198,3 +205,10 @@ def write(name, res):
         json.dump(res, f, indent=1)
         f.write("\n")
     return path
+
+
+if __name__ == "__main__":
+    # `python3 bench/benchlib.py peer`: the peer's description, for tools/check-peer.sh
+    if sys.argv[1:] != ["peer"]:
+        sys.exit("usage: benchlib.py peer")
+    print(peer_description())

@@ -26,14 +26,15 @@ def _ms(x):
 
 def _where(d, rows=None):
     m, v = d["machine"], d["versions"]
-    commits = sorted({x["versions"]["commit"] for x in (rows or [d])})
-    dirty = any(x["versions"].get("sources_as_committed") is False for x in (rows or [d]))
+    rows = rows or [d]
+    commits = sorted({x["versions"]["commit"] for x in rows})
+    dirty = any(x["versions"].get("sources_as_committed") is False for x in rows)
     # results taken with different peer builds each name theirs, with the models they cover
     by_peer = {}
-    for x in rows or [d]:
-        by_peer.setdefault(x["versions"]["peer"], [])
-        if x["model"] not in by_peer[x["versions"]["peer"]]:
-            by_peer[x["versions"]["peer"]].append(x["model"])
+    for x in rows:
+        models = by_peer.setdefault(x["versions"]["peer"], [])
+        if x["model"] not in models:
+            models.append(x["model"])
     peer = (f"peer {v['peer']}" if len(by_peer) == 1 else
             "peers " + "; ".join(f"{p} (rows of {', '.join(ms)})" for p, ms in by_peer.items()))
     return (f"{m['cpu']}, {m['cores']} cores ({'AMX' if m['amx'] else 'no AMX'}), {d['date'][:10]}; "

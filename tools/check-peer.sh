@@ -19,10 +19,9 @@ out=bench/results/check-peer.json
 # written to a temporary file and moved into place only when every comparison ran, so an
 # interrupted or failed run never leaves a truncated results file behind
 tmp=$out.tmp
-built=$(tr ' ' '\n' < $peer/CONFIG | sed -n 's/^-DGGML_\(.*\)=ON$/\1/p' | tr '\n' ' ' | sed 's/ $//')
 trap 'rm -f "$tmp"' EXIT
 {
-  echo "{\"peer\": \"llama.cpp $(cat $peer/VERSION) (node-llama-cpp@3.21.1), AMX off, built with $built\","
+  echo "{\"peer\": \"$(python3 bench/benchlib.py peer)\","
   echo " \"machine\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\","
   echo " \"date\": \"$(date -u +%Y-%m-%d)\", \"threads\": $threads, \"results\": ["
 } > $tmp
