@@ -29,7 +29,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags ncursesw libutf8proc 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs ncursesw libutf8proc 2>/dev/null)
 
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
-               -pthread -fno-strict-aliasing -Isrc -Iui -Ikernels $(PKG_CFLAGS) \
+               -pthread -fno-strict-aliasing $(PKG_CFLAGS) \
                -DUM_VERSION='"$(VERSION)"' -DUM_VARIANT='"$(VARIANT)"' -DUM_PREFIX='"$(PREFIX)"'
 LDLIBS      := $(PKG_LIBS) -lm -pthread
 
@@ -56,24 +56,49 @@ ISA_AVXVNNI := $(ISA_AVX2) -mavxvnni
 ISA_AVX512  := $(ISA_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 ISA_AMX     := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
 
-SRC_ALL  := $(sort $(wildcard src/*.c) $(wildcard ui/*.c))
-SRC_LIB  := $(filter-out src/main.c,$(SRC_ALL))
-OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
-OBJ_MAIN := $(BUILD)/src/main.o
+# ---------------------------------------------------------------- layers
+# The source folders, bottom to top (docs/architecture.md). A folder may include only from
+# itself and the folders before it: each object is compiled with exactly those -I paths, so
+# an upward include does not compile. `make check-layout` also checks the includes as text
+# and the calls between objects (no cycles).
+LAYERS := src/base src/format kernels/cpu src/model kernels/cuda src/decode src/record ui src/app
+LAYER_N     := $(shell seq $(words $(LAYERS)))
+layers_upto = $(strip $(foreach i,$(LAYER_N),$(if $(filter $(1),$(word $(i),$(LAYERS))),$(wordlist 1,$(i),$(LAYERS)))))
+layer_inc   = $(addprefix -I,$(call layers_upto,$(1)))
+ALL_INC     := $(addprefix -I,$(LAYERS))
+
+# The built-in font is generated at build time from data/fonts/ (never edited by hand);
+# it belongs to src/record.
+GEN_DIR  := $(BUILD)/generated
+GEN_SRC  := $(GEN_DIR)/psf_spleen.c
+$(GEN_SRC): data/fonts/spleen-8x16.psfu data/fonts/embed.sh
+	@mkdir -p $(dir $@)
+	@data/fonts/embed.sh $@ >/dev/null
+$(GEN_DIR)/psf_spleen.o: $(GEN_SRC)
+	$(CC) $(ALL_CFLAGS) $(call layer_inc,src/record) -MMD -MP -c -o $@ $<
+
+SRC_ALL  := $(sort $(foreach l,$(LAYERS),$(wildcard $(l)/*.c)))
+SRC_LIB  := $(filter-out src/app/main.c,$(SRC_ALL))
+OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o) $(GEN_DIR)/psf_spleen.o
+OBJ_MAIN := $(BUILD)/src/app/main.o
 TEST_SRC := $(sort $(wildcard tests/test_*.c)) tests/harness.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+# The trainer (tools/train) sits above every layer; its library part is linked into the tests.
+TRAIN_SRC := $(sort $(wildcard tools/train/*.c))
+TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o)
+TRAIN_LIB := $(filter-out $(BUILD)/tools/train/main.o,$(TRAIN_OBJ))
 UNIT     := $(BUILD)/unit_tests
 
 # ---------------------------------------------------------------- CUDA (optional)
 NVCC := $(shell command -v nvcc 2>/dev/null)
-CU_SRC := $(sort $(wildcard kernels/*.cu))
+CU_SRC := $(sort $(wildcard kernels/cuda/*.cu))
 ifeq ($(NO_CUDA),1)
 NVCC :=
 endif
 ifneq ($(NVCC),)
 CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCHS ?= 80 86 89 90
-NVCC_FLAGS := -O2 -g -std=c++17 -Isrc -Ikernels $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+NVCC_FLAGS := -O2 -g -std=c++17 $(call layer_inc,kernels/cuda) $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
               -Xcompiler -Wall,-fno-strict-aliasing
 CU_OBJ     := $(CU_SRC:%.cu=$(BUILD)/%.o)
 BASE_CFLAGS += -DUM_HAVE_CUDA=1
@@ -84,7 +109,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: run trainer all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
+.PHONY: print-inc print-libobjs run trainer all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
 # pkg-config runs when make reads this file, so on a fresh machine it runs before
 # ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
 # installs first and then builds in a second make, which reads the flags afresh.
@@ -101,20 +126,30 @@ $(BIN): $(OBJ_MAIN) $(OBJ_LIB) $(CU_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/%.o: %.c
+# Each layer's objects see only their own and lower layers' headers; tests and tools see all.
+define layer_rule
+$$(BUILD)/$(1)/%.o: $(1)/%.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_CFLAGS) $(call layer_inc,$(1)) $$(ISA_FLAGS) -MMD -MP -c -o $$@ $$<
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_rule,$(l))))
+$(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ISA_FLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(ALL_INC) -Itools/train $(ISA_FLAGS) -MMD -MP -c -o $@ $<
+$(BUILD)/tools/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_INC) $(ISA_FLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/%_avx2.o:    ISA_FLAGS = $(ISA_AVX2)
 $(BUILD)/%_avxvnni.o: ISA_FLAGS = $(ISA_AVXVNNI)
 $(BUILD)/%_avx512.o:  ISA_FLAGS = $(ISA_AVX512)
 $(BUILD)/%_amx.o:     ISA_FLAGS = $(ISA_AMX)
 
-$(BUILD)/kernels/%.o: kernels/%.cu $(wildcard src/*.h kernels/*.h kernels/*.cuh)
+$(BUILD)/kernels/cuda/%.o: kernels/cuda/%.cu $(wildcard src/*/*.h kernels/*/*.h kernels/cuda/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 
-$(UNIT): $(TEST_OBJ) $(OBJ_LIB) $(CU_OBJ)
+$(UNIT): $(TEST_OBJ) $(TRAIN_LIB) $(OBJ_LIB) $(CU_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 -include $(OBJ_LIB:.o=.d) $(OBJ_MAIN:.o=.d) $(TEST_OBJ:.o=.d)
@@ -126,6 +161,13 @@ GIFLIB_STAMP := $(BUILD)/giflib-$(if $(wildcard /usr/include/gif_lib.h),yes,no).
 $(GIFLIB_STAMP):
 	@mkdir -p $(dir $@) && rm -f $(BUILD)/giflib-*.stamp && touch $@
 $(BUILD)/tests/test_gif.o $(BUILD)/tests/test_recorder.o: $(GIFLIB_STAMP)
+
+# For scripts that build against the library (bench/gemm.sh, tests/gpu/*.sh): every layer's
+# -I path, and the library objects of a variant (build them first).
+print-inc:
+	@echo $(ALL_INC)
+print-libobjs:
+	@echo $(OBJ_LIB) $(CU_OBJ)
 
 # ---------------------------------------------------------------- tests
 test: deps
@@ -148,11 +190,11 @@ werror: deps
 
 # ---------------------------------------------------------------- fuzzing
 FUZZ_DIR := build/fuzz
-FUZZ_SRC := src/gguf.c src/util.c src/quant_types.c
+FUZZ_SRC := src/format/gguf.c src/base/util.c src/format/quant_types.c
 fuzz-build:
 	@tools/ensure-deps.sh fuzz
 	@mkdir -p $(FUZZ_DIR)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc/base -Isrc/format -fsanitize=fuzzer,address,undefined \
 	  -o $(FUZZ_DIR)/fuzz_gguf tests/fuzz/fuzz_gguf.c $(FUZZ_SRC) -lm -pthread
 
 fuzz: fuzz-build
@@ -192,8 +234,6 @@ run: all
 	./unmask
 
 # The demo model's trainer (tools/train) and the from-scratch recipe (models/README.md).
-TRAIN_SRC := $(sort $(wildcard tools/train/*.c))
-TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o)
 $(BUILD)/unmask-train: $(TRAIN_OBJ) $(OBJ_LIB) $(CU_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 trainer: deps

@@ -8,11 +8,11 @@ cd "$(dirname "$0")/.."
 out=${1:-bench/results/gemm.json}
 shift || true
 make -s -j2 build/release/unit_tests >/dev/null
-objs="build/release/src/matmul.o build/release/src/matmul_avx2.o build/release/src/matmul_avxvnni.o
-      build/release/src/matmul_avx512.o build/release/src/matmul_amx.o build/release/src/quant.o
-      build/release/src/quant_types.o build/release/src/pool.o build/release/src/cpu.o build/release/src/util.o"
-cc -std=c11 -D_GNU_SOURCE -O2 -g -pthread -Isrc -Ibench -o build/release/peak bench/peak.c
-cc -std=c11 -D_GNU_SOURCE -O2 -g -pthread -Isrc -Ibench -o build/release/gemm bench/gemm.c $objs -lm
+objs="$(ls build/release/kernels/cpu/matmul*.o) build/release/src/format/quant.o build/release/src/format/quant_types.o
+      build/release/src/base/pool.o build/release/src/base/cpu.o build/release/src/base/util.o"
+inc=$(make -s print-inc)
+cc -std=c11 -D_GNU_SOURCE -O2 -g -pthread $inc -Ibench -o build/release/peak bench/peak.c
+cc -std=c11 -D_GNU_SOURCE -O2 -g -pthread $inc -Ibench -o build/release/gemm bench/gemm.c $objs -lm
 mkdir -p "$(dirname "$out")"
 tmp=$(mktemp)
 {

@@ -5,19 +5,20 @@
  * pass; and the BPE trainer's vocabulary read back by the engine's tokenizer, which must
  * segment text exactly as the trainer does and decode it back.
  *
- * The trainer's sources are compiled into this file (they are not part of src/).
+ * The trainer's objects (tools/train, all but its main) are linked into the unit tests.
  */
 #include "harness.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../tools/train/bpe.c"
-#include "../tools/train/tgemm.c"
-#include "../tools/train/tmodel.c"
+#include "bpe.h"
+#include "tgemm.h"
+#include "tmodel.h"
 
 #include "forward.h"
 #include "model.h"
+#include "quant.h"
 #include "tokenizer.h"
 
 /* tiny shape: every code path (several heads, layers, ragged GEMM edges) at FD-friendly size */

@@ -15,29 +15,16 @@ set -eu
 cd "$(dirname "$0")/.."
 OUT=${WORK:-build/train/demo}
 MODEL=${MODEL:-models/unmask-demo.gguf}
-BIN=build/train/unmask-train
 STEPS=${STEPS:-2600}
 STEPS2=${STEPS2:-5000}
 BATCH=${BATCH:-8}
 THREADS=${THREADS:-0}
 CORPUS="data/corpus/grimms_fairy_tales.txt data/corpus/little_women.txt data/corpus/tiny_shakespeare.txt"
-mkdir -p "$OUT" build/train/obj
+mkdir -p "$OUT"
 
-# 1. the trainer: `make trainer` when the Makefile has it, else by hand with its flags
-if grep -q '^trainer:' Makefile; then
-    ${MAKE:-make} --no-print-directory trainer
-    BIN=build/release/unmask-train
-else
-    CC=${CC:-cc}
-    CFLAGS="-std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -fno-strict-aliasing -Isrc $(pkg-config --cflags libutf8proc 2>/dev/null)"
-    objs=""
-    for f in src/util.c src/gguf.c src/pool.c src/cpu.c src/tokenizer.c src/unicode_pre.c src/quant_types.c tools/train/*.c; do
-        o=build/train/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
-        $CC $CFLAGS -c -o "$o" "$f"
-        objs="$objs $o"
-    done
-    $CC -o "$BIN" $objs $(pkg-config --libs libutf8proc 2>/dev/null) -lm -pthread
-fi
+# 1. the trainer
+${MAKE:-make} --no-print-directory trainer
+BIN=build/release/unmask-train
 
 start=$(date +%s)
 # 2. tokenizer

@@ -10,11 +10,12 @@ OUT=build/emu-check
 mkdir -p "$OUT"
 CXX=${CXX:-g++}
 make -j"${JOBS:-2}" VARIANT=asan build/asan/unmask >"$OUT/make.log" 2>&1 || { tail -20 "$OUT/make.log"; exit 1; }
-LIBOBJ=$(ls build/asan/src/*.o build/asan/ui/*.o 2>/dev/null | grep -v -e '/src/main\.o$' -e '/src/gpu_none\.o$')
+LIBOBJ=$(make -s VARIANT=asan print-libobjs | tr ' ' '\n' | grep -v -e '/gpu_none\.o$')
+INC=$(make -s print-inc)
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-FLAGS="-O1 -g $SAN -Itests/gpu/emu -Isrc -Ikernels -D_GNU_SOURCE"
+FLAGS="-O1 -g $SAN -Itests/gpu/emu $INC -D_GNU_SOURCE"
 LIBS="$(pkg-config --libs ncursesw libutf8proc 2>/dev/null) -lm -lpthread"
-$CXX -std=c++17 $FLAGS -x c++ -c kernels/gpu_backend.cu -o "$OUT/gpu_backend.o" &&
+$CXX -std=c++17 $FLAGS -x c++ -c kernels/cuda/gpu_backend.cu -o "$OUT/gpu_backend.o" &&
 $CXX -std=c++17 $FLAGS -c tests/gpu/emu/emu_kernels.cpp -o "$OUT/emu_kernels.o" &&
 cc -std=c11 $FLAGS -c tests/gpu/forward_check.c -o "$OUT/forward_check.o" &&
 $CXX $SAN -o "$OUT/forward_check" "$OUT/forward_check.o" "$OUT/gpu_backend.o" "$OUT/emu_kernels.o" $LIBOBJ $LIBS ||

@@ -37,16 +37,17 @@ mkdir -p "$OUT"
 
 note "building unmask with nvcc (CUDA_ARCHS=$ARCHS)"
 make -j"$JOBS" CUDA_ARCHS="$ARCHS" unmask >"$OUT/make.log" 2>&1 || { tail -20 "$OUT/make.log"; note "build failed"; exit 1; }
-LIBOBJ=$(ls build/release/src/*.o build/release/ui/*.o 2>/dev/null | grep -v '/src/main\.o$')
-CUOBJ=$(ls build/release/kernels/*.o)
+LIBOBJ=$(make -s print-libobjs | tr ' ' '\n' | grep -v '/kernels/cuda/')
+CUOBJ=$(ls build/release/kernels/cuda/*.o)
+INC=$(make -s print-inc)
 LIBS="$(pkg-config --libs ncursesw libutf8proc 2>/dev/null) -lm -lpthread"
 GENCODE=""
 for a in $ARCHS; do GENCODE="$GENCODE -gencode arch=compute_$a,code=sm_$a"; done
 # shellcheck disable=SC2086
-nvcc -O2 -std=c++17 -Isrc -Ikernels $GENCODE -o "$OUT/kernel_check" tests/gpu/kernel_check.cu $LIBOBJ $CUOBJ $LIBS \
+nvcc -O2 -std=c++17 $INC $GENCODE -o "$OUT/kernel_check" tests/gpu/kernel_check.cu $LIBOBJ $CUOBJ $LIBS \
     >"$OUT/nvcc.log" 2>&1 || { cat "$OUT/nvcc.log"; note "kernel_check build failed"; exit 1; }
 # shellcheck disable=SC2086
-cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ikernels -o "$OUT/forward_check" tests/gpu/forward_check.c $LIBOBJ $CUOBJ \
+cc -O2 -std=c11 -D_GNU_SOURCE $INC -o "$OUT/forward_check" tests/gpu/forward_check.c $LIBOBJ $CUOBJ \
     -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/targets/x86_64-linux/lib" -lcudart -lstdc++ -Wl,-rpath,"$CUDA_HOME/lib64" $LIBS \
     >"$OUT/cc.log" 2>&1 || { cat "$OUT/cc.log"; note "forward_check build failed"; exit 1; }
 

@@ -207,6 +207,7 @@ typedef struct um_ops_kern {
     void (*attn_block)(const um_attn_block *b);
 } um_ops_kern;
 
+extern const um_ops_kern ops_kern_ref;      /* scalar, ops_ref.c */
 extern const um_ops_kern ops_kern_avx2;
 extern const um_ops_kern ops_kern_avx512;
 

@@ -1,8 +1,8 @@
 /*
  * ops: scalar references, kernel dispatch and threading of the transformer ops (ops.h).
  *
- * Layout of this file: kernel-set selection; the scalar row kernels (which are also the
- * ops_*_ref definitions); the threaded drivers that split rows, tokens or
+ * Layout of this file: kernel-set selection (the scalar row kernels, ops_kern_ref, are in
+ * ops_ref.c, below this file and the SIMD sets, which fall back on them); the threaded drivers that split rows, tokens or
  * (head, query tile) blocks over the pool and call the active kernel set; then the ops
  * that are not worth vectorizing (embedding gather, MoE routing and grouping).
  *
@@ -17,115 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* ------------------------------------------------------------------ scalar kernels */
-
-void ops_add_ref(float *y, const float *a, const float *b, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
-}
-
-void ops_mul_ref(float *y, const float *a, const float *b, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
-}
-
-static void axpy_ref(float *y, float a, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
-}
-
-/* silu as ggml computes it: x / (1 + expf(-x)) in float. */
-void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        float g = gate[i];
-        y[i] = g / (1.0f + expf(-g)) * up[i];
-    }
-}
-
-/* As ggml_compute_forward_rms_norm_f32 then the weight multiply: the sum of squares in
- * double, scale = 1/sqrtf(mean + eps), y = (x * scale) * w. */
-static void rmsnorm_row_ref(float *y, const float *x, const float *w, int n, float eps) {
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
-    float scale = 1.0f / sqrtf((float)(sum / n) + eps);
-    if (w) for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
-    else   for (int i = 0; i < n; i++) y[i] = x[i] * scale;
-}
-
-/* Max first, exponentials in float, their sum in double (as ggml's soft_max). */
-static void softmax_row_ref(float *x, int n) {
-    float mx = -INFINITY;
-    for (int i = 0; i < n; i++) if (x[i] > mx) mx = x[i];
-    if (mx == -INFINITY) { memset(x, 0, (size_t)n * sizeof *x); return; }
-    double sum = 0;
-    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - mx); sum += x[i]; }
-    float inv = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++) x[i] *= inv;
-}
-
-/* Both rotations use one fused multiply-add, rounding the x1 product first, exactly as
- * llama.cpp's compiled rotate_pairs (GCC contracts x0*c - x1*s into fma(x0, c, -(x1*s)));
- * so the reference and every kernel set match ggml_rope_ext bit for bit. */
-static void rope_norm_ref(float *x, const float *cs, int n_dims) {
-    for (int i = 0; i < n_dims; i += 2) {                /* cs: (cos, sin) per pair */
-        float x0 = x[i], x1 = x[i + 1];
-        float c = cs[i], s = cs[i + 1];
-        x[i]     = fmaf(x0, c, -(x1 * s));
-        x[i + 1] = fmaf(x0, s, x1 * c);
-    }
-}
-
-static void rope_neox_ref(float *x, const float *cs, int n_dims) {
-    int half = n_dims / 2;
-    const float *c = cs, *s = cs + half;
-    for (int i = 0; i < half; i++) {
-        float x0 = x[i], x1 = x[i + half];
-        x[i]        = fmaf(x0, c[i], -(x1 * s[i]));
-        x[i + half] = fmaf(x0, s[i], x1 * c[i]);
-    }
-}
-
-/* One key at a time with a running max m, running sum l and accumulator acc: the plain
- * online softmax, O(head_dim) memory per query. */
-void ops_attn_block_ref(const um_attn_block *b) {
-    const int hd = b->head_dim;
-    float acc[UM_OPS_MAX_HEAD_DIM];
-    for (int i = 0; i < b->n_q; i++) {
-        const float *q = b->q + (int64_t)i * b->q_stride;
-        float m = -INFINITY, l = 0;
-        for (int d = 0; d < hd; d++) acc[d] = 0;
-        for (int j = 0; j < b->n_kv; j++) {
-            if (b->key_mask && !b->key_mask[j]) continue;
-            const float *kj = b->k + (int64_t)j * b->kv_stride;
-            const float *vj = b->v + (int64_t)j * b->kv_stride;
-            float s = 0;
-            for (int d = 0; d < hd; d++) s += q[d] * kj[d];
-            s *= b->scale;
-            if (s > m) {
-                float corr = expf(m - s);           /* 0 on the first key (m = -inf) */
-                for (int d = 0; d < hd; d++) acc[d] *= corr;
-                l *= corr;
-                m = s;
-            }
-            float p = expf(s - m);
-            l += p;
-            for (int d = 0; d < hd; d++) acc[d] += p * vj[d];
-        }
-        float *o = b->out + (int64_t)i * b->q_stride;
-        float inv = l > 0 ? 1.0f / l : 0.0f;
-        for (int d = 0; d < hd; d++) o[d] = acc[d] * inv;
-    }
-}
-
-static const um_ops_kern kern_ref = {
-    .add         = ops_add_ref,
-    .mul         = ops_mul_ref,
-    .swiglu      = ops_swiglu_ref,
-    .axpy        = axpy_ref,
-    .rmsnorm_row = rmsnorm_row_ref,
-    .softmax_row = softmax_row_ref,
-    .rope_norm   = rope_norm_ref,
-    .rope_neox   = rope_neox_ref,
-    .attn_block  = ops_attn_block_ref,
-};
 
 /* ------------------------------------------------------------------ kernel selection */
 
@@ -147,7 +38,7 @@ bool ops_isa_available(um_ops_isa isa) {
 }
 
 static const um_ops_kern *const isa_kern[UM_OPS_ISA_COUNT] = {
-    &kern_ref, &ops_kern_avx2, &ops_kern_avx512,
+    &ops_kern_ref, &ops_kern_avx2, &ops_kern_avx512,
 };
 
 static atomic_int g_isa = -1;       /* um_ops_isa once chosen */
@@ -263,7 +154,7 @@ void ops_rmsnorm(um_pool *pool, float *y, const float *x, const float *w,
 }
 
 void ops_rmsnorm_ref(float *y, const float *x, const float *w, int64_t n_rows, int n, float eps) {
-    for (int64_t r = 0; r < n_rows; r++) rmsnorm_row_ref(y + r * n, x + r * n, w, n, eps);
+    for (int64_t r = 0; r < n_rows; r++) ops_kern_ref.rmsnorm_row(y + r * n, x + r * n, w, n, eps);
 }
 
 void ops_add_bias(um_pool *pool, float *y, const float *x, const float *bias, int64_t n_rows, int n) {
@@ -283,7 +174,7 @@ void ops_softmax(um_pool *pool, float *x, int64_t n_rows, int n) {
 }
 
 void ops_softmax_ref(float *x, int64_t n_rows, int n) {
-    for (int64_t r = 0; r < n_rows; r++) softmax_row_ref(x + r * n, n);
+    for (int64_t r = 0; r < n_rows; r++) ops_kern_ref.softmax_row(x + r * n, n);
 }
 
 /* ------------------------------------------------------------------ RoPE */
@@ -361,7 +252,7 @@ int ops_rope(um_pool *pool, const um_rope *r, const int32_t *pos, int n_tokens,
 int ops_rope_ref(const um_rope *r, const int32_t *pos, int n_tokens,
                  float *q, int n_head, float *k, int n_head_kv, um_err *e) {
     if (rope_check(r, pos, n_tokens, q, n_head, k, n_head_kv, e)) return UM_FAIL;
-    rope_job j = { &kern_ref, r, pos, q, k, n_head, n_head_kv };
+    rope_job j = { &ops_kern_ref, r, pos, q, k, n_head, n_head_kv };
     for (int t = 0; t < n_tokens; t++) rope_token(&j, t);
     return UM_OK;
 }
@@ -429,7 +320,7 @@ int ops_attention(um_pool *pool, const um_attn *a, float *out,
 
 int ops_attention_ref(const um_attn *a, float *out,
                       const float *q, const float *k, const float *v, um_err *e) {
-    return attn_run(NULL, &kern_ref, a, out, q, k, v, e);
+    return attn_run(NULL, &ops_kern_ref, a, out, q, k, v, e);
 }
 
 /* ------------------------------------------------------------------ embedding */
@@ -622,5 +513,5 @@ void ops_moe_combine(um_pool *pool, float *out, const float *y, const float *wei
 
 void ops_moe_combine_ref(float *out, const float *y, const float *weight,
                          const int32_t *slot, int n_tokens, int k, int width, bool accumulate) {
-    combine_run(NULL, &kern_ref, out, y, weight, slot, n_tokens, k, width, accumulate);
+    combine_run(NULL, &ops_kern_ref, out, y, weight, slot, n_tokens, k, width, accumulate);
 }

@@ -17,7 +17,6 @@
  * this file uses that one strict order, so results never depend on sort stability.
  */
 #include "sampler.h"
-#include "cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -78,7 +77,6 @@ double sampler_uniform_at(uint64_t seed, int64_t step, int64_t pos, um_rng_purpo
 
 /* ---------------------------------------------------------------- workspace */
 
-static um_scan_fn choose_scan(void);
 
 #define SAMPLER_PREFIX 64        /* sorted prefix kept by pass 1 when a filter is on */
 
@@ -96,7 +94,7 @@ um_sample_ws *sampler_ws_new(int32_t n_vocab) {
     if (!ws)
         return NULL;
     ws->n_vocab = n_vocab;
-    ws->scan = choose_scan();
+    ws->scan = sampler_scan_best();
     ws->heap = um_malloc((size_t)n_vocab * sizeof *ws->heap);
     if (!ws->heap) {
         free(ws);
@@ -115,86 +113,6 @@ void sampler_ws_free(um_sample_ws *ws) {
 /* a comes before b */
 static inline bool ent_before(um_logit_id a, um_logit_id b) {
     return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-}
-
-/* ---------------------------------------------------------------- pass 1 (reference) */
-
-typedef struct scan_state {
-    um_row_scan *o;
-    double       inv_t;
-    bool         track_t;
-    um_logit_id *best;           /* (cap) sorted */
-    int32_t      cap;
-} scan_state;
-
-/* One online pass over x[lo, hi): running max with rescaled sums, and the best-cap list. */
-static void scan_range(const float *x, int32_t lo, int32_t hi, scan_state *st) {
-    um_row_scan *o = st->o;
-    for (int32_t i = lo; i < hi; i++) {
-        float l = x[i];
-        if (!(l > -INFINITY) || l == INFINITY)   /* NaN, -inf, +inf: no probability */
-            continue;
-        if (o->n_finite == 0) {
-            o->m = l;
-        } else if (l > o->m) {
-            /* new max: rescale both sums (S' = f (S + (m - m') Z), Z' = f Z) */
-            double dm = (double)o->m - (double)l;
-            double f = exp(dm);
-            o->sr = f * (o->sr + dm * o->zr);
-            o->zr *= f;
-            if (st->track_t) {
-                double dmt = dm * st->inv_t, ft = exp(dmt);
-                o->st = ft * (o->st + dmt * o->zt);
-                o->zt *= ft;
-            }
-            o->m = l;
-        }
-        o->n_finite++;
-        float d = l - o->m;
-        double e = expf(d);
-        o->zr += e;
-        o->sr += e * d;
-        if (st->track_t) {
-            float dt = (float)(d * st->inv_t);
-            double et = expf(dt);
-            o->zt += et;
-            o->st += et * dt;
-        }
-        sampler_best_insert(st->best, &o->n_best, st->cap, l, i);
-    }
-}
-
-void sampler_best_insert(um_logit_id *best, int32_t *n_best, int32_t cap, float l, int32_t id) {
-    /* ids arrive ascending, so an equal logit never displaces an earlier entry */
-    if (*n_best < cap || l > best[*n_best - 1].logit) {
-        int32_t j = *n_best < cap ? (*n_best)++ : cap - 1;
-        while (j > 0 && l > best[j - 1].logit) {
-            best[j] = best[j - 1];
-            j--;
-        }
-        best[j] = (um_logit_id){ l, id };
-    }
-}
-
-void sampler_scan_ref(const float *x, int32_t n, int32_t skip, double inv_t, bool track_t,
-                      um_logit_id *best, int32_t cap, um_row_scan *out) {
-    *out = (um_row_scan){ .m = -INFINITY };
-    scan_state st = { .o = out, .inv_t = inv_t, .track_t = track_t, .best = best, .cap = cap };
-    if (skip >= 0 && skip < n) {
-        scan_range(x, 0, skip, &st);
-        scan_range(x, skip + 1, n, &st);
-    } else {
-        scan_range(x, 0, n, &st);
-    }
-}
-
-static um_scan_fn choose_scan(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    const um_cpu *c = cpu_features();
-    if (c->avx2 && c->fma && c->os_avx)
-        return sampler_scan_avx2;
-#endif
-    return sampler_scan_ref;
 }
 
 /* ---------------------------------------------------------------- sorted prefix */

@@ -11,7 +11,7 @@
  * Tests hold it against sampler_scan_ref: m, count and best list equal, sums within 1e-6
  * relative. A 126k-wide row stays in L2 between the passes.
  */
-#include "sampler.h"
+#include "sampler_scan.h"
 
 #include <immintrin.h>
 #include <math.h>

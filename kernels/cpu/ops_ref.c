@@ -1,0 +1,120 @@
+/*
+ * ops_ref: the scalar row kernels of the transformer ops, the reference every SIMD kernel
+ * set is tested against, and ops_kern_ref, the kernel set built from them. Below the
+ * dispatcher (ops.c) and the SIMD sets (ops_avx2.c, ops_avx512.c), which fall back on
+ * ops_attn_block_ref for head sizes their vectors do not divide.
+ */
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ scalar kernels */
+
+void ops_add_ref(float *y, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+void ops_mul_ref(float *y, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+}
+
+static void axpy_ref(float *y, float a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+/* silu as ggml computes it: x / (1 + expf(-x)) in float. */
+void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float g = gate[i];
+        y[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+/* As ggml_compute_forward_rms_norm_f32 then the weight multiply: the sum of squares in
+ * double, scale = 1/sqrtf(mean + eps), y = (x * scale) * w. */
+static void rmsnorm_row_ref(float *y, const float *x, const float *w, int n, float eps) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    float scale = 1.0f / sqrtf((float)(sum / n) + eps);
+    if (w) for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+    else   for (int i = 0; i < n; i++) y[i] = x[i] * scale;
+}
+
+/* Max first, exponentials in float, their sum in double (as ggml's soft_max). */
+static void softmax_row_ref(float *x, int n) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) if (x[i] > mx) mx = x[i];
+    if (mx == -INFINITY) { memset(x, 0, (size_t)n * sizeof *x); return; }
+    double sum = 0;
+    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - mx); sum += x[i]; }
+    float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+/* Both rotations use one fused multiply-add, rounding the x1 product first, exactly as
+ * llama.cpp's compiled rotate_pairs (GCC contracts x0*c - x1*s into fma(x0, c, -(x1*s)));
+ * so the reference and every kernel set match ggml_rope_ext bit for bit. */
+static void rope_norm_ref(float *x, const float *cs, int n_dims) {
+    for (int i = 0; i < n_dims; i += 2) {                /* cs: (cos, sin) per pair */
+        float x0 = x[i], x1 = x[i + 1];
+        float c = cs[i], s = cs[i + 1];
+        x[i]     = fmaf(x0, c, -(x1 * s));
+        x[i + 1] = fmaf(x0, s, x1 * c);
+    }
+}
+
+static void rope_neox_ref(float *x, const float *cs, int n_dims) {
+    int half = n_dims / 2;
+    const float *c = cs, *s = cs + half;
+    for (int i = 0; i < half; i++) {
+        float x0 = x[i], x1 = x[i + half];
+        x[i]        = fmaf(x0, c[i], -(x1 * s[i]));
+        x[i + half] = fmaf(x0, s[i], x1 * c[i]);
+    }
+}
+
+/* One key at a time with a running max m, running sum l and accumulator acc: the plain
+ * online softmax, O(head_dim) memory per query. */
+void ops_attn_block_ref(const um_attn_block *b) {
+    const int hd = b->head_dim;
+    float acc[UM_OPS_MAX_HEAD_DIM];
+    for (int i = 0; i < b->n_q; i++) {
+        const float *q = b->q + (int64_t)i * b->q_stride;
+        float m = -INFINITY, l = 0;
+        for (int d = 0; d < hd; d++) acc[d] = 0;
+        for (int j = 0; j < b->n_kv; j++) {
+            if (b->key_mask && !b->key_mask[j]) continue;
+            const float *kj = b->k + (int64_t)j * b->kv_stride;
+            const float *vj = b->v + (int64_t)j * b->kv_stride;
+            float s = 0;
+            for (int d = 0; d < hd; d++) s += q[d] * kj[d];
+            s *= b->scale;
+            if (s > m) {
+                float corr = expf(m - s);           /* 0 on the first key (m = -inf) */
+                for (int d = 0; d < hd; d++) acc[d] *= corr;
+                l *= corr;
+                m = s;
+            }
+            float p = expf(s - m);
+            l += p;
+            for (int d = 0; d < hd; d++) acc[d] += p * vj[d];
+        }
+        float *o = b->out + (int64_t)i * b->q_stride;
+        float inv = l > 0 ? 1.0f / l : 0.0f;
+        for (int d = 0; d < hd; d++) o[d] = acc[d] * inv;
+    }
+}
+
+const um_ops_kern ops_kern_ref = {
+    .add         = ops_add_ref,
+    .mul         = ops_mul_ref,
+    .swiglu      = ops_swiglu_ref,
+    .axpy        = axpy_ref,
+    .rmsnorm_row = rmsnorm_row_ref,
+    .softmax_row = softmax_row_ref,
+    .rope_norm   = rope_norm_ref,
+    .rope_neox   = rope_neox_ref,
+    .attn_block  = ops_attn_block_ref,
+};
+
