@@ -5,6 +5,7 @@
 #   make asan       run the tests on an ASan+UBSan build (build/asan/)
 #   make tsan       run the tests on a ThreadSanitizer build (build/tsan/)
 #   make werror     build every source with -Werror (build/werror/)
+#   make check-layout  the layer folders include and call only downwards (docs/architecture.md)
 #   make fuzz       libFuzzer on the GGUF reader for FUZZ_SECONDS (default 60)
 #   make install    PREFIX=/usr/local: binary, man page, themes, models.conf, bundled model
 #   make peer       build llama.cpp (the benchmark/correctness peer) under build/peer/
@@ -109,7 +110,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: print-inc print-libobjs run trainer all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
+.PHONY: check-layout print-inc print-libobjs run trainer all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
 # pkg-config runs when make reads this file, so on a fresh machine it runs before
 # ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
 # installs first and then builds in a second make, which reads the flags afresh.
@@ -170,6 +171,11 @@ print-libobjs:
 	@echo $(OBJ_LIB) $(CU_OBJ)
 
 # ---------------------------------------------------------------- tests
+# One-way layer dependencies (tools/check-layout.py); tests/cli/layout.sh runs it in `make test`.
+check-layout:
+	@$(MAKE) --no-print-directory $(BIN)
+	@python3 tools/check-layout.py --objs $(BUILD)
+
 test: deps
 	@tools/ensure-deps.sh test
 	@$(MAKE) --no-print-directory $(BIN) $(UNIT)

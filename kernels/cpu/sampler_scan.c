@@ -1,12 +1,11 @@
 /*
- * sampler_scan: the reference pass-1 kernel and the choice of kernel (see sampler_scan.h).
+ * sampler_scan: the reference pass-1 kernel and the best-list insertion the AVX2 kernel shares
+ * (see sampler_scan.h); which kernel runs is the sampler's choice (src/decode/sampler.c).
  * The reference is one online pass: a running max with rescaled sums and the best list.
  */
 #include "sampler_scan.h"
 
 #include <math.h>
-
-#include "cpu.h"
 
 /* ---------------------------------------------------------------- pass 1 (reference) */
 
@@ -78,13 +77,3 @@ void sampler_scan_ref(const float *x, int32_t n, int32_t skip, double inv_t, boo
         scan_range(x, 0, n, &st);
     }
 }
-
-um_scan_fn sampler_scan_best(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    const um_cpu *c = cpu_features();
-    if (c->avx2 && c->fma && c->os_avx)
-        return sampler_scan_avx2;
-#endif
-    return sampler_scan_ref;
-}
-

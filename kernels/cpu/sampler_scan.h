@@ -1,7 +1,7 @@
 /*
  * sampler_scan: the sampler's pass-1 kernels over one logits row (the reference and the
  * AVX2+FMA version in sampler_avx2.c), below the sampler (src/decode/sampler.c) that
- * dispatches to them: the kernels call nothing above this file.
+ * chooses between them: the kernels call nothing above this file.
  */
 #ifndef UM_SAMPLER_SCAN_H
 #define UM_SAMPLER_SCAN_H
@@ -38,8 +38,5 @@ void sampler_scan_avx2(const float *x, int32_t n, int32_t skip, double inv_t, bo
                        um_logit_id *best, int32_t cap, um_row_scan *out);
 /* Insert (l, id) into a best list sorted by logit descending; ids must arrive ascending. */
 void sampler_best_insert(um_logit_id *best, int32_t *n_best, int32_t cap, float l, int32_t id);
-
-/* The kernel this CPU runs: AVX2+FMA when cpu_features() has both, else the reference. */
-um_scan_fn sampler_scan_best(void);
 
 #endif

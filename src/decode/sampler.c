@@ -17,6 +17,7 @@
  * this file uses that one strict order, so results never depend on sort stability.
  */
 #include "sampler.h"
+#include "cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -77,6 +78,15 @@ double sampler_uniform_at(uint64_t seed, int64_t step, int64_t pos, um_rng_purpo
 
 /* ---------------------------------------------------------------- workspace */
 
+/* pass 1: the AVX2+FMA kernel when the CPU has both, else the reference */
+static um_scan_fn choose_scan(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    const um_cpu *c = cpu_features();
+    if (c->avx2 && c->fma && c->os_avx)
+        return sampler_scan_avx2;
+#endif
+    return sampler_scan_ref;
+}
 
 #define SAMPLER_PREFIX 64        /* sorted prefix kept by pass 1 when a filter is on */
 
@@ -94,7 +104,7 @@ um_sample_ws *sampler_ws_new(int32_t n_vocab) {
     if (!ws)
         return NULL;
     ws->n_vocab = n_vocab;
-    ws->scan = sampler_scan_best();
+    ws->scan = choose_scan();
     ws->heap = um_malloc((size_t)n_vocab * sizeof *ws->heap);
     if (!ws->heap) {
         free(ws);

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# layout.sh: the layer folders keep their one-way dependencies (docs/architecture.md).
+# tools/check-layout.py passes on the tree as built; on a copy of the tree it fails, naming
+# the file, when a low layer includes a header from above (and the Makefile's per-layer -I
+# paths make the same include a compile error), and when a kernel calls back into the
+# dispatcher that calls it (a cycle read from the objects' symbols).
+. "$(dirname "$0")/lib.sh"
+SUITE=layout
+V=${UNMASK_VARIANT:-release}
+OBJS=build/$V
+
+if python3 tools/check-layout.py --objs "$OBJS" >"$TMP/log" 2>&1; then ok "check-layout passes on the tree"
+else fail "check-layout passes on the tree" "$(head -5 "$TMP/log")"; fi
+
+# a copy of the sources (and the objects, for the symbol check)
+T=$TMP/tree
+mkdir -p "$T"
+cp -r Makefile src kernels ui data tools "$T"/
+(find "$OBJS" -name '*.o' -path "$OBJS/src/*"; find "$OBJS" -name '*.o' -path "$OBJS/kernels/*";
+ find "$OBJS" -name '*.o' -path "$OBJS/ui/*"; find "$OBJS" -name '*.o' -path "$OBJS/generated/*") |
+  while read -r o; do mkdir -p "$T/$(dirname "$o")"; cp -p "$o" "$T/$o"; done
+
+# 1. an upward include: the base layer reaching up to the decode layer
+cp "$T/src/base/util.c" "$TMP/util.c.orig"
+printf '#include "engine.h"\n' >> "$T/src/base/util.c"
+python3 "$T/tools/check-layout.py" --root "$T" --skip-objects >"$TMP/log" 2>&1; rc=$?
+[ $rc -eq 1 ] && ok "upward include: check-layout fails" || fail "upward include: check-layout fails" "exit $rc"
+expect_grep "upward include: names the file, the header and the layer" \
+  'src/base/util\.c:[0-9]+: includes "engine\.h" from src/decode, a layer above src/base' "$TMP/log"
+if make -s -C "$T" VARIANT=layoutcheck build/layoutcheck/src/base/util.o >"$TMP/cc" 2>&1; then
+  fail "upward include: does not compile with the layer's -I paths" "it compiled"
+else expect_grep "upward include: does not compile with the layer's -I paths" 'engine\.h: No such file' "$TMP/cc"; fi
+cp "$TMP/util.c.orig" "$T/src/base/util.c"
+
+# 2. a call back into the dispatcher: the AVX2 kernel calling matmul.c
+printf '\nconst char *mm_probe_avx2(void);\nconst char *mm_probe_avx2(void) { return matmul_kernel_name(UM_KERNEL_AVX2); }\n' \
+  >> "$T/kernels/cpu/matmul_avx2.c"
+if make -s -C "$T" VARIANT="$V" "$OBJS/kernels/cpu/matmul_avx2.o" >"$TMP/cc" 2>&1; then
+  python3 "$T/tools/check-layout.py" --root "$T" --objs "$T/$OBJS" >"$TMP/log" 2>&1; rc=$?
+  [ $rc -eq 1 ] && ok "call into the dispatcher: check-layout fails" || fail "call into the dispatcher: check-layout fails" "exit $rc"
+  expect_grep "call into the dispatcher: names the cycle and the symbol" \
+    'cycle between objects: .*kernels/cpu/matmul_avx2\.o -> kernels/cpu/matmul\.o \(matmul_kernel_name\)' "$TMP/log"
+else
+  fail "call into the dispatcher: the changed kernel compiles" "$(head -5 "$TMP/cc")"
+fi
+finish
