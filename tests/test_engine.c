@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "snapshot.h"
 #include "harness.h"
 #include "quant.h"
 #include "synth.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "snapshot.h"
 #include "ui_source.h"
 
 static um_snapshot *es_start(void *self, const um_settings *s, const char *prompt, um_err *e) {
@@ -29,11 +30,6 @@ static int es_apply(void *self, const um_settings *s, um_err *e) {
     if (rc < 0) return um_errf(e, "the engine refused these settings");
     if (rc > 0) return um_errf(e, "this change needs a restart");
     return UM_OK;
-}
-
-/* The engine's own rule (engine_set): a new n_gen, seed or guidance on/off restarts. */
-static bool es_needs_restart(const um_settings *a, const um_settings *b) {
-    return a->n_gen != b->n_gen || a->seed != b->seed || (a->cfg > 0) != (b->cfg > 0);
 }
 
 static size_t es_piece(void *self, int32_t token, char *buf, size_t cap) {
@@ -61,7 +57,7 @@ int engine_source_open(ui_source *out, const um_engine_opts *o, um_err *e) {
     out->start = es_start;
     out->step = es_step;
     out->apply = es_apply;
-    out->needs_restart = es_needs_restart;
+    out->needs_restart = snapshot_needs_restart;
     out->piece = es_piece;
     out->is_special = es_is_special;
     out->cancel = NULL;

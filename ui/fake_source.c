@@ -26,6 +26,7 @@
 
 #include "fake_source.h"
 #include "schedule.h"
+#include "snapshot.h"
 
 /* ------------------------------------------------------------------ vocabulary */
 
@@ -98,21 +99,10 @@ static float unit(uint64_t h) { return (float)((h >> 40) * (1.0 / 16777216.0)); 
 
 /* ------------------------------------------------------------------ snapshots */
 
-static um_snapshot *snap_alloc(int32_t n_canvas, int32_t n_committed) {
-    size_t bytes = sizeof(um_snapshot) + (size_t)n_canvas * sizeof(um_pos) +
-                   (size_t)(n_committed > 0 ? n_committed : 1) * sizeof(int32_t);
-    um_snapshot *s = um_calloc(1, bytes);
-    if (!s) return NULL;
-    s->pos = (um_pos *)(s + 1);
-    s->committed = (int32_t *)(s->pos + n_canvas);
-    atomic_init(&s->refs_, 1);              /* freed by snapshot_unref (src/engine.c) */
-    return s;
-}
-
 /* Fill a snapshot from the current state; committed = indices committed in this step. */
 static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_committed,
                                  int32_t planned, double ms, um_err *e) {
-    um_snapshot *s = snap_alloc(f->n_canvas, n_committed);
+    um_snapshot *s = snapshot_new(f->n_canvas, n_committed);
     if (!s) { um_errf(e, "fake source: out of memory for a snapshot"); return NULL; }
     int32_t masks = 0;
     for (int32_t i = 0; i < f->n_canvas; i++) {
@@ -354,14 +344,9 @@ static int fake_apply(void *self, const um_settings *s, um_err *e) {
     fake *f = self;
     um_settings keep = f->s;
     f->s = *s;
-    f->s.n_gen = keep.n_gen;                       /* these two restart (needs_restart) */
+    f->s.n_gen = keep.n_gen;                       /* these restart (snapshot_needs_restart) */
     f->s.seed = keep.seed;
     return replan(f, e);
-}
-
-/* The engine's rule (engine_set): a new n_gen, seed or guidance on/off restarts. */
-static bool fake_needs_restart(const um_settings *a, const um_settings *b) {
-    return a->n_gen != b->n_gen || a->seed != b->seed || (a->cfg > 0) != (b->cfg > 0);
 }
 
 static void fake_close(void *self) {
@@ -396,7 +381,7 @@ int fake_source_open(ui_source *out, int delay_ms, um_err *e) {
     out->start = fake_start;
     out->step = fake_step;
     out->apply = fake_apply;
-    out->needs_restart = fake_needs_restart;
+    out->needs_restart = snapshot_needs_restart;
     out->piece = fake_piece;
     out->is_special = fake_is_special;
     out->cancel = fake_cancel;

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "engine.h"
+#include "snapshot.h"
 #include "genopts.h"
 #include "jsonw.h"
 #include "schedule.h"

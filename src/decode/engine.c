@@ -14,6 +14,7 @@
  * stream keyed by (seed, step, position, purpose).
  */
 #include "engine.h"
+#include "snapshot.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -64,24 +65,6 @@ struct um_engine {
 };
 
 /* ------------------------------------------------------------------ snapshots */
-
-static um_snapshot *snapshot_new(int n_canvas, int n_committed) {
-    size_t bytes = sizeof(um_snapshot) + (size_t)n_canvas * sizeof(um_pos) + (size_t)n_committed * sizeof(int32_t) + 16;
-    um_snapshot *s = um_calloc(1, bytes);
-    if (!s) return NULL;
-    s->pos = (um_pos *)(s + 1);
-    s->committed = (int32_t *)(s->pos + n_canvas);
-    atomic_init(&s->refs_, 1);
-    return s;
-}
-
-void snapshot_ref(um_snapshot *s) {
-    if (s) atomic_fetch_add_explicit(&s->refs_, 1, memory_order_relaxed);
-}
-
-void snapshot_unref(um_snapshot *s) {
-    if (s && atomic_fetch_sub_explicit(&s->refs_, 1, memory_order_acq_rel) == 1) free(s);
-}
 
 um_snapshot *engine_snapshot(um_engine *en) {
     snapshot_ref(en->snap);
@@ -359,7 +342,7 @@ int engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err
 }
 
 int engine_set(um_engine *en, const um_settings *s) {
-    int restart = s->n_gen != en->set.n_gen || s->seed != en->set.seed || (s->cfg > 0) != (en->set.cfg > 0);
+    int restart = snapshot_needs_restart(&en->set, s);
     um_settings keep = en->set;
     en->set = *s;
     if (check_settings(en, s, NULL)) { en->set = keep; return -1; }

@@ -74,7 +74,7 @@ typedef struct um_pos {
     float   entropy;             /* nats, of the full distribution */
 } um_pos;
 
-/* One immutable snapshot. Allocated by the engine, freed when the last ref is dropped. */
+/* One immutable snapshot. Made by snapshot_new (snapshot.h), freed when the last ref is dropped. */
 typedef struct um_snapshot {
     int32_t        step;         /* steps done (0 = the initial all-mask canvas) */
     int32_t        n_steps;      /* planned total */
@@ -88,7 +88,7 @@ typedef struct um_snapshot {
     um_settings    settings;     /* in force for this step */
     um_pos        *pos;          /* (n_canvas) */
     int32_t       *committed;    /* (n_committed) canvas indices committed this step */
-    /* private */
+    /* private to snapshot.c */
     _Atomic int    refs_;
 } um_snapshot;
 
@@ -128,15 +128,13 @@ int  engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_sett
 /* One denoising step. Returns 1 when a step ran, 0 when the canvas was already done. */
 int  engine_step(um_engine *en, um_err *e);
 bool engine_done(const um_engine *en);
-/* Change settings between steps. Returns 1 if the change needs engine_start again (n_gen
- * or seed changed), 0 if it applies from the next step. */
+/* Change settings between steps. Returns 1 if the change needs engine_start again
+ * (snapshot_needs_restart), 0 if it applies from the next step, -1 if refused. */
 int  engine_set(um_engine *en, const um_settings *s);
 const um_settings *engine_settings(const um_engine *en);
 
-/* The latest snapshot, with a reference the caller drops with snapshot_unref. */
+/* The latest snapshot, with a reference the caller drops with snapshot_unref (snapshot.h). */
 um_snapshot *engine_snapshot(um_engine *en);
-void snapshot_ref(um_snapshot *s);
-void snapshot_unref(um_snapshot *s);
 
 /* Raw bytes of a token for display (may hold partial UTF-8; specials give their text). */
 const uint8_t *engine_token_bytes(const um_engine *en, int32_t token, size_t *len);
