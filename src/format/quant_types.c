@@ -1,5 +1,6 @@
 /*
- * quant_types: the size table of every ggml type id (see quant.h). Pure data.
+ * quant_types: the size table of every ggml type id and the IQ4 codebook (see quant.h).
+ * Pure data, below both the dequantizers (quant.c) and the quantizer searches (quant_search.c).
  */
 #include "quant.h"
 
@@ -50,3 +51,8 @@ int um_type_from_name(const char *name) {
         if (um_type_sizes[t].blck && strcasecmp(um_type_sizes[t].name, name) == 0) return t;
     return -1;
 }
+
+/* The IQ4_NL / IQ4_XS codebook: the signed level of each 4-bit code. */
+const int8_t um_iq4nl_values[16] = {
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+};
