@@ -8,6 +8,9 @@ Two checks, each naming the files at fault:
   objects   from the compiled objects' symbols (nm): no object calls into a layer above its
             own, and no two or more objects call each other in a cycle (for example a kernel
             calling back into the dispatcher that calls it).
+  sizes     no hand-written C, C++ or CUDA file (layers, tests, tools, bench) over 900 lines:
+            a file that large is a grab-bag to split by job. Generated sources are made at
+            build time (build/*/generated/) and are not in the tree.
 
 usage: tools/check-layout.py [--root DIR] [--objs DIR] [--skip-objects]
   --root  the source tree (default: the repository this script is in)
@@ -62,6 +65,25 @@ def check_includes(root, layers):
                 elif where[base] not in allowed:
                     problems.append(f'{path}:{line}: includes "{name}" from {where[base]}, a layer above '
                                     f'{l} (it may include from: {", ".join(allowed)})')
+    return problems
+
+
+MAX_LINES = 900
+SIZE_DIRS = ('tests', 'tools', 'bench')
+
+
+def check_sizes(root, layers):
+    problems = []
+    for top in list(layers) + list(SIZE_DIRS):
+        for dirpath, dirs, names in os.walk(os.path.join(root, top)):
+            dirs[:] = [d for d in dirs if d not in ('data', 'node_modules')]
+            for n in sorted(names):
+                if n.endswith(SOURCE_EXT + ('.cpp',)):
+                    path = os.path.join(dirpath, n)
+                    with open(path, errors='replace') as f:
+                        lines = sum(1 for _ in f)
+                    if lines > MAX_LINES:
+                        problems.append(f'{os.path.relpath(path, root)}: {lines} lines, over {MAX_LINES}: split it by job')
     return problems
 
 
@@ -157,7 +179,7 @@ def main():
     ap.add_argument('--skip-objects', action='store_true')
     a = ap.parse_args()
     layers = read_layers(a.root)
-    problems = check_includes(a.root, layers)
+    problems = check_includes(a.root, layers) + check_sizes(a.root, layers)
     if not a.skip_objects:
         problems += check_objects(a.root, a.objs or os.path.join(a.root, 'build', 'release'), layers)
     for p in problems:
@@ -165,7 +187,7 @@ def main():
     if problems:
         print(f'check-layout: {len(problems)} problem(s)')
         return 1
-    print(f'check-layout: {len(layers)} layers, includes and object calls one-way, no cycles')
+    print(f'check-layout: {len(layers)} layers, includes and object calls one-way, no cycles, no file over {MAX_LINES} lines')
     return 0
 
 

@@ -115,6 +115,32 @@ static __device__ __forceinline__ void store_out(float *y, int ldy, const float 
     *p = accumulate ? *p + v : v;
 }
 
+/* A warp's 32 x 32 accumulator tile: 2 x 4 mma fragments of 16 x 8, 4 values per lane. */
+static __device__ __forceinline__ void acc_zero(float acc[2][4][4]) {
+    #pragma unroll
+    for (int i = 0; i < 2; i++)
+        #pragma unroll
+        for (int j = 0; j < 4; j++)
+            #pragma unroll
+            for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f;
+}
+
+/* Store the warp's tile whose first row is r0 and first token t0 (bounds-checked per value). */
+static __device__ __forceinline__ void store_tile(const float acc[2][4][4], int lane, float *y, int ldy,
+                                                  const float *bias, int accumulate, int n_out, int n_tok,
+                                                  int r0, int t0) {
+    #pragma unroll
+    for (int mi = 0; mi < 2; mi++)
+        #pragma unroll
+        for (int ni = 0; ni < 4; ni++)
+            #pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int row, n;
+                gpu_frag_c(lane, i, &row, &n);
+                store_out(y, ldy, bias, accumulate, n_out, n_tok, r0 + mi * 16 + row, t0 + ni * 8 + n, acc[mi][ni][i]);
+            }
+}
+
 /* ------------------------------------------------------------------ int8 GEMM */
 
 template <int G, bool OFF, bool P4>
@@ -146,12 +172,7 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
     const int wm = (warp & 1) * 32, wn = (warp >> 1) * 32;
     const int nkb = k_pad / 32, ngw = k_pad / G;
     float acc[2][4][4];
-    #pragma unroll
-    for (int i = 0; i < 2; i++)
-        #pragma unroll
-        for (int j = 0; j < 4; j++)
-            #pragma unroll
-            for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f;
+    acc_zero(acc);
 
     for (int kb = 0; kb < nkb; kb++) {
         {   /* stage: each thread one 16-byte piece of W and of X, then the scales */
@@ -265,17 +286,7 @@ k_gemm_i8(const int8_t *__restrict__ W, const float *__restrict__ wscale, const 
         }
         __syncthreads();
     }
-    #pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-        #pragma unroll
-        for (int ni = 0; ni < 4; ni++)
-            #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int row, n;
-                gpu_frag_c(lane, i, &row, &n);
-                store_out(y, ldy, bias, accumulate, n_out, n_tok, row0 + wm + mi * 16 + row,
-                          tok0 + wn + ni * 8 + n, acc[mi][ni][i]);
-            }
+    store_tile(acc, lane, y, ldy, bias, accumulate, n_out, n_tok, row0 + wm, tok0 + wn);
 }
 
 /* ------------------------------------------------------------------ f16 / bf16 GEMM */
@@ -290,12 +301,7 @@ k_gemm_h(const uint16_t *__restrict__ W, int n_out, int k_pad, const uint16_t *_
     const int row0 = blockIdx.x * GPU_GEMM_BM, tok0 = blockIdx.y * GPU_GEMM_BN;
     const int wm = (warp & 1) * 32, wn = (warp >> 1) * 32;
     float acc[2][4][4];
-    #pragma unroll
-    for (int i = 0; i < 2; i++)
-        #pragma unroll
-        for (int j = 0; j < 4; j++)
-            #pragma unroll
-            for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f;
+    acc_zero(acc);
 
     for (int kb = 0; kb < k_pad / 32; kb++) {
         #pragma unroll
@@ -334,17 +340,7 @@ k_gemm_h(const uint16_t *__restrict__ W, int n_out, int k_pad, const uint16_t *_
         }
         __syncthreads();
     }
-    #pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-        #pragma unroll
-        for (int ni = 0; ni < 4; ni++)
-            #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int row, n;
-                gpu_frag_c(lane, i, &row, &n);
-                store_out(y, ldy, bias, accumulate, n_out, n_tok, row0 + wm + mi * 16 + row,
-                          tok0 + wn + ni * 8 + n, acc[mi][ni][i]);
-            }
+    store_tile(acc, lane, y, ldy, bias, accumulate, n_out, n_tok, row0 + wm, tok0 + wn);
 }
 
 /* ------------------------------------------------------------------ f32 GEMM (SIMT) */

@@ -3,7 +3,8 @@
 # tools/check-layout.py passes on the tree as built; on a copy of the tree it fails, naming
 # the file, when a low layer includes a header from above (and the Makefile's per-layer -I
 # paths make the same include a compile error), and when a kernel calls back into the
-# dispatcher that calls it (a cycle read from the objects' symbols).
+# dispatcher that calls it (a cycle read from the objects' symbols), and when a hand-written
+# file grows over 900 lines.
 . "$(dirname "$0")/lib.sh"
 SUITE=layout
 V=${UNMASK_VARIANT:-release}
@@ -32,7 +33,14 @@ if make -s -C "$T" VARIANT=layoutcheck build/layoutcheck/src/base/util.o >"$TMP/
 else expect_grep "upward include: does not compile with the layer's -I paths" 'engine\.h: No such file' "$TMP/cc"; fi
 cp "$TMP/util.c.orig" "$T/src/base/util.c"
 
-# 2. a call back into the dispatcher: the AVX2 kernel calling matmul.c
+# 2. a grab-bag: a hand-written file over 900 lines
+seq 901 | sed 's|^|/* line |; s|$| */|' > "$T/src/base/bag.c"
+python3 "$T/tools/check-layout.py" --root "$T" --skip-objects >"$TMP/log" 2>&1; rc=$?
+[ $rc -eq 1 ] && ok "file over 900 lines: check-layout fails" || fail "file over 900 lines: check-layout fails" "exit $rc"
+expect_grep "file over 900 lines: names it" 'src/base/bag\.c: 901 lines, over 900' "$TMP/log"
+rm -f "$T/src/base/bag.c"
+
+# 3. a call back into the dispatcher: the AVX2 kernel calling matmul.c
 printf '\nconst char *mm_probe_avx2(void);\nconst char *mm_probe_avx2(void) { return matmul_kernel_name(UM_KERNEL_AVX2); }\n' \
   >> "$T/kernels/cpu/matmul_avx2.c"
 if make -s -C "$T" VARIANT="$V" "$OBJS/kernels/cpu/matmul_avx2.o" >"$TMP/cc" 2>&1; then
