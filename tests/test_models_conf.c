@@ -1,4 +1,4 @@
-/* Tests of src/models_conf.c: presets, path resolution, errors with FILE:LINE, lookup. */
+/* Tests of src/app/models_conf.c: presets, path resolution, errors with FILE:LINE, lookup. */
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>

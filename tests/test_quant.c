@@ -1,5 +1,5 @@
 /*
- * test_quant: the reference dequantizers, quantizers and dots of src/quant.c.
+ * test_quant: the reference dequantizers, quantizers and dots of src/format/quant.c.
  *
  * Expected values come from llama.cpp, never from unmask: tests/data/quant/ (*.bin) hold the
  * bytes llama-quantize wrote for tests/data/quant/input.f32, the values gguf-py's numpy

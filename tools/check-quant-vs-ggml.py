@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Broad cross-check of src/quant.c against llama.cpp's ggml (the peer build), beyond the
+"""Broad cross-check of src/format/quant.c against llama.cpp's ggml (the peer build), beyond the
 committed fixtures: every quantizer on 8 value distributions (64 rows x 4096 each) against
 ggml_quantize_chunk (what llama-quantize calls), the activation quantizers against
 quantize_row_q8_1_ref / q8_K_ref, and every dequantizer on random blocks against

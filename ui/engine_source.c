@@ -1,5 +1,5 @@
 /*
- * engine_source: the real engine (src/engine.h) behind the ui_source interface.
+ * engine_source: the real engine (src/decode/engine.h) behind the ui_source interface.
  *
  * A thin adapter: start = engine_start + engine_snapshot, step = engine_step +
  * engine_snapshot, apply = engine_set, piece = engine_token_bytes (reads the immutable

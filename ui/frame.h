@@ -80,7 +80,7 @@ int         frame_color_to_8(frame_color c);     /* nearest of the 8 ANSI colour
                                                   * only for near-black, so dark greys stay visible */
 frame_color frame_color_from_256(int idx);       /* xterm palette entry as 0xRRGGBB */
 
-/* Convert to the recorders' frame (src/rec_frame.h): out->cells must hold f->w * f->h
+/* Convert to the recorders' frame (src/record/rec_frame.h): out->cells must hold f->w * f->h
  * cells (out->cols/rows are set). Default colours become fg_default / bg_default, text is
  * decoded to at most REC_MAX_CP code points, italic is dropped (the recorders have none). */
 struct rec_frame;

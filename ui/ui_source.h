@@ -1,6 +1,6 @@
 /*
  * ui_source: what the visualizer watches. A source turns settings and a prompt into a
- * sequence of immutable um_snapshot values (src/engine.h), one per denoising step.
+ * sequence of immutable um_snapshot values (src/decode/engine.h), one per denoising step.
  *
  * The real engine plugs in as one implementation (ui/engine_source.c); ui/fake_source.c
  * is a deterministic synthetic one for tests and `unmask --demo-ui`.

@@ -1,5 +1,5 @@
 /*
- * gpu_probe: the CUDA backend's device report (see src/gpu.h). Never fails hard: with no
+ * gpu_probe: the CUDA backend's device report (see src/model/gpu.h). Never fails hard: with no
  * driver or no device it says so in one line and returns 0.
  */
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
 /*
  * gpu: what the (optional) CUDA backend reports about the machine's GPUs.
- * Built from the .cu files in kernels/ when nvcc is present (UM_HAVE_CUDA); otherwise src/gpu_none.c
+ * Built from the .cu files in kernels/ when nvcc is present (UM_HAVE_CUDA); otherwise src/model/gpu_none.c
  * answers "no CUDA" so the rest of unmask never needs an #ifdef.
  */
 #ifndef UM_GPU_H

@@ -1,5 +1,5 @@
 #!/bin/sh
-# emu-check: runs the CUDA backend's host code (kernels/gpu_backend.cu: memory plan, weight
+# emu-check: runs the CUDA backend's host code (kernels/cuda/gpu_backend.cu: memory plan, weight
 # repacking and upload, buffers, layer orchestration, row subset, MoE routing flow, row
 # statistics) on the CPU, with the device kernels replaced by their CPU references
 # (tests/gpu/emu/), under AddressSanitizer, and compares whole passes with the CPU backend

@@ -1,7 +1,7 @@
 /*
  * bpe: a byte-level BPE tokenizer trainer that writes a GGUF "gpt2" tokenizer.
  *
- * Text is split with the engine's own GPT-2 pre-tokenizer (src/unicode_pre.h), so the
+ * Text is split with the engine's own GPT-2 pre-tokenizer (src/format/unicode_pre.h), so the
  * pieces the trainer counts are exactly the pieces unmask's tokenizer will merge. Merges
  * are learnt greedily: the most frequent adjacent pair over all pieces (ties: smallest
  * (left id, right id)) becomes the next merge, until the vocabulary is full.

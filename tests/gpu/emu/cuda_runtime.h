@@ -1,5 +1,5 @@
 /*
- * A stand-in for <cuda_runtime.h> that lets kernels/gpu_backend.cu build and run on the
+ * A stand-in for <cuda_runtime.h> that lets kernels/cuda/gpu_backend.cu build and run on the
  * CPU (tests/gpu/emu-check.sh): "device" memory is host memory, copies are memcpy, the
  * stream is synchronous, graph capture reports itself unsupported (so the backend's
  * fallback runs). Only what gpu_backend.cu and gpu_kernels.cuh use. Not for production.
