@@ -10,7 +10,7 @@ Two checks, each naming the files at fault:
             calling back into the dispatcher that calls it).
   sizes     no hand-written C, C++ or CUDA file (layers, tests, tools, bench) over 900 lines:
             a file that large is a grab-bag to split by job. Generated sources are made at
-            build time (build/*/generated/) and are not in the tree.
+            build time (build/VARIANT/generated/) and are not in the tree.
 
 usage: tools/check-layout.py [--root DIR] [--objs DIR] [--skip-objects]
   --root  the source tree (default: the repository this script is in)

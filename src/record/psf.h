@@ -9,7 +9,7 @@
  * renderer draws combining marks as separate overlays).
  *
  * Gzip-compressed fonts (.psfu.gz) are refused with a message: unmask does not link zlib.
- * The built-in font is Spleen 8x16 (build/*/generated/psf_spleen.c, BSD-2-Clause, data/fonts/).
+ * The built-in font is Spleen 8x16 (build/VARIANT/generated/psf_spleen.c, BSD-2-Clause, data/fonts/).
  */
 #ifndef UM_PSF_H
 #define UM_PSF_H
@@ -35,7 +35,7 @@ typedef struct psf_font {
     uint8_t *data;               /* owned copy of the file */
 } psf_font;
 
-/* The Spleen 8x16 bytes compiled into the binary (build/*/generated/psf_spleen.c). */
+/* The Spleen 8x16 bytes compiled into the binary (build/VARIANT/generated/psf_spleen.c). */
 extern const uint8_t psf_spleen_8x16[];
 extern const size_t  psf_spleen_8x16_len;
 
