@@ -46,6 +46,9 @@ int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *pro
 int  genopts_resolve(um_genopts *g, um_err *e);
 /* Apply the preset's settings and then the flags over s (which holds the model's defaults). */
 void genopts_apply(const um_genopts *g, um_settings *s);
+/* An engine warning callback (um_engine_opts.warn) for commands without a screen: prints
+ * "PROG: warning: MSG" on stderr, prog (the warn_ctx) being e.g. "unmask generate". */
+void genopts_warn_stderr(void *prog, const char *msg);
 /* The help text of the generation flags. */
 void genopts_usage(FILE *f);
 
