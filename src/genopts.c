@@ -65,7 +65,7 @@ static int conflict(const char *prog, const char *f1, int s1, const char *f2, in
     return -1;
 }
 
-/* The schedule flags given so far must agree (docs/decoding.md, "Choosing a schedule"):
+/* The schedule flags given so far must agree (docs/decoding.md, "Choosing a schedule from the flags"):
  * --eps names timestep, --threshold names threshold, --schedule NAME names NAME. --block
  * names none: every schedule runs over blocks, so it goes with any of them. a is the flag
  * just parsed; the message names the earlier flag first. */
@@ -126,8 +126,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
         um_err e;
         if (schedule_from_name(v, &sc, &e)) { fprintf(stderr, "%s: --schedule: %s\n", prog, e.msg); return -1; }
         g->schedule = (int)sc;
-    }
-    else if (!strcmp(a, "-t")) { if (!(bad = num_arg_i32(prog, a, v, 1, 1024, &n32))) g->eng.n_threads = n32; }
+    } else if (!strcmp(a, "-t")) { if (!(bad = num_arg_i32(prog, a, v, 1, 1024, &n32))) g->eng.n_threads = n32; }
     else if (!strcmp(a, "--ctx")) { if (!(bad = num_arg_i32(prog, a, v, 1, MAX_CTX, &n32))) g->eng.n_ctx = n32; }
     else if (!strcmp(a, "--gen")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->n_gen);
     else if (!strcmp(a, "--steps")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->steps);
@@ -137,8 +136,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
         int64_t x;
         bad = num_arg_int(prog, a, v, 0, MAX_SEED, &x);
         if (!bad) g->seed = x;
-    }
-    else if (!strcmp(a, "--eps")) bad = num_arg_f32(prog, a, v, 0, 1, NUM_HI_OPEN, &g->eps);
+    } else if (!strcmp(a, "--eps")) bad = num_arg_f32(prog, a, v, 0, 1, NUM_HI_OPEN, &g->eps);
     else if (!strcmp(a, "--threshold")) bad = num_arg_f32(prog, a, v, 0, 1, 0, &g->threshold);
     else if (!strcmp(a, "--alg-temp")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->alg_temp);
     else if (!strcmp(a, "--temp")) bad = num_arg_f32(prog, a, v, 0, 100, 0, &g->temp);

@@ -24,7 +24,8 @@ typedef struct um_genopts {
     /* settings given on the command line (applied over the model's defaults) */
     int32_t        n_gen, steps, block, top_k;
     float          eps, threshold, temp, top_p, cfg, alg_temp;
-    int            schedule, score; /* -1 = default */
+    int            schedule, score; /* --schedule, --alg; -1 = not given (genopts_apply also
+                                       reads --eps, --threshold and --block for the schedule) */
     long long      seed;            /* -1 = default */
     int            gumbel;          /* -1 default, 0 off, 1 on */
     bool           stop_at_eos;
