@@ -199,6 +199,52 @@ TEST(engine_threshold_schedule_commits_all_above_tau) {
     engine_close(en);
 }
 
+typedef struct warn_log { int n; char last[256]; } warn_log;
+static void log_warning(void *ctx, const char *msg) {
+    warn_log *w = ctx;
+    w->n++;
+    snprintf(w->last, sizeof w->last, "%s", msg);
+}
+
+/* The context rule (engine.h): past the trained context only when n_ctx raises the limit,
+ * then with a warning; past an explicit n_ctx never. tiny-llada is trained for 512. */
+TEST(engine_context_rule) {
+    warn_log w = { 0 };
+    um_engine_opts o = { .model_path = model_path("tiny-llada"), .n_threads = 1, .kernel = -1, .n_ctx = 1000,
+                         .warn = log_warning, .warn_ctx = &w };
+    um_engine *en = NULL;
+    um_err e = { "" };
+    CHECK_MSG(o.model_path && engine_open(&en, &o, &e) == UM_OK, "%s", e.msg);
+    um_settings s;
+    engine_default_settings(en, &s);
+    s.steps = 4;
+    int32_t ids[2] = { 5, 6 };
+    s.n_gen = 510;                                   /* 2 + 510 = 512: inside the trained context */
+    CHECK_MSG(engine_start_tokens(en, ids, 2, &s, &e) == UM_OK, "%s", e.msg);
+    CHECK_EQ(w.n, 0);
+    s.n_gen = 511;                                   /* 513: past it, allowed by n_ctx 1000, warned */
+    CHECK_MSG(engine_start_tokens(en, ids, 2, &s, &e) == UM_OK, "%s", e.msg);
+    CHECK_EQ(w.n, 1);
+    CHECK_STREQ(w.last, "prompt of 2 tokens + 511 to generate = 513 exceeds the model's trained context of 512 "
+                        "tokens; running it because --ctx 1000 allows it (expect worse text past it)");
+    CHECK(run_all(en, NULL) == 0);                   /* and it runs to the end */
+    s.n_gen = 999;                                   /* 1001: past the explicit limit */
+    CHECK(engine_start_tokens(en, ids, 2, &s, &e) == UM_FAIL);
+    CHECK_STREQ(e.msg, "prompt of 2 tokens + 999 to generate = 1001 exceeds the context of 1000 tokens set by --ctx");
+    CHECK_EQ(w.n, 1);
+    engine_close(en);
+    /* an explicit limit below the trained context: a limit, no warning */
+    o.n_ctx = 100;
+    CHECK_MSG(engine_open(&en, &o, &e) == UM_OK, "%s", e.msg);
+    s.n_gen = 99;
+    CHECK(engine_start_tokens(en, ids, 2, &s, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "= 101 exceeds the context of 100 tokens set by --ctx");
+    s.n_gen = 98;
+    CHECK(engine_start_tokens(en, ids, 2, &s, &e) == UM_OK);
+    CHECK_EQ(w.n, 1);
+    engine_close(en);
+}
+
 TEST(engine_context_and_prompt_errors) {
     um_engine *en = open_engine("tiny-llada", 1);
     CHECK(en);
@@ -207,7 +253,7 @@ TEST(engine_context_and_prompt_errors) {
     s.n_gen = 600;                      /* tiny models have a 512-token context */
     um_err e = { "" };
     CHECK(engine_start(en, "Hi", &s, &e) == UM_FAIL);
-    CHECK_CONTAINS(e.msg, "exceeds the context of 512 tokens");
+    CHECK_CONTAINS(e.msg, "exceeds the model's trained context of 512 tokens");
     s.n_gen = 8;
     int32_t bad[2] = { 5, 99999 };
     CHECK(engine_start_tokens(en, bad, 2, &s, &e) == UM_FAIL);

@@ -50,8 +50,22 @@ TEST(models_conf_errors_name_file_and_line) {
     CHECK(parse(&mc, "[a]\npath = x\ncolour = red\n", &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "/etc/um/models.conf:3: unknown key 'colour'");
     CHECK(parse(&mc, "[a]\npath = x\nsteps = 12x\n", &e) == UM_FAIL);
-    CHECK_CONTAINS(e.msg, "models.conf:3: steps must be an integer");
+    CHECK_STREQ(e.msg, "/etc/um/models.conf:3: steps: '12x' is not a whole number");
     CHECK(parse(&mc, "[a]\npath = x\nsteps = 0\n", &e) == UM_FAIL);
+    CHECK_STREQ(e.msg, "/etc/um/models.conf:3: steps: '0' is out of range (1 to 1048576)");
+    /* the command line's number rules (numparse.h): no fractions, hex or leading zeros, no nan */
+    CHECK(parse(&mc, "[a]\npath = x\ngen = 12.7\n", &e) == UM_FAIL);
+    CHECK_STREQ(e.msg, "/etc/um/models.conf:3: gen: '12.7' is not a whole number");
+    CHECK(parse(&mc, "[a]\npath = x\nblock = 0x10\n", &e) == UM_FAIL);
+    CHECK_STREQ(e.msg, "/etc/um/models.conf:3: block: '0x10' is not a whole number");
+    CHECK(parse(&mc, "[a]\npath = x\nsteps = 010\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":3: steps: '010' is not a whole number");
+    CHECK(parse(&mc, "[a]\npath = x\ntemperature = nan\n", &e) == UM_FAIL);
+    CHECK_STREQ(e.msg, "/etc/um/models.conf:3: temperature: 'nan' is not a number");
+    CHECK(parse(&mc, "[a]\npath = x\ntemperature = inf\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":3: temperature: 'inf' is not a number");
+    CHECK(parse(&mc, "[a]\npath = x\ntemperature = 101\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":3: temperature: '101' is out of range (0 to 100)");
     CHECK(parse(&mc, "[a]\npath = x\nschedule = fast\n", &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, ":3: unknown schedule 'fast'");
     CHECK(parse(&mc, "[a]\npath = x\ntemperature = -1\n", &e) == UM_FAIL);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "theme.h"
+#include "numparse.h"
 #include "text.h"
 
 const char *const theme_cycle[] = { "viridis", "magma", "inferno", "cividis", "high-contrast", "mono" };
@@ -71,9 +72,8 @@ static bool parse_color(const char *w, frame_color *out) {
         return true;
     }
     if (isdigit((unsigned char)w[0])) {
-        char *end;
-        long v = strtol(w, &end, 10);
-        if (*end || v < 0 || v > 255) return false;
+        int64_t v;
+        if (num_int(NULL, w, 0, 255, &v, NULL)) return false;   /* the one number parser: no "012", "1.5" */
         *out = frame_color_from_256((int)v);
         return true;
     }

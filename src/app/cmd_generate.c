@@ -1,7 +1,9 @@
 /*
  * cmd_generate: `unmask generate` runs a whole generation without the visualizer and prints
  * the answer on stdout; load and step progress with timings go to stderr; --json prints the
- * tokens, per-step commits and timings as one JSON object instead.
+ * tokens, per-step commits and timings as one JSON object instead: "steps_run" is the number
+ * of steps that ran (one entry each in "steps"), which the threshold schedule and
+ * --stop-at-eos make smaller than settings.steps_requested.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,10 +49,12 @@ int cmd_generate(int argc, char **argv) {
     if (genopts_resolve(&g, &re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }
     g.eng.progress = progress;
     g.eng.progress_ctx = &quiet;
+    g.eng.warn = genopts_warn_stderr;
+    g.eng.warn_ctx = (void *)"unmask generate";
     um_err e = { "" };
     um_engine *en = NULL;
     um_snapshot **hist = NULL;
-    int rc = 1, n_hist = 0;
+    int rc = 1, n_hist = 0, cap_hist = 0;
     double t0 = um_now();
     if (engine_open(&en, &g.eng, &e)) goto out;
     double t_load = um_now() - t0;
@@ -63,8 +67,6 @@ int cmd_generate(int argc, char **argv) {
     if (!quiet)
         fprintf(stderr, "model: %s (%s, %s), kernel %s, %d threads, load %.2f s\n", info.name, info.arch, info.quant,
                 info.isa, info.n_threads, t_load);
-    hist = um_calloc((size_t)(s.n_gen + 2), sizeof *hist);
-    if (!hist) { snprintf(e.msg, sizeof e.msg, "out of memory"); goto out; }
     double t_gen = um_now(), fwd = 0, smp = 0;
     for (;;) {
         int r = engine_step(en, &e);
@@ -76,8 +78,18 @@ int cmd_generate(int argc, char **argv) {
         if (!quiet)
             fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
                     sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
-        if (g.json && n_hist < s.n_gen + 2) hist[n_hist++] = sn;
-        else snapshot_unref(sn);
+        if (g.json) {                            /* every step that ran, however many */
+            if (n_hist == cap_hist) {
+                int cap = cap_hist ? 2 * cap_hist : 64;
+                um_snapshot **nh = realloc(hist, (size_t)cap * sizeof *nh);
+                if (!nh) { snapshot_unref(sn); snprintf(e.msg, sizeof e.msg, "out of memory"); goto out; }
+                hist = nh;
+                cap_hist = cap;
+            }
+            hist[n_hist++] = sn;
+        } else {
+            snapshot_unref(sn);
+        }
         if (engine_done(en)) break;
     }
     double t_total = um_now() - t_gen;
@@ -101,7 +113,7 @@ int cmd_generate(int argc, char **argv) {
         jsonw_key(&j, "threads"); jsonw_int(&j, info.n_threads);
         jsonw_key(&j, "settings"); jsonw_obj_begin(&j);
         jsonw_key(&j, "gen"); jsonw_int(&j, s.n_gen);
-        jsonw_key(&j, "steps"); jsonw_int(&j, s.steps);
+        jsonw_key(&j, "steps_requested"); jsonw_int(&j, s.steps);
         jsonw_key(&j, "schedule"); jsonw_str(&j, schedule_name(s.schedule));
         jsonw_key(&j, "block"); jsonw_int(&j, s.block_len);
         jsonw_key(&j, "eps"); jsonw_num(&j, s.eps);
@@ -113,6 +125,7 @@ int cmd_generate(int argc, char **argv) {
         jsonw_key(&j, "cfg"); jsonw_num(&j, s.cfg);
         jsonw_key(&j, "seed"); jsonw_int(&j, (long long)s.seed);
         jsonw_obj_end(&j);
+        jsonw_key(&j, "steps_run"); jsonw_int(&j, last->step);   /* fewer when the run ends early */
         jsonw_key(&j, "n_prompt"); jsonw_int(&j, last->n_prompt);
         jsonw_key(&j, "tokens"); jsonw_arr_begin(&j);
         for (int i = 0; i < last->n_canvas; i++) jsonw_int(&j, last->pos[i].token);
@@ -149,7 +162,7 @@ int cmd_generate(int argc, char **argv) {
     snapshot_unref(last);
     rc = 0;
 out:
-    if (rc) fprintf(stderr, "\nunmask generate: %s\n", e.msg);
+    if (rc) fprintf(stderr, "%sunmask generate: %s\n", quiet ? "" : "\n", e.msg);
     for (int h = 0; h < n_hist; h++) snapshot_unref(hist[h]);
     free(hist);
     engine_close(en);

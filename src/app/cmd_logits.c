@@ -11,7 +11,10 @@
 #include "cli.h"
 #include "forward.h"
 #include "model.h"
+#include "numparse.h"
 #include "pool.h"
+
+#define MAX_REPS 1024
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -25,32 +28,42 @@ static void usage(FILE *f) {
         "  -t N            threads (default: physical cores)\n"
         "  --reference     use the scalar reference forward pass (slow)\n"
         "  --gpu           run on the CUDA backend\n"
-        "  --reps N        run N passes and print their median time as JSON on stdout\n"
+        "  --reps N        run N passes (1 to 1024) and print their median time as JSON on stdout\n"
         "  --profile       with --reps (CPU only): add where the median pass spent its time, per part\n");
 }
 
+/* "ID,ID,...": each id a whole number 0..INT32_MAX (numparse.h); fails with a message. */
 static int parse_tokens(const char *s, int32_t **out, int *n) {
     int cap = 64, k = 0;
     int32_t *t = malloc(sizeof *t * (size_t)cap);
-    if (!t) return -1;
-    while (*s) {
-        char *end;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (end == s || errno || v < 0 || v > INT32_MAX) { free(t); return -1; }
+    if (!t) { fprintf(stderr, "unmask logits: out of memory\n"); return -1; }
+    for (const char *p = s;; ) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *item = strndup(p, len), what[48];
+        if (!item) { free(t); fprintf(stderr, "unmask logits: out of memory\n"); return -1; }
+        snprintf(what, sizeof what, "--tokens: item %d", k + 1);
+        int64_t v;
+        um_err e;
+        int bad = num_int(what, item, 0, INT32_MAX, &v, &e);
+        free(item);
+        if (bad) {
+            fprintf(stderr, "unmask logits: %s\n", e.msg);
+            free(t);
+            return -1;
+        }
         if (k == cap) {
             int32_t *nt = realloc(t, sizeof *t * (size_t)(cap *= 2));
-            if (!nt) { free(t); return -1; }
+            if (!nt) { free(t); fprintf(stderr, "unmask logits: out of memory\n"); return -1; }
             t = nt;
         }
         t[k++] = (int32_t)v;
-        s = end;
-        if (*s == ',') s++;
-        else if (*s) { free(t); return -1; }
+        if (!comma) break;
+        p = comma + 1;
     }
     *out = t;
     *n = k;
-    return k > 0 ? 0 : -1;
+    return 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -60,7 +73,7 @@ static int cmp_double(const void *a, const void *b) {
 
 int cmd_logits(int argc, char **argv) {
     const char *model_path = NULL, *tokens = NULL, *out = NULL;
-    int threads = 0, reps = 0;
+    int32_t threads = 0, reps = 0;
     bool reference = false, gpu = false, profile = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -73,15 +86,15 @@ int cmd_logits(int argc, char **argv) {
         if (!strcmp(a, "-m")) model_path = v;
         else if (!strcmp(a, "--tokens")) tokens = v;
         else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "-t")) threads = atoi(v);
-        else if (!strcmp(a, "--reps")) reps = atoi(v);
+        else if (!strcmp(a, "-t")) { if (num_arg_i32("unmask logits", a, v, 1, 1024, &threads)) return 2; }
+        else if (!strcmp(a, "--reps")) { if (num_arg_i32("unmask logits", a, v, 1, MAX_REPS, &reps)) return 2; }
         else { fprintf(stderr, "unmask logits: unknown option '%s' (see --help)\n", a); return 2; }
     }
     if (!model_path || !tokens || (!out && reps <= 0)) { usage(stderr); return 2; }
     if (profile && (gpu || reps <= 0)) { fprintf(stderr, "unmask logits: --profile needs --reps and the CPU backend\n"); return 2; }
     int32_t *tok;
     int n;
-    if (parse_tokens(tokens, &tok, &n)) { fprintf(stderr, "unmask logits: bad token list '%.40s'\n", tokens); return 2; }
+    if (parse_tokens(tokens, &tok, &n)) return 2;
     um_err e = { "" };
     um_model *m = NULL;
     um_pool *pool = NULL;
@@ -108,8 +121,7 @@ int cmd_logits(int argc, char **argv) {
     if (!logits || !rows) { snprintf(e.msg, sizeof e.msg, "out of memory for %d logits rows", n); goto out; }
     for (int i = 0; i < n; i++) rows[i] = i;
     int runs = reps > 0 ? reps : 1;
-    double ms[1024], order[1024];
-    if (runs > 1024) runs = 1024;
+    double ms[MAX_REPS], order[MAX_REPS];
     if (profile && !(prof = calloc((size_t)runs, sizeof *prof))) { snprintf(e.msg, sizeof e.msg, "out of memory"); goto out; }
     for (int r = 0; r < runs; r++) {
         if (prof) forward_profile_reset(fw);

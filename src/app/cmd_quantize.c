@@ -2,13 +2,13 @@
  * cmd_quantize: `unmask quantize IN.gguf OUT.gguf TYPE [-t N]`, llama-quantize's mixtures
  * (see quantize.h) from the command line.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "cpu.h"
+#include "numparse.h"
 #include "quantize.h"
 
 static void usage(FILE *f) {
@@ -47,14 +47,7 @@ int cmd_quantize(int argc, char **argv) {
                 fprintf(stderr, "unmask quantize: %s needs a number\n", a);
                 return 2;
             }
-            char *end;
-            errno = 0;
-            long v = strtol(argv[++i], &end, 10);
-            if (errno || *end || v < 1 || v > 1024) {
-                fprintf(stderr, "unmask quantize: bad thread count '%s' (1..1024)\n", argv[i]);
-                return 2;
-            }
-            o.n_threads = (int)v;
+            if (num_arg_i32("unmask quantize", a, argv[++i], 1, 1024, &o.n_threads)) return 2;
         } else if (!strcmp(a, "--allow-requantize")) {
             o.allow_requantize = true;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {

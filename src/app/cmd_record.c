@@ -9,7 +9,6 @@
  * stdout and stdin are never used, so it runs in scripts and CI. SIGINT/SIGTERM stop after
  * the step in flight and still finish the files (exit 130/143).
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "cast.h"
 #include "cli.h"
 #include "genopts.h"
+#include "numparse.h"
 #include "recorder.h"
 #include "rec_frame.h"
 #include "theme.h"
@@ -54,34 +54,27 @@ static void progress(void *ctx, const char *what, int done, int total) {
     if (done == total) fputc('\n', stderr);
 }
 
-static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end) { fprintf(stderr, "unmask record: %s: '%s' is not a number\n", flag, v); return -1; }
-    if (x < lo || x > hi) { fprintf(stderr, "unmask record: %s: %ld is out of range [%ld, %ld]\n", flag, x, lo, hi); return -1; }
-    *out = (int)x;
-    return 0;
-}
-
+/* --size COLSxROWS: two whole numbers (numparse.h) around one 'x'. */
 static int parse_size(const char *v, int *cols, int *rows) {
-    char *end;
-    errno = 0;
-    long c = strtol(v, &end, 10);
-    if (errno || end == v || (*end != 'x' && *end != 'X')) goto bad;
-    const char *r = end + 1;
-    long n = strtol(r, &end, 10);
-    if (errno || end == r || *end) goto bad;
+    const char *x = strpbrk(v, "xX");
+    char c_txt[32], r_txt[32];
+    int64_t c, n;
+    um_err e;
+    if (!x || (size_t)(x - v) >= sizeof c_txt || strlen(x + 1) >= sizeof r_txt) goto bad;
+    snprintf(c_txt, sizeof c_txt, "%.*s", (int)(x - v), v);
+    snprintf(r_txt, sizeof r_txt, "%s", x + 1);
+    if (num_int(NULL, c_txt, INT64_MIN, INT64_MAX, &c, &e) || num_int(NULL, r_txt, INT64_MIN, INT64_MAX, &n, &e)) goto bad;
     if (c < VIEW_MIN_W || n < VIEW_MIN_H || c > REC_MAX_COLS || n > REC_MAX_ROWS) {
-        fprintf(stderr, "unmask record: --size: %ldx%ld is out of range (%dx%d to %dx%d)\n", c, n, VIEW_MIN_W,
-                VIEW_MIN_H, REC_MAX_COLS, REC_MAX_ROWS);
+        fprintf(stderr, "unmask record: --size: '%s' is out of range (%dx%d to %dx%d)\n", v, VIEW_MIN_W, VIEW_MIN_H,
+                REC_MAX_COLS, REC_MAX_ROWS);
         return -1;
     }
     *cols = (int)c;
     *rows = (int)n;
     return 0;
 bad:
-    fprintf(stderr, "unmask record: --size: '%s' is not COLSxROWS (e.g. 100x30)\n", v);
+    um_errf(&e, "--size: '%.60s' is not COLSxROWS (e.g. 100x30)", v);   /* um_errf: control bytes shown as '?' */
+    fprintf(stderr, "unmask record: %s\n", e.msg);
     return -1;
 }
 
@@ -121,8 +114,8 @@ int cmd_record(int argc, char **argv) {
         else if (!strcmp(a, "--cast")) cast_path = v;
         else if (!strcmp(a, "--theme")) theme_name = v;
         else if (!strcmp(a, "--size")) { if (parse_size(v, &cols, &rows)) return 2; }
-        else if (!strcmp(a, "--delay-cs")) { if (parse_int(a, v, 2, 65535, &delay_cs)) return 2; }
-        else if (!strcmp(a, "--hold-cs")) { if (parse_int(a, v, 0, 65535, &hold_cs)) return 2; }
+        else if (!strcmp(a, "--delay-cs")) { if (num_arg_i32("unmask record", a, v, 2, 65535, &delay_cs)) return 2; }
+        else if (!strcmp(a, "--hold-cs")) { if (num_arg_i32("unmask record", a, v, 0, 65535, &hold_cs)) return 2; }
         else {
             static const char *const names[VIEW_HEAT_COUNT] = { "commit", "live", "order", "entropy" };
             heat = -1;
@@ -138,6 +131,8 @@ int cmd_record(int argc, char **argv) {
     if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     g.eng.progress = progress;
     g.eng.progress_ctx = &quiet;
+    g.eng.warn = genopts_warn_stderr;
+    g.eng.warn_ctx = (void *)"unmask record";
 
     ui_source src;
     if (engine_source_open(&src, &g.eng, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "numparse.h"
 #include "quant.h"
 #include "quantize.h"
 #include "synth.h"
@@ -21,8 +22,8 @@ static void usage(FILE *f) {
         "  --shape NAME   %s\n"
         "  --type TYPE    type of the 2-D weights: f32 (default), f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K, ...\n"
         "                 or a llama-quantize mixture (Q4_K_M, Q5_K_M, Q6_K, Q8_0) chosen per tensor as it does\n"
-        "  --seed N       weight seed (default 1)\n"
-        "  --scale S      multiply the weight init by S (default 1)\n"
+        "  --seed N       weight seed, 0 to 9007199254740991 (default 1)\n"
+        "  --scale S      multiply the weight init by S, more than 0 and at most 1000 (default 1)\n"
         "  -o FILE        output file\n", synth_shape_names());
 }
 
@@ -40,8 +41,13 @@ int cmd_synth(int argc, char **argv) {
             if (t >= 0) o.type = (uint32_t)t;
             else if (um_mixture_find(v)) o.mixture = v;
             else { fprintf(stderr, "unmask synth: unknown type or mixture '%s'\n", v); return 2; }
-        } else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--scale")) o.init_scale = strtof(v, NULL);
+        } else if (!strcmp(a, "--seed")) {
+            int64_t x;
+            if (num_arg_int("unmask synth", a, v, 0, 9007199254740991LL, &x)) return 2;
+            o.seed = (uint64_t)x;
+        } else if (!strcmp(a, "--scale")) {
+            if (num_arg_f32("unmask synth", a, v, 0, 1000, NUM_LO_OPEN, &o.init_scale)) return 2;
+        }
         else if (!strcmp(a, "-o")) out = v;
         else { fprintf(stderr, "unmask synth: unknown option '%s' (see --help)\n", a); return 2; }
     }

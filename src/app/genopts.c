@@ -1,12 +1,14 @@
 /*
- * genopts: parse the generation flags (see genopts.h). Values are checked here so every
- * command reports a bad value the same way: "unmask CMD: --steps: 'x' is not a number".
+ * genopts: parse the generation flags (see genopts.h). Values are checked here, by the one
+ * number parser (numparse.h), so every command reports a bad value the same way:
+ * "unmask CMD: --steps: 'x' is not a whole number", "... is out of range (1 to 1048576)".
+ * Schedule flags that name different schedules are refused whatever their order.
  */
 #include "genopts.h"
 
+#include "numparse.h"
 #include "schedule.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +29,8 @@ void genopts_usage(FILE *f) {
         "  -M NAME            a preset from models.conf\n"
         "  -t N               threads (default: physical cores)\n"
         "  --gpu              run the forward pass on the CUDA backend\n"
-        "  --ctx N            context limit in tokens (default: the model's)\n"
+        "  --ctx N            context limit in tokens (default: the model's trained context;\n"
+        "                     past it a generation runs only with --ctx, with a warning)\n"
         "prompt:\n"
         "  -p TEXT            the prompt\n"
         "  --chat-template T  llada, llada-moe, dream, chatml, rnd1 or none (default: detected)\n"
@@ -36,10 +39,11 @@ void genopts_usage(FILE *f) {
         "decoding:\n"
         "  --gen N            tokens to generate (default 128)\n"
         "  --steps S          denoising steps (default: as many as tokens)\n"
-        "  --block B          block schedule (LLaDA): blocks of B tokens\n"
-        "  --eps E            timestep schedule (Dream) with this eps\n"
+        "  --block B          blocks of B tokens (any schedule); alone: the block schedule (LLaDA)\n"
+        "  --eps E            timestep schedule (Dream) with this eps, 0 <= E < 1\n"
         "  --threshold T      confidence-threshold schedule (Fast-dLLM): commit all above T\n"
-        "  --schedule NAME    block, timestep, threshold or linear (RND1)\n"
+        "  --schedule NAME    block, timestep, threshold or linear (RND1); flags naming two\n"
+        "                     different schedules are an error\n"
         "  --alg A            position score: confidence, margin, entropy, random or origin\n"
         "  --alg-temp T       > 0: sample which positions commit (Dream's alg_temp)\n"
         "  --temp T           temperature (0 = greedy)\n"
@@ -49,18 +53,43 @@ void genopts_usage(FILE *f) {
         "  --no-gumbel        Dream's multinomial token choice (default for Dream and RND1)\n"
         "  --cfg W            classifier-free guidance weight (0 = off)\n"
         "  --seed N           random seed (default 42)\n"
-        "  --stop-at-eos      stop once a finished block is all end-of-text\n");
+        "  --stop-at-eos      stop once a finished block is all end-of-text\n"
+        "N, S, B, K are whole numbers (no fraction, exponent, hex or leading zero), the others\n"
+        "decimals (no nan or inf); a value outside a flag's range is refused, naming the range.\n");
 }
 
-static int num(const char *prog, const char *flag, const char *v, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (end == v || *end || errno) { fprintf(stderr, "%s: %s: '%s' is not a number\n", prog, flag, v); return -1; }
-    if (d < lo || d > hi) { fprintf(stderr, "%s: %s: %s is out of range [%g, %g]\n", prog, flag, v, lo, hi); return -1; }
-    *out = d;
+/* A flag that names a schedule conflicts with another that names a different one. */
+static int conflict(const char *prog, const char *f1, int s1, const char *f2, int s2) {
+    fprintf(stderr, "%s: %s and %s choose different schedules (%s, %s); give one\n", prog, f1, f2,
+            schedule_name((um_schedule)s1), schedule_name((um_schedule)s2));
+    return -1;
+}
+
+/* The schedule flags given so far must agree (docs/decoding.md, "Choosing a schedule from the flags"):
+ * --eps names timestep, --threshold names threshold, --schedule NAME names NAME. --block
+ * names none: every schedule runs over blocks, so it goes with any of them. a is the flag
+ * just parsed; the message names the earlier flag first. */
+static int check_schedule(const um_genopts *g, const char *a, const char *prog) {
+    char named[64];
+    snprintf(named, sizeof named, "--schedule %s", g->schedule >= 0 ? schedule_name((um_schedule)g->schedule) : "");
+    const bool eps = g->eps >= 0, thr = g->threshold >= 0, sch = g->schedule >= 0;
+    if (!strcmp(a, "--eps")) {
+        if (thr) return conflict(prog, "--threshold", UM_SCHED_THRESHOLD, a, UM_SCHED_TIMESTEP);
+        if (sch && g->schedule != UM_SCHED_TIMESTEP) return conflict(prog, named, g->schedule, a, UM_SCHED_TIMESTEP);
+    } else if (!strcmp(a, "--threshold")) {
+        if (eps) return conflict(prog, "--eps", UM_SCHED_TIMESTEP, a, UM_SCHED_THRESHOLD);
+        if (sch && g->schedule != UM_SCHED_THRESHOLD) return conflict(prog, named, g->schedule, a, UM_SCHED_THRESHOLD);
+    } else if (!strcmp(a, "--schedule")) {
+        if (eps && g->schedule != UM_SCHED_TIMESTEP) return conflict(prog, "--eps", UM_SCHED_TIMESTEP, named, g->schedule);
+        if (thr && g->schedule != UM_SCHED_THRESHOLD) return conflict(prog, "--threshold", UM_SCHED_THRESHOLD, named, g->schedule);
+    }
     return 0;
 }
+
+/* Ranges of the numeric flags (docs/unmask.1 and README state them too). */
+#define MAX_GEN   (1 << 20)
+#define MAX_CTX   (1 << 24)
+#define MAX_SEED  9007199254740991LL     /* 2^53 - 1: exact in JSON */
 
 int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog) {
     const char *a = argv[*i];
@@ -80,7 +109,8 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     if (!known) return 0;
     if (*i + 1 >= argc) { fprintf(stderr, "%s: %s needs a value\n", prog, a); return -1; }
     const char *v = argv[++*i];
-    double d;
+    int bad = 0;
+    int32_t n32;
     if (!strcmp(a, "-m")) g->model = v;
     else if (!strcmp(a, "-M")) g->preset = v;
     else if (!strcmp(a, "-p")) g->prompt = v;
@@ -96,29 +126,24 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
         um_err e;
         if (schedule_from_name(v, &sc, &e)) { fprintf(stderr, "%s: --schedule: %s\n", prog, e.msg); return -1; }
         g->schedule = (int)sc;
-    } else if (!strcmp(a, "-t")) { if (num(prog, a, v, 1, 1024, &d)) return -1; g->eng.n_threads = (int)d; }
-    else if (!strcmp(a, "--ctx")) { if (num(prog, a, v, 1, 1 << 24, &d)) return -1; g->eng.n_ctx = (int)d; }
-    else if (!strcmp(a, "--gen")) { if (num(prog, a, v, 1, 1 << 20, &d)) return -1; g->n_gen = (int32_t)d; }
-    else if (!strcmp(a, "--steps")) { if (num(prog, a, v, 1, 1 << 20, &d)) return -1; g->steps = (int32_t)d; }
-    else if (!strcmp(a, "--block")) {
-        if (num(prog, a, v, 1, 1 << 20, &d)) return -1;
-        g->block = (int32_t)d;
-        g->schedule = UM_SCHED_BLOCK;
-    } else if (!strcmp(a, "--eps")) {
-        if (num(prog, a, v, 0, 1, &d)) return -1;
-        g->eps = (float)d;
-        g->schedule = UM_SCHED_TIMESTEP;
-    } else if (!strcmp(a, "--threshold")) {
-        if (num(prog, a, v, 0, 1, &d)) return -1;
-        g->threshold = (float)d;
-        g->schedule = UM_SCHED_THRESHOLD;
-    } else if (!strcmp(a, "--alg-temp")) { if (num(prog, a, v, 0, 1e6, &d)) return -1; g->alg_temp = (float)d; }
-    else if (!strcmp(a, "--temp")) { if (num(prog, a, v, 0, 100, &d)) return -1; g->temp = (float)d; }
-    else if (!strcmp(a, "--top-k")) { if (num(prog, a, v, 0, 1 << 24, &d)) return -1; g->top_k = (int32_t)d; }
-    else if (!strcmp(a, "--top-p")) { if (num(prog, a, v, 1e-6, 1, &d)) return -1; g->top_p = (float)d; }
-    else if (!strcmp(a, "--cfg")) { if (num(prog, a, v, 0, 100, &d)) return -1; g->cfg = (float)d; }
-    else if (!strcmp(a, "--seed")) { if (num(prog, a, v, 0, 9007199254740991.0, &d)) return -1; g->seed = (long long)d; }
-    return 1;
+    } else if (!strcmp(a, "-t")) { if (!(bad = num_arg_i32(prog, a, v, 1, 1024, &n32))) g->eng.n_threads = n32; }
+    else if (!strcmp(a, "--ctx")) { if (!(bad = num_arg_i32(prog, a, v, 1, MAX_CTX, &n32))) g->eng.n_ctx = n32; }
+    else if (!strcmp(a, "--gen")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->n_gen);
+    else if (!strcmp(a, "--steps")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->steps);
+    else if (!strcmp(a, "--block")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->block);
+    else if (!strcmp(a, "--top-k")) bad = num_arg_i32(prog, a, v, 0, MAX_CTX, &g->top_k);
+    else if (!strcmp(a, "--seed")) {
+        int64_t x;
+        bad = num_arg_int(prog, a, v, 0, MAX_SEED, &x);
+        if (!bad) g->seed = x;
+    } else if (!strcmp(a, "--eps")) bad = num_arg_f32(prog, a, v, 0, 1, NUM_HI_OPEN, &g->eps);
+    else if (!strcmp(a, "--threshold")) bad = num_arg_f32(prog, a, v, 0, 1, 0, &g->threshold);
+    else if (!strcmp(a, "--alg-temp")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->alg_temp);
+    else if (!strcmp(a, "--temp")) bad = num_arg_f32(prog, a, v, 0, 100, 0, &g->temp);
+    else if (!strcmp(a, "--top-p")) bad = num_arg_f32(prog, a, v, 0, 1, NUM_LO_OPEN, &g->top_p);
+    else if (!strcmp(a, "--cfg")) bad = num_arg_f32(prog, a, v, 0, 100, 0, &g->cfg);
+    if (bad) return -1;
+    return check_schedule(g, a, prog) ? -1 : 1;
 }
 
 void genopts_apply(const um_genopts *g, um_settings *s) {
@@ -128,9 +153,14 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
         if (g->steps <= 0) s->steps = g->n_gen;   /* one token per step unless told */
     }
     if (g->steps > 0) s->steps = g->steps;
-    if (g->schedule >= 0) s->schedule = (um_schedule)g->schedule;
+    /* the schedule the flags name (they agree: check_schedule); --block alone: blocks */
+    int sched = g->schedule >= 0 ? g->schedule
+              : g->eps >= 0 ? UM_SCHED_TIMESTEP
+              : g->threshold >= 0 ? UM_SCHED_THRESHOLD
+              : g->block > 0 ? UM_SCHED_BLOCK : -1;
+    if (sched >= 0) s->schedule = (um_schedule)sched;
     if (g->block > 0) s->block_len = g->block;
-    if (g->schedule == UM_SCHED_TIMESTEP && g->block <= 0) s->block_len = 0;
+    if (sched == UM_SCHED_TIMESTEP && g->block <= 0) s->block_len = 0;   /* Dream: one block */
     if (g->eps >= 0) s->eps = g->eps;
     if (g->threshold >= 0) s->threshold = g->threshold;
     if (g->score >= 0) s->score = (um_score)g->score;
@@ -143,6 +173,10 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->gumbel >= 0) s->gumbel = g->gumbel;
     if (g->stop_at_eos) s->stop_at_eos = true;
     if (s->block_len > s->n_gen) s->block_len = s->n_gen;
+}
+
+void genopts_warn_stderr(void *prog, const char *msg) {
+    fprintf(stderr, "%s: warning: %s\n", (const char *)prog, msg);
 }
 
 /* The bundled model: models/ in the working directory, then the installed data folder. */

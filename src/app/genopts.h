@@ -24,7 +24,8 @@ typedef struct um_genopts {
     /* settings given on the command line (applied over the model's defaults) */
     int32_t        n_gen, steps, block, top_k;
     float          eps, threshold, temp, top_p, cfg, alg_temp;
-    int            schedule, score; /* -1 = default */
+    int            schedule, score; /* --schedule, --alg; -1 = not given (genopts_apply also
+                                       reads --eps, --threshold and --block for the schedule) */
     long long      seed;            /* -1 = default */
     int            gumbel;          /* -1 default, 0 off, 1 on */
     bool           stop_at_eos;
@@ -46,6 +47,9 @@ int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *pro
 int  genopts_resolve(um_genopts *g, um_err *e);
 /* Apply the preset's settings and then the flags over s (which holds the model's defaults). */
 void genopts_apply(const um_genopts *g, um_settings *s);
+/* An engine warning callback (um_engine_opts.warn) for commands without a screen: prints
+ * "PROG: warning: MSG" on stderr, prog (the warn_ctx) being e.g. "unmask generate". */
+void genopts_warn_stderr(void *prog, const char *msg);
 /* The help text of the generation flags. */
 void genopts_usage(FILE *f);
 

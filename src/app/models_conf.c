@@ -1,9 +1,9 @@
 /*
- * models_conf: the models.conf INI reader (see models_conf.h). Every value is checked;
- * the first problem is reported as FILE:LINE: message and nothing is returned.
+ * models_conf: the models.conf INI reader (see models_conf.h). Every value is checked
+ * (numbers by numparse.h, as the command-line flags are); the first problem is reported as
+ * FILE:LINE: message and nothing is returned.
  */
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "models_conf.h"
+#include "numparse.h"
 #include "schedule.h"
 
 static char *trim(char *s) {
@@ -20,11 +21,13 @@ static char *trim(char *s) {
     return s;
 }
 
-static int parse_int(const char *v, int32_t lo, int32_t hi, int32_t *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) return UM_FAIL;
+/* A numeric value through the one number parser: "FILE:LINE: KEY: 'v' is not a whole number". */
+static int parse_int(const char *file, int line, const char *key, const char *v, int32_t lo, int32_t hi, int32_t *out,
+                     um_err *e) {
+    char what[1100];
+    int64_t x;
+    snprintf(what, sizeof what, "%s:%d: %s", file, line, key);
+    if (num_int(what, v, lo, hi, &x, e)) return UM_FAIL;
     *out = (int32_t)x;
     return UM_OK;
 }
@@ -96,11 +99,11 @@ int models_conf_parse(models_conf *mc, const char *text, size_t len, const char 
             if (strlen(val) >= sizeof cur->chat_template) { um_errf(e, "%s:%d: chat_template too long", file, line); goto err; }
             snprintf(cur->chat_template, sizeof cur->chat_template, "%s", val);
         } else if (!strcmp(key, "gen")) {
-            if (parse_int(val, 1, 1 << 20, &cur->gen)) { um_errf(e, "%s:%d: gen must be an integer 1..1048576, got '%s'", file, line, val); goto err; }
+            if (parse_int(file, line, key, val, 1, 1 << 20, &cur->gen, e)) goto err;
         } else if (!strcmp(key, "steps")) {
-            if (parse_int(val, 1, 1 << 20, &cur->steps)) { um_errf(e, "%s:%d: steps must be an integer 1..1048576, got '%s'", file, line, val); goto err; }
+            if (parse_int(file, line, key, val, 1, 1 << 20, &cur->steps, e)) goto err;
         } else if (!strcmp(key, "block")) {
-            if (parse_int(val, 1, 1 << 20, &cur->block)) { um_errf(e, "%s:%d: block must be an integer 1..1048576, got '%s'", file, line, val); goto err; }
+            if (parse_int(file, line, key, val, 1, 1 << 20, &cur->block, e)) goto err;
         } else if (!strcmp(key, "schedule")) {
             um_schedule sc;
             um_err why;
@@ -112,14 +115,11 @@ int models_conf_parse(models_conf *mc, const char *text, size_t len, const char 
             if (schedule_score_from_name(val, &sc, &why)) { um_errf(e, "%s:%d: %s", file, line, why.msg); goto err; }
             cur->scoring = (int)sc;
         } else if (!strcmp(key, "temperature")) {
-            char *tend;
-            errno = 0;
-            float t = strtof(val, &tend);
-            if (errno || tend == val || *tend || !(t >= 0 && t <= 100)) {
-                um_errf(e, "%s:%d: temperature must be a number 0..100, got '%s'", file, line, val);
-                goto err;
-            }
-            cur->temperature = t;
+            char what[1100];
+            double t;
+            snprintf(what, sizeof what, "%s:%d: %s", file, line, key);
+            if (num_float(what, val, 0, 100, 0, &t, e)) goto err;
+            cur->temperature = (float)t;
         } else {
             um_errf(e, "%s:%d: unknown key '%s' (path, chat_template, gen, steps, block, schedule, scoring, temperature)", file, line, key);
             goto err;

@@ -19,6 +19,7 @@
 #include <locale.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 #include "schedule.h"
 #include "keys.h"
 #include "models_conf.h"
+#include "numparse.h"
 #include "recorder.h"
 #include "ui_main.h"
 #include "view.h"
@@ -84,6 +86,28 @@ static void say(app *a, const char *fmt, ...) {
     a->message_until = um_now() + MESSAGE_SECONDS;
 }
 
+/* Engine warnings (um_engine_opts.warn: a run past the model's trained context that --ctx
+ * allows) arrive on the worker thread during a start: kept here, shown when the UI takes
+ * the start's snapshot, and printed on stderr once the terminal is restored. */
+static pthread_mutex_t g_warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_warn[512];
+static bool g_warn_new;
+
+static void keep_warning(void *ctx, const char *msg) {
+    (void)ctx;
+    pthread_mutex_lock(&g_warn_lock);
+    snprintf(g_warn, sizeof g_warn, "%s", msg);
+    g_warn_new = true;
+    pthread_mutex_unlock(&g_warn_lock);
+}
+
+static void show_warning(app *a) {
+    pthread_mutex_lock(&g_warn_lock);
+    if (g_warn_new) say(a, "warning: %s", g_warn);
+    g_warn_new = false;
+    pthread_mutex_unlock(&g_warn_lock);
+}
+
 static void hist_clear(app *a) {
     for (int32_t i = 0; i < a->n_hist; i++) a->src.release(a->hist[i]);
     a->n_hist = 0;
@@ -108,6 +132,7 @@ static void drain_worker(app *a) {
     while (ui_worker_take(a->worker, &ev)) {
         switch (ev.kind) {
         case UI_EV_RESTARTED:
+            show_warning(a);
             hist_clear(a);
             a->follow = true;
             hist_push(a, ev.snap);
@@ -469,7 +494,7 @@ static void usage(FILE *f) {
         "  --heat MODE        commit, live, order or entropy\n"
         "  --paused           start paused at step 0\n"
         "  --demo-ui          a synthetic denoiser instead of a model (tests, demos)\n"
-        "  --delay-ms N       its step time (default 300)\n"
+        "  --delay-ms N       its step time, 0 to 600000 (default 300)\n"
         "  --gif FILE         record the session as an animated GIF (g records to a new file)\n"
         "  --cast FILE        record the session as an asciicast v2 file (asciinema)\n"
         "  --ui-help          this help\n"
@@ -505,7 +530,7 @@ static void load_progress(void *ctx, const char *what, int done, int total) {
 int ui_main(int argc, char **argv) {
     um_genopts g;
     const char *theme_name = "viridis", *gif_path = NULL, *cast_path = NULL;
-    long delay = 300;
+    int64_t delay = 300;
     int want_depth = -1, heat = 0;
     bool demo = false, start_paused = false;
     setlocale(LC_ALL, "");
@@ -543,14 +568,8 @@ int ui_main(int argc, char **argv) {
             heat = -1;
             for (int k = 0; k < 4; k++) if (!strcmp(v, hn[k])) heat = k;
             if (heat < 0) { fprintf(stderr, "unmask: --heat must be commit, live, order or entropy\n"); return 2; }
-        } else {
-            char *end;
-            errno = 0;
-            delay = strtol(v, &end, 10);
-            if (errno || end == v || *end || delay < 0 || delay > 600000) {
-                fprintf(stderr, "unmask: --delay-ms must be an integer 0..600000, got '%s'\n", v);
-                return 2;
-            }
+        } else if (num_arg_int("unmask", a, v, 0, 600000, &delay)) {
+            return 2;
         }
     }
 
@@ -584,6 +603,7 @@ int ui_main(int argc, char **argv) {
         if (fake_source_open(&a->src, (int)delay, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
     } else {
         g.eng.progress = load_progress;
+        g.eng.warn = keep_warning;
         if (engine_source_open(&a->src, &g.eng, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
     }
     um_settings *s = &a->settings;
@@ -612,6 +632,9 @@ int ui_main(int argc, char **argv) {
     rc = run_loop(a, &e) == UM_OK ? 0 : 1;
     if (rc == 0 && draw_curses_quit_signal()) rc = 128 + draw_curses_quit_signal();
     draw_curses_close();                            /* terminal first: the worker may be mid-step */
+    pthread_mutex_lock(&g_warn_lock);
+    if (g_warn[0]) fprintf(stderr, "unmask: warning: %s\n", g_warn);
+    pthread_mutex_unlock(&g_warn_lock);
     if (rc) fprintf(stderr, "unmask: %s\n", e.msg);
     if (a->rec_key) {
         rec_key_stop(a, false);

@@ -39,7 +39,10 @@ struct um_engine {
     um_backend    be;           /* where the forward pass runs (CPU or CUDA) */
     um_chat       chat;
     char         *system;
-    int           n_ctx;
+    int           n_ctx;        /* the limit: opts.n_ctx when given, else the trained context */
+    bool          ctx_explicit; /* opts.n_ctx was given */
+    void        (*warn)(void *ctx, const char *msg);
+    void         *warn_ctx;
     int           mask_id;
     um_sample_ws **ws;          /* (n_threads) */
     int           n_threads;
@@ -124,6 +127,9 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
         goto fail;
     }
     en->n_ctx = o->n_ctx > 0 ? o->n_ctx : m->hp.n_ctx_train;
+    en->ctx_explicit = o->n_ctx > 0;
+    en->warn = o->warn;
+    en->warn_ctx = o->warn_ctx;
     /* chat template: explicit name, else detected from the file */
     if (o->chat_template) {
         if (chat_from_name(o->chat_template, &en->chat, e)) goto fail;
@@ -264,6 +270,17 @@ static int reserve(um_engine *en, int n, um_err *e) {
     return en->be.reserve(en->be.impl, n, e);
 }
 
+/* The context rule (engine.h, engine_start): one place for generate, record and the visualizer. */
+static int check_context(const um_engine *en, int64_t n_prompt, int64_t n_gen, um_err *e) {
+    const int64_t total = n_prompt + n_gen;
+    if (total <= en->n_ctx) return UM_OK;
+    if (en->ctx_explicit)
+        return um_errf(e, "prompt of %" PRId64 " tokens + %" PRId64 " to generate = %" PRId64 " exceeds the context of "
+                       "%d tokens set by --ctx", n_prompt, n_gen, total, en->n_ctx);
+    return um_errf(e, "prompt of %" PRId64 " tokens + %" PRId64 " to generate = %" PRId64 " exceeds the model's trained "
+                   "context of %d tokens (--ctx N allows more, with a warning)", n_prompt, n_gen, total, en->n_ctx);
+}
+
 static int check_settings(const um_engine *en, const um_settings *s, um_err *e) {
     if (s->n_gen <= 0) return um_errf(e, "--gen must be positive (got %d)", s->n_gen);
     if (s->schedule != UM_SCHED_THRESHOLD && s->steps <= 0) return um_errf(e, "--steps must be positive (got %d)", s->steps);
@@ -283,9 +300,7 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
     if (n == 0 && en->model->hp.shift_logits)
         return um_errf(e, "this model scores position i from row i-1, so it needs a non-empty prompt");
     int64_t total = (int64_t)n + s->n_gen;
-    if (total > en->n_ctx)
-        return um_errf(e, "prompt of %d tokens + %d to generate = %" PRId64 " exceeds the context of %d tokens",
-                       n, s->n_gen, total, en->n_ctx);
+    if (check_context(en, n, s->n_gen, e)) return UM_FAIL;
     if (reserve(en, (int)total, e)) return UM_FAIL;
     en->set = *s;
     en->n_prompt = n;
@@ -308,6 +323,13 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
     }
     um_plan plan;
     if (schedule_plan(&en->set, en->n_prompt, s->n_gen, en->masked, 0, &plan, e)) return UM_FAIL;
+    if (total > en->model->hp.n_ctx_train && en->warn) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "prompt of %d tokens + %d to generate = %" PRId64 " exceeds the model's trained "
+                 "context of %d tokens; running it because --ctx %d allows it (expect worse text past it)",
+                 n, s->n_gen, total, en->model->hp.n_ctx_train, en->n_ctx);
+        en->warn(en->warn_ctx, msg);
+    }
     return publish(en, &plan, 0, 0, 0, 0, e);
 }
 
@@ -332,9 +354,10 @@ int engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err
     if (rc) return UM_FAIL;
     /* the EOS the tokenizer may append belongs to training text, not to a prompt */
     if (n > 0 && sp->add_eos && ids[n - 1] == sp->eos) n--;
-    if (n > (size_t)en->n_ctx) {
+    if (n > (size_t)en->n_ctx) {                 /* also keeps n within int */
         free(ids);
-        return um_errf(e, "prompt of %zu tokens is longer than the context of %d tokens", n, en->n_ctx);
+        check_context(en, (int64_t)n, UM_MAX(s->n_gen, 0), e);   /* fails: n alone is past the limit */
+        return UM_FAIL;
     }
     rc = engine_start_tokens(en, ids, (int)n, s, e);
     free(ids);

@@ -107,11 +107,17 @@ typedef struct um_engine_opts {
     int         kernel;         /* um_kernel; -1 = best available or UNMASK_KERNEL */
     bool        reference;      /* scalar reference forward pass (tests) */
     bool        gpu;            /* run the forward pass on the CUDA backend */
-    int         n_ctx;          /* <= 0: the model's training context */
+    int         n_ctx;          /* <= 0: the model's trained context is the limit; > 0: this is
+                                   (above the trained context a run gets a warning) */
     const char *chat_template;  /* NULL: detect; "none": raw prompt */
     const char *system;         /* system prompt, NULL for the family's default */
     void      (*progress)(void *ctx, const char *what, int done, int total);
     void       *progress_ctx;
+    /* Called (from the thread that calls engine_start) with one line when a run is allowed
+     * but doubtful: a canvas past the model's trained context that n_ctx lets through.
+     * NULL: no warnings. */
+    void      (*warn)(void *ctx, const char *msg);
+    void       *warn_ctx;
 } um_engine_opts;
 
 int  engine_open(um_engine **out, const um_engine_opts *o, um_err *e);
@@ -121,7 +127,9 @@ void engine_get_info(const um_engine *en, um_engine_info *info);
 void engine_default_settings(const um_engine *en, um_settings *s);
 
 /* Lay out a new canvas: prompt (chat template applied unless disabled) + s->n_gen masks.
- * Fails when the canvas would exceed the context, with the numbers. */
+ * The context rule, for every caller: a canvas longer than the model's trained context
+ * (n_ctx_train from the GGUF) fails, with the numbers, unless opts.n_ctx raised the limit;
+ * then it runs and opts.warn gets the warning. A canvas past an explicit n_ctx fails. */
 int  engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err *e);
 /* Same with prompt token ids given as they are (no template, no BOS added). */
 int  engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_settings *s, um_err *e);

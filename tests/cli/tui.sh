@@ -67,7 +67,7 @@ expect_grep "not a tty: points to generate" 'unmask generate' "$TMP/err"
 if { [ $rc != 0 ] && grep -q -- '-m FILE' "$TMP/err"; } || { [ $rc = 1 ] && grep -q 'unmask generate' "$TMP/err"; }; then
   ok "no model given: says what to pass (or finds the installed demo model)"; else fail "no model given" "rc $rc: $(cat "$TMP/err")"; fi
 expect_rc "bad generation flag: exit 2" 2 "$BIN" --demo-ui --steps x
-expect_grep "bad generation flag: named" "steps: 'x' is not a number" "$TMP/err"
+expect_grep "bad generation flag: named" "steps: 'x' is not a whole number" "$TMP/err"
 expect_rc "unknown flag: exit 2" 2 "$BIN" --demo-ui --frobnicate
 
 # ---------------------------------------------------------------- models.conf and themes from the command line
