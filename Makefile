@@ -84,7 +84,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: run trainer all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
+.PHONY: run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
 # pkg-config runs when make reads this file, so on a fresh machine it runs before
 # ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
 # installs first and then builds in a second make, which reads the flags afresh.
@@ -202,6 +202,15 @@ trainer: deps
 
 demo-model:
 	@tools/make-demo-model.sh
+
+# The sudoku data generator (tools/sudoku, docs/eval.md): plain C, no libraries beyond libc.
+SUDOKU_GEN_OBJ := $(BUILD)/tools/sudoku/gen.o $(BUILD)/src/sudoku.o $(BUILD)/src/tasks.o \
+                  $(BUILD)/src/jsonr.o $(BUILD)/src/util.o
+$(BUILD)/sudoku-gen: $(SUDOKU_GEN_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm -pthread
+sudoku-gen:
+	@$(MAKE) --no-print-directory $(BUILD)/sudoku-gen
+-include $(SUDOKU_GEN_OBJ:.o=.d)
 
 # Benchmarks against llama.cpp (see bench/README.md). BENCH_MODELS is a list of NAME:SHAPE.
 BENCH_ROUNDS ?= 3
