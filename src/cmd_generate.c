@@ -12,7 +12,6 @@
 #include "engine.h"
 #include "genopts.h"
 #include "jsonw.h"
-#include "schedule.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: unmask generate [-m FILE] -p PROMPT [options]\n\n"
@@ -28,6 +27,25 @@ static void progress(void *ctx, const char *what, int done, int total) {
     if (*(bool *)ctx) return;
     fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
     if (done == total) fputc('\n', stderr);
+}
+
+/* Per step: progress on stderr, and with --json the snapshots kept for the step list. */
+typedef struct step_ctx {
+    bool          quiet;
+    um_snapshot **hist;      /* (cap) or NULL when not kept */
+    int           n_hist, cap;
+    double        fwd, smp;  /* ms summed over the steps */
+} step_ctx;
+
+static void on_step(void *ctx, um_snapshot *sn) {
+    step_ctx *c = ctx;
+    c->fwd += sn->forward_ms;
+    c->smp += sn->sample_ms;
+    if (!c->quiet)
+        fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
+                sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
+    if (c->hist && c->n_hist < c->cap) c->hist[c->n_hist++] = sn;
+    else snapshot_unref(sn);
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -64,21 +82,12 @@ int cmd_generate(int argc, char **argv) {
                 info.isa, info.n_threads, t_load);
     hist = um_calloc((size_t)(s.n_gen + 2), sizeof *hist);
     if (!hist) { snprintf(e.msg, sizeof e.msg, "out of memory"); goto out; }
-    double t_gen = um_now(), fwd = 0, smp = 0;
-    for (;;) {
-        int r = engine_step(en, &e);
-        if (r < 0) goto out;
-        if (r == 0) break;
-        um_snapshot *sn = engine_snapshot(en);
-        fwd += sn->forward_ms;
-        smp += sn->sample_ms;
-        if (!quiet)
-            fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
-                    sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
-        if (g.json && n_hist < s.n_gen + 2) hist[n_hist++] = sn;
-        else snapshot_unref(sn);
-        if (engine_done(en)) break;
-    }
+    double t_gen = um_now();
+    step_ctx sc = { .quiet = quiet, .hist = g.json ? hist : NULL, .cap = s.n_gen + 2 };
+    int ran = engine_run(en, on_step, &sc, &e);
+    n_hist = sc.n_hist;
+    if (ran < 0) goto out;
+    double fwd = sc.fwd, smp = sc.smp;
     double t_total = um_now() - t_gen;
     um_snapshot *last = engine_snapshot(en);
     if (!quiet) {
@@ -98,20 +107,7 @@ int cmd_generate(int argc, char **argv) {
         jsonw_key(&j, "arch"); jsonw_str(&j, info.arch);
         jsonw_key(&j, "kernel"); jsonw_str(&j, info.isa);
         jsonw_key(&j, "threads"); jsonw_int(&j, info.n_threads);
-        jsonw_key(&j, "settings"); jsonw_obj_begin(&j);
-        jsonw_key(&j, "gen"); jsonw_int(&j, s.n_gen);
-        jsonw_key(&j, "steps"); jsonw_int(&j, s.steps);
-        jsonw_key(&j, "schedule"); jsonw_str(&j, schedule_name(s.schedule));
-        jsonw_key(&j, "block"); jsonw_int(&j, s.block_len);
-        jsonw_key(&j, "eps"); jsonw_num(&j, s.eps);
-        jsonw_key(&j, "threshold"); jsonw_num(&j, s.threshold);
-        jsonw_key(&j, "alg"); jsonw_str(&j, schedule_score_name(s.score));
-        jsonw_key(&j, "temperature"); jsonw_num(&j, s.temperature);
-        jsonw_key(&j, "top_k"); jsonw_int(&j, s.top_k);
-        jsonw_key(&j, "top_p"); jsonw_num(&j, s.top_p);
-        jsonw_key(&j, "cfg"); jsonw_num(&j, s.cfg);
-        jsonw_key(&j, "seed"); jsonw_int(&j, (long long)s.seed);
-        jsonw_obj_end(&j);
+        jsonw_key(&j, "settings"); genopts_json_settings(&j, &s);
         jsonw_key(&j, "n_prompt"); jsonw_int(&j, last->n_prompt);
         jsonw_key(&j, "tokens"); jsonw_arr_begin(&j);
         for (int i = 0; i < last->n_canvas; i++) jsonw_int(&j, last->pos[i].token);

@@ -52,6 +52,23 @@ void genopts_usage(FILE *f) {
         "  --stop-at-eos      stop once a finished block is all end-of-text\n");
 }
 
+void genopts_json_settings(jsonw *j, const um_settings *s) {
+    jsonw_obj_begin(j);
+    jsonw_key(j, "gen"); jsonw_int(j, s->n_gen);
+    jsonw_key(j, "steps"); jsonw_int(j, s->steps);
+    jsonw_key(j, "schedule"); jsonw_str(j, schedule_name(s->schedule));
+    jsonw_key(j, "block"); jsonw_int(j, s->block_len);
+    jsonw_key(j, "eps"); jsonw_num(j, s->eps);
+    jsonw_key(j, "threshold"); jsonw_num(j, s->threshold);
+    jsonw_key(j, "alg"); jsonw_str(j, schedule_score_name(s->score));
+    jsonw_key(j, "temperature"); jsonw_num(j, s->temperature);
+    jsonw_key(j, "top_k"); jsonw_int(j, s->top_k);
+    jsonw_key(j, "top_p"); jsonw_num(j, s->top_p);
+    jsonw_key(j, "cfg"); jsonw_num(j, s->cfg);
+    jsonw_key(j, "seed"); jsonw_int(j, (long long)s->seed);
+    jsonw_obj_end(j);
+}
+
 static int num(const char *prog, const char *flag, const char *v, double lo, double hi, double *out) {
     char *end;
     errno = 0;
