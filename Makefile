@@ -130,8 +130,8 @@ $(BUILD)/tests/test_gif.o $(BUILD)/tests/test_recorder.o: $(GIFLIB_STAMP)
 # ---------------------------------------------------------------- tests
 test: deps
 	@tools/ensure-deps.sh test
-	@$(MAKE) --no-print-directory $(BIN) $(UNIT)
-	@UNMASK_BIN=$(BIN) UNMASK_UNIT=$(UNIT) UNMASK_VARIANT=$(VARIANT) tests/run.sh
+	@$(MAKE) --no-print-directory $(BIN) $(UNIT) $(BUILD)/sudoku-gen
+	@UNMASK_BIN=$(BIN) UNMASK_UNIT=$(UNIT) UNMASK_VARIANT=$(VARIANT) SUDOKU_GEN=$(BUILD)/sudoku-gen tests/run.sh
 
 unit: deps
 	@$(MAKE) --no-print-directory $(UNIT)

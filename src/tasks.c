@@ -65,9 +65,9 @@ int tasks_load(const char *path, task_set *ts, um_err *e) {
         if (!p || !a) {
             um_errf(e, "%s:%d: missing \"%s\"", path, line, !p ? "prompt" : "answer");
         } else if (p->type != JSONR_STRING) {
-            um_errf(e, "%s:%d: \"prompt\" is a %s, expected a string", path, line, jsonr_type_name(p->type));
+            um_errf(e, "%s:%d: \"prompt\" must be a string, got %s", path, line, jsonr_type_name(p->type));
         } else if (a->type != JSONR_STRING && a->type != JSONR_NUMBER) {
-            um_errf(e, "%s:%d: \"answer\" is a %s, expected a string or a number", path, line, jsonr_type_name(a->type));
+            um_errf(e, "%s:%d: \"answer\" must be a string or a number, got %s", path, line, jsonr_type_name(a->type));
         } else if (tasks_add(ts, p->str, a->str, line, e) == UM_OK) {
             jsonr_free(&o);
             continue;
