@@ -43,6 +43,16 @@ if [ "$(md5sum <"$TMP/exact.jsonl")" = "$sum" ]; then ok "task file unchanged"; 
 if grep -q $'\r' "$TMP/err"; then fail "no progress bar when stderr is not a terminal" "$(head -c 200 "$TMP/err")"
 else ok "no progress bar when stderr is not a terminal"; fi
 
+# on a terminal (script(1) gives it one) the bar shows tasks done and the step in flight
+if command -v script >/dev/null; then
+  script -qec "$BIN eval ${F[*]} --limit 2 $TMP/exact.jsonl" /dev/null >"$TMP/tty" 2>&1
+  expect_grep "progress bar on a terminal" '\[#{15}\.{15}\] 1/2  correct 1  step [0-9]+/24' "$TMP/tty"
+  script -qec "$BIN eval ${F[*]} -q --limit 2 $TMP/exact.jsonl" /dev/null >"$TMP/tty" 2>&1
+  if grep -q 'correct 1' "$TMP/tty"; then fail "-q: no progress bar"; else ok "-q: no progress bar"; fi
+else
+  skip "progress bar on a terminal" "no script(1)"
+fi
+
 # --json: totals consistent with the items, and the same verdicts as the text output
 expect_rc "exact --json" 0 "$BIN" eval "${F[@]}" --json "$TMP/exact.jsonl"
 if python3 - "$TMP/out" "$TMP/g1" <<'PY'
