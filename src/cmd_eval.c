@@ -101,9 +101,13 @@ static void on_step(void *ctx, um_snapshot *sn) {
 
 /* The output on one line: control characters escaped, at most max bytes of it. */
 static void print_oneline(FILE *f, const char *s, size_t max) {
-    size_t n = strlen(s);
+    size_t n = strlen(s), end = n;
+    if (end > max) {                                   /* cut on a UTF-8 character boundary */
+        end = max;
+        while (end > 0 && ((unsigned char)s[end] & 0xc0) == 0x80) end--;
+    }
     fputc('"', f);
-    for (size_t i = 0; i < n && i < max; i++) {
+    for (size_t i = 0; i < end; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '\n') fputs("\\n", f);
         else if (c == '\t') fputs("\\t", f);
@@ -121,11 +125,7 @@ static void where(char *buf, size_t cap, const char *path, const task *t, int in
     else snprintf(buf, cap, "sudoku puzzle %d", index + 1);
 }
 
-static int make_sudoku_tasks(task_set *ts, long long n, const char *diff_s, uint64_t seed_base, um_err *e) {
-    bool mix = !strcmp(diff_s, "mix");
-    sudoku_difficulty d = SUDOKU_EASY;
-    if (!mix && sudoku_difficulty_parse(diff_s, &d, NULL) != UM_OK)
-        return um_errf(e, "--difficulty: unknown difficulty '%s' (easy, medium, hard or mix)", diff_s);
+static int make_sudoku_tasks(task_set *ts, long long n, bool mix, sudoku_difficulty d, uint64_t seed_base, um_err *e) {
     for (long long i = 0; i < n; i++) {
         uint64_t seed;
         uint8_t puzzle[SUDOKU_CELLS], solution[SUDOKU_CELLS];
@@ -158,7 +158,7 @@ int cmd_eval(int argc, char **argv) {
             const char *v = argv[++i];
             if (!strcmp(a, "--check")) check_s = v;
             else if (!strcmp(a, "--difficulty")) diff_s = v;
-            else if (!strcmp(a, "--sudoku")) { if (parse_count(a, v, 1, 10000000, &n_sudoku)) return 2; }
+            else if (!strcmp(a, "--sudoku")) { if (parse_count(a, v, 1, 1000000, &n_sudoku)) return 2; }
             else if (!strcmp(a, "--limit")) { if (parse_count(a, v, 1, 1LL << 30, &limit)) return 2; }
             else if (parse_count(a, v, 0, (long long)(SUDOKU_SPLIT_SPAN - 1), &sudoku_seed)) return 2;
             continue;
@@ -182,15 +182,21 @@ int cmd_eval(int argc, char **argv) {
     evalcheck_kind check = n_sudoku ? EVALCHECK_SUDOKU : EVALCHECK_EXACT;
     um_err e = { "" };
     if (check_s && evalcheck_parse(check_s, &check, &e)) { fprintf(stderr, "unmask eval: --check: %s\n", e.msg); return 2; }
+    if (!diff_s) diff_s = "easy";
+    bool mix = !strcmp(diff_s, "mix");
+    sudoku_difficulty diff = SUDOKU_EASY;
+    if (!mix && sudoku_difficulty_parse(diff_s, &diff, NULL)) {
+        fprintf(stderr, "unmask eval: --difficulty: unknown difficulty '%s' (easy, medium, hard or mix)\n", diff_s);
+        return 2;
+    }
 
     /* the tasks, each checked before any forward pass */
     task_set ts = { 0 };
     uint64_t seed_base = sudoku_seed >= 0 ? (uint64_t)sudoku_seed : g.seed >= 0 ? (uint64_t)g.seed : 0;
-    if (!diff_s) diff_s = "easy";
-    if (n_sudoku ? make_sudoku_tasks(&ts, n_sudoku, diff_s, seed_base, &e) : tasks_load(path, &ts, &e)) {
+    if (n_sudoku ? make_sudoku_tasks(&ts, n_sudoku, mix, diff, seed_base, &e) : tasks_load(path, &ts, &e)) {
         fprintf(stderr, "unmask eval: %s\n", e.msg);
         tasks_free(&ts);
-        return n_sudoku && !strncmp(e.msg, "--difficulty", 12) ? 2 : 1;
+        return 1;
     }
     int n = limit > 0 && limit < ts.n ? (int)limit : ts.n;
     char at[4200];

@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "jsonr.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int parse(const char *s, jsonr_obj *o, um_err *e) { return jsonr_object(s, strlen(s), o, e); }
@@ -98,4 +99,37 @@ TEST(jsonr_rejects_garbage_with_column) {
     deep[n++] = '}';
     CHECK(jsonr_object(deep, n, &o, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "too deep");
+}
+
+TEST(jsonr_survives_every_truncation_and_byte_change) {
+    /* no crash or over-read (ASan watches) for any prefix or any single-byte change of a
+     * line that uses every feature; an accepted line always has its members well formed */
+    const char *line = "{\"prompt\": \"a\\u00e9\\ud83d\\ude00\\n\xc3\xa9\", \"answer\": -12.5e+3, \"x\": [true, {\"y\": null}]}";
+    size_t n = strlen(line);
+    static const unsigned char subs[] = { 0, '"', '\\', '{', '}', '[', ']', ',', ':', 'u', '0', 'e', '-', 0x80, 0xc3, 0xff, ' ' };
+    char *buf = malloc(n);
+    CHECK(buf != NULL);
+    int accepted = 0;
+    for (size_t len = 0; len <= n; len++) {
+        memcpy(buf, line, len);                      /* exactly len bytes: no NUL to stop at */
+        jsonr_obj o;
+        um_err e;
+        if (jsonr_object(buf, len, &o, &e) == UM_OK) { accepted++; jsonr_free(&o); }
+    }
+    CHECK_EQ(accepted, 1);                           /* only the whole line */
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < sizeof subs; k++) {
+            memcpy(buf, line, n);
+            buf[i] = (char)subs[k];
+            jsonr_obj o;
+            um_err e;
+            if (jsonr_object(buf, n, &o, &e) == UM_OK) {
+                for (int m = 0; m < o.n; m++)
+                    if (o.m[m].type == JSONR_STRING || o.m[m].type == JSONR_NUMBER) CHECK(strlen(o.m[m].str) == o.m[m].len);
+                jsonr_free(&o);
+            } else {
+                CHECK(e.msg[0] != '\0');
+            }
+        }
+    free(buf);
 }
