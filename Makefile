@@ -62,7 +62,7 @@ ISA_AMX     := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
 # itself and the folders before it: each object is compiled with exactly those -I paths, so
 # an upward include does not compile. `make check-layout` also checks the includes as text
 # and the calls between objects (no cycles).
-LAYERS := src/base src/format kernels/cpu src/model kernels/cuda src/decode src/record ui src/app
+LAYERS := src/base src/format kernels/cpu src/model kernels/cuda src/decode src/eval src/record ui src/app
 LAYER_N     := $(shell seq $(words $(LAYERS)))
 layers_upto = $(strip $(foreach i,$(LAYER_N),$(if $(filter $(1),$(word $(i),$(LAYERS))),$(wordlist 1,$(i),$(LAYERS)))))
 layer_inc   = $(addprefix -I,$(call layers_upto,$(1)))
@@ -110,7 +110,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: check-layout print-inc print-libobjs run trainer all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
+.PHONY: check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model gpu-check emu-check
 # pkg-config runs when make reads this file, so on a fresh machine it runs before
 # ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
 # installs first and then builds in a second make, which reads the flags afresh.
@@ -178,8 +178,8 @@ check-layout:
 
 test: deps
 	@tools/ensure-deps.sh test
-	@$(MAKE) --no-print-directory $(BIN) $(UNIT)
-	@UNMASK_BIN=$(BIN) UNMASK_UNIT=$(UNIT) UNMASK_VARIANT=$(VARIANT) tests/run.sh
+	@$(MAKE) --no-print-directory $(BIN) $(UNIT) $(BUILD)/sudoku-gen
+	@UNMASK_BIN=$(BIN) UNMASK_UNIT=$(UNIT) UNMASK_VARIANT=$(VARIANT) SUDOKU_GEN=$(BUILD)/sudoku-gen tests/run.sh
 
 unit: deps
 	@$(MAKE) --no-print-directory $(UNIT)
@@ -248,6 +248,15 @@ trainer: deps
 
 demo-model:
 	@tools/make-demo-model.sh
+
+# The sudoku data generator (tools/sudoku, docs/eval.md): plain C, no libraries beyond libc.
+SUDOKU_GEN_OBJ := $(BUILD)/tools/sudoku/gen.o $(BUILD)/src/eval/sudoku.o $(BUILD)/src/eval/tasks.o \
+                  $(BUILD)/src/base/jsonr.o $(BUILD)/src/base/util.o
+$(BUILD)/sudoku-gen: $(SUDOKU_GEN_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm -pthread
+sudoku-gen:
+	@$(MAKE) --no-print-directory $(BUILD)/sudoku-gen
+-include $(SUDOKU_GEN_OBJ:.o=.d)
 
 # Benchmarks against llama.cpp (see bench/README.md). BENCH_MODELS is a list of NAME:SHAPE.
 BENCH_ROUNDS ?= 3

@@ -8,6 +8,7 @@
 
 int cmd_info(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

@@ -15,7 +15,6 @@
 #include "snapshot.h"
 #include "genopts.h"
 #include "jsonw.h"
-#include "schedule.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: unmask generate [-m FILE] -p PROMPT [options]\n\n"
@@ -31,6 +30,33 @@ static void progress(void *ctx, const char *what, int done, int total) {
     if (*(bool *)ctx) return;
     fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
     if (done == total) fputc('\n', stderr);
+}
+
+/* Per step: progress on stderr, and with --json every snapshot that ran kept for the step
+ * list (however many: a timestep schedule may run more steps than tokens). */
+typedef struct step_ctx {
+    bool          quiet, keep;
+    um_snapshot **hist;      /* (cap) grown as needed */
+    int           n_hist, cap;
+    bool          oom;       /* a snapshot could not be kept */
+    double        fwd, smp;  /* ms summed over the steps */
+} step_ctx;
+
+static void on_step(void *ctx, um_snapshot *sn) {
+    step_ctx *c = ctx;
+    c->fwd += sn->forward_ms;
+    c->smp += sn->sample_ms;
+    if (!c->quiet)
+        fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
+                sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
+    if (c->keep && c->n_hist == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        um_snapshot **nh = realloc(c->hist, (size_t)cap * sizeof *nh);
+        if (nh) { c->hist = nh; c->cap = cap; }
+        else c->oom = true;
+    }
+    if (c->keep && c->n_hist < c->cap) c->hist[c->n_hist++] = sn;
+    else snapshot_unref(sn);
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -54,7 +80,7 @@ int cmd_generate(int argc, char **argv) {
     um_err e = { "" };
     um_engine *en = NULL;
     um_snapshot **hist = NULL;
-    int rc = 1, n_hist = 0, cap_hist = 0;
+    int rc = 1, n_hist = 0;
     double t0 = um_now();
     if (engine_open(&en, &g.eng, &e)) goto out;
     double t_load = um_now() - t0;
@@ -67,31 +93,14 @@ int cmd_generate(int argc, char **argv) {
     if (!quiet)
         fprintf(stderr, "model: %s (%s, %s), kernel %s, %d threads, load %.2f s\n", info.name, info.arch, info.quant,
                 info.isa, info.n_threads, t_load);
-    double t_gen = um_now(), fwd = 0, smp = 0;
-    for (;;) {
-        int r = engine_step(en, &e);
-        if (r < 0) goto out;
-        if (r == 0) break;
-        um_snapshot *sn = engine_snapshot(en);
-        fwd += sn->forward_ms;
-        smp += sn->sample_ms;
-        if (!quiet)
-            fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
-                    sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
-        if (g.json) {                            /* every step that ran, however many */
-            if (n_hist == cap_hist) {
-                int cap = cap_hist ? 2 * cap_hist : 64;
-                um_snapshot **nh = realloc(hist, (size_t)cap * sizeof *nh);
-                if (!nh) { snapshot_unref(sn); snprintf(e.msg, sizeof e.msg, "out of memory"); goto out; }
-                hist = nh;
-                cap_hist = cap;
-            }
-            hist[n_hist++] = sn;
-        } else {
-            snapshot_unref(sn);
-        }
-        if (engine_done(en)) break;
-    }
+    double t_gen = um_now();
+    step_ctx sc = { .quiet = quiet, .keep = g.json };
+    int ran = engine_run(en, on_step, &sc, &e);
+    hist = sc.hist;
+    n_hist = sc.n_hist;
+    if (ran < 0) goto out;
+    if (sc.oom) { snprintf(e.msg, sizeof e.msg, "out of memory keeping the step list"); goto out; }
+    double fwd = sc.fwd, smp = sc.smp;
     double t_total = um_now() - t_gen;
     um_snapshot *last = engine_snapshot(en);
     if (!quiet) {
@@ -111,20 +120,7 @@ int cmd_generate(int argc, char **argv) {
         jsonw_key(&j, "arch"); jsonw_str(&j, info.arch);
         jsonw_key(&j, "kernel"); jsonw_str(&j, info.isa);
         jsonw_key(&j, "threads"); jsonw_int(&j, info.n_threads);
-        jsonw_key(&j, "settings"); jsonw_obj_begin(&j);
-        jsonw_key(&j, "gen"); jsonw_int(&j, s.n_gen);
-        jsonw_key(&j, "steps_requested"); jsonw_int(&j, s.steps);
-        jsonw_key(&j, "schedule"); jsonw_str(&j, schedule_name(s.schedule));
-        jsonw_key(&j, "block"); jsonw_int(&j, s.block_len);
-        jsonw_key(&j, "eps"); jsonw_num(&j, s.eps);
-        jsonw_key(&j, "threshold"); jsonw_num(&j, s.threshold);
-        jsonw_key(&j, "alg"); jsonw_str(&j, schedule_score_name(s.score));
-        jsonw_key(&j, "temperature"); jsonw_num(&j, s.temperature);
-        jsonw_key(&j, "top_k"); jsonw_int(&j, s.top_k);
-        jsonw_key(&j, "top_p"); jsonw_num(&j, s.top_p);
-        jsonw_key(&j, "cfg"); jsonw_num(&j, s.cfg);
-        jsonw_key(&j, "seed"); jsonw_int(&j, (long long)s.seed);
-        jsonw_obj_end(&j);
+        jsonw_key(&j, "settings"); genopts_json_settings(&j, &s);
         jsonw_key(&j, "steps_run"); jsonw_int(&j, last->step);   /* fewer when the run ends early */
         jsonw_key(&j, "n_prompt"); jsonw_int(&j, last->n_prompt);
         jsonw_key(&j, "tokens"); jsonw_arr_begin(&j);

@@ -58,6 +58,23 @@ void genopts_usage(FILE *f) {
         "decimals (no nan or inf); a value outside a flag's range is refused, naming the range.\n");
 }
 
+void genopts_json_settings(jsonw *j, const um_settings *s) {
+    jsonw_obj_begin(j);
+    jsonw_key(j, "gen"); jsonw_int(j, s->n_gen);
+    jsonw_key(j, "steps_requested"); jsonw_int(j, s->steps);
+    jsonw_key(j, "schedule"); jsonw_str(j, schedule_name(s->schedule));
+    jsonw_key(j, "block"); jsonw_int(j, s->block_len);
+    jsonw_key(j, "eps"); jsonw_num(j, s->eps);
+    jsonw_key(j, "threshold"); jsonw_num(j, s->threshold);
+    jsonw_key(j, "alg"); jsonw_str(j, schedule_score_name(s->score));
+    jsonw_key(j, "temperature"); jsonw_num(j, s->temperature);
+    jsonw_key(j, "top_k"); jsonw_int(j, s->top_k);
+    jsonw_key(j, "top_p"); jsonw_num(j, s->top_p);
+    jsonw_key(j, "cfg"); jsonw_num(j, s->cfg);
+    jsonw_key(j, "seed"); jsonw_int(j, (long long)s->seed);
+    jsonw_obj_end(j);
+}
+
 /* A flag that names a schedule conflicts with another that names a different one. */
 static int conflict(const char *prog, const char *f1, int s1, const char *f2, int s2) {
     fprintf(stderr, "%s: %s and %s choose different schedules (%s, %s); give one\n", prog, f1, f2,

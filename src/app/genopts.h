@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "jsonw.h"
 #include "models_conf.h"
 
 /* The models.conf preset used when neither -m nor -M is given (the bundled model). */
@@ -52,5 +53,7 @@ void genopts_apply(const um_genopts *g, um_settings *s);
 void genopts_warn_stderr(void *prog, const char *msg);
 /* The help text of the generation flags. */
 void genopts_usage(FILE *f);
+/* The decoding settings as one JSON object (a value: the caller writes its key first). */
+void genopts_json_settings(jsonw *j, const um_settings *s);
 
 #endif

@@ -18,6 +18,7 @@ static const struct um_command {
 } commands[] = {
     { "info",     cmd_info,     "describe a GGUF file: metadata, tokenizer, tensors, whether it runs" },
     { "generate", cmd_generate, "run a whole generation and print the answer (no visualizer)" },
+    { "eval",     cmd_eval,     "run a model over a task file (or held-out sudoku) and check every answer" },
     { "logits",   cmd_logits,   "one forward pass over a given canvas; write every row's logits" },
     { "synth",    cmd_synth,    "write a random-weight model of a named shape (tests, benchmarks)" },
     { "tokenize", cmd_tokenize, "print the token ids (and pieces) of a text under a GGUF file's tokenizer" },

@@ -49,6 +49,7 @@ struct um_engine {
     /* the canvas */
     um_settings   set;
     int32_t       n_prompt, n_canvas, steps_done;
+    int64_t       passes;       /* forward passes since engine_start */
     int32_t      *tokens;       /* (n_canvas) */
     bool         *masked;       /* (n_canvas) */
     um_pos       *pos;          /* (n_canvas) live per-position state */
@@ -306,6 +307,7 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
     en->n_prompt = n;
     en->n_canvas = (int32_t)total;
     en->steps_done = 0;
+    en->passes = 0;
     en->done = false;
     memset(en->pos, 0, (size_t)total * sizeof *en->pos);
     for (int i = 0; i < en->n_canvas; i++) {
@@ -419,9 +421,11 @@ int engine_step(um_engine *en, um_err *e) {
     /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
     double t0 = um_now();
     if (en->be.run(en->be.impl, en->tokens, en->n_canvas, en->rows, n, en->logits, e)) return UM_FAIL;
+    en->passes++;
     if (en->set.cfg > 0) {
         for (int i = 0; i < en->n_canvas; i++) en->canvas_u[i] = i < en->n_prompt ? en->mask_id : en->tokens[i];
         if (en->be.run(en->be.impl, en->canvas_u, en->n_canvas, en->rows, n, en->logits_u, e)) return UM_FAIL;
+        en->passes++;
         sampler_cfg(en->logits, en->logits, en->logits_u, (int64_t)n * en->model->hp.n_vocab, en->set.cfg);
     }
     double t1 = um_now();
@@ -483,6 +487,20 @@ int engine_step(um_engine *en, um_err *e) {
     if (publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, e)) return UM_FAIL;
     return 1;
 }
+
+int engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void *ctx, um_err *e) {
+    int steps = 0;
+    while (!engine_done(en)) {
+        int r = engine_step(en, e);
+        if (r < 0) return -1;
+        if (r == 0) break;
+        steps++;
+        if (on_step) on_step(ctx, engine_snapshot(en));
+    }
+    return steps;
+}
+
+int64_t engine_forward_passes(const um_engine *en) { return en->passes; }
 
 /* ------------------------------------------------------------------ text */
 

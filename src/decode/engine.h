@@ -136,6 +136,12 @@ int  engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_sett
 /* One denoising step. Returns 1 when a step ran, 0 when the canvas was already done. */
 int  engine_step(um_engine *en, um_err *e);
 bool engine_done(const um_engine *en);
+/* Step the started canvas to the end (engine_step until done). on_step, when non-NULL, gets
+ * each new snapshot with a reference it must drop (snapshot_unref) or keep. Returns the
+ * number of steps run, or -1 on failure. */
+int  engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void *ctx, um_err *e);
+/* Forward passes run since the last engine_start (two per step with classifier-free guidance). */
+int64_t engine_forward_passes(const um_engine *en);
 /* Change settings between steps. Returns 1 if the change needs engine_start again
  * (snapshot_needs_restart), 0 if it applies from the next step, -1 if refused. */
 int  engine_set(um_engine *en, const um_settings *s);

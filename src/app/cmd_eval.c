@@ -1,0 +1,349 @@
+/*
+ * cmd_eval: `unmask eval` runs a model over a set of tasks and checks every answer: a JSONL
+ * task file ({"prompt": ..., "answer": ...} per line, see tasks.h) or held-out sudoku puzzles
+ * generated on the fly from the test split's seeds (sudoku.h), so they never overlap a
+ * training set made by tools/sudoku/gen.c.
+ *
+ * The model is opened once; each task restarts the same engine with its prompt
+ * (engine_start resets the canvas, the weights stay) and runs it to the end with the same
+ * decoding settings, taken from the shared generation flags (genopts.h). Every task is
+ * checked before the first forward pass (its check applies, its prompt fits the context), so
+ * a bad line fails at once with FILE:LINE. stdout gets one line per task and a summary, or
+ * with --json one object; stderr gets a progress bar only when it is a terminal. SIGINT or
+ * SIGTERM stops after the task in flight and still reports the tasks done (exit 130/143).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "engine.h"
+#include "snapshot.h"
+#include "evalcheck.h"
+#include "genopts.h"
+#include "jsonw.h"
+#include "schedule.h"
+#include "sudoku.h"
+#include "tasks.h"
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: unmask eval [-m FILE | -M PRESET] TASKS.jsonl [--check exact|number|sudoku] [options]\n"
+               "       unmask eval [-m FILE | -M PRESET] --sudoku N [--difficulty D] [options]\n\n"
+               "Run the model on every task and check its answers. A task file holds one JSON object per\n"
+               "line: {\"prompt\": \"...\", \"answer\": \"...\"}. The decoding flags are those of generate.\n\n");
+    genopts_usage(f);
+    fprintf(f, "tasks:\n"
+               "  --check C          exact (trimmed text equal, the default for task files), number (last\n"
+               "                     number equal) or sudoku (a valid grid keeping the prompt's givens)\n"
+               "  --sudoku N         N held-out sudoku puzzles from the test split instead of a file\n"
+               "  --difficulty D     their difficulty: easy (default), medium, hard or mix\n"
+               "  --sudoku-seed S    their seed base (default: --seed if given, else 0)\n"
+               "  --limit N          only the first N tasks\n"
+               "output:\n"
+               "  --json             one JSON object: totals, settings and every task's output\n"
+               "  -q, --quiet        no progress on stderr\n"
+               "  -h, --help         this help\n");
+}
+
+static void progress(void *ctx, const char *what, int done, int total) {
+    if (*(bool *)ctx) return;
+    fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
+    if (done == total) fputc('\n', stderr);
+}
+
+static int parse_count(const char *flag, const char *v, long long lo, long long hi, long long *out) {
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "unmask eval: %s: '%s' is not a whole number in [%lld, %lld]\n", flag, v, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* One task's result. */
+typedef struct item {
+    bool    correct;
+    char   *output;          /* the decoded answer (heap) */
+    char    why[128];        /* when wrong */
+    int64_t passes, generated, steps;
+    double  seconds;
+} item;
+
+/* The progress bar: redrawn after every step of every task, on a terminal only. */
+typedef struct bar {
+    bool   on;
+    int    done, total, correct;
+    double t0;
+} bar;
+
+static void bar_draw(const bar *b, const um_snapshot *sn) {
+    enum { W = 30 };
+    int fill = b->total ? (int)((long long)W * b->done / b->total) : W;
+    char cells[W + 1];
+    for (int i = 0; i < W; i++) cells[i] = i < fill ? '#' : '.';
+    cells[W] = '\0';
+    fprintf(stderr, "\r[%s] %d/%d  correct %d", cells, b->done, b->total, b->correct);
+    if (sn) fprintf(stderr, "  step %d/%d", sn->step, sn->n_steps);
+    fprintf(stderr, "  %.1f s\033[K", um_now() - b->t0);
+}
+
+static void on_step(void *ctx, um_snapshot *sn) {
+    bar *b = ctx;
+    if (b->on) bar_draw(b, sn);
+    snapshot_unref(sn);
+}
+
+/* The output on one line: control characters escaped, at most max bytes of it. */
+static void print_oneline(FILE *f, const char *s, size_t max) {
+    size_t n = strlen(s), end = n;
+    if (end > max) {                                   /* cut on a UTF-8 character boundary */
+        end = max;
+        while (end > 0 && ((unsigned char)s[end] & 0xc0) == 0x80) end--;
+    }
+    fputc('"', f);
+    for (size_t i = 0; i < end; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '"' || c == '\\') { fputc('\\', f); fputc(c, f); }
+        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+    if (n > max) fputs("...", f);
+}
+
+/* "FILE:LINE" for a task from a file, "sudoku puzzle I" for a generated one. */
+static void where(char *buf, size_t cap, const char *path, const task *t, int index) {
+    if (t->line > 0) snprintf(buf, cap, "%s:%d", path, t->line);
+    else snprintf(buf, cap, "sudoku puzzle %d", index + 1);
+}
+
+static int make_sudoku_tasks(task_set *ts, long long n, bool mix, sudoku_difficulty d, uint64_t seed_base, um_err *e) {
+    for (long long i = 0; i < n; i++) {
+        uint64_t seed;
+        uint8_t puzzle[SUDOKU_CELLS], solution[SUDOKU_CELLS];
+        char p[SUDOKU_CELLS + 1], s[SUDOKU_CELLS + 1];
+        if (sudoku_split_seed(SUDOKU_TEST, seed_base, (uint64_t)i, &seed, e) != UM_OK ||
+            sudoku_generate(seed, mix ? sudoku_mix_difficulty((uint64_t)i) : d, puzzle, solution, e) != UM_OK)
+            return UM_FAIL;
+        sudoku_format(puzzle, p);
+        sudoku_format(solution, s);
+        if (tasks_add(ts, p, s, 0, e) != UM_OK) return UM_FAIL;
+    }
+    return UM_OK;
+}
+
+int cmd_eval(int argc, char **argv) {
+    um_genopts g;
+    genopts_init(&g);
+    bool quiet = false;
+    const char *path = NULL, *check_s = NULL, *diff_s = NULL;
+    long long n_sudoku = 0, limit = 0, sudoku_seed = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
+        static const char *const own[] = { "--check", "--sudoku", "--difficulty", "--sudoku-seed", "--limit" };
+        bool is_own = false;
+        for (size_t k = 0; k < UM_ARRAY_LEN(own); k++) is_own |= !strcmp(a, own[k]);
+        if (is_own) {
+            if (i + 1 >= argc) { fprintf(stderr, "unmask eval: %s needs a value\n", a); return 2; }
+            const char *v = argv[++i];
+            if (!strcmp(a, "--check")) check_s = v;
+            else if (!strcmp(a, "--difficulty")) diff_s = v;
+            else if (!strcmp(a, "--sudoku")) { if (parse_count(a, v, 1, 1000000, &n_sudoku)) return 2; }
+            else if (!strcmp(a, "--limit")) { if (parse_count(a, v, 1, 1LL << 30, &limit)) return 2; }
+            else if (parse_count(a, v, 0, (long long)(SUDOKU_SPLIT_SPAN - 1), &sudoku_seed)) return 2;
+            continue;
+        }
+        int r = genopts_parse(&g, argc, argv, &i, "unmask eval");
+        if (r < 0) return 2;
+        if (r == 1) continue;
+        if (a[0] == '-' && a[1]) { fprintf(stderr, "unmask eval: unknown option '%s' (see --help)\n", a); return 2; }
+        if (path) { fprintf(stderr, "unmask eval: one task file only ('%s' and '%s')\n", path, a); return 2; }
+        path = a;
+    }
+    if (g.prompt) { fprintf(stderr, "unmask eval: -p is not used: the prompts come from the tasks\n"); return 2; }
+    if (!path == !n_sudoku) {
+        fprintf(stderr, "unmask eval: give a task file or --sudoku N (one of them; see --help)\n");
+        return 2;
+    }
+    if (path && (diff_s || sudoku_seed >= 0)) {
+        fprintf(stderr, "unmask eval: --difficulty and --sudoku-seed go with --sudoku, not a task file\n");
+        return 2;
+    }
+    evalcheck_kind check = n_sudoku ? EVALCHECK_SUDOKU : EVALCHECK_EXACT;
+    um_err e = { "" };
+    if (check_s && evalcheck_parse(check_s, &check, &e)) { fprintf(stderr, "unmask eval: --check: %s\n", e.msg); return 2; }
+    if (!diff_s) diff_s = "easy";
+    bool mix = !strcmp(diff_s, "mix");
+    sudoku_difficulty diff = SUDOKU_EASY;
+    if (!mix && sudoku_difficulty_parse(diff_s, &diff, NULL)) {
+        fprintf(stderr, "unmask eval: --difficulty: unknown difficulty '%s' (easy, medium, hard or mix)\n", diff_s);
+        return 2;
+    }
+
+    /* the tasks, each checked before any forward pass */
+    task_set ts = { 0 };
+    uint64_t seed_base = sudoku_seed >= 0 ? (uint64_t)sudoku_seed : g.seed >= 0 ? (uint64_t)g.seed : 0;
+    if (n_sudoku ? make_sudoku_tasks(&ts, n_sudoku, mix, diff, seed_base, &e) : tasks_load(path, &ts, &e)) {
+        fprintf(stderr, "unmask eval: %s\n", e.msg);
+        tasks_free(&ts);
+        return 1;
+    }
+    int n = limit > 0 && limit < ts.n ? (int)limit : ts.n;
+    char at[4200];
+    for (int i = 0; i < n; i++)
+        if (evalcheck_task_ok(check, ts.items[i].prompt, ts.items[i].answer, &e)) {
+            where(at, sizeof at, path, &ts.items[i], i);
+            fprintf(stderr, "unmask eval: %s: %s (--check %s)\n", at, e.msg, evalcheck_name(check));
+            tasks_free(&ts);
+            return 1;
+        }
+
+    if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask eval: %s\n", e.msg); tasks_free(&ts); return 1; }
+    bool tty = isatty(STDERR_FILENO);
+    bool quiet_load = quiet || !tty;
+    g.eng.progress = progress;
+    g.eng.progress_ctx = &quiet_load;
+    um_engine *en = NULL;
+    item *items = NULL;
+    int rc = 1, done = 0;
+    double t0 = um_now();
+    if (engine_open(&en, &g.eng, &e)) goto out;
+    double t_load = um_now() - t0;
+    um_settings s;
+    engine_default_settings(en, &s);
+    genopts_apply(&g, &s);
+    um_engine_info info;
+    engine_get_info(en, &info);
+    for (int i = 0; i < n; i++)                        /* every prompt fits (no forward pass) */
+        if (engine_start(en, ts.items[i].prompt, &s, &e)) {
+            where(at, sizeof at, path, &ts.items[i], i);
+            um_err_prefix(&e, "%s", at);
+            goto out;
+        }
+    items = um_calloc((size_t)n, sizeof *items);
+    if (!items) { um_errf(&e, "out of memory"); goto out; }
+
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    bar b = { .on = tty && !quiet, .total = n, .t0 = um_now() };
+    int correct = 0;
+    int64_t passes = 0, generated = 0;
+    for (; done < n && !stop_signal; done++) {
+        const task *t = &ts.items[done];
+        item *it = &items[done];
+        double t1 = um_now();
+        if (engine_start(en, t->prompt, &s, &e)) goto out;
+        int steps = engine_run(en, on_step, &b, &e);
+        if (steps < 0) goto out;
+        um_snapshot *last = engine_snapshot(en);
+        it->output = engine_answer(en, last);
+        it->generated = (last->n_canvas - last->n_prompt) - last->masks_left;
+        snapshot_unref(last);
+        if (!it->output) { um_errf(&e, "out of memory decoding an answer"); goto out; }
+        it->steps = steps;
+        it->passes = engine_forward_passes(en);
+        it->seconds = um_now() - t1;
+        it->correct = evalcheck_run(check, t->prompt, t->answer, it->output, it->why, sizeof it->why);
+        correct += it->correct;
+        passes += it->passes;
+        generated += it->generated;
+        b.done = done + 1;
+        b.correct = correct;
+        if (b.on) bar_draw(&b, NULL);
+        if (!g.json) {
+            if (b.on) fputs("\r\033[K", stderr);
+            printf("item %d: %s, %lld forward passes", done + 1, it->correct ? "ok" : "wrong", (long long)it->passes);
+            if (t->line > 0) printf(", line %d", t->line);
+            if (!it->correct) {
+                printf(": %s; output ", it->why);
+                print_oneline(stdout, it->output, 100);
+            }
+            putchar('\n');
+            fflush(stdout);
+            if (b.on) bar_draw(&b, NULL);
+        }
+    }
+    double seconds = um_now() - b.t0;
+    if (b.on) fputs("\r\033[K", stderr);
+    if (done < n) fprintf(stderr, "unmask eval: stopped by signal %d after %d of %d tasks\n", (int)stop_signal, done, n);
+    double acc = done ? (double)correct / done : 0;
+    if (!g.json) {
+        printf("accuracy: %d/%d = %.1f%% (check %s)\n", correct, done, 100 * acc, evalcheck_name(check));
+        printf("forward passes: %lld (%.1f per task), generated tokens: %lld (%.2f per pass), %.2f s (%.2f s per task)\n",
+               (long long)passes, done ? (double)passes / done : 0, (long long)generated,
+               passes ? (double)generated / passes : 0, seconds, done ? seconds / done : 0);
+        printf("settings: gen %d, steps %d, schedule %s, block %d, threshold %g, alg %s, temp %g, seed %llu; model %s\n",
+               s.n_gen, s.steps, schedule_name(s.schedule), s.block_len, s.threshold, schedule_score_name(s.score),
+               s.temperature, (unsigned long long)s.seed, info.name);
+    } else {
+        jsonw j;
+        jsonw_init(&j, stdout);
+        jsonw_obj_begin(&j);
+        jsonw_key(&j, "model"); jsonw_str(&j, info.name);
+        jsonw_key(&j, "arch"); jsonw_str(&j, info.arch);
+        jsonw_key(&j, "kernel"); jsonw_str(&j, info.isa);
+        jsonw_key(&j, "threads"); jsonw_int(&j, info.n_threads);
+        jsonw_key(&j, "tasks");
+        if (path) jsonw_str(&j, path);
+        else {
+            jsonw_obj_begin(&j);
+            jsonw_key(&j, "sudoku"); jsonw_int(&j, n_sudoku);
+            jsonw_key(&j, "difficulty"); jsonw_str(&j, diff_s);
+            jsonw_key(&j, "split"); jsonw_str(&j, sudoku_split_name(SUDOKU_TEST));
+            jsonw_key(&j, "seed_base"); jsonw_int(&j, (long long)seed_base);
+            jsonw_obj_end(&j);
+        }
+        jsonw_key(&j, "check"); jsonw_str(&j, evalcheck_name(check));
+        jsonw_key(&j, "total"); jsonw_int(&j, done);
+        jsonw_key(&j, "correct"); jsonw_int(&j, correct);
+        jsonw_key(&j, "accuracy"); jsonw_num(&j, acc);
+        jsonw_key(&j, "forward_passes"); jsonw_int(&j, passes);
+        jsonw_key(&j, "generated_tokens"); jsonw_int(&j, generated);
+        jsonw_key(&j, "seconds"); jsonw_num(&j, seconds);
+        jsonw_key(&j, "load_seconds"); jsonw_num(&j, t_load);
+        jsonw_key(&j, "interrupted"); jsonw_bool(&j, done < n);
+        jsonw_key(&j, "settings"); genopts_json_settings(&j, &s);
+        jsonw_key(&j, "items"); jsonw_arr_begin(&j);
+        for (int i = 0; i < done; i++) {
+            const item *it = &items[i];
+            jsonw_obj_begin(&j);
+            jsonw_key(&j, "index"); jsonw_int(&j, i + 1);
+            if (ts.items[i].line > 0) { jsonw_key(&j, "line"); jsonw_int(&j, ts.items[i].line); }
+            jsonw_key(&j, "correct"); jsonw_bool(&j, it->correct);
+            if (!it->correct) { jsonw_key(&j, "why"); jsonw_str(&j, it->why); }
+            jsonw_key(&j, "prompt"); jsonw_str(&j, ts.items[i].prompt);
+            jsonw_key(&j, "output"); jsonw_str(&j, it->output);
+            jsonw_key(&j, "forward_passes"); jsonw_int(&j, it->passes);
+            jsonw_key(&j, "generated_tokens"); jsonw_int(&j, it->generated);
+            jsonw_key(&j, "steps"); jsonw_int(&j, it->steps);
+            jsonw_key(&j, "seconds"); jsonw_num(&j, it->seconds);
+            jsonw_obj_end(&j);
+        }
+        jsonw_arr_end(&j);
+        jsonw_obj_end(&j);
+        fputc('\n', stdout);
+    }
+    rc = done < n ? 128 + (int)stop_signal : 0;
+out:
+    if (rc == 1) {
+        if (tty && !quiet) fputs("\r\033[K", stderr);
+        fprintf(stderr, "unmask eval: %s\n", e.msg);
+    }
+    if (items)
+        for (int i = 0; i < n; i++) free(items[i].output);
+    free(items);
+    engine_close(en);
+    tasks_free(&ts);
+    return rc;
+}
