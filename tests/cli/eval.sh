@@ -66,7 +66,7 @@ ok = (d["total"] == len(it) == 5 and d["correct"] == sum(i["correct"] for i in i
       and [i["correct"] for i in it] == [True, True, False, False, True]
       and [i["index"] for i in it] == [1, 2, 3, 4, 5] and [i["line"] for i in it] == [1, 2, 4, 5, 6]
       and it[0]["output"] == g1 and d["seconds"] >= 0 and d["check"] == "exact"
-      and d["settings"]["gen"] == 24 and d["settings"]["steps"] == 24 and "alg" in d["settings"])
+      and d["settings"]["gen"] == 24 and d["settings"]["steps_requested"] == 24 and "alg" in d["settings"])
 sys.exit(0 if ok else 1)
 PY
 then ok "json totals = sums of the items"; else fail "json totals = sums of the items" "$(head -c 600 "$TMP/out")"; fi
