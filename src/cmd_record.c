@@ -8,8 +8,9 @@
  * delay and a final hold, the cast gets the frame at its real time after a "step N" marker.
  * stdout and stdin are never used, so it runs in scripts and CI. Every graceful signal of
  * src/sigexit.h (INT, TERM, HUP, QUIT, USR1, ALRM, ...) stops after the step in flight and
- * still finishes the files (exit 128 + the signal); a crash signal removes the temporary
- * files; SIGPIPE is ignored (a write to a closed pipe fails and the files are removed).
+ * still finishes the files (exit 128 + the signal); a crash signal runs sigexit's clean-up
+ * hooks and dies, leaving nothing under the final names; SIGPIPE is ignored (a write to a
+ * closed pipe fails like any write, and the files are removed).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -644,12 +644,6 @@ int ui_main(int argc, char **argv) {
     rc = run_loop(a, &e) == UM_OK ? 0 : 1;
     draw_curses_close();                            /* terminal first: the worker may be mid-step */
     if (rc) fprintf(stderr, "unmask: %s\n", e.msg);
-    drain_worker(a);                                /* an error that arrived with the quit */
-    if (a->error[0]) {
-        fprintf(stderr, "unmask: %s\n", a->error);
-        rc = 1;
-    }
-    if (sigexit_caught()) rc = 128 + sigexit_caught();
     if (a->rec_key) {
         rec_key_stop(a, false);
         fprintf(stderr, "unmask: %s\n", a->message);
@@ -662,6 +656,12 @@ int ui_main(int argc, char **argv) {
         }
         a->rec_cli = NULL;
     }
+    drain_worker(a);                                /* an error that arrived with the quit */
+    if (a->error[0]) {                              /* last: the line that explains the status */
+        fprintf(stderr, "unmask: %s\n", a->error);
+        rc = 1;
+    }
+    if (sigexit_caught()) rc = 128 + sigexit_caught();
     ui_worker_close(a->worker);
     hist_clear(a);
 close_src:
