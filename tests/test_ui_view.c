@@ -222,3 +222,63 @@ TEST(ui_view_generated_specials_compact) {
     free(s);
     view_ctx_free(&ctx);
 }
+
+/* A source error: with no run, the body says "cannot start: ..." (wrapped to the width)
+ * instead of "starting..." and the status line holds the error and an ERROR badge; with a
+ * run on screen, the status line still says it. */
+TEST(ui_view_source_error) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    um_err e = { "" };
+    const char *msg = "prompt of 24002 tokens is longer than the context of 256 tokens";
+    CHECK(frame_init(&f, 60, 16, &e) == UM_OK);
+    view_state v = { .src = &src, .th = &th, .depth = 256, .cursor = -1, .error = msg };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    /* 60 columns: "cannot start: " + 64 characters wraps after 58 cells (x 1..58) */
+    CHECK_MSG(strncmp(row(&f, 1), " cannot start: prompt of 24002 tokens is longer than the co", 59) == 0, "%s", row(&f, 1));
+    CHECK_MSG(strncmp(row(&f, 2), " ntext of 256 tokens ", 21) == 0, "%s", row(&f, 2));
+    CHECK_CONTAINS(row(&f, 4), "q quits");
+    CHECK_EQ(frame_at(&f, 1, 1)->fg, th.role[THEME_MESSAGE].fg);
+    CHECK_CONTAINS(row(&f, 15), " error: prompt of 24002");
+    CHECK_CONTAINS(row(&f, 15), " ERROR ");
+    for (int y = 0; y < f.h; y++) CHECK(!strstr(row(&f, y), "starting..."));
+    v.error = NULL;                                          /* no error: the old text */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 1), "starting...");
+    frame_free(&f);
+
+    int32_t toks[] = { AB, X, M };
+    um_snapshot *s = snap(toks, 3, 1);
+    um_snapshot *hist[1] = { s };
+    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);
+    view_state w = { .src = &src, .hist = hist, .n_hist = 1, .th = &th, .depth = 256, .cursor = -1,
+                     .error = "schedule: eps must be in [0, 1) (got 1)", .message = "schedule timestep: restarted" };
+    CHECK(view_build(&ctx, &f, &w, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), " error: schedule: eps must be in [0, 1) (got 1)");
+    CHECK_CONTAINS(row(&f, 29), " ERROR ");
+    CHECK(!strstr(row(&f, 29), "RUNNING") && !strstr(row(&f, 29), "restarted"));
+    CHECK(strncmp(row(&f, 1), "ab", 2) == 0);               /* the run stays drawn */
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}
+
+/* The prompt editor on a prompt longer than the status line shows its end, where typing goes. */
+TEST(ui_view_editor_shows_the_end_of_a_long_prompt) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    um_err e = { "" };
+    static char longp[3000];
+    for (size_t i = 0; i + 1 < sizeof longp; i++) longp[i] = (char)('a' + i % 26);
+    memcpy(longp + sizeof longp - 5, "TAIL", 5);
+    int32_t toks[] = { AB, X };
+    um_snapshot *s = snap(toks, 2, 1);
+    um_snapshot *hist[1] = { s };
+    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = hist, .n_hist = 1, .th = &th, .depth = 256, .cursor = -1, .edit = longp };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), "TAIL\xE2\x96\x8F");
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}

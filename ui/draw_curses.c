@@ -3,8 +3,8 @@
  *
  * Colour pairs are allocated on demand from a small hash of (fg, bg) after quantising to
  * the terminal's depth; when the pairs run out the cache is flushed and the next frame
- * repaints everything. Fatal-signal restore writes a fixed escape string and the saved
- * termios with async-signal-safe calls only.
+ * repaints everything. The crash-signal restore (a src/sigexit.h hook) writes a fixed
+ * escape string and the saved termios with async-signal-safe calls only.
  */
 #include <curses.h>
 #include <signal.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "draw_curses.h"
+#include "sigexit.h"
 
 #define PAIR_SLOTS 4096              /* hash slots, > the pairs we ever allocate */
 #define PAIR_LIMIT 2000              /* pairs used before flushing */
@@ -29,20 +30,18 @@ static struct {
     struct { int fg, bg, pair; } slot[PAIR_SLOTS];
 } dc;
 
-static volatile sig_atomic_t quit_flag;
+static volatile sig_atomic_t curses_on;      /* the terminal needs restoring */
 
-static void on_quit(int sig) { quit_flag = sig; }
-
-static void on_fatal(int sig) {
+/* sigexit hook for crash signals: mouse off, attributes reset, cursor shown, alternate
+ * screen left, then the modes saved before curses started. */
+static void restore_on_crash(void) {
     static const char restore[] = "\033[?1000l\033[?1002l\033[?1006l\033[0m\033[?25h\033[?1049l\r\n";
+    if (!curses_on) return;
+    curses_on = 0;
     ssize_t r = write(STDOUT_FILENO, restore, sizeof restore - 1);
     (void)r;
     if (dc.have_saved) tcsetattr(STDIN_FILENO, TCSAFLUSH, &dc.saved);
-    signal(sig, SIG_DFL);
-    raise(sig);
 }
-
-int draw_curses_quit_signal(void) { return quit_flag; }
 
 static int quantise(frame_color c) {
     if (c == FRAME_DEFAULT) return -1;
@@ -87,17 +86,12 @@ int draw_curses_open(int want, int *depth, um_err *e) {
     if (tcgetattr(STDIN_FILENO, &dc.saved) == 0) dc.have_saved = true;
     if (!initscr()) return um_errf(e, "cannot start curses (is TERM set?)");
     dc.open = true;
+    curses_on = 1;
     atexit(draw_curses_close);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_quit;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = on_fatal;
-    sa.sa_flags = SA_RESETHAND;
-    int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
-    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) sigaction(fatal[i], &sa, NULL);
+    if (sigexit_add_hook(restore_on_crash)) {
+        draw_curses_close();
+        return um_errf(e, "cannot register the terminal restore for crash signals");
+    }
 
     raw();
     noecho();
@@ -159,6 +153,7 @@ void draw_curses_frame(const frame *f) {
 void draw_curses_close(void) {
     if (!dc.open) return;
     dc.open = false;
+    curses_on = 0;
     mousemask(0, NULL);
     curs_set(1);
     endwin();

@@ -435,13 +435,28 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     frame_fill(f, 0, y, f->w, 1, st);
     char buf[512], badge[64];
     if (v->edit) {
-        snprintf(buf, sizeof buf, " prompt> %s\xE2\x96\x8F", v->edit);
+        const char *tail = v->edit;                 /* a long prompt: its end, where typing goes */
+        size_t len = strlen(tail);
+        if (len > sizeof buf / 2) {
+            tail += len - sizeof buf / 2;
+            while ((*tail & 0xC0) == 0x80) tail++;
+        }
+        snprintf(buf, sizeof buf, " prompt> %s\xE2\x96\x8F", tail);
         int right = put_right(f, y, f->w, " Enter restarts \xC2\xB7 Esc cancels ", st);
         /* keep the end of a long prompt visible */
         const char *p = buf;
         while (ui_text_width(p) > right - 1 && *p) p++;
         while ((*p & 0xC0) == 0x80) p++;
         frame_puts(f, 0, y, right - 1, p, st);
+        return;
+    }
+    if (v->error) {                                 /* the error, whole, instead of the numbers */
+        int right = put_right(f, y, f->w, " ERROR ", role(v, THEME_PAUSED));
+        if (v->recording) right = put_right(f, y, right - 1, " REC ", role(v, THEME_PAUSED));
+        frame_style msg_st = role(v, THEME_MESSAGE);
+        msg_st.bg = st.bg;
+        snprintf(buf, sizeof buf, " error: %s", v->error);
+        frame_puts(f, 0, y, right - 1, buf, msg_st);
         return;
     }
     if (!s) { frame_puts(f, 0, y, f->w, " starting...", st); return; }
@@ -484,6 +499,24 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         right = mx;
     }
     frame_puts(f, 0, y, right - 1, buf, st);
+}
+
+/* No run to show: the source's error, wrapped to the width, and what can be done. */
+static void draw_start_error(frame *f, const view_state *v, int y0, int h) {
+    frame_style ms = role(v, THEME_MESSAGE), tx = role(v, THEME_TEXT);
+    ms.bg = tx.bg;
+    char buf[640];
+    snprintf(buf, sizeof buf, "cannot start: %s", v->error);
+    ui_text t = {0};
+    int y = y0, x = 1;
+    if (ui_text_shape_str(&t, buf, strlen(buf), NULL) == UM_OK)
+        for (int32_t i = 0; i < t.n && y < y0 + h - 2; i++) {
+            if (x + t.cl[i].width > f->w - 1) { x = 1; y++; }
+            if (y >= y0 + h - 2) break;
+            x = frame_put_cluster(f, x, y, f->w - 1, t.cl[i].text, t.cl[i].width, ms, -1);
+        }
+    ui_text_free(&t);
+    frame_puts(f, 1, y + 2, f->w, "q quits, e edits the prompt, settings keys restart", tx);
 }
 
 /* ------------------------------------------------------------------ help overlay */
@@ -551,7 +584,8 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
             }
         } else {
             frame_fill(f, 0, body_y, f->w, body_h, role(v, THEME_TEXT));
-            frame_puts(f, 1, body_y, f->w, "starting...", role(v, THEME_MESSAGE));
+            if (v->error) draw_start_error(f, v, body_y, body_h);
+            else frame_puts(f, 1, body_y, f->w, "starting...", role(v, THEME_MESSAGE));
         }
         draw_legend(f, v, s, f->h - 2);
         draw_status(f, v, s, f->h - 1);

@@ -10,8 +10,10 @@
  *                    ahead from schedule.h as shaded columns) on the right when w >= 96,
  *                    else in a strip under the canvas
  *   row h-2          legend (what the heat colours mean)
- *   row h-1          status line, with transient messages (setting changes, errors)
- *                    right-aligned before the RUNNING/PAUSED badge
+ *   row h-1          status line, with transient messages (setting changes) right-aligned
+ *                    before the RUNNING/PAUSED badge; while the source's error stands, the
+ *                    error itself and an ERROR badge (and, with no snapshot to draw, the
+ *                    error wrapped over the body instead of "starting...")
  * Below VIEW_MIN_W x VIEW_MIN_H the frame holds only a "terminal too small" message.
  *
  * To render a recorded run without the interactive UI: fill a view_state with the
@@ -55,6 +57,7 @@ typedef struct view_state {
     const char         *message;    /* transient message, NULL for none */
     const char         *edit;       /* the prompt being edited, NULL when not editing */
     bool                recording;  /* a recording is running: REC in the status line */
+    const char         *error;      /* the source rejected the run (standing), NULL for none */
 } view_state;
 
 typedef struct view_ctx {           /* scratch reused between frames */

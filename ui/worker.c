@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sigexit.h"
 #include "worker.h"
 
 #define QUEUE_CAP 1024              /* events; the UI drains far faster than steps arrive */
@@ -144,9 +145,10 @@ int ui_worker_open(ui_worker **out, ui_source *src, const um_settings *s, const 
     w->restart_prompt = strdup(prompt ? prompt : "");
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    /* the worker blocks every signal, so SIGINT/SIGTERM/SIGWINCH reach the UI thread */
+    /* the worker blocks every signal but the crash ones, so SIGINT/SIGTERM/SIGWINCH reach
+     * the UI thread and a fault in a step still restores the terminal */
     sigset_t all, old;
-    sigfillset(&all);
+    sigexit_compute_mask(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int created = w->restart_prompt ? pthread_create(&w->thread, NULL, worker_main, w) : -1;
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -6,10 +6,14 @@
  * the visualizer's own view_build on a virtual COLS x ROWS screen with the chosen theme, and
  * handed to the recorder (recorder.h): the GIF gets one frame per snapshot with a fixed
  * delay and a final hold, the cast gets the frame at its real time after a "step N" marker.
- * stdout and stdin are never used, so it runs in scripts and CI. SIGINT/SIGTERM stop after
- * the step in flight and still finish the files (exit 130/143).
+ * stdout and stdin are never used, so it runs in scripts and CI. Every graceful signal of
+ * src/sigexit.h (INT, TERM, HUP, QUIT, USR1, ALRM, ...) stops after the step in flight and
+ * still finishes the files (exit 128 + the signal); a crash signal runs sigexit's clean-up
+ * hooks and dies, leaving nothing under the final names; SIGPIPE is ignored (a write to a
+ * closed pipe fails like any write, and the files are removed).
  */
 #include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +24,13 @@
 #include "numparse.h"
 #include "recorder.h"
 #include "rec_frame.h"
+#include "sigexit.h"
 #include "theme.h"
 #include "ui_source.h"
 #include "view.h"
 
 #define REC_MAX_COLS 500
 #define REC_MAX_ROWS 200
-
-static volatile sig_atomic_t stop_signal;
-static void on_signal(int sig) { stop_signal = sig; }
 
 static void usage(FILE *f) {
     fprintf(f, "usage: unmask record [-m FILE] -p PROMPT --gif OUT.gif [--cast OUT.cast] [options]\n\n"
@@ -156,13 +158,9 @@ int cmd_record(int argc, char **argv) {
     if (frame_init(&fr, cols, rows, &e)) goto out;
     rf.cells = um_calloc((size_t)cols * (size_t)rows, sizeof *rf.cells);
     if (!rf.cells) { um_errf(&e, "out of memory"); goto out; }
+    if (sigexit_install(SIGEXIT_FLAG, &e)) goto out;    /* before the temporary files exist */
     if (recorder_open(&rec, &ro, &e)) goto out;
 
-    struct sigaction sa = { 0 }, old_int, old_term;
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
     view_state v = {
         .src = &src, .th = &th, .depth = 16777216, .heat = (view_heat)heat, .cursor = -1,
     };
@@ -184,7 +182,7 @@ int cmd_record(int argc, char **argv) {
         if (!quiet)
             fprintf(stderr, "\rstep %d/%d  masks %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->masks_left,
                     snap->forward_ms + snap->sample_ms);
-        if (snap->done || stop_signal) break;
+        if (snap->done || sigexit_caught()) break;
         int32_t prev = snap->step;
         snap = src.step(src.self, &e);
         if (snap && snap->step == prev) {            /* the engine had nothing left to do */
@@ -192,8 +190,6 @@ int cmd_record(int argc, char **argv) {
             break;
         }
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
     if (!quiet) fputc('\n', stderr);
     if (!snap && e.msg[0]) {                          /* a failed step or frame: keep nothing */
         recorder_abort(rec);
@@ -211,11 +207,13 @@ int cmd_record(int argc, char **argv) {
         if (cast_path) fprintf(stderr, "; %s: %d events", cast_path, events);
         fputc('\n', stderr);
     }
+    int stop_signal = sigexit_caught();
     rc = stop_signal ? 128 + stop_signal : 0;
     if (stop_signal) fprintf(stderr, "unmask record: interrupted after step %d; the files hold the steps so far\n", n_hist - 1);
 out:
     if (rc == 1) fprintf(stderr, "unmask record: %s\n", e.msg);
     if (rec) recorder_abort(rec);
+    sigexit_uninstall();                            /* after the temporary files are gone */
     for (int32_t i = 0; i < n_hist; i++) src.release(hist[i]);
     free(hist);
     free(rf.cells);

@@ -13,7 +13,14 @@
  * Recording: rec_cli (--gif/--cast, the whole session) and rec_key (the g key, a GIF) are
  * fed every composed frame in redraw(); the recorder keeps only frames that look different.
  * Both are finished (files renamed into place) after the terminal is restored, on every
- * way out of the loop, including q, SIGINT/SIGTERM/SIGHUP and a loop error.
+ * way out of the loop: q, a loop error, and every graceful signal of src/sigexit.h (INT,
+ * TERM, HUP, QUIT, USR1, ALRM, ...; the loop polls its wake-up fd). Crash signals restore
+ * the terminal through draw_curses's hook and remove the temporary files.
+ *
+ * Engine errors: a start or step the source rejects (a prompt or generation past the
+ * context, a bad schedule setting) is kept in `error` until a run starts again; the screen
+ * shows it, every settings change restarts while it stands, and quitting with it standing
+ * prints it as `unmask: MESSAGE` on stderr and exits 1, as `unmask generate` does.
  */
 #include <errno.h>
 #include <locale.h>
@@ -38,6 +45,7 @@
 #include "models_conf.h"
 #include "numparse.h"
 #include "recorder.h"
+#include "sigexit.h"
 #include "ui_main.h"
 #include "view.h"
 #include "worker.h"
@@ -54,15 +62,17 @@ typedef struct app {
     int32_t       shown;
     bool          follow;
     um_settings   settings;        /* what the next start/apply uses */
-    char          prompt[PROMPT_MAX];
+    char         *prompt;          /* owned, any length */
     theme         th;
     int           theme_idx;
     int           depth;
     view_heat     heat;
     int32_t       cursor;
     bool          paused, help, editing, quit;
-    char          edit[PROMPT_MAX];
+    char         *edit;            /* (edit_cap) the prompt editor's line */
+    size_t        edit_cap;
     char          message[512];
+    char          error[512];      /* the source's standing error, "" when the run is fine */
     double        message_until;
     frame         fr;
     view_ctx      vc;
@@ -133,6 +143,10 @@ static void drain_worker(app *a) {
         switch (ev.kind) {
         case UI_EV_RESTARTED:
             show_warning(a);
+            if (a->error[0]) {                      /* the failed run had stopped the worker */
+                a->error[0] = 0;
+                ui_worker_set_running(a->worker, !a->paused);
+            }
             hist_clear(a);
             a->follow = true;
             hist_push(a, ev.snap);
@@ -142,9 +156,9 @@ static void drain_worker(app *a) {
             break;
         case UI_EV_APPLIED:
             break;
-        case UI_EV_ERROR:
-            a->paused = true;
-            say(a, "error: %s", ev.msg);
+        case UI_EV_ERROR:                           /* a failed start or step stops the worker */
+            snprintf(a->error, sizeof a->error, "%s", ev.msg[0] ? ev.msg : "the engine failed");
+            a->message_until = 0;                   /* the error replaces any message */
             break;
         }
     }
@@ -230,9 +244,10 @@ static void set_paused(app *a, bool paused) {
     }
 }
 
-/* A settings change: from the next step when the source can, else a restart. */
+/* A settings change: from the next step when the source can, else a restart (always while
+ * an error stands: there is no run to change). */
 static void change(app *a, um_settings next, const char *what) {
-    bool restart = a->src.needs_restart(&a->settings, &next);
+    bool restart = a->error[0] || a->src.needs_restart(&a->settings, &next);
     a->settings = next;
     if (restart) {
         ui_worker_restart(a->worker, &a->settings, a->prompt);
@@ -345,10 +360,18 @@ static void act(app *a, ui_action action) {
         ui_worker_restart(a->worker, &a->settings, a->prompt);
         say(a, "restarted, seed %llu", (unsigned long long)a->settings.seed);
         break;
-    case UI_ACT_EDIT:
+    case UI_ACT_EDIT: {
+        size_t len = strlen(a->prompt), need = len + PROMPT_MAX;     /* room to type */
+        if (need > a->edit_cap) {
+            char *b = realloc(a->edit, need);
+            if (!b) { say(a, "out of memory for the prompt editor"); break; }
+            a->edit = b;
+            a->edit_cap = need;
+        }
+        memcpy(a->edit, a->prompt, len + 1);
         a->editing = true;
-        snprintf(a->edit, sizeof a->edit, "%s", a->prompt);
         break;
+    }
     case UI_ACT_HEAT:
         a->heat = (view_heat)((a->heat + 1) % VIEW_HEAT_COUNT);
         say(a, "heat: %s", view_heat_names[a->heat]);
@@ -397,7 +420,7 @@ static void edit_key(app *a, int kind, wint_t ch) {
     else if (c < 0x800) { mb[n++] = (char)(0xC0 | c >> 6); mb[n++] = (char)(0x80 | (c & 63)); }
     else if (c < 0x10000) { mb[n++] = (char)(0xE0 | c >> 12); mb[n++] = (char)(0x80 | (c >> 6 & 63)); mb[n++] = (char)(0x80 | (c & 63)); }
     else { mb[n++] = (char)(0xF0 | c >> 18); mb[n++] = (char)(0x80 | (c >> 12 & 63)); mb[n++] = (char)(0x80 | (c >> 6 & 63)); mb[n++] = (char)(0x80 | (c & 63)); }
-    if (len + (size_t)n + 1 < sizeof a->edit) {
+    if (len + (size_t)n + 1 < a->edit_cap) {
         memcpy(a->edit + len, mb, (size_t)n);
         a->edit[len + (size_t)n] = 0;
     }
@@ -409,7 +432,10 @@ backspace:
     return;
 enter:
     a->editing = false;
-    snprintf(a->prompt, sizeof a->prompt, "%s", a->edit);
+    char *p = strdup(a->edit);
+    if (!p) { say(a, "out of memory: prompt unchanged"); return; }
+    free(a->prompt);
+    a->prompt = p;
     ui_worker_restart(a->worker, &a->settings, a->prompt);
     say(a, "new prompt: restarted");
 }
@@ -450,6 +476,7 @@ static int redraw(app *a, um_err *e) {
         .busy = a->paused && ui_worker_busy(a->worker), .help = a->help,
         .message = um_now() < a->message_until ? a->message : NULL,
         .edit = a->editing ? a->edit : NULL, .recording = a->rec_cli || a->rec_key,
+        .error = a->error[0] ? a->error : NULL,
     };
     if (view_build(&a->vc, &a->fr, &v, e)) return UM_FAIL;
     draw_curses_frame(&a->fr);
@@ -458,8 +485,10 @@ static int redraw(app *a, um_err *e) {
 }
 
 static int run_loop(app *a, um_err *e) {
-    struct pollfd fds[2] = { { STDIN_FILENO, POLLIN, 0 }, { ui_worker_fd(a->worker), POLLIN, 0 } };
-    while (!a->quit && !draw_curses_quit_signal()) {
+    struct pollfd fds[3] = {
+        { STDIN_FILENO, POLLIN, 0 }, { ui_worker_fd(a->worker), POLLIN, 0 }, { sigexit_fd(), POLLIN, 0 },
+    };
+    while (!a->quit && !sigexit_caught()) {
         if (redraw(a, e)) return UM_FAIL;
         int timeout = -1;
         if (a->message_until > 0) {
@@ -468,7 +497,7 @@ static int run_loop(app *a, um_err *e) {
             if (left <= 0) a->message_until = 0;
         }
         if (a->paused && timeout < 0) timeout = 250;    /* "finishing step" turns into PAUSED */
-        int r = poll(fds, 2, timeout);
+        int r = poll(fds, 3, timeout);
         if (r < 0 && errno != EINTR) return um_errf(e, "poll: %s", strerror(errno));
         if (r > 0 && (fds[1].revents & POLLIN)) drain_worker(a);
         /* keys are read without blocking on every wake-up: a SIGWINCH interrupts poll and
@@ -595,7 +624,8 @@ int ui_main(int argc, char **argv) {
     a->follow = true;
     a->rec_step = -1;
     a->heat = (view_heat)heat;
-    snprintf(a->prompt, sizeof a->prompt, "%s", prompt);
+    a->prompt = strdup(prompt);
+    if (!a->prompt) { fprintf(stderr, "unmask: out of memory\n"); free(a); return 1; }
     a->th = th;
     for (int i = 0; i < theme_cycle_len; i++)
         if (!strcmp(theme_cycle[i], a->th.name)) a->theme_idx = i;
@@ -610,6 +640,8 @@ int ui_main(int argc, char **argv) {
     *s = a->src.defaults;
     genopts_apply(&g, s);
 
+    /* graceful signals end the loop from here on (before curses, which keeps them) */
+    if (sigexit_install(SIGEXIT_FLAG, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
     if (draw_curses_open(want_depth, &a->depth, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
     if (gif_path || cast_path) {                    /* the size is known once curses runs */
         int w, h;
@@ -630,7 +662,6 @@ int ui_main(int argc, char **argv) {
         goto close_src;
     }
     rc = run_loop(a, &e) == UM_OK ? 0 : 1;
-    if (rc == 0 && draw_curses_quit_signal()) rc = 128 + draw_curses_quit_signal();
     draw_curses_close();                            /* terminal first: the worker may be mid-step */
     pthread_mutex_lock(&g_warn_lock);
     if (g_warn[0]) fprintf(stderr, "unmask: warning: %s\n", g_warn);
@@ -648,11 +679,20 @@ int ui_main(int argc, char **argv) {
         }
         a->rec_cli = NULL;
     }
+    drain_worker(a);                                /* an error that arrived with the quit */
+    if (a->error[0]) {                              /* last: the line that explains the status */
+        fprintf(stderr, "unmask: %s\n", a->error);
+        rc = 1;
+    }
+    if (sigexit_caught()) rc = 128 + sigexit_caught();
     ui_worker_close(a->worker);
     hist_clear(a);
 close_src:
+    sigexit_uninstall();
     a->src.close(a->src.self);
 out:
+    free(a->prompt);
+    free(a->edit);
     free(a->hist);
     free(a->rf.cells);
     frame_free(&a->fr);

@@ -21,13 +21,18 @@
  * Invariants: a helper touches the task only between seeing a new generation and its
  * decrement of `pending`, so the task may live on the caller's stack. Only one pool_run
  * is in flight per pool (`busy`); a nested or concurrent call runs on its caller alone.
+ * Helpers block every signal but the crash ones (sigexit_compute_mask), so signals reach
+ * the thread that handles them (the visualizer's UI thread), and a fault in a helper still
+ * runs the crash handler.
  */
 #include "pool.h"
 
 #include "cpu.h"
+#include "sigexit.h"
 #include "util.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -127,6 +132,9 @@ um_pool *pool_new(int n_threads) {
     p->threads = um_calloc((size_t)n_threads - 1, sizeof *p->threads);
     if (!p->threads) goto err;
     int created = 0;
+    sigset_t all, old;
+    sigexit_compute_mask(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);         /* inherited by the helpers */
     for (int i = 1; i < n_threads; i++) {
         helper_arg *a = um_malloc(sizeof *a);
         if (!a) break;
@@ -135,6 +143,7 @@ um_pool *pool_new(int n_threads) {
         if (pthread_create(&p->threads[i - 1], NULL, helper_main, a) != 0) { free(a); break; }
         created++;
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (created == n_threads - 1) return p;
     p->n_threads = created + 1;     /* let pool_free stop and join exactly those */
     pool_free(p);
