@@ -148,7 +148,7 @@ werror: deps
 
 # ---------------------------------------------------------------- fuzzing
 FUZZ_DIR := build/fuzz
-FUZZ_SRC := src/gguf.c src/util.c src/quant_types.c
+FUZZ_SRC := src/gguf.c src/util.c src/quant_types.c src/infile.c src/outfile.c
 fuzz-build:
 	@tools/ensure-deps.sh fuzz
 	@mkdir -p $(FUZZ_DIR)

@@ -18,6 +18,7 @@
 #include "cast.h"
 #include "cli.h"
 #include "genopts.h"
+#include "outfile.h"
 #include "recorder.h"
 #include "rec_frame.h"
 #include "theme.h"
@@ -136,6 +137,13 @@ int cmd_record(int argc, char **argv) {
     um_err e = { "" };
     if (theme_load(&th, theme_name, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
+    outfile_set files;                   /* before the model loads: bad outputs fail at once */
+    outfile_set_init(&files);
+    outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
+    outfile_set_input(&files, "--theme", theme_is_path(theme_name) ? theme_name : NULL);
+    outfile_set_output(&files, "--gif", gif_path);
+    outfile_set_output(&files, "--cast", cast_path);
+    if (outfile_check(&files, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     g.eng.progress = progress;
     g.eng.progress_ctx = &quiet;
 

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cpu.h"
 #include "gpu.h"
+#include "outfile.h"
 #include "ui_main.h"
 
 static const struct um_command {
@@ -75,6 +76,9 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    /* a signal that ends the process removes the temporary files of unfinished outputs; the
+     * visualizer and `record` install their own handlers over these (outfile.h) */
+    outfile_cleanup_on_signals();
     if (argc < 2 || argv[1][0] == '-') return ui_main(argc, argv);   /* no subcommand: the visualizer */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "draw_curses.h"
+#include "outfile.h"
 
 #define PAIR_SLOTS 4096              /* hash slots, > the pairs we ever allocate */
 #define PAIR_LIMIT 2000              /* pairs used before flushing */
@@ -38,6 +39,7 @@ static void on_fatal(int sig) {
     ssize_t r = write(STDOUT_FILENO, restore, sizeof restore - 1);
     (void)r;
     if (dc.have_saved) tcsetattr(STDIN_FILENO, TCSAFLUSH, &dc.saved);
+    outfile_signal_cleanup();         /* no recording's temporary file outlives the crash */
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -35,6 +35,7 @@
 #include "schedule.h"
 #include "keys.h"
 #include "models_conf.h"
+#include "outfile.h"
 #include "recorder.h"
 #include "ui_main.h"
 #include "view.h"
@@ -562,6 +563,13 @@ int ui_main(int argc, char **argv) {
     theme th;                                       /* config errors first, then the tty */
     um_err te = { "" };
     if (theme_load(&th, theme_name, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
+    outfile_set files;                              /* inputs and outputs before curses starts */
+    outfile_set_init(&files);
+    if (!demo) outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
+    outfile_set_input(&files, "--theme", theme_is_path(theme_name) ? theme_name : NULL);
+    outfile_set_output(&files, "--gif", gif_path);
+    outfile_set_output(&files, "--cast", cast_path);
+    if (outfile_check(&files, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
         fprintf(stderr, "unmask: the visualizer needs a terminal (stdin and stdout); for plain text output use `unmask generate`\n");
         return 1;
