@@ -81,15 +81,29 @@ static const char *kind_name(mode_t m) {
     return "is not a file unmask can write";
 }
 
+/* The descriptor /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N names, else -1.
+ * Such an output is written through a dup of the descriptor: the shell's redirection (its
+ * offset, >> appending) is honoured, and a regular file behind it is not replaced. */
+static int fd_alias(const char *path) {
+    if (!strcmp(path, "/dev/stdout")) return 1;
+    if (!strcmp(path, "/dev/stderr")) return 2;
+    const char *n = !strncmp(path, "/dev/fd/", 8) ? path + 8 : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
+    if (!n || *n < '0' || *n > '9') return -1;
+    char *end;
+    long fd = strtol(n, &end, 10);
+    return *end || fd > 1 << 20 ? -1 : (int)fd;
+}
+
 /* What PATH is and whether it may be written; *st is its stat when it exists. */
 static int classify(const char *path, target_kind *kind, struct stat *st, um_err *e) {
     if (!path || !*path) return um_errf(e, "empty output file name");
     if (stat(path, st) != 0) {
-        if (errno != ENOENT) return um_errf(e, "%s: %s", path, strerror(errno));
+        if (errno != ENOENT || fd_alias(path) >= 0) return um_errf(e, "%s: %s", path, strerror(errno));
         *kind = TARGET_NEW;
         return UM_OK;
     }
-    if (S_ISREG(st->st_mode)) *kind = TARGET_REGULAR;
+    if (fd_alias(path) >= 0 && !S_ISDIR(st->st_mode)) *kind = TARGET_DIRECT;
+    else if (S_ISREG(st->st_mode)) *kind = TARGET_REGULAR;
     else if (S_ISFIFO(st->st_mode) || S_ISCHR(st->st_mode)) *kind = TARGET_DIRECT;
     else return um_errf(e, "%s: %s", path, kind_name(st->st_mode));
     if (access(path, W_OK) != 0) return um_errf(e, "%s: %s", path, strerror(errno));
@@ -204,10 +218,11 @@ int outfile_check(const outfile_set *s, um_err *e) {
             }
         if (rc) break;
         if (kind[k] == TARGET_DIRECT && S_ISCHR(st[k].st_mode)) continue;   /* /dev/null twice is fine */
-        if (kind[k] == TARGET_DIRECT) canon[k] = realpath(path, NULL);
-        else canon[k] = canonical(path, kind[k] == TARGET_REGULAR, e);
-        if (!canon[k]) {
-            if (kind[k] == TARGET_DIRECT) um_errf(e, "%s: %s", path, strerror(errno));
+        if (kind[k] == TARGET_DIRECT) {            /* a pipe behind /dev/stdout has no name: dev/ino decide */
+            canon[k] = realpath(path, NULL);
+            if (!canon[k]) canon[k] = strdup(path);
+            if (!canon[k]) { rc = um_errf(e, "out of memory"); break; }
+        } else if (!(canon[k] = canonical(path, kind[k] == TARGET_REGULAR, e))) {
             rc = with_flag(e, flag);
             break;
         }
@@ -262,6 +277,17 @@ static void outfile_free(outfile *o) {
 }
 
 static int open_direct(outfile *o, const struct stat *st, um_err *e) {
+    int alias = fd_alias(o->path);
+    if (alias >= 0) {                              /* /dev/stdout and the like: the descriptor itself */
+        int fd = fcntl(alias, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) return um_errf(e, "%s: %s", o->path, strerror(errno));
+        if (!(o->fp = fdopen(fd, "wb"))) {
+            int err = errno;
+            close(fd);
+            return um_errf(e, "%s: %s", o->path, strerror(err));
+        }
+        return UM_OK;
+    }
     int fd = open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENXIO && S_ISFIFO(st->st_mode))

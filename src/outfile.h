@@ -15,10 +15,12 @@
  *    with the mode a new file would get (0666 & ~umask) or the existing target's mode and
  *    owner; outfile_commit flushes, fsyncs and renames it over the target atomically. A
  *    target reached through a symlink is replaced where the link points; the link stays.
- * 3. A FIFO or character device the user named (/dev/stdout, /dev/null, a pipe) is written
- *    directly: opened without O_CREAT or O_TRUNC, never replaced, not fsynced. None of the
- *    writers seeks, so nothing needs a seekable file. A FIFO without a reader is refused
- *    rather than waited for (open with O_NONBLOCK), so nothing hangs.
+ * 3. A FIFO or character device the user named (/dev/null, a tty, a named pipe) is written
+ *    directly: opened without O_CREAT or O_TRUNC, never replaced, not fsynced. /dev/stdout,
+ *    /dev/stderr, /dev/fd/N and /proc/self/fd/N are written through a dup of that descriptor,
+ *    whatever it is, so `--out /dev/stdout >> log` appends. None of the writers seeks, so
+ *    nothing needs a seekable file. A FIFO without a reader is refused rather than waited
+ *    for (opened with O_NONBLOCK), so nothing hangs.
  * 4. Any failure (a write error such as ENOSPC, fsync, close, rename) removes the temporary
  *    file and names the OS reason: "PATH: write failed: No space left on device". Nothing
  *    partial is ever left at the target.
