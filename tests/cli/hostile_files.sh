@@ -116,6 +116,18 @@ if [ ! -e big.f32 ] && [ -z "$(temps_in .)" ]; then ok "write error: no partial 
 { (ulimit -f 64; exec "$BIN" logits -m M --tokens 1,2,3,4,5,6,7,8 --out big.f32) </dev/null; } 2>/dev/null; rc=$?
 if [ $rc = $((128 + 25)) ]; then ok "SIGXFSZ: the process dies of the signal"; else fail "SIGXFSZ exit" "rc $rc"; fi
 if [ ! -e big.f32 ] && [ -z "$(temps_in .)" ]; then ok "SIGXFSZ: the handler removed the temporary"; else fail "SIGXFSZ: leftovers" "$(ls -A)"; fi
+# a signal record does not handle itself (SIGHUP here) while both temporaries exist: the
+# process dies of it (or, where record finishes its files on it, exits 129) and leaves none
+"$BIN" record -m M -p hi --gen 200 --steps 200 -q --gif h.gif --cast h.cast </dev/null 2>/dev/null & pid=$!
+for _ in $(seq 1 200); do [ "$(temps_in . | wc -l)" -ge 2 ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+if [ "$(temps_in . | wc -l)" -ge 2 ]; then
+  kill -HUP $pid; wait $pid 2>/dev/null; rc=$?
+  if [ $rc = 129 ] && [ -z "$(temps_in .)" ]; then ok "record killed by SIGHUP: no temporary files left"
+  else fail "record SIGHUP" "rc $rc, left: $(temps_in .)"; fi
+else
+  wait $pid; skip "record SIGHUP" "the recording ended before its temporary files were seen"
+fi
+rm -f h.gif h.cast
 mkdir small
 if mount -t tmpfs -o size=64k tmpfs small 2>/dev/null; then
   hostile "logits --out on a full file system" 1 "small/l.f32: write failed: No space left on device" \
