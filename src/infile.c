@@ -34,6 +34,11 @@ static int too_big(const char *name, size_t max, um_err *e) {
     return um_errf(e, "%s: larger than the %s limit for this file", name, lim);
 }
 
+int infile_check_stat(const char *path, const struct stat *st, um_err *e) {
+    if (S_ISREG(st->st_mode)) return UM_OK;
+    return um_errf(e, "%s: not a regular file (%s)", path, kind_of(st->st_mode));
+}
+
 int infile_open(const char *path, struct stat *out_st, um_err *e) {
     if (!path || !*path) { um_errf(e, "empty file name"); return -1; }
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -45,9 +50,8 @@ int infile_open(const char *path, struct stat *out_st, um_err *e) {
         um_errf(e, "%s: %s", path, strerror(err));
         return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (infile_check_stat(path, &st, e)) {
         close(fd);
-        um_errf(e, "%s: not a regular file (%s)", path, kind_of(st.st_mode));
         return -1;
     }
     int fl = fcntl(fd, F_GETFL);

@@ -33,6 +33,9 @@ int  infile_read(const char *path, size_t max_bytes, char **data, size_t *len, u
 /* Read everything from an already open descriptor (standard input for "-") up to max_bytes;
  * name is used in messages. The descriptor is not closed. */
 int  infile_read_fd(int fd, const char *name, size_t max_bytes, char **data, size_t *len, um_err *e);
+/* The rule applied to a stat() already made: UM_OK for a regular file, else UM_FAIL with the
+ * same "PATH: not a regular file (a FIFO)" message infile_open gives. Opens nothing. */
+int  infile_check_stat(const char *path, const struct stat *st, um_err *e);
 /* Does PATH name a regular file (after following symlinks)? A probe that never opens it. */
 bool infile_is_regular(const char *path);
 

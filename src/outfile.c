@@ -197,11 +197,7 @@ int outfile_check(const outfile_set *s, um_err *e) {
     bool in_ok[OUTFILE_MAX_NAMES];
     for (int i = 0; i < s->n_in; i++) {            /* a missing input fails later, when it is opened */
         in_ok[i] = stat(s->in[i].path, &in_st[i]) == 0;
-        if (in_ok[i] && !S_ISREG(in_st[i].st_mode)) {
-            int fd = infile_open(s->in[i].path, NULL, e);   /* the input rule's own message */
-            if (fd >= 0) close(fd);
-            else return with_flag(e, s->in[i].flag);
-        }
+        if (in_ok[i] && infile_check_stat(s->in[i].path, &in_st[i], e)) return with_flag(e, s->in[i].flag);
     }
     struct stat st[OUTFILE_MAX_NAMES];
     target_kind kind[OUTFILE_MAX_NAMES];
