@@ -7,6 +7,7 @@
 
 #include "cpu.h"
 #include "harness.h"
+#include "infile.h"
 #include "util.h"
 
 static bool cpuinfo_has(const char *flags, const char *name) {
@@ -23,7 +24,7 @@ TEST(cpu_features_match_proc_cpuinfo) {
     char *info;
     size_t len;
     um_err e;
-    if (um_read_file("/proc/cpuinfo", &info, &len, &e) != UM_OK) { th_skip("no /proc/cpuinfo"); return; }
+    if (infile_read("/proc/cpuinfo", (size_t)1 << 30, &info, &len, &e) != UM_OK) { th_skip("no /proc/cpuinfo"); return; }
     char *flags = strstr(info, "\nflags");
     if (!flags) { free(info); th_skip("no flags line in /proc/cpuinfo"); return; }
     char *eol = strchr(flags + 1, '\n');

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "infile.h"
 #include "gif.h"
 #include "psf.h"
 #include "render.h"
@@ -198,7 +199,7 @@ TEST(gif_single_pixel_and_errors) {
 
     /* byte-exact: a 1x1 GIF's LZW stream is clear(256) 42 eoi(257) in 9-bit codes */
     char *d; size_t n;
-    CHECK(um_read_file(path, &d, &n, &e) == UM_OK);
+    CHECK(infile_read(path, (size_t)1 << 30, &d, &n, &e) == UM_OK);
     unlink(path);
     static const uint8_t tail[] = { 0x21, 0xF9, 4, 1 << 2, 10, 0, 0, 0,    /* GCE: dispose 1, 10 cs */
                                     0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0,      /* 1x1 at (0,0) */

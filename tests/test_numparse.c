@@ -1,4 +1,4 @@
-/* Tests of src/numparse.c: the one number parser of every flag and models.conf value.
+/* Tests of src/base/numparse.c: the one number parser of every flag and models.conf value.
  * Expected values are C literals (what the compiler reads), never outputs of the parser. */
 #include <float.h>
 #include <stdint.h>

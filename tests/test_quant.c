@@ -7,6 +7,7 @@
  * blocks with their gguf-py values. tools/make-quant-fixtures.sh remakes them.
  */
 #include "harness.h"
+#include "infile.h"
 #include "quant.h"
 #include "util.h"
 
@@ -30,7 +31,7 @@ static bool load_fixture(const char *name, fixture *f) {
     size_t len;
     um_err e;
     memset(f, 0, sizeof *f);
-    if (um_read_file(path, &f->buf, &len, &e) != UM_OK) { fprintf(stdout, "    %s\n", e.msg); return false; }
+    if (infile_read(path, (size_t)1 << 30, &f->buf, &len, &e) != UM_OK) { fprintf(stdout, "    %s\n", e.msg); return false; }
     uint32_t h[5];
     if (len < 24 || memcmp(f->buf, "UMQ1", 4)) return false;
     memcpy(h, f->buf + 4, sizeof h);
@@ -51,7 +52,7 @@ static float *load_input(uint32_t *n) {
     char *buf;
     size_t len;
     um_err e;
-    if (um_read_file("tests/data/quant/input.f32", &buf, &len, &e) != UM_OK) return NULL;
+    if (infile_read("tests/data/quant/input.f32", (size_t)1 << 30, &buf, &len, &e) != UM_OK) return NULL;
     *n = (uint32_t)(len / 4);
     return (float *)buf;
 }
@@ -186,7 +187,7 @@ TEST(quant_f16_bf16_conversions_match_ggml) {
     char *buf;
     size_t len;
     um_err e;
-    CHECK_MSG(um_read_file("tests/data/quant/conv.bin", &buf, &len, &e) == UM_OK, "%s", e.msg);
+    CHECK_MSG(infile_read("tests/data/quant/conv.bin", (size_t)1 << 30, &buf, &len, &e) == UM_OK, "%s", e.msg);
     uint32_t n;
     memcpy(&n, buf + 4, 4);
     CHECK(len == 8 + 8u * n && !memcmp(buf, "UMCV", 4));

@@ -7,6 +7,7 @@
  * All were made by tools/make-quant-fixtures.sh.
  */
 #include "harness.h"
+#include "infile.h"
 #include "gguf.h"
 #include "quant.h"
 #include "quantize.h"
@@ -34,7 +35,7 @@ TEST(quantize_mixtures_match_llama_quantize) {
     char *buf;
     size_t len;
     um_err e;
-    CHECK_MSG(um_read_file("tests/data/quant/mixtures.txt", &buf, &len, &e) == UM_OK, "%s", e.msg);
+    CHECK_MSG(infile_read("tests/data/quant/mixtures.txt", (size_t)1 << 30, &buf, &len, &e) == UM_OK, "%s", e.msg);
     char mixes[MAX_MIX][16];
     unsigned ftypes[MAX_MIX];
     int n_mix = 0, n_ft = 0, n_models = 0, n_checked = 0;

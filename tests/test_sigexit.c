@@ -1,4 +1,4 @@
-/* Tests of src/sigexit.c: the table of terminating signals against signal(7), and what each
+/* Tests of src/base/sigexit.c: the table of terminating signals against signal(7), and what each
  * kind does, each case in a forked child so the handlers never touch the test runner. */
 #include <errno.h>
 #include <poll.h>

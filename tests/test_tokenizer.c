@@ -4,6 +4,7 @@
  * hand, invalid UTF-8, special tokens, BOS/EOS rules, and bad files.
  */
 #include "harness.h"
+#include "infile.h"
 #include "tokenizer.h"
 #include "unicode_pre.h"
 #include "gguf.h"
@@ -31,9 +32,9 @@ static int conformance_in(const char *dir, const char *name) {
     char *inp, *outp;
     size_t inp_len, out_len;
     snprintf(path, sizeof path, "%s%s.gguf.inp", dir, name);
-    if (um_read_file(path, &inp, &inp_len, &e) != UM_OK) { th_fail(__FILE__, __LINE__, "%s", e.msg); tok_free(t); return -1; }
+    if (infile_read(path, (size_t)1 << 30, &inp, &inp_len, &e) != UM_OK) { th_fail(__FILE__, __LINE__, "%s", e.msg); tok_free(t); return -1; }
     snprintf(path, sizeof path, "%s%s.gguf.out", dir, name);
-    if (um_read_file(path, &outp, &out_len, &e) != UM_OK) { th_fail(__FILE__, __LINE__, "%s", e.msg); free(inp); tok_free(t); return -1; }
+    if (infile_read(path, (size_t)1 << 30, &outp, &out_len, &e) != UM_OK) { th_fail(__FILE__, __LINE__, "%s", e.msg); free(inp); tok_free(t); return -1; }
 
     static const char sep[] = "\n__ggml_vocab_test__\n";
     const size_t sep_len = sizeof sep - 1;

@@ -8,6 +8,7 @@
  * The trainer's objects (tools/train, all but its main) are linked into the unit tests.
  */
 #include "harness.h"
+#include "infile.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -119,7 +120,7 @@ static char *slice(const char *path, size_t off, size_t n) {
     char *all;
     size_t len;
     um_err e;
-    if (um_read_file(path, &all, &len, &e)) return NULL;
+    if (infile_read(path, (size_t)1 << 30, &all, &len, &e)) return NULL;
     if (off > len) off = len;
     if (n > len - off) n = len - off;
     char *s = malloc(n + 1);

@@ -3,7 +3,7 @@
  *
  * Colour pairs are allocated on demand from a small hash of (fg, bg) after quantising to
  * the terminal's depth; when the pairs run out the cache is flushed and the next frame
- * repaints everything. The crash-signal restore (a src/sigexit.h hook) writes a fixed
+ * repaints everything. The crash-signal restore (a src/base/sigexit.h hook) writes a fixed
  * escape string and the saved termios with async-signal-safe calls only.
  */
 #include <curses.h>

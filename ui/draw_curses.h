@@ -4,7 +4,7 @@
  * draw_curses_open starts curses (alternate screen, raw keys, mouse clicks, hidden cursor)
  * and decides the colour depth: 24-bit when the terminfo entry has direct colour (e.g.
  * TERM=xterm-direct), else the nearest of 256, else 8 colours; none when NO_COLOR is set
- * (non-empty) or the terminal has no colours. It registers a src/sigexit.h hook so crash
+ * (non-empty) or the terminal has no colours. It registers a src/base/sigexit.h hook so crash
  * signals restore the terminal before the process dies; graceful signals (SIGINT, SIGTERM,
  * SIGQUIT, ...) are the caller's: it installs sigexit first and leaves its loop on
  * sigexit_caught(), then calls draw_curses_close.

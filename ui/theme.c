@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "infile.h"
 #include "theme.h"
 #include "numparse.h"
 #include "text.h"
@@ -175,20 +177,23 @@ int theme_parse(theme *t, const char *text, size_t len, const char *file, um_err
 static int try_file(theme *t, const char *path, bool *found, um_err *e) {
     char *data;
     size_t len;
-    FILE *f = fopen(path, "rb");
-    if (!f) return UM_OK;
-    fclose(f);
-    *found = true;
-    if (um_read_file(path, &data, &len, e)) return UM_FAIL;
+    struct stat st;
+    if (stat(path, &st) != 0) return UM_OK;        /* not there: look further */
+    *found = true;                                 /* there: a FIFO or a huge file is an error */
+    if (infile_read(path, INFILE_MAX_THEME, &data, &len, e)) return UM_FAIL;
     int rc = theme_parse(t, data, len, path, e);
     free(data);
     return rc;
 }
 
+bool theme_is_path(const char *name) {
+    size_t nl = strlen(name);
+    return strchr(name, '/') || (nl > 6 && !strcmp(name + nl - 6, ".theme"));
+}
+
 int theme_load(theme *t, const char *name, um_err *e) {
     bool found = false;
-    size_t nl = strlen(name);
-    if (strchr(name, '/') || (nl > 6 && !strcmp(name + nl - 6, ".theme"))) {
+    if (theme_is_path(name)) {
         if (try_file(t, name, &found, e)) return UM_FAIL;
         if (!found) return um_errf(e, "theme file %s not found", name);
         return UM_OK;

@@ -16,6 +16,7 @@
 #ifndef UM_THEME_H
 #define UM_THEME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "frame.h"
 
@@ -56,8 +57,11 @@ void        theme_builtin(theme *t);                 /* viridis, compiled in */
 int         theme_parse(theme *t, const char *text, size_t len, const char *filename, um_err *e);
 /* Load a theme by file path (contains '/' or ends in .theme) or by name, searched in
  * ./themes/, $XDG_CONFIG_HOME/unmask/themes/ (~/.config/...), UM_PREFIX/share/unmask/themes/.
- * The name "viridis" falls back to the built-in when no file is found. */
+ * The name "viridis" falls back to the built-in when no file is found. A theme file must be
+ * a regular file of at most INFILE_MAX_THEME bytes (infile.h). */
 int         theme_load(theme *t, const char *name_or_path, um_err *e);
+/* Is this --theme value a file path (theme_load reads it as a file, not a name)? */
+bool        theme_is_path(const char *name_or_path);
 const char *theme_role_name(theme_role r);
 /* Heat colour for v in [0, 1] (clamped), linear between ramp stops. */
 frame_color theme_heat(const theme *t, float v);

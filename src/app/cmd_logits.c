@@ -12,6 +12,7 @@
 #include "forward.h"
 #include "model.h"
 #include "numparse.h"
+#include "outfile.h"
 #include "pool.h"
 
 #define MAX_REPS 1024
@@ -96,6 +97,11 @@ int cmd_logits(int argc, char **argv) {
     int n;
     if (parse_tokens(tokens, &tok, &n)) return 2;
     um_err e = { "" };
+    outfile_set files;                   /* before the model loads: a bad --out fails at once */
+    outfile_set_init(&files);
+    outfile_set_input(&files, "-m", model_path);
+    outfile_set_output(&files, "--out", out);
+    if (outfile_check(&files, &e)) { fprintf(stderr, "unmask logits: %s\n", e.msg); free(tok); return 1; }
     um_model *m = NULL;
     um_pool *pool = NULL;
     um_backend be = { 0 };
@@ -132,11 +138,13 @@ int cmd_logits(int argc, char **argv) {
         if (prof) forward_profile(fw, &prof[r]);
     }
     if (out) {
-        FILE *f = fopen(out, "wb");
-        if (!f) { snprintf(e.msg, sizeof e.msg, "%s: %s", out, strerror(errno)); goto out; }
-        size_t want = (size_t)n * (size_t)m->hp.n_vocab;
-        size_t wrote = fwrite(logits, sizeof(float), want, f);
-        if (fclose(f) != 0 || wrote != want) { snprintf(e.msg, sizeof e.msg, "%s: write failed", out); goto out; }
+        outfile *f;
+        if (outfile_open(&f, out, &e)) goto out;           /* messages name the path and the OS reason */
+        if (outfile_write(f, logits, sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab, &e)) {
+            outfile_abort(f);
+            goto out;
+        }
+        if (outfile_commit(f, &e)) goto out;
     }
     if (reps > 0) {
         qsort(ms, (size_t)runs, sizeof ms[0], cmp_double);

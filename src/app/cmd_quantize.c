@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cpu.h"
 #include "numparse.h"
+#include "outfile.h"
 #include "quantize.h"
 
 static void usage(FILE *f) {
@@ -71,11 +72,15 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "unmask quantize: unknown type '%s' (see --help for the list)\n", pos[2]);
         return 2;
     }
-    if (!strcmp(pos[0], pos[1])) {
-        fprintf(stderr, "unmask quantize: input and output are the same file\n");
-        return 2;
-    }
     um_err e = { "" };
+    outfile_set files;                   /* same file by device and inode, not by name */
+    outfile_set_init(&files);
+    outfile_set_input(&files, "IN.gguf", pos[0]);
+    outfile_set_output(&files, "OUT.gguf", pos[1]);
+    if (outfile_check(&files, &e)) {
+        fprintf(stderr, "unmask quantize: %s\n", e.msg);
+        return 1;
+    }
     if (um_quantize_file(pos[0], pos[1], mix, &o, &e)) {
         fprintf(stderr, "unmask quantize: %s\n", e.msg);
         return 1;

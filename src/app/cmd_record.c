@@ -7,7 +7,7 @@
  * handed to the recorder (recorder.h): the GIF gets one frame per snapshot with a fixed
  * delay and a final hold, the cast gets the frame at its real time after a "step N" marker.
  * stdout and stdin are never used, so it runs in scripts and CI. Every graceful signal of
- * src/sigexit.h (INT, TERM, HUP, QUIT, USR1, ALRM, ...) stops after the step in flight and
+ * src/base/sigexit.h (INT, TERM, HUP, QUIT, USR1, ALRM, ...) stops after the step in flight and
  * still finishes the files (exit 128 + the signal); a crash signal runs sigexit's clean-up
  * hooks and dies, leaving nothing under the final names; SIGPIPE is ignored (a write to a
  * closed pipe fails like any write, and the files are removed).
@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "genopts.h"
 #include "numparse.h"
+#include "outfile.h"
 #include "recorder.h"
 #include "rec_frame.h"
 #include "sigexit.h"
@@ -131,6 +132,13 @@ int cmd_record(int argc, char **argv) {
     um_err e = { "" };
     if (theme_load(&th, theme_name, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
+    outfile_set files;                   /* before the model loads: bad outputs fail at once */
+    outfile_set_init(&files);
+    outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
+    outfile_set_input(&files, "--theme", theme_is_path(theme_name) ? theme_name : NULL);
+    outfile_set_output(&files, "--gif", gif_path);
+    outfile_set_output(&files, "--cast", cast_path);
+    if (outfile_check(&files, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     g.eng.progress = progress;
     g.eng.progress_ctx = &quiet;
     g.eng.warn = genopts_warn_stderr;

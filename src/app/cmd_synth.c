@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "numparse.h"
+#include "outfile.h"
 #include "quant.h"
 #include "quantize.h"
 #include "synth.h"
@@ -55,6 +56,10 @@ int cmd_synth(int argc, char **argv) {
     o.shape = synth_find_shape(shape);
     if (!o.shape) { fprintf(stderr, "unmask synth: unknown shape '%s' (known: %s)\n", shape, synth_shape_names()); return 2; }
     um_err e = { "" };
+    outfile_set files;                   /* an unwritable -o fails before the weights are made */
+    outfile_set_init(&files);
+    outfile_set_output(&files, "-o", out);
+    if (outfile_check(&files, &e)) { fprintf(stderr, "unmask synth: %s\n", e.msg); return 1; }
     if (synth_write(&o, out, &e)) { fprintf(stderr, "unmask synth: %s\n", e.msg); return 1; }
     return 0;
 }

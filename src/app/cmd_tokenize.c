@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "infile.h"
 #include "tokenizer.h"
 #include "unicode_pre.h"
 
@@ -20,7 +22,8 @@ static void usage(FILE *f) {
         "\n"
         "options:\n"
         "  -m, --model FILE   GGUF file holding the tokenizer (tokenizer.ggml.* keys)\n"
-        "  -f, --file PATH    read the text from PATH (bytes as they are; '-' is stdin)\n"
+        "  -f, --file PATH    read the text from PATH (bytes as they are; '-' is stdin; a regular\n"
+        "                     file of at most 16 MiB)\n"
         "      --ids-only     print the ids on one line, separated by spaces\n"
         "      --no-bos       do not add BOS/EOS even when the file asks for them\n"
         "      --no-special   treat special-token text (e.g. <|eot_id|>) as plain text\n"
@@ -48,27 +51,6 @@ static void print_piece(const uint8_t *p, size_t n) {
         i += k;
     }
     putchar('\'');
-}
-
-static int read_all(FILE *f, char **data, size_t *len) {
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    if (!b) return -1;
-    for (;;) {
-        if (n == cap) {
-            char *nb = realloc(b, cap * 2);
-            if (!nb) { free(b); return -1; }
-            b = nb;
-            cap *= 2;
-        }
-        size_t r = fread(b + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    if (ferror(f)) { free(b); return -1; }
-    *data = b;
-    *len = n;
-    return 0;
 }
 
 int cmd_tokenize(int argc, char **argv) {
@@ -104,11 +86,10 @@ int cmd_tokenize(int argc, char **argv) {
     char *owned = NULL;
     size_t len;
     if (file) {
-        FILE *f = strcmp(file, "-") ? fopen(file, "rb") : stdin;
-        if (!f) { fprintf(stderr, "unmask tokenize: cannot open %s\n", file); return 1; }
-        int rc = read_all(f, &owned, &len);
-        if (f != stdin) fclose(f);
-        if (rc) { fprintf(stderr, "unmask tokenize: cannot read %s\n", file); return 1; }
+        um_err fe = { "" };
+        int rc = strcmp(file, "-") ? infile_read(file, INFILE_MAX_TEXT, &owned, &len, &fe)
+                                   : infile_read_fd(STDIN_FILENO, "standard input", INFILE_MAX_TEXT, &owned, &len, &fe);
+        if (rc) { fprintf(stderr, "unmask tokenize: -f %s\n", fe.msg); return 1; }
         text = owned;
     } else {
         len = strlen(text);

@@ -7,6 +7,7 @@
 #include "genopts.h"
 
 #include "numparse.h"
+#include "infile.h"
 #include "schedule.h"
 
 #include <stdlib.h>
@@ -202,9 +203,7 @@ static bool bundled_model(char *buf, size_t cap) {
     snprintf(installed, sizeof installed, "%.3700s/models/unmask-demo.gguf", um_share_dir());
     const char *const cands[] = { "models/unmask-demo.gguf", installed };
     for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
-        FILE *f = fopen(cands[i], "rb");
-        if (f) {
-            fclose(f);
+        if (infile_is_regular(cands[i])) {       /* a probe: never opens (a FIFO would block) */
             snprintf(buf, cap, "%s", cands[i]);
             return true;
         }
@@ -218,11 +217,7 @@ int genopts_resolve(um_genopts *g, um_err *e) {
         g->have_preset = true;
     } else if (!g->model && models_conf_resolve(UM_DEFAULT_PRESET, &g->pre, NULL) == UM_OK) {
         /* no model named: models.conf's default preset, when its file is there */
-        FILE *f = fopen(g->pre.path, "rb");
-        if (f) {
-            fclose(f);
-            g->have_preset = true;
-        }
+        if (infile_is_regular(g->pre.path)) g->have_preset = true;
     }
     if (g->model) g->eng.model_path = g->model;
     else if (g->have_preset) g->eng.model_path = g->pre.path;

@@ -9,6 +9,8 @@
 #include "cli.h"
 #include "cpu.h"
 #include "gpu.h"
+#include "outfile.h"
+#include "sigexit.h"
 #include "ui_main.h"
 
 static const struct um_command {
@@ -76,6 +78,12 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    /* a signal that ends the process removes the temporary files of unfinished outputs
+     * (outfile.h) and dies of it; the visualizer and `record` install the same table again
+     * with SIGEXIT_FLAG, ending their loops by the normal way out (sigexit.h) */
+    um_err se = { "" };
+    sigexit_add_hook(outfile_signal_cleanup);
+    if (sigexit_install(SIGEXIT_DIE, &se)) fprintf(stderr, "unmask: warning: %s\n", se.msg);
     if (argc < 2 || argv[1][0] == '-') return ui_main(argc, argv);   /* no subcommand: the visualizer */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);

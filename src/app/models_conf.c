@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "infile.h"
 #include "models_conf.h"
 #include "numparse.h"
 #include "schedule.h"
@@ -140,7 +141,7 @@ int models_conf_load(models_conf *mc, const char *path, um_err *e) {
     char *data;
     size_t len;
     memset(mc, 0, sizeof *mc);
-    if (um_read_file(path, &data, &len, e)) return UM_FAIL;
+    if (infile_read(path, INFILE_MAX_CONF, &data, &len, e)) return UM_FAIL;
     int rc = models_conf_parse(mc, data, len, path, e);
     free(data);
     return rc;

@@ -13,7 +13,7 @@
  * Recording: rec_cli (--gif/--cast, the whole session) and rec_key (the g key, a GIF) are
  * fed every composed frame in redraw(); the recorder keeps only frames that look different.
  * Both are finished (files renamed into place) after the terminal is restored, on every
- * way out of the loop: q, a loop error, and every graceful signal of src/sigexit.h (INT,
+ * way out of the loop: q, a loop error, and every graceful signal of src/base/sigexit.h (INT,
  * TERM, HUP, QUIT, USR1, ALRM, ...; the loop polls its wake-up fd). Crash signals restore
  * the terminal through draw_curses's hook and remove the temporary files.
  *
@@ -44,6 +44,7 @@
 #include "keys.h"
 #include "models_conf.h"
 #include "numparse.h"
+#include "outfile.h"
 #include "recorder.h"
 #include "sigexit.h"
 #include "ui_main.h"
@@ -610,6 +611,13 @@ int ui_main(int argc, char **argv) {
     theme th;                                       /* config errors first, then the tty */
     um_err te = { "" };
     if (theme_load(&th, theme_name, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
+    outfile_set files;                              /* inputs and outputs before curses starts */
+    outfile_set_init(&files);
+    if (!demo) outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
+    outfile_set_input(&files, "--theme", theme_is_path(theme_name) ? theme_name : NULL);
+    outfile_set_output(&files, "--gif", gif_path);
+    outfile_set_output(&files, "--cast", cast_path);
+    if (outfile_check(&files, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
         fprintf(stderr, "unmask: the visualizer needs a terminal (stdin and stdout); for plain text output use `unmask generate`\n");
         return 1;

@@ -116,7 +116,10 @@ int sigexit_install(sigexit_mode mode, um_err *e) {
             else replace(sig, on_graceful, SA_RESTART, true);
             break;
         case SIGEXIT_CRASH:    replace(sig, on_crash, SA_RESETHAND, false); break;
-        case SIGEXIT_IGNORED:  replace(sig, SIG_IGN, 0, true); break;
+        case SIGEXIT_IGNORED:  /* a command with no loop dies of a closed pipe, as CLI tools do */
+            if (mode == SIGEXIT_DIE) replace(sig, on_crash, SA_RESETHAND, true);
+            else replace(sig, SIG_IGN, 0, true);
+            break;
         case SIGEXIT_OTHER:    break;
         }
     }

@@ -1,7 +1,8 @@
 /*
  * sigexit: the one table of signals that end the process, and what unmask does with each.
- * The visualizer (ui/ui_main.c) and `unmask record` (src/cmd_record.c) both install it, so
- * the set is written once.
+ * main() installs it for every command (SIGEXIT_DIE, with the output module's cleanup of its
+ * temporary files as a hook); the visualizer and `unmask record` install it again with
+ * SIGEXIT_FLAG, so the set is written once.
  *
  *   graceful  HUP INT QUIT ALRM TERM USR1 USR2 VTALRM PROF XCPU XFSZ POLL PWR STKFLT and the
  *             real-time signals. SIGEXIT_FLAG (a program with a loop that watches for them):
@@ -14,9 +15,11 @@
  *   crash     SEGV BUS ILL FPE ABRT SYS TRAP: the handler runs the hooks (sigexit_add_hook:
  *             the visualizer's terminal restore, the output module's removal of its
  *             temporary files), then dies of the signal with its default action.
- *   ignored   PIPE, while installed: every writer checks its writes, so a reader that went
- *             away (a FIFO or pipe output) is an EPIPE error through the normal error path,
- *             not a silent death that leaves temporary files.
+ *   ignored   PIPE, in SIGEXIT_FLAG mode: every writer checks its writes, so a reader that
+ *             went away (a FIFO or pipe output) is an EPIPE error through the normal error
+ *             path, not a silent death that leaves temporary files. In SIGEXIT_DIE mode (the
+ *             commands without a loop: `generate | head` ends as any CLI tool does) it runs
+ *             the hooks and dies of it, as a graceful signal does there.
  * SIGKILL and SIGSTOP cannot be caught. SIGTSTP (suspend) belongs to curses, which restores
  * the terminal, stops, and re-enters on SIGCONT.
  *

@@ -1,5 +1,5 @@
 /*
- * util: error formatting, allocation wrappers, clock, file reading and the
+ * util: error formatting, allocation wrappers, clock and the
  * scalar half-precision conversions every other module builds on.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -82,34 +82,6 @@ double um_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int um_read_file(const char *path, char **data, size_t *len, um_err *e) {
-    *data = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return um_errf(e, "%s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) { fclose(f); return um_errf(e, "%s: out of memory", path); }
-    for (;;) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); fclose(f); return um_errf(e, "%s: out of memory", path); }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) { free(buf); return um_errf(e, "%s: read error", path); }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return UM_OK;
 }
 
 /* IEEE half <-> single, exact for every half value (subnormals included). */

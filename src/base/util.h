@@ -46,9 +46,6 @@ static inline bool um_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
 /* Monotonic wall clock in seconds. */
 double um_now(void);
 
-/* Read a whole file into a NUL-terminated heap buffer. */
-int um_read_file(const char *path, char **data, size_t *len, um_err *e);
-
 /* The installed data folder: <dir of the executable>/../share/unmask when that exists (so a
  * relocated install works), else UM_PREFIX "/share/unmask". No trailing slash. */
 const char *um_share_dir(void);

@@ -115,7 +115,9 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
     um_engine *en = um_calloc(1, sizeof *en);
     if (!en) return um_errf(e, "out of memory");
     if (o->progress) o->progress(o->progress_ctx, "mapping model", 0, 1);
-    if (model_open(&en->model, o->model_path, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
+    gguf_file *g;                 /* model_open in two steps: gguf_open's messages name the file already */
+    if (gguf_open(&g, o->model_path, e)) goto fail;
+    if (model_from_gguf(&en->model, g, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
     const um_model *m = en->model;
     if (m->hp.mask_id < 0) {
         um_errf(e, "%s: no tokenizer.ggml.mask_token_id: not a diffusion model file", o->model_path);

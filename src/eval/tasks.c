@@ -4,6 +4,7 @@
  * all handed to the JSON reader, which accepts '\r' as whitespace and rejects NUL bytes.
  */
 #include "tasks.h"
+#include "infile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ int tasks_load(const char *path, task_set *ts, um_err *e) {
     char *data;
     size_t len;
     memset(ts, 0, sizeof *ts);
-    if (um_read_file(path, &data, &len, e) != UM_OK) return UM_FAIL;
+    if (infile_read(path, INFILE_MAX_TASKS, &data, &len, e) != UM_OK) return UM_FAIL;
     int line = 0;
     for (size_t at = 0; at < len;) {
         const char *s = data + at, *nl = memchr(s, '\n', len - at);

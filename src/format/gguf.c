@@ -15,6 +15,8 @@
  * problem and end with "(at byte N)", N being where the offending item starts.
  */
 #include "gguf.h"
+#include "infile.h"
+#include "outfile.h"
 #include "quant.h"
 
 #include <errno.h>
@@ -407,15 +409,9 @@ int gguf_open_mem(gguf_file **out, const void *data, size_t size, um_err *e) {
 
 int gguf_open(gguf_file **out, const char *path, um_err *e) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return um_errf(e, "%s: %s", path, strerror(errno));
     struct stat st;
-    errno = 0;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const char *why = errno ? strerror(errno) : S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file";
-        close(fd);
-        return um_errf(e, "%s: %s", path, why);
-    }
+    int fd = infile_open(path, &st, e);
+    if (fd < 0) return UM_FAIL;
     const void *base = NULL;
     if (st.st_size > 0) {
         base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -833,19 +829,13 @@ static int write_stream(gguf_writer *w, FILE *f, um_err *e) {
 }
 
 int gguf_writer_write(gguf_writer *w, const char *path, um_err *e) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return um_errf(e, "%s: path too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return um_errf(e, "%s: %s", tmp, strerror(errno));
-    int rc = write_stream(w, f, e);
-    if (rc == UM_OK && fsync(fileno(f)) != 0) rc = um_errf(e, "fsync: %s", strerror(errno));
-    if (fclose(f) != 0 && rc == UM_OK) rc = um_errf(e, "close: %s", strerror(errno));
-    if (rc == UM_OK && rename(tmp, path) != 0) rc = um_errf(e, "rename to %s: %s", path, strerror(errno));
-    if (rc != UM_OK) {
-        unlink(tmp);
+    outfile *o;
+    if (outfile_open(&o, path, e)) return UM_FAIL;
+    if (write_stream(w, outfile_stream(o), e)) {
+        outfile_abort(o);
         return um_err_prefix(e, "%s", path);
     }
-    return UM_OK;
+    return outfile_commit(o, e);
 }
 
 int gguf_writer_write_mem(gguf_writer *w, uint8_t **data, size_t *size, um_err *e) {

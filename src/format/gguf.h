@@ -81,7 +81,8 @@ typedef struct gguf_tensor {
 
 typedef struct gguf_file gguf_file;
 
-/* Open and validate. On failure *out is NULL and e holds "<path>: <problem> (at byte N)". */
+/* Open (under infile.h's rule: a regular file, never blocking) and validate. On failure *out
+ * is NULL and e holds "<path>: <problem> (at byte N)". */
 int  gguf_open(gguf_file **out, const char *path, um_err *e);
 /* Same, over a caller-owned buffer (fuzzing, tests). The buffer must outlive the file. */
 int  gguf_open_mem(gguf_file **out, const void *data, size_t size, um_err *e);
@@ -155,8 +156,9 @@ int gguf_copy_kv(gguf_writer *w, const gguf_file *src, const char *const *skip);
 int gguf_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                     const uint64_t *ne, const void *data, uint64_t size, um_err *e);
 
-/* Write the file (atomically: to path.tmp, then rename). Alignment from general.alignment
- * if set (must be a power of two), else 32. */
+/* Write the file through outfile.h (a regular file atomically: a unique temporary in the same
+ * directory, then rename; a FIFO or device directly; the stream is never seeked). Alignment
+ * from general.alignment if set (must be a power of two), else 32. */
 int gguf_writer_write(gguf_writer *w, const char *path, um_err *e);
 /* Same bytes into a malloc'd buffer (caller frees); for tests and fuzz seeds. */
 int gguf_writer_write_mem(gguf_writer *w, uint8_t **data, size_t *size, um_err *e);

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cast.h"
+#include "outfile.h"
 #include "render.h"
 
 /* ---------------------------------------------------------------- byte buffer */
@@ -210,8 +210,9 @@ int cast_frame_ansi(const rec_frame *cur, const rec_frame *prev, int mode, cast_
 /* ---------------------------------------------------------------- writer */
 
 struct cast_writer {
-    FILE *fp;
-    char *path, *tmp;
+    outfile *of;                 /* the output (outfile.h): a temporary until cast_close */
+    FILE *fp;                    /* outfile_stream(of) */
+    char *path;                  /* the name given, for messages */
     int cols, rows;              /* current terminal size */
     double last_t;               /* seconds, last event time written */
     uint8_t tail[4];             /* incomplete UTF-8 sequence kept from the last output chunk */
@@ -233,14 +234,14 @@ static void write_line(cast_writer *c) {
     if (c->failed) return;
     if (fwrite(c->line.data, 1, c->line.len, c->fp) != c->line.len) {
         c->failed = 1;
-        snprintf(c->errmsg, sizeof c->errmsg, "%s: write failed: %s", c->tmp, strerror(errno));
+        snprintf(c->errmsg, sizeof c->errmsg, "%s: write failed: %s", c->path, strerror(errno));
     }
 }
 
 static void writer_free(cast_writer *c) {
     if (!c) return;
-    if (c->fp) fclose(c->fp);
-    free(c->path); free(c->tmp);
+    outfile_abort(c->of);
+    free(c->path);
     cast_buf_free(&c->line); cast_buf_free(&c->joined); cast_buf_free(&c->ansi);
     free(c->prev.cells);
     free(c);
@@ -255,18 +256,15 @@ int cast_open(cast_writer **out, const char *path, int cols, int rows, int64_t t
     if (!c) return um_errf(e, "cast: out of memory");
     size_t plen = strlen(path);
     c->path = um_malloc(plen + 1);
-    c->tmp = um_malloc(plen + 32);
-    if (!c->path || !c->tmp) { writer_free(c); return um_errf(e, "cast: out of memory"); }
+    if (!c->path) { writer_free(c); return um_errf(e, "cast: out of memory"); }
     memcpy(c->path, path, plen + 1);
-    snprintf(c->tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
     c->cols = cols;
     c->rows = rows;
-    c->fp = fopen(c->tmp, "wb");
-    if (!c->fp) {
-        um_errf(e, "cast: cannot create %s: %s", c->tmp, strerror(errno));
+    if (outfile_open(&c->of, path, e)) {
         writer_free(c);
-        return UM_FAIL;
+        return um_err_prefix(e, "cast");
     }
+    c->fp = outfile_stream(c->of);
 
     int oom = 0;
     cast_buf *l = &c->line;
@@ -374,33 +372,17 @@ int cast_close(cast_writer *c, um_err *e) {
         c->ntail = 0;
         if (event_end(c, oom, e) != UM_OK) { cast_abort(c); return UM_FAIL; }
     }
-    if (!c->failed && (fflush(c->fp) != 0 || fsync(fileno(c->fp)) != 0)) {
-        c->failed = 1;
-        snprintf(c->errmsg, sizeof c->errmsg, "%s: write failed: %s", c->tmp, strerror(errno));
-    }
     if (c->failed) { writer_fail(c, e); cast_abort(c); return UM_FAIL; }
-    int rc = fclose(c->fp);
+    outfile *of = c->of;
+    c->of = NULL;
     c->fp = NULL;
-    if (rc != 0) {
-        um_errf(e, "cast: %s: close failed: %s", c->tmp, strerror(errno));
-        cast_abort(c);
-        return UM_FAIL;
-    }
-    if (rename(c->tmp, c->path) != 0) {
-        um_errf(e, "cast: cannot rename %s to %s: %s (the recording is kept in %s)",
-                c->tmp, c->path, strerror(errno), c->tmp);
-        writer_free(c);
-        return UM_FAIL;
-    }
     writer_free(c);
+    if (outfile_commit(of, e)) return um_err_prefix(e, "cast");
     return UM_OK;
 }
 
 void cast_abort(cast_writer *c) {
-    if (!c) return;
-    if (c->fp) { fclose(c->fp); c->fp = NULL; }
-    if (c->tmp) unlink(c->tmp);
-    writer_free(c);
+    writer_free(c);              /* outfile_abort removes the temporary file */
 }
 
 int cast_events(const cast_writer *c) { return c->events; }

@@ -13,7 +13,8 @@
  * sequence) becomes U+FFFD. An output chunk that ends in the middle of a valid sequence
  * keeps the incomplete tail for the next chunk, so splitting a stream never invents U+FFFD.
  *
- * Durability as in gif.h: written to PATH.tmp.PID, fsynced and renamed at cast_close; the
+ * Output as in gif.h, through outfile.h: a regular PATH appears only at cast_close (unique
+ * temporary file, fsync, rename); a FIFO or character device is written directly. The
  * first write error is sticky and reported by every later call.
  */
 #ifndef UM_CAST_H
@@ -59,7 +60,7 @@ int  cast_resize(cast_writer *c, double t, int cols, int rows, um_err *e);
  * first time and after a size change, which also writes a resize event). The frame is
  * copied, so the caller may reuse its buffer. */
 int  cast_frame(cast_writer *c, double t, const rec_frame *f, int color_mode, um_err *e);
-/* Write any kept partial UTF-8 tail as U+FFFD, fsync, rename onto PATH; frees c. */
+/* Write any kept partial UTF-8 tail as U+FFFD and finish PATH (outfile_commit); frees c. */
 int  cast_close(cast_writer *c, um_err *e);
 /* Discard the recording and its temporary file; frees c. */
 void cast_abort(cast_writer *c);

@@ -16,9 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "gif.h"
+#include "outfile.h"
 
 #define LZW_MIN_BITS   8
 #define LZW_CLEAR      256
@@ -29,9 +29,9 @@
 #define LZW_HASH       8192      /* open-addressing table, at most half full */
 
 struct gif_writer {
-    FILE *fp;
-    char *path;                  /* final name */
-    char *tmp;                   /* name written until gif_close renames it */
+    outfile *of;                 /* the output (outfile.h): a temporary until gif_close */
+    FILE *fp;                    /* outfile_stream(of) */
+    char *path;                  /* the name given, for messages */
     int w, h;                    /* logical screen, pixels */
     gif_options opt;
     uint8_t *prev;               /* (h, w) composited image after the encoded frames */
@@ -62,7 +62,7 @@ static void put(gif_writer *g, const void *p, size_t n) {
     if (g->failed) return;
     if (fwrite(p, 1, n, g->fp) != n) {
         g->failed = 1;
-        snprintf(g->errmsg, sizeof g->errmsg, "%s: write failed: %s", g->tmp, strerror(errno));
+        snprintf(g->errmsg, sizeof g->errmsg, "%s: write failed: %s", g->path, strerror(errno));
         return;
     }
     g->bytes += n;
@@ -210,8 +210,8 @@ static void encode_pending(gif_writer *g, int delay_cs) {
 
 static void writer_free(gif_writer *g) {
     if (!g) return;
-    if (g->fp) fclose(g->fp);
-    free(g->path); free(g->tmp);
+    outfile_abort(g->of);
+    free(g->path);
     free(g->prev); free(g->pending); free(g->sub);
     free(g->hkey); free(g->hcode);
     free(g);
@@ -230,24 +230,21 @@ int gif_open(gif_writer **out, const char *path, int w, int h, const uint8_t *pa
     g->h = h;
     size_t npix = (size_t)w * (size_t)h, plen = strlen(path);
     g->path = um_malloc(plen + 1);
-    g->tmp = um_malloc(plen + 32);
     g->prev = um_malloc(npix);
     g->pending = um_malloc(npix);
     g->sub = um_malloc(npix);
     g->hkey = um_malloc(LZW_HASH * sizeof *g->hkey);
     g->hcode = um_malloc(LZW_HASH * sizeof *g->hcode);
-    if (!g->path || !g->tmp || !g->prev || !g->pending || !g->sub || !g->hkey || !g->hcode) {
+    if (!g->path || !g->prev || !g->pending || !g->sub || !g->hkey || !g->hcode) {
         writer_free(g);
         return um_errf(e, "gif: out of memory for %dx%d frames", w, h);
     }
     memcpy(g->path, path, plen + 1);
-    snprintf(g->tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    g->fp = fopen(g->tmp, "wb");
-    if (!g->fp) {
-        um_errf(e, "gif: cannot create %s: %s", g->tmp, strerror(errno));
+    if (outfile_open(&g->of, path, e)) {
         writer_free(g);
-        return UM_FAIL;
+        return um_err_prefix(e, "gif");
     }
+    g->fp = outfile_stream(g->of);
 
     put(g, "GIF89a", 6);
     put_u16(g, (unsigned)w);
@@ -299,38 +296,21 @@ int gif_close(gif_writer *g, um_err *e) {
         encode_pending(g, d);
         put_u8(g, 0x3B);                            /* trailer */
     }
-    if (!g->failed && (fflush(g->fp) != 0 || fsync(fileno(g->fp)) != 0)) {
-        g->failed = 1;
-        snprintf(g->errmsg, sizeof g->errmsg, "%s: write failed: %s", g->tmp, strerror(errno));
-    }
     if (g->failed) {
         um_errf(e, "gif: %s", g->errmsg);
         gif_abort(g);
         return UM_FAIL;
     }
-    int rc = fclose(g->fp);
+    outfile *of = g->of;
+    g->of = NULL;
     g->fp = NULL;
-    if (rc != 0) {
-        um_errf(e, "gif: %s: close failed: %s", g->tmp, strerror(errno));
-        gif_abort(g);
-        return UM_FAIL;
-    }
-    if (rename(g->tmp, g->path) != 0) {
-        /* Keep the finished temporary file: the recording is complete there. */
-        um_errf(e, "gif: cannot rename %s to %s: %s (the recording is kept in %s)",
-                g->tmp, g->path, strerror(errno), g->tmp);
-        writer_free(g);
-        return UM_FAIL;
-    }
     writer_free(g);
+    if (outfile_commit(of, e)) return um_err_prefix(e, "gif");
     return UM_OK;
 }
 
 void gif_abort(gif_writer *g) {
-    if (!g) return;
-    if (g->fp) { fclose(g->fp); g->fp = NULL; }
-    if (g->tmp) unlink(g->tmp);
-    writer_free(g);
+    writer_free(g);              /* outfile_abort removes the temporary file */
 }
 
 int gif_frames(const gif_writer *g) { return g->frames_added; }

@@ -18,9 +18,10 @@
  * max(its delay, final_hold_cs). Writing one frame behind (a frame is encoded when the next
  * arrives or at close) is what makes the final hold possible in a streaming writer.
  *
- * Durability: everything goes to "PATH.tmp.PID" and gif_close renames it onto PATH only after
- * the trailer is written and the file is flushed and fsynced; a failed rename leaves the
- * temporary file in place and the error names it. gif_abort discards it.
+ * Output through outfile.h: a regular PATH is written to a unique temporary file in its
+ * directory that gif_close renames onto PATH only after the trailer is written, flushed and
+ * fsynced; any failure removes it and leaves PATH as it was. A FIFO or character device is
+ * written directly (the encoder never seeks). gif_abort discards the recording.
  */
 #ifndef UM_GIF_H
 #define UM_GIF_H
@@ -46,7 +47,7 @@ int  gif_open(gif_writer **out, const char *path, int w, int h, const uint8_t *p
               const gif_options *opts, um_err *e);
 /* Add a frame: pix is (h, w) palette indices, copied; shown for delay_cs centiseconds. */
 int  gif_add_frame(gif_writer *g, const uint8_t *pix, int delay_cs, um_err *e);
-/* Encode the pending frame, write the trailer, fsync and rename onto PATH; frees g.
+/* Encode the pending frame, write the trailer and finish PATH (outfile_commit); frees g.
  * Fails (and keeps nothing at PATH) when no frame was added. */
 int  gif_close(gif_writer *g, um_err *e);
 /* Discard the recording and its temporary file; frees g. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infile.h"
 #include "psf.h"
 
 #define PSF1_MAGIC0     0x36
@@ -201,7 +202,7 @@ int psf_load(psf_font *f, const char *path, um_err *e) {
     char *buf;
     size_t len;
     memset(f, 0, sizeof *f);
-    if (um_read_file(path, &buf, &len, e) != UM_OK) return UM_FAIL;
+    if (infile_read(path, INFILE_MAX_FONT, &buf, &len, e) != UM_OK) return UM_FAIL;
     int rc = psf_load_mem(f, (const uint8_t *)buf, len, e);
     free(buf);
     if (rc != UM_OK) return um_err_prefix(e, "%s", path);

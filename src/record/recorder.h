@@ -18,7 +18,7 @@
  * a frame of another size is drawn cut off or padded with pad_rgb. A few characters the
  * visualizer uses and the font lacks (↵ ␣ → ∎ ▲, eighth blocks) are drawn in the GIF as the
  * nearest glyph the font has (¶ _ » ● ^, half/full blocks); the cast keeps them as they are.
- * Files are written to temporaries and renamed at recorder_close (see gif.h, cast.h);
+ * Files are written through outfile.h and appear at recorder_close (see gif.h, cast.h);
  * recorder_abort discards. No allocation per frame: pixel buffers are allocated at open,
  * the fallback scratch only grows when a bigger frame arrives.
  */
@@ -62,7 +62,7 @@ double recorder_elapsed(const recorder *r);
  * NULL. The frame is read, not kept. */
 int    recorder_frame(recorder *r, double t, const rec_frame *f, const char *label, um_err *e);
 /* Finish at time t (real-time mode: the last frame stays until t, at least hold_cs):
- * write, fsync and rename both files; frees r. Each file is finished on its own (one that
+ * finish both files (outfile_commit); frees r. Each file is finished on its own (one that
  * fails does not discard the other); the first error is returned. A GIF that got no frame
  * is discarded with an error. */
 int    recorder_close(recorder *r, double t, um_err *e);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hostile_flags.sh: numeric flags, schedule flags and the context rule as a careless user
 # types them (issue 14, point 5). Every numeric flag of every command goes through one
-# parser (src/numparse.c): each bad spelling must exit 2 (bad usage) with exactly
+# parser (src/base/numparse.c): each bad spelling must exit 2 (bad usage) with exactly
 # "unmask CMD: FLAG: 'VALUE' is not a whole number" (or "is not a number", "is out of
 # range (LO to HI)"), write nothing and leave the input model's bytes as they were.
 # Expected numbers come from the model file (unmask info), the schedule's formula or the

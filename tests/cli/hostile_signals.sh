@@ -17,9 +17,8 @@ MODEL=$ROOT/models/unmask-demo.gguf
 SLOW=1; [ "${UNMASK_VARIANT:-release}" = release ] || SLOW=4     # sanitizer builds run slower
 HAVE_PY=1; command -v python3 >/dev/null 2>&1 || HAVE_PY=0
 HAVE_GIFSICLE=1; command -v gifsicle >/dev/null 2>&1 || HAVE_GIFSICLE=0
-# the output module (issue 14 point 1) removes its temporary files on crash signals, through
-# a src/sigexit.h hook it registers; until that module exists, that one check is skipped
-HAVE_OUTFILE=0; grep -rqs --include=outfile.h outfile_signal_cleanup "$ROOT/src" && HAVE_OUTFILE=1
+# the output module removes its temporary files on crash signals, through the sigexit hook
+# main() registers (src/base/outfile.h, src/base/sigexit.h)
 
 wait_for() { local i n=$((50 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 # wait_exit PID SECONDS: wait for a background child; its status in $rc (137 + a failure if killed)
@@ -110,9 +109,7 @@ kill -SEGV "$rpid"
 wait_exit "$rpid" 60 2>/dev/null      # bash reports the death on stderr
 if [ "$rc" = 139 ] && [ ! -e "$d/x.gif" ] && [ ! -e "$d/x.cast" ]; then ok "record SIGSEGV: dies of it, no half file under the final names"
 else fail "record SIGSEGV" "rc $rc: $(ls -A "$d")"; fi
-if [ $HAVE_OUTFILE = 1 ]; then
-  if only "$d"; then ok "record SIGSEGV: temporary files removed"; else fail "record SIGSEGV: temporaries" "$(ls -A "$d")"; fi
-else skip "record SIGSEGV: temporary files removed" "needs src/outfile.c (issue 14 point 1)"; fi
+if only "$d"; then ok "record SIGSEGV: temporary files removed"; else fail "record SIGSEGV: temporaries" "$(ls -A "$d")"; fi
 
 # settings the engine rejects: the message `generate` prints, exit 1, nothing written
 python3 -c 'print("word " * 24000, end="")' >"$TMP/big.txt" 2>/dev/null || printf 'word %.0s' $(seq 24000) >"$TMP/big.txt"
@@ -251,9 +248,7 @@ for sig in SEGV ABRT BUS; do
   else fail "SIG$sig" "rc $(cat "$TMP/rc" 2>/dev/null) $(term_state)"; fi
   if ls -A "$d" | grep -qxE 'a\.gif|a\.cast|unmask-[0-9-]+\.gif'; then fail "SIG$sig: no half file under a final name" "$(ls -A "$d")"
   else ok "SIG$sig: no half file under a final name"; fi
-  if [ $HAVE_OUTFILE = 1 ]; then
-    if only "$d"; then ok "SIG$sig: temporary files removed"; else fail "SIG$sig: temporaries" "$(ls -A "$d")"; fi
-  else skip "SIG$sig: temporary files removed" "needs src/outfile.c (issue 14 point 1)"; fi
+  if only "$d"; then ok "SIG$sig: temporary files removed"; else fail "SIG$sig: temporaries" "$(ls -A "$d")"; fi
 done
 
 # suspend (SIGTSTP, curses's own handler): the terminal restored while stopped, re-entered on fg

@@ -97,7 +97,7 @@ printf 'name = rectest\nstatus = #eeeeee on #870000\n' >"$TMP/rectest.theme"
 if [ $rc = 0 ]; then ok "record: exit 0 with no terminal"; else fail "record: exit status" "rc $rc: $(tail -c 400 "$TMP/err")"; fi
 if [ ! -s "$TMP/out" ]; then ok "record: nothing on stdout"; else fail "record: stdout" "$(head -c 200 "$TMP/out")"; fi
 expect_grep "record: summary on stderr" 'recorded 8 steps .*a.gif: 9 frames' "$TMP/err"
-if ls "$TMP" | grep -q '\.tmp\.'; then fail "record: no temporary files left" "$(ls "$TMP")"; else ok "record: no temporary files left"; fi
+if [ -n "$(temps_in "$TMP")" ]; then fail "record: no temporary files left" "$(ls -A "$TMP")"; else ok "record: no temporary files left"; fi
 
 if [ $HAVE_PY = 1 ]; then
   python3 - "$TMP/a.cast" >"$TMP/py" 2>&1 <<'EOF'
@@ -165,7 +165,7 @@ kill -INT $rpid 2>/dev/null
 wait $rpid; rc=$?
 if [ $rc = 130 ] && grep -q 'interrupted after step' "$TMP/ierr"; then ok "record: SIGINT: exit 130, says so"
 else fail "record: SIGINT" "rc $rc: $(tail -c 300 "$TMP/ierr")"; fi
-if [ -s "$TMP/i.gif" ] && [ -s "$TMP/i.cast" ] && ! ls "$TMP" | grep -q '\.tmp\.'; then ok "record: SIGINT: files finished, no temporaries"
+if [ -s "$TMP/i.gif" ] && [ -s "$TMP/i.cast" ] && [ -z "$(temps_in "$TMP")" ]; then ok "record: SIGINT: files finished, no temporaries"
 else fail "record: SIGINT files" "$(ls "$TMP")"; fi
 if [ $HAVE_GIFSICLE = 1 ]; then
   n=$(gifsicle --info "$TMP/i.gif" 2>/dev/null | sed -n 's/.* \([0-9]*\) images$/\1/p')
@@ -253,7 +253,7 @@ wait_for test -s "$TMP/stty.after"
 if [ "$(cat "$TMP/rc" 2>/dev/null)" = 130 ]; then ok "SIGINT while recording: exit 130"; else fail "SIGINT exit" "$(cat "$TMP/rc" 2>/dev/null)"; fi
 if cmp -s "$TMP/stty.before" "$TMP/stty.after" && [ "$(pane '#{alternate_on}')" = 0 ]; then ok "SIGINT while recording: terminal restored"
 else fail "SIGINT: terminal" ""; fi
-if [ -s "$TMP/run/s.gif" ] && [ -s "$TMP/run/s.cast" ] && ! ls "$TMP/run" | grep -q '\.tmp\.'; then ok "SIGINT: both files finished, no temporaries"
+if [ -s "$TMP/run/s.gif" ] && [ -s "$TMP/run/s.cast" ] && [ -z "$(temps_in "$TMP/run")" ]; then ok "SIGINT: both files finished, no temporaries"
 else fail "SIGINT: files" "$(ls "$TMP/run")"; fi
 if [ $HAVE_GIFSICLE = 1 ] && gifsicle -o /dev/null "$TMP/run/s.gif" 2>/dev/null; then ok "--gif: decodes"; else fail "--gif: decode" ""; fi
 if [ $HAVE_PY = 1 ]; then

@@ -21,11 +21,14 @@
 
 #include "bpe.h"
 #include "gguf.h"
+#include "infile.h"
+#include "outfile.h"
 #include "pool.h"
 #include "tmodel.h"
 #include "tokenizer.h"
 
 #define HELDOUT_FRACTION 0.05
+#define TRAIN_MAX_TEXT   ((size_t)1 << 30)    /* one corpus file read into memory: 1 GiB */
 
 /* ------------------------------------------------------------------ corpus */
 
@@ -48,7 +51,7 @@ static int corpus_load(corpus *c, char **files, int n, um_err *e) {
     c->split = um_calloc((size_t)n, sizeof *c->split);
     if (!c->text || !c->len || !c->split) return um_errf(e, "out of memory");
     for (int i = 0; i < n; i++) {
-        if (um_read_file(files[i], &c->text[i], &c->len[i], e)) return UM_FAIL;
+        if (infile_read(files[i], TRAIN_MAX_TEXT, &c->text[i], &c->len[i], e)) return UM_FAIL;
         if (c->len[i] < 100) return um_errf(e, "%s: too short to split (%zu bytes)", files[i], c->len[i]);
         c->split[i] = split_point(c->text[i], c->len[i]);
         c->n++;
@@ -144,6 +147,28 @@ static int parse(opts *o, int argc, char **argv) {
 }
 
 /* ------------------------------------------------------------------ commands */
+
+/* No output may be one of the inputs (outfile.h); each corpus file is checked on its own,
+ * so their number is not limited by OUTFILE_MAX_NAMES. `train` reads and rewrites its
+ * checkpoint by design (an output there); `export` only reads it. */
+static int check_files(const opts *o, bool ckpt_written, um_err *e) {
+    for (int i = -1; i < o->n_files; i++) {
+        outfile_set fs;
+        outfile_set_init(&fs);
+        if (i < 0) {
+            outfile_set_input(&fs, "--tok", o->tok);
+            outfile_set_input(&fs, "-m", o->model);
+            if (!ckpt_written) outfile_set_input(&fs, "--ckpt", o->ckpt);
+        } else {
+            outfile_set_input(&fs, "FILE", o->files[i]);
+        }
+        outfile_set_output(&fs, "--out", o->out);
+        if (ckpt_written) outfile_set_output(&fs, "--ckpt", o->ckpt);
+        outfile_set_output(&fs, "--log", o->log);
+        if (outfile_check(&fs, e)) return UM_FAIL;
+    }
+    return UM_OK;
+}
 
 static int cmd_bpe(opts *o, um_err *e) {
     if (!o->out) return um_errf(e, "bpe: --out is required");
@@ -396,8 +421,10 @@ int main(int argc, char **argv) {
     opts o;
     if (parse(&o, argc, argv)) { free(o.files); return 2; }
     um_err e = { "" };
+    outfile_cleanup_on_signals();
     int rc;
-    if (!strcmp(argv[1], "bpe")) rc = cmd_bpe(&o, &e);
+    if (check_files(&o, !strcmp(argv[1], "train"), &e)) rc = UM_FAIL;
+    else if (!strcmp(argv[1], "bpe")) rc = cmd_bpe(&o, &e);
     else if (!strcmp(argv[1], "train")) rc = cmd_train(&o, &e);
     else if (!strcmp(argv[1], "export")) rc = cmd_export(&o, &e);
     else if (!strcmp(argv[1], "eval")) rc = cmd_eval(&o, &e);

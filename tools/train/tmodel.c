@@ -9,13 +9,17 @@
  */
 #include "tmodel.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gguf.h"
+#include "infile.h"
+#include "outfile.h"
 #include "quant.h"
 #include "tgemm.h"
 
@@ -525,25 +529,31 @@ double tm_adam_update(tm_model *m, const tm_adam *a, int64_t step) {
 #define CKPT_MAGIC "UMTRAIN1"
 
 int tm_save(const tm_model *m, int64_t step, const uint64_t rng[4], const char *path, um_err *e) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return um_errf(e, "%s: cannot write", tmp);
+    outfile *o;
+    if (outfile_open(&o, path, e)) return UM_FAIL;
+    FILE *f = outfile_stream(o);
     size_t np = (size_t)m->n_params;
     bool ok = fwrite(CKPT_MAGIC, 8, 1, f) == 1 && fwrite(&m->c, sizeof m->c, 1, f) == 1 &&
               fwrite(&step, sizeof step, 1, f) == 1 && fwrite(rng, sizeof(uint64_t), 4, f) == 4 &&
               fwrite(&m->n_params, sizeof m->n_params, 1, f) == 1 &&
               fwrite(m->p, sizeof(float), np, f) == np && fwrite(m->m, sizeof(float), np, f) == np &&
               fwrite(m->v, sizeof(float), np, f) == np;
-    if (fclose(f) || !ok) { remove(tmp); return um_errf(e, "%s: write failed", tmp); }
-    if (rename(tmp, path)) return um_errf(e, "%s: cannot rename to %s", tmp, path);
-    return UM_OK;
+    if (!ok) {
+        um_errf(e, "%s: write failed: %s", path, strerror(errno));
+        outfile_abort(o);
+        return UM_FAIL;
+    }
+    return outfile_commit(o, e);
 }
 
 int tm_load(tm_model **out, int64_t *step, uint64_t rng[4], const char *path, um_err *e) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return um_errf(e, "%s: cannot open", path);
+    int fd = infile_open(path, NULL, e);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0) { close(fd); return um_errf(e, "%s: %s", path, strerror(errno)); }
+        return UM_FAIL;
+    }
     char magic[8];
     tm_config c;
     int64_t np = 0;
