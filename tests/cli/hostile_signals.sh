@@ -320,17 +320,4 @@ T send-keys -t ui q
 if wait_for exited && [ "$(cat "$TMP/rc")" = 1 ] && [ -n "$want" ] && [ "$(last_unmask_line "$TMP/ui.err")" = "$want" ]
 then ok "q with the error standing: exit 1, generate's message"; else fail "q with the error" "rc $(cat "$TMP/rc" 2>/dev/null): $(tail -c 300 "$TMP/ui.err"); generate: $want"; fi
 
-# a schedule key while the error stands restarts with the new schedule (timestep -> threshold)
-d=$TMP/ui-sched
-start "$d" -m "$MODEL" -p hi --eps 1
-if wait_for screen_has "cannot start: "; then
-  T send-keys -t ui s
-  if wait_for status_has "schedule threshold: restarted" && wait_for run_shown; then ok "s after an error: restarts, a run on screen, error cleared"
-  else fail "s after an error" "$(status_line)"; fi
-  T send-keys -t ui q
-  if wait_for exited && [ "$(cat "$TMP/rc")" = 0 ]; then ok "s after an error: q exits 0"; else fail "s after an error: exit" "rc $(cat "$TMP/rc" 2>/dev/null)"; fi
-elif exited; then
-  skip "s after an error" "--eps 1 is rejected before the visualizer starts"
-else fail "--eps 1 shows its error" "$(cap | tail -2)"; fi
-
 finish
