@@ -18,6 +18,7 @@
 const char *const view_heat_names[VIEW_HEAT_COUNT] = {
     "confidence at commit", "live confidence", "commit order", "entropy",
 };
+const char *const view_heat_keys[VIEW_HEAT_COUNT] = { "commit", "live", "order", "entropy" };
 
 #define TAB_STOP      4
 #define ENTROPY_SCALE 4.0f          /* nats mapped to the dark end of the ramp in entropy mode */

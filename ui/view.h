@@ -40,7 +40,8 @@ typedef enum view_heat {
     VIEW_HEAT_COUNT
 } view_heat;
 
-extern const char *const view_heat_names[VIEW_HEAT_COUNT];
+extern const char *const view_heat_names[VIEW_HEAT_COUNT];   /* shown in the legend */
+extern const char *const view_heat_keys[VIEW_HEAT_COUNT];    /* the --heat values */
 
 typedef struct view_state {
     const ui_source    *src;        /* info (header) and piece() (token text) */

@@ -20,6 +20,7 @@
 
 #include "cast.h"
 #include "cli.h"
+#include "feopts.h"
 #include "genopts.h"
 #include "numparse.h"
 #include "outfile.h"
@@ -30,55 +31,22 @@
 #include "ui_source.h"
 #include "view.h"
 
-#define REC_MAX_COLS 500
-#define REC_MAX_ROWS 200
 
 static void usage(FILE *f) {
     fprintf(f, "usage: unmask record [-m FILE] -p PROMPT --gif OUT.gif [--cast OUT.cast] [options]\n\n"
                "Run a whole generation without a terminal and record what the visualizer shows:\n"
                "one frame per denoising step (plus the initial all-mask frame).\n\n");
     genopts_usage(f);
-    fprintf(f, "recording:\n"
-               "  --gif FILE         write an animated GIF (looping, one frame per step)\n"
-               "  --cast FILE        write an asciicast v2 recording (asciinema), one marker per step\n"
-               "  --size COLSxROWS   the virtual screen (default 100x30, at least %dx%d)\n"
-               "  --delay-cs N       GIF: centiseconds each step is shown (default %d)\n"
-               "  --hold-cs N        GIF: centiseconds the last frame is held (default %d)\n"
-               "  --theme NAME|FILE  viridis (default), magma, inferno, cividis, high-contrast, mono, or a .theme file\n"
-               "  --heat MODE        commit (default), live, order or entropy\n"
-               "  -q, --quiet        no progress on stderr\n"
-               "  -h, --help         this help\n",
-            VIEW_MIN_W, VIEW_MIN_H, RECORDER_DELAY_CS, RECORDER_HOLD_CS);
+    fprintf(f, "recording:\n");
+    feopts_usage(f, FE_RECORD);
+    fprintf(f, "  -q, --quiet        no progress on stderr\n"
+               "  -h, --help         this help\n");
 }
 
 static void progress(void *ctx, const char *what, int done, int total) {
     if (*(bool *)ctx) return;
     fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
     if (done == total) fputc('\n', stderr);
-}
-
-/* --size COLSxROWS: two whole numbers (numparse.h) around one 'x'. */
-static int parse_size(const char *v, int *cols, int *rows) {
-    const char *x = strpbrk(v, "xX");
-    char c_txt[32], r_txt[32];
-    int64_t c, n;
-    um_err e;
-    if (!x || (size_t)(x - v) >= sizeof c_txt || strlen(x + 1) >= sizeof r_txt) goto bad;
-    snprintf(c_txt, sizeof c_txt, "%.*s", (int)(x - v), v);
-    snprintf(r_txt, sizeof r_txt, "%s", x + 1);
-    if (num_int(NULL, c_txt, INT64_MIN, INT64_MAX, &c, &e) || num_int(NULL, r_txt, INT64_MIN, INT64_MAX, &n, &e)) goto bad;
-    if (c < VIEW_MIN_W || n < VIEW_MIN_H || c > REC_MAX_COLS || n > REC_MAX_ROWS) {
-        fprintf(stderr, "unmask record: --size: '%s' is out of range (%dx%d to %dx%d)\n", v, VIEW_MIN_W, VIEW_MIN_H,
-                REC_MAX_COLS, REC_MAX_ROWS);
-        return -1;
-    }
-    *cols = (int)c;
-    *rows = (int)n;
-    return 0;
-bad:
-    um_errf(&e, "--size: '%.60s' is not COLSxROWS (e.g. 100x30)", v);   /* um_errf: control bytes shown as '?' */
-    fprintf(stderr, "unmask record: %s\n", e.msg);
-    return -1;
 }
 
 /* Compose snapshot hist[n-1] and hand it to the recorder. */
@@ -93,51 +61,32 @@ static int record_one(recorder *rec, view_ctx *vc, frame *fr, rec_frame *rf, vie
 
 int cmd_record(int argc, char **argv) {
     um_genopts g;
+    feopts fe;
     genopts_init(&g);
-    const char *gif_path = NULL, *cast_path = NULL, *theme_name = "viridis";
-    int cols = 100, rows = 30, delay_cs = RECORDER_DELAY_CS, hold_cs = RECORDER_HOLD_CS, heat = VIEW_HEAT_COMMIT;
+    feopts_init(&fe);
     bool quiet = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
         int r = genopts_parse(&g, argc, argv, &i, "unmask record");
+        if (r == 0) r = feopts_parse(&fe, FE_RECORD, argc, argv, &i, "unmask record");
         if (r < 0) return 2;
         if (r > 0) continue;
-        bool valued = !strcmp(a, "--gif") || !strcmp(a, "--cast") || !strcmp(a, "--size") || !strcmp(a, "--delay-cs") ||
-                      !strcmp(a, "--hold-cs") || !strcmp(a, "--theme") || !strcmp(a, "--heat");
-        if (!valued) {
-            fprintf(stderr, a[0] == '-' ? "unmask record: unknown option '%s' (see --help)\n"
-                                        : "unmask record: unexpected argument '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (i + 1 >= argc) { fprintf(stderr, "unmask record: %s needs a value\n", a); return 2; }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--gif")) gif_path = v;
-        else if (!strcmp(a, "--cast")) cast_path = v;
-        else if (!strcmp(a, "--theme")) theme_name = v;
-        else if (!strcmp(a, "--size")) { if (parse_size(v, &cols, &rows)) return 2; }
-        else if (!strcmp(a, "--delay-cs")) { if (num_arg_i32("unmask record", a, v, 2, 65535, &delay_cs)) return 2; }
-        else if (!strcmp(a, "--hold-cs")) { if (num_arg_i32("unmask record", a, v, 0, 65535, &hold_cs)) return 2; }
-        else {
-            static const char *const names[VIEW_HEAT_COUNT] = { "commit", "live", "order", "entropy" };
-            heat = -1;
-            for (int k = 0; k < VIEW_HEAT_COUNT; k++) if (!strcmp(v, names[k])) heat = k;
-            if (heat < 0) { fprintf(stderr, "unmask record: --heat must be commit, live, order or entropy\n"); return 2; }
-        }
+        fprintf(stderr, a[0] == '-' ? "unmask record: unknown option '%s' (see --help)\n"
+                                    : "unmask record: unexpected argument '%s' (see --help)\n", a);
+        return 2;
     }
     if (!g.prompt) { fprintf(stderr, "unmask record: -p PROMPT is required (see --help)\n"); return 2; }
-    if (!gif_path && !cast_path) { fprintf(stderr, "unmask record: give --gif FILE and/or --cast FILE (see --help)\n"); return 2; }
+    if (!fe.gif && !fe.cast) { fprintf(stderr, "unmask record: give --gif FILE and/or --cast FILE (see --help)\n"); return 2; }
     theme th;
     um_err e = { "" };
-    if (theme_load(&th, theme_name, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
+    if (theme_load(&th, fe.theme, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     outfile_set files;                   /* before the model loads: bad outputs fail at once */
     outfile_set_init(&files);
     outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
-    outfile_set_input(&files, "--theme", theme_is_path(theme_name) ? theme_name : NULL);
-    outfile_set_output(&files, "--gif", gif_path);
-    outfile_set_output(&files, "--cast", cast_path);
+    feopts_files(&fe, &files);
     if (outfile_check(&files, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     g.eng.progress = progress;
     g.eng.progress_ctx = &quiet;
@@ -159,18 +108,18 @@ int cmd_record(int argc, char **argv) {
     char title[256];
     snprintf(title, sizeof title, "unmask: %s", g.prompt);
     recorder_opts ro = {
-        .gif_path = gif_path, .cast_path = cast_path, .cols = cols, .rows = rows, .real_time = false,
-        .delay_cs = delay_cs, .hold_cs = hold_cs, .pad_rgb = RECORDER_BG_DEFAULT, .cast_color = CAST_COLOR_24BIT,
+        .gif_path = fe.gif, .cast_path = fe.cast, .cols = fe.cols, .rows = fe.rows, .real_time = false,
+        .delay_cs = fe.delay_cs, .hold_cs = fe.hold_cs, .pad_rgb = RECORDER_BG_DEFAULT, .cast_color = CAST_COLOR_24BIT,
         .term = "xterm-256color", .title = title,
     };
-    if (frame_init(&fr, cols, rows, &e)) goto out;
-    rf.cells = um_calloc((size_t)cols * (size_t)rows, sizeof *rf.cells);
+    if (frame_init(&fr, fe.cols, fe.rows, &e)) goto out;
+    rf.cells = um_calloc((size_t)fe.cols * (size_t)fe.rows, sizeof *rf.cells);
     if (!rf.cells) { um_errf(&e, "out of memory"); goto out; }
     if (sigexit_install(SIGEXIT_FLAG, &e)) goto out;    /* before the temporary files exist */
     if (recorder_open(&rec, &ro, &e)) goto out;
 
     view_state v = {
-        .src = &src, .th = &th, .depth = 16777216, .heat = (view_heat)heat, .cursor = -1,
+        .src = &src, .th = &th, .depth = 16777216, .heat = (view_heat)fe.heat, .cursor = -1,
     };
     double t_start = um_now();
     um_snapshot *snap = src.start(src.self, &s, g.prompt, &e);
@@ -211,8 +160,8 @@ int cmd_record(int argc, char **argv) {
     rec = NULL;
     if (!quiet) {
         fprintf(stderr, "recorded %d steps in %.2f s", n_hist - 1, um_now() - t_start);
-        if (gif_path) fprintf(stderr, "; %s: %d frames", gif_path, frames);
-        if (cast_path) fprintf(stderr, "; %s: %d events", cast_path, events);
+        if (fe.gif) fprintf(stderr, "; %s: %d frames", fe.gif, frames);
+        if (fe.cast) fprintf(stderr, "; %s: %d events", fe.cast, events);
         fputc('\n', stderr);
     }
     int stop_signal = sigexit_caught();

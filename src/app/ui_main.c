@@ -38,6 +38,7 @@
 
 #include "draw_curses.h"
 #include "fake_source.h"
+#include "feopts.h"
 #include "cast.h"
 #include "genopts.h"
 #include "schedule.h"
@@ -516,19 +517,12 @@ static void usage(FILE *f) {
         "usage: unmask [OPTIONS]        the live visualizer (needs a terminal)\n"
         "\n");
     genopts_usage(f);
+    fprintf(f, "visualizer:\n"
+               "  --list-models      list the presets of models.conf and whether their files exist\n");
+    feopts_usage(f, FE_VIEW);
     fprintf(f,
-        "visualizer:\n"
-        "  --list-models      list the presets of models.conf and whether their files exist\n"
-        "  --theme NAME|FILE  viridis (default), magma, inferno, cividis, high-contrast, mono, or a .theme file\n"
-        "  --color MODE       auto, 24bit, 256, 8 or none (NO_COLOR is honoured)\n"
-        "  --heat MODE        commit, live, order or entropy\n"
-        "  --paused           start paused at step 0\n"
-        "  --demo-ui          a synthetic denoiser instead of a model (tests, demos)\n"
-        "  --delay-ms N       its step time, 0 to 600000 (default 300)\n"
-        "  --gif FILE         record the session as an animated GIF (g records to a new file)\n"
-        "  --cast FILE        record the session as an asciicast v2 file (asciinema)\n"
         "  --ui-help          this help\n"
-        "Flags override the preset (-M). Press ? in the visualizer for the keys.\n");
+        "Flags override the preset (-M). Press ? in the visualizer for the keys. g records a GIF to a new file.\n");
 }
 
 static int list_models(void) {
@@ -559,49 +553,23 @@ static void load_progress(void *ctx, const char *what, int done, int total) {
 
 int ui_main(int argc, char **argv) {
     um_genopts g;
-    const char *theme_name = "viridis", *gif_path = NULL, *cast_path = NULL;
-    int64_t delay = 300;
-    int want_depth = -1, heat = 0;
-    bool demo = false, start_paused = false;
+    feopts fe;
     setlocale(LC_ALL, "");
     genopts_init(&g);
+    feopts_init(&fe);
     for (int i = 1; i < argc; i++) {
         int r = genopts_parse(&g, argc, argv, &i, "unmask");
+        if (r == 0) r = feopts_parse(&fe, FE_VIEW, argc, argv, &i, "unmask");
         if (r < 0) return 2;
         if (r > 0) continue;
         const char *a = argv[i];
         if (!strcmp(a, "--list-models")) return list_models();
         if (!strcmp(a, "--ui-help")) { usage(stdout); return 0; }
-        if (!strcmp(a, "--paused")) { start_paused = true; continue; }
-        if (!strcmp(a, "--demo-ui")) { demo = true; continue; }
-        bool valued = !strcmp(a, "--theme") || !strcmp(a, "--color") || !strcmp(a, "--heat") || !strcmp(a, "--delay-ms") ||
-                      !strcmp(a, "--gif") || !strcmp(a, "--cast");
-        if (!valued) {
-            fprintf(stderr, a[0] == '-' ? "unmask: unknown option '%s' (see unmask --ui-help)\n"
-                                        : "unmask: unexpected argument '%s' (see unmask --ui-help)\n", a);
-            return 2;
-        }
-        if (i + 1 >= argc) { fprintf(stderr, "unmask: %s needs a value\n", a); return 2; }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--theme")) theme_name = v;
-        else if (!strcmp(a, "--gif")) gif_path = v;
-        else if (!strcmp(a, "--cast")) cast_path = v;
-        else if (!strcmp(a, "--color")) {
-            if (!strcmp(v, "auto")) want_depth = -1;
-            else if (!strcmp(v, "24bit")) want_depth = 16777216;
-            else if (!strcmp(v, "256")) want_depth = 256;
-            else if (!strcmp(v, "8")) want_depth = 8;
-            else if (!strcmp(v, "none")) want_depth = 0;
-            else { fprintf(stderr, "unmask: --color must be auto, 24bit, 256, 8 or none\n"); return 2; }
-        } else if (!strcmp(a, "--heat")) {
-            static const char *const hn[] = { "commit", "live", "order", "entropy" };
-            heat = -1;
-            for (int k = 0; k < 4; k++) if (!strcmp(v, hn[k])) heat = k;
-            if (heat < 0) { fprintf(stderr, "unmask: --heat must be commit, live, order or entropy\n"); return 2; }
-        } else if (num_arg_int("unmask", a, v, 0, 600000, &delay)) {
-            return 2;
-        }
+        fprintf(stderr, a[0] == '-' ? "unmask: unknown option '%s' (see unmask --ui-help)\n"
+                                    : "unmask: unexpected argument '%s' (see unmask --ui-help)\n", a);
+        return 2;
     }
+    const bool demo = fe.demo;
 
     /* preset, model path and chat template; flags win over the preset */
     if (!demo) {
@@ -610,13 +578,11 @@ int ui_main(int argc, char **argv) {
     }
     theme th;                                       /* config errors first, then the tty */
     um_err te = { "" };
-    if (theme_load(&th, theme_name, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
+    if (theme_load(&th, fe.theme, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
     outfile_set files;                              /* inputs and outputs before curses starts */
     outfile_set_init(&files);
     if (!demo) outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
-    outfile_set_input(&files, "--theme", theme_is_path(theme_name) ? theme_name : NULL);
-    outfile_set_output(&files, "--gif", gif_path);
-    outfile_set_output(&files, "--cast", cast_path);
+    feopts_files(&fe, &files);
     if (outfile_check(&files, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
         fprintf(stderr, "unmask: the visualizer needs a terminal (stdin and stdout); for plain text output use `unmask generate`\n");
@@ -631,14 +597,14 @@ int ui_main(int argc, char **argv) {
     a->cursor = -1;
     a->follow = true;
     a->rec_step = -1;
-    a->heat = (view_heat)heat;
+    a->heat = (view_heat)fe.heat;
     a->prompt = strdup(prompt);
     if (!a->prompt) { fprintf(stderr, "unmask: out of memory\n"); free(a); return 1; }
     a->th = th;
     for (int i = 0; i < theme_cycle_len; i++)
         if (!strcmp(theme_cycle[i], a->th.name)) a->theme_idx = i;
     if (demo) {
-        if (fake_source_open(&a->src, (int)delay, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
+        if (fake_source_open(&a->src, (int)fe.delay_ms, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
     } else {
         g.eng.progress = load_progress;
         g.eng.warn = keep_warning;
@@ -650,21 +616,21 @@ int ui_main(int argc, char **argv) {
 
     /* graceful signals end the loop from here on (before curses, which keeps them) */
     if (sigexit_install(SIGEXIT_FLAG, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
-    if (draw_curses_open(want_depth, &a->depth, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
-    if (gif_path || cast_path) {                    /* the size is known once curses runs */
+    if (draw_curses_open(fe.depth, &a->depth, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
+    if (fe.gif || fe.cast) {                    /* the size is known once curses runs */
         int w, h;
         draw_curses_size(&w, &h);
         recorder_opts o = rec_opts(a, UM_MAX(1, w), UM_MAX(1, h));
-        o.gif_path = gif_path;
-        o.cast_path = cast_path;
+        o.gif_path = fe.gif;
+        o.cast_path = fe.cast;
         if (recorder_open(&a->rec_cli, &o, &e)) {
             draw_curses_close();
             fprintf(stderr, "unmask: %s\n", e.msg);
             goto close_src;
         }
     }
-    a->paused = start_paused;
-    if (ui_worker_open(&a->worker, &a->src, s, a->prompt, !start_paused, &e)) {
+    a->paused = fe.paused;
+    if (ui_worker_open(&a->worker, &a->src, s, a->prompt, !fe.paused, &e)) {
         draw_curses_close();
         fprintf(stderr, "unmask: %s\n", e.msg);
         goto close_src;
