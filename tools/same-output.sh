@@ -2,11 +2,14 @@
 # same-output.sh OLD_BIN NEW_BIN: run `unmask generate --json` with both binaries on the
 # bundled model under several fixed settings and compare the output byte for byte, after
 # blanking the wall-clock fields (load_s, generate_s, forward_ms, sample_ms), which differ
-# run to run. Used to show that a refactoring (issue 15's layout) changed no result.
+# run to run. Used to show that a refactoring (issue 15's layout) changed no result. The
+# --json keys issue 14 renamed (settings.steps -> steps_requested) or added (steps_run) are
+# folded back, so binaries from before and after that change compare on their results.
 set -u
 old=$1 new=$2
 model=${MODEL:-models/unmask-demo.gguf}
-strip() { sed -E 's/"(load_s|generate_s|forward_ms|sample_ms)":[-0-9.e+]+/"\1":0/g'; }
+strip() { sed -E -e 's/"(load_s|generate_s|forward_ms|sample_ms)":[-0-9.e+]+/"\1":0/g' \
+                 -e 's/"steps_requested":/"steps":/' -e 's/,"steps_run":[0-9]+//'; }
 rc=0 n=0
 while IFS= read -r flags; do
   [ -z "$flags" ] && continue
