@@ -149,6 +149,7 @@ static int parse(opts *o, int argc, char **argv) {
         else if (OPT("--heads")) o->c.n_head = atoi(v);
         else if (OPT("--ffn")) o->c.n_ff = atoi(v);
         else if (OPT("--ctx")) { o->c.n_ctx = atoi(v); o->ctx_given = true; }
+        else if (OPT("--rope-base")) o->c.rope_base = (float)atof(v);
         else if (OPT("--chars")) o->chars = v;
         else if (OPT("--valid")) o->valid = v;
         else if (OPT("--solve-every")) o->solve_every = atoi(v);
