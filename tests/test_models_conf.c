@@ -118,3 +118,36 @@ TEST(models_conf_lookup_order) {
     CHECK(cwd_ok);
     CHECK_MSG(rel_ok, "%s", e.msg);
 }
+
+TEST(models_conf_prompt_and_layout) {
+    models_conf mc;
+    um_err e;
+    const char *text =
+        "[sudoku]\npath = s.gguf\n"
+        "prompt = 5493178.68...493..3...5.9147.6594.3........4..83.....11..98....29...61536..1.37.9\n"
+        "layout = grid9\n"
+        "[plain]\npath = p.gguf\nprompt =   Once upon a time, there was   # a comment\nlayout = text\n"
+        "[bare]\npath = b.gguf\n";
+    CHECK_MSG(parse(&mc, text, &e) == UM_OK, "%s", e.msg);
+    const models_preset *p = models_conf_get(&mc, "sudoku");
+    CHECK_STREQ(p->prompt, "5493178.68...493..3...5.9147.6594.3........4..83.....11..98....29...61536..1.37.9");
+    CHECK_STREQ(p->layout, "grid9");
+    p = models_conf_get(&mc, "plain");
+    CHECK_STREQ(p->prompt, "Once upon a time, there was");      /* trimmed, comment cut */
+    CHECK_STREQ(p->layout, "text");
+    p = models_conf_get(&mc, "bare");
+    CHECK_STREQ(p->prompt, "");
+    CHECK_STREQ(p->layout, "");
+    models_conf_free(&mc);
+    CHECK(parse(&mc, "[a]\npath = x\nlayout = grid\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "models.conf:3: layout must be text or grid9, got 'grid'");
+    CHECK(parse(&mc, "[a]\npath = x\nlayout = Grid9\n", &e) == UM_FAIL);
+    CHECK(parse(&mc, "[a]\npath = x\nprompt =\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":3: empty value for 'prompt'");
+    char big[1200 + 32];
+    snprintf(big, sizeof big, "[a]\npath = x\nprompt = %01100d\n", 7);
+    CHECK(parse(&mc, big, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, ":3: prompt too long");
+    CHECK(models_conf_layouts[0] && !strcmp(models_conf_layouts[0], "text") && !strcmp(models_conf_layouts[1], "grid9") &&
+          models_conf_layouts[2] == NULL);
+}

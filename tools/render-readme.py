@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""render-readme.py: render README.md's result tables from the committed files under
-bench/results/. Each table sits between `<!-- BEGIN name -->` and `<!-- END name -->`;
+"""render-readme.py: render the result tables of README.md and docs/sudoku.md from the
+committed files under bench/results/. Each table sits between `<!-- BEGIN name -->` and `<!-- END name -->`;
 a renderer per name turns the JSON into Markdown. With --check nothing is written and the
-exit status is 1 when README.md differs from what the files say (make test runs this), so
+exit status is 1 when a file differs from what the results say (make test runs this), so
 no figure in the README is ever typed by hand.
 """
 import json
@@ -64,21 +64,28 @@ def render(text):
     return re.sub(r"<!-- BEGIN ([a-z0-9-]+) -->\n.*?<!-- END \1 -->", sub, text, flags=re.S)
 
 
+# the files whose tables are rendered
+FILES = ["README.md", "docs/sudoku.md"]
+
+
 def main():
     extra_renderers()
-    path = os.path.join(ROOT, "README.md")
-    with open(path) as f:
-        old = f.read()
-    new = render(old)
-    if "--check" in sys.argv:
-        if new != old:
-            print("README.md is out of step with bench/results/: run tools/render-readme.py", file=sys.stderr)
-            return 1
-        return 0
-    if new != old:
-        with open(path, "w") as f:
-            f.write(new)
-    return 0
+    rc = 0
+    for name in FILES:
+        path = os.path.join(ROOT, name)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            old = f.read()
+        new = render(old)
+        if "--check" in sys.argv:
+            if new != old:
+                print(f"{name} is out of step with bench/results/: run tools/render-readme.py", file=sys.stderr)
+                rc = 1
+        elif new != old:
+            with open(path, "w") as f:
+                f.write(new)
+    return rc
 
 
 if __name__ == "__main__":

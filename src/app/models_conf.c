@@ -15,6 +15,8 @@
 #include "numparse.h"
 #include "schedule.h"
 
+const char *const models_conf_layouts[] = { "text", "grid9", NULL };
+
 static char *trim(char *s) {
     while (*s == ' ' || *s == '\t') s++;
     char *end = s + strlen(s);
@@ -121,8 +123,16 @@ int models_conf_parse(models_conf *mc, const char *text, size_t len, const char 
             snprintf(what, sizeof what, "%s:%d: %s", file, line, key);
             if (num_float(what, val, 0, 100, 0, &t, e)) goto err;
             cur->temperature = (float)t;
+        } else if (!strcmp(key, "prompt")) {
+            if (strlen(val) >= sizeof cur->prompt) { um_errf(e, "%s:%d: prompt too long (at most %zu bytes)", file, line, sizeof cur->prompt - 1); goto err; }
+            snprintf(cur->prompt, sizeof cur->prompt, "%s", val);
+        } else if (!strcmp(key, "layout")) {
+            int k = 0;
+            while (models_conf_layouts[k] && strcmp(models_conf_layouts[k], val)) k++;
+            if (!models_conf_layouts[k]) { um_errf(e, "%s:%d: layout must be text or grid9, got '%s'", file, line, val); goto err; }
+            snprintf(cur->layout, sizeof cur->layout, "%s", val);
         } else {
-            um_errf(e, "%s:%d: unknown key '%s' (path, chat_template, gen, steps, block, schedule, scoring, temperature)", file, line, key);
+            um_errf(e, "%s:%d: unknown key '%s' (path, chat_template, gen, steps, block, schedule, scoring, temperature, prompt, layout)", file, line, key);
             goto err;
         }
     }

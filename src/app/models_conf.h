@@ -12,6 +12,8 @@
  *     schedule      = block        # block | timestep | threshold | linear (schedule.h names)
  *     scoring       = confidence   # confidence | margin | entropy | random | origin
  *     temperature   = 0
+ *     prompt        = ...          # the prompt when none is given (-p); the rest of the line
+ *     layout        = grid9        # how views lay the canvas out: text | grid9 (a 9x9 sudoku)
  *
  * Lookup order (first existing file wins): ./models.conf, $XDG_CONFIG_HOME/unmask/models.conf
  * (~/.config/unmask/models.conf when unset), UM_PREFIX/share/unmask/models.conf.
@@ -33,6 +35,8 @@ typedef struct models_preset {
     int32_t gen, steps, block; /* -1 when unset */
     int     schedule, scoring; /* um_schedule / um_score, -1 when unset */
     float   temperature;       /* NAN when unset */
+    char    prompt[1024];      /* "" when unset */
+    char    layout[16];        /* "" when unset, else one of models_conf_layouts */
     int     line;              /* where the section starts */
 } models_preset;
 
@@ -41,6 +45,9 @@ typedef struct models_conf {
     models_preset *presets;    /* (n) in file order */
     int            n;
 } models_conf;
+
+/* The layout names a preset may give, NULL-terminated: "text", "grid9". */
+extern const char *const models_conf_layouts[];
 
 /* Parse text; file names the source in errors and anchors relative paths. */
 int  models_conf_parse(models_conf *mc, const char *text, size_t len, const char *file, um_err *e);

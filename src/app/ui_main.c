@@ -589,7 +589,7 @@ int ui_main(int argc, char **argv) {
         return 1;
     }
 
-    const char *prompt = g.prompt ? g.prompt : DEFAULT_PROMPT;
+    const char *prompt = g.prompt ? g.prompt : g.have_preset && g.pre.prompt[0] ? g.pre.prompt : DEFAULT_PROMPT;
     app *a = um_calloc(1, sizeof *a);
     um_err e = { "" };
     int rc = 1;

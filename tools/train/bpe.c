@@ -8,6 +8,7 @@
  */
 #include "bpe.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,10 +325,59 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------ character vocabularies */
+
+int bpe_chars(bpe_vocab **out, const char *chars, size_t n_chars, um_err *e) {
+    *out = NULL;
+    bool seen[256] = { false };
+    int32_t n_normal = 0;
+    for (size_t i = 0; i < n_chars; i++) {
+        uint8_t c = (uint8_t)chars[i];
+        if (seen[c]) return um_errf(e, "bpe: character 0x%02x given twice", c);
+        seen[c] = true;
+        n_normal++;
+    }
+    if (n_normal < 1) return um_errf(e, "bpe: no characters given");
+    bpe_vocab *v = um_calloc(1, sizeof *v);
+    if (!v) return um_errf(e, "out of memory");
+    const int32_t n_vocab = n_normal + BPE_N_SPECIAL;
+    v->text = um_calloc((size_t)n_vocab, sizeof *v->text);
+    v->bytes = um_calloc((size_t)n_vocab, sizeof *v->bytes);
+    v->n_bytes = um_calloc((size_t)n_vocab, sizeof *v->n_bytes);
+    v->type = um_calloc((size_t)n_vocab, sizeof *v->type);
+    if (!v->text || !v->bytes || !v->n_bytes || !v->type) { bpe_free(v); return um_errf(e, "out of memory"); }
+    v->n_vocab = n_vocab;
+    for (int32_t i = 0; i < n_normal; i++) {
+        uint8_t c = (uint8_t)chars[i];
+        v->n_bytes[i] = 1;
+        v->bytes[i] = malloc(2);
+        v->text[i] = byte_level_text(&c, 1);
+        if (!v->bytes[i] || !v->text[i]) { bpe_free(v); return um_errf(e, "out of memory"); }
+        v->bytes[i][0] = c;
+        v->bytes[i][1] = 0;
+        v->type[i] = 1;
+    }
+    static const char *const specials[BPE_N_SPECIAL] = { "<|endoftext|>", "<|mdm_mask|>" };
+    for (int s = 0; s < BPE_N_SPECIAL; s++) {
+        int32_t id = n_normal + s;
+        v->text[id] = strdup(specials[s]);
+        v->bytes[id] = (uint8_t *)strdup(specials[s]);
+        v->n_bytes[id] = (uint32_t)strlen(specials[s]);
+        v->type[id] = 3;
+        if (!v->text[id] || !v->bytes[id]) { bpe_free(v); return um_errf(e, "out of memory"); }
+    }
+    v->eos_id = n_normal;
+    v->mask_id = n_normal + 1;
+    v->add_bos = true;
+    *out = v;
+    return UM_OK;
+}
+
 /* ------------------------------------------------------------------ encoding */
 
 int bpe_encode(const bpe_vocab *v, const char *text, size_t len, int32_t **ids, size_t *n, um_err *e) {
     *ids = NULL; *n = 0;
+    if (!v->pair_rank) return um_errf(e, "bpe: encoding needs a vocabulary from bpe_train");
     upre_span *sp = NULL;
     size_t ns = 0;
     if (upre_split(UPRE_GPT2, text, len, &sp, &ns, e)) return UM_FAIL;
@@ -385,7 +435,7 @@ int bpe_write_kv(const bpe_vocab *v, gguf_writer *w, um_err *e) {
         gguf_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id);
         gguf_set_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->eos_id);
         gguf_set_u32(w, "tokenizer.ggml.mask_token_id", (uint32_t)v->mask_id);
-        gguf_set_bool(w, "tokenizer.ggml.add_bos_token", false);
+        gguf_set_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
         gguf_set_bool(w, "tokenizer.ggml.add_eos_token", false);
     }
     for (int32_t m = 0; m < v->n_merges; m++) free(merges[m]);

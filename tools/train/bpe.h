@@ -13,10 +13,17 @@
  *   n_vocab - 1          <|mdm_mask|>   (control; the diffusion mask)
  * Invariants: token texts are unique; every merge "A B" names two tokens whose
  * concatenation is a token; merge rank = line order.
+ *
+ * A character vocabulary (bpe_chars) is the same "gpt2" kind with no merges: one token per
+ * given byte (ids in the order given), then <|endoftext|> and <|mdm_mask|>; the file asks
+ * for a BOS (<|endoftext|>) before every prompt, so position 0 is always the same token.
+ * Text of those bytes encodes one token per byte in unmask and in llama.cpp (bytes outside
+ * the set have no token and are dropped by both).
  */
 #ifndef UM_TRAIN_BPE_H
 #define UM_TRAIN_BPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +41,7 @@ typedef struct bpe_vocab {
     int32_t  *type;             /* (n_vocab) tok_type: 1 normal, 3 control */
     int32_t (*merge)[3];        /* (n_merges) left id, right id, result id */
     int32_t   eos_id, mask_id;
+    bool      add_bos;          /* tokenizer.ggml.add_bos_token (bpe_train: false) */
     void     *pair_rank;        /* hash (left, right) -> rank, for bpe_encode */
 } bpe_vocab;
 
@@ -42,7 +50,10 @@ int  bpe_train(bpe_vocab **out, const char *const *texts, const size_t *lens, in
                int32_t n_vocab, um_err *e);
 void bpe_free(bpe_vocab *v);
 
-/* The trainer's own segmentation: GPT-2 pieces, then merges by rank. *ids is heap (free()). */
+/* A character vocabulary of the n_chars distinct bytes chars (no merges, see above). */
+int  bpe_chars(bpe_vocab **out, const char *chars, size_t n_chars, um_err *e);
+
+/* The trainer's own segmentation (vocabularies from bpe_train only): GPT-2 pieces, then merges by rank. *ids is heap (free()). */
 int  bpe_encode(const bpe_vocab *v, const char *text, size_t len, int32_t **ids, size_t *n, um_err *e);
 
 /* Write the tokenizer.ggml.* keys (model "gpt2", pre "gpt-2", tokens, types, merges, ids). */

@@ -2,14 +2,25 @@
  * unmask-train: trains unmask's bundled demo model from plain text.
  *
  *   unmask-train bpe    --vocab N --out TOK.gguf FILE...         learn a byte-level BPE tokenizer
+ *   unmask-train chars  --out TOK.gguf [--chars STR]              a character vocabulary (no merges)
  *   unmask-train train  --tok TOK.gguf --ckpt CK [options] FILE... train (resumes from CK if present)
+ *   unmask-train train  --sft --valid V.jsonl --tok ... FILE.jsonl... conditional (prompt/answer) training
  *   unmask-train export --ckpt CK --tok TOK.gguf --out MODEL.gguf write the llada GGUF
  *   unmask-train eval   -m MODEL.gguf FILE...                     held-out masked-token loss
+ *   unmask-train eval   -m MODEL.gguf --sft FILE.jsonl...         answer loss, accuracy, solve rate
  *   unmask-train prompts FILE...                                  openings of held-out paragraphs
  *
- * Every command splits each FILE the same way: the first 95% (cut after a newline) is
+ * Text mode: every command splits each FILE the same way: the first 95% (cut after a newline) is
  * training text, the rest is held out. Training data are windows of n_ctx tokens at random
  * offsets of the concatenated training parts (files joined by <|endoftext|>).
+ *
+ * SFT mode (--sft): the FILEs are JSONL prompt/answer pairs (sft.h), held-out pairs come from
+ * --valid. Each step draws B examples uniformly at random (the first --curriculum-start
+ * fraction of the training set at step 0, growing linearly to all of it at step --curriculum,
+ * when given: order the file easy to hard) and masks only their answers (tm_mask_answer).
+ * Evaluation: held-out answer loss and accuracy at t = 0.5 on fixed masks, and greedy solving
+ * (all answer tokens masked, each step commits the single most confident position, as
+ * `unmask generate --steps N --gen N --temp 0` with confidence scoring does).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +35,8 @@
 #include "infile.h"
 #include "outfile.h"
 #include "pool.h"
+#include "sft.h"
+#include "sigexit.h"
 #include "tmodel.h"
 #include "tokenizer.h"
 
@@ -94,8 +107,11 @@ static int corpus_tokens(const corpus *c, const tokenizer *tk, bool held_out, in
 /* ------------------------------------------------------------------ options */
 
 typedef struct opts {
-    const char *tok, *ckpt, *log, *out, *model, *name;
+    const char *tok, *ckpt, *log, *out, *model, *name, *chars, *valid;
     int vocab, steps, batch, warmup, threads, eval_every, ckpt_minutes;
+    bool sft, ctx_given;
+    int solve_every, solve_n, heldout_n, max_examples, curriculum;
+    double curriculum_start;
     double minutes;
     tm_config c;
     tm_adam adam;
@@ -111,7 +127,8 @@ static int parse(opts *o, int argc, char **argv) {
                  .c = { .n_vocab = 0, .n_embd = 256, .n_layer = 6, .n_head = 4, .n_ff = 768, .n_ctx = 256,
                         .rope_base = 10000.0f, .norm_eps = 1e-5f },
                  .adam = { .lr = 2e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .clip = 1.0f },
-                 .lr_min = 2e-4f, .name = "unmask-demo" };
+                 .lr_min = 2e-4f, .name = "unmask-demo", .chars = "0123456789.\n",
+                 .solve_every = 0, .solve_n = 64, .heldout_n = 256, .curriculum_start = 0.25 };
     o->files = um_calloc((size_t)argc + 1, sizeof *o->files);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -135,14 +152,29 @@ static int parse(opts *o, int argc, char **argv) {
         else if (OPT("--layers")) o->c.n_layer = atoi(v);
         else if (OPT("--heads")) o->c.n_head = atoi(v);
         else if (OPT("--ffn")) o->c.n_ff = atoi(v);
-        else if (OPT("--ctx")) o->c.n_ctx = atoi(v);
+        else if (OPT("--ctx")) { o->c.n_ctx = atoi(v); o->ctx_given = true; }
+        else if (OPT("--rope-base")) o->c.rope_base = (float)atof(v);
+        else if (OPT("--chars")) o->chars = v;
+        else if (OPT("--valid")) o->valid = v;
+        else if (OPT("--solve-every")) o->solve_every = atoi(v);
+        else if (OPT("--solve-n")) o->solve_n = atoi(v);
+        else if (OPT("--heldout-n")) o->heldout_n = atoi(v);
+        else if (OPT("--max-examples")) o->max_examples = atoi(v);
+        else if (OPT("--curriculum")) o->curriculum = atoi(v);
+        else if (OPT("--curriculum-start")) o->curriculum_start = atof(v);
+        else if (!strcmp(a, "--sft")) o->sft = true;
         else if (OPT("--lr")) o->adam.lr = (float)atof(v);
         else if (OPT("--lr-min")) o->lr_min = (float)atof(v);
         else if (a[0] == '-') { fprintf(stderr, "unmask-train: unknown or incomplete option '%s'\n", a); return UM_FAIL; }
         else o->files[o->n_files++] = argv[i];
 #undef OPT
     }
-    if (!o->n_files && strcmp(argv[1], "export")) { fprintf(stderr, "unmask-train: no text files given\n"); return UM_FAIL; }
+    bool needs_files = strcmp(argv[1], "export") && strcmp(argv[1], "chars");
+    if (!o->n_files && needs_files) { fprintf(stderr, "unmask-train: no text files given\n"); return UM_FAIL; }
+    if (o->batch < 1 || o->steps < 1 || o->eval_every < 1 || o->solve_n < 0 || o->heldout_n < 0) {
+        fprintf(stderr, "unmask-train: --batch, --steps and --eval-every must be positive\n");
+        return UM_FAIL;
+    }
     return UM_OK;
 }
 
@@ -308,6 +340,195 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------ conditional (SFT) training */
+
+/* --chars with the escapes \n, \t and \\ */
+static int cmd_chars(opts *o, um_err *e) {
+    if (!o->out) return um_errf(e, "chars: --out is required");
+    size_t n = strlen(o->chars), k = 0;
+    char *c = um_malloc(n + 1);
+    if (!c) return um_errf(e, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        char x = o->chars[i];
+        if (x == '\\' && i + 1 < n) {
+            char y = o->chars[++i];
+            x = y == 'n' ? '\n' : y == 't' ? '\t' : y;
+        }
+        c[k++] = x;
+    }
+    bpe_vocab *v = NULL;
+    gguf_writer *w = NULL;
+    int rc = UM_FAIL;
+    if (bpe_chars(&v, c, k, e)) goto out;
+    if (!(w = gguf_writer_new())) { um_errf(e, "out of memory"); goto out; }
+    gguf_set_str(w, "general.architecture", "llada");
+    gguf_set_str(w, "general.name", "character tokenizer");
+    if (bpe_write_kv(v, w, e) || gguf_writer_write(w, o->out, e)) goto out;
+    fprintf(stderr, "chars: %d tokens (%zu characters, <|endoftext|> %d, <|mdm_mask|> %d)\n", v->n_vocab, k, v->eos_id,
+            v->mask_id);
+    rc = UM_OK;
+out:
+    gguf_writer_free(w);
+    bpe_free(v);
+    free(c);
+    return rc;
+}
+
+/* The example a step trains on: uniform over a prefix that grows to the whole set. */
+static int32_t sft_pick(const opts *o, int64_t step, int32_t n, uint64_t rng[4]) {
+    double f = 1.0;
+    if (o->curriculum > 0 && step < o->curriculum)
+        f = o->curriculum_start + (1.0 - o->curriculum_start) * (double)step / (double)o->curriculum;
+    int64_t k = (int64_t)(f * n);
+    k = UM_MAX(1, UM_MIN(k, n));
+    return (int32_t)(tm_rand(rng) % (uint64_t)k);
+}
+
+static int cmd_train_sft(opts *o, um_err *e) {
+    if (!o->tok || !o->ckpt || !o->valid) return um_errf(e, "train --sft: --tok, --ckpt and --valid are required");
+    tokenizer *tk = NULL;
+    tm_model *m = NULL;
+    tm_ws *w = NULL;
+    um_pool *pool = NULL;
+    sft_set tr = { 0 }, va = { 0 };
+    int32_t *in = NULL, *tgt = NULL;
+    float *wgt = NULL, *logits = NULL;
+    FILE *log = NULL;
+    int rc = UM_FAIL;
+    int64_t step = 0;
+    uint64_t rng[4];
+    struct stat st;
+    bool resume = !stat(o->ckpt, &st);
+    if (tok_load_file(&tk, o->tok, e)) goto out;
+    if (resume) {
+        if (tm_load(&m, &step, rng, o->ckpt, e)) goto out;
+        fprintf(stderr, "train: resumed %s at step %" PRId64 "\n", o->ckpt, step);
+    }
+    int max_T = m ? m->c.n_ctx : o->ctx_given ? o->c.n_ctx : 1 << 20;
+    if (sft_load(&tr, tk, o->files, o->n_files, o->max_examples, max_T, e) ||
+        sft_load(&va, tk, (char *const *)&o->valid, 1, 0, max_T, e))
+        goto out;
+    if (va.T != tr.T) { um_errf(e, "train: held-out sequences are %d tokens, training ones %d", va.T, tr.T); goto out; }
+    if (!m) {
+        o->c.n_vocab = tok_n_vocab(tk);
+        o->c.mask_id = tok_special(tk)->mask;
+        if (!o->ctx_given) o->c.n_ctx = tr.T;
+        if (tm_new(&m, &o->c, e)) goto out;
+        tm_init(m, o->seed);
+        tm_rand_seed(rng, o->seed ^ 0x5eedull);
+    }
+    const int T = tr.T, B = o->batch, V = m->c.n_vocab;
+    pool = pool_new(o->threads);
+    int nt = pool_threads(pool);
+    if (tm_ws_new(&w, m, B, nt, e)) goto out;
+    in = um_malloc((size_t)B * T * sizeof *in);
+    tgt = um_malloc((size_t)B * T * sizeof *tgt);
+    wgt = um_malloc((size_t)B * sizeof *wgt);
+    logits = um_malloc((size_t)B * T * V * sizeof *logits);
+    if (!in || !tgt || !wgt || !logits) { um_errf(e, "out of memory"); goto out; }
+    if (o->log && !(log = fopen(o->log, "a"))) { um_errf(e, "%s: cannot open: %s", o->log, strerror(errno)); goto out; }
+    if (log && step == 0)
+        fprintf(log, "step\tlr\ttrain_loss\tgrad_norm\theldout_loss_t05\theldout_acc_t05\tsolve_cell_acc\tsolve_rate"
+                     "\ttokens_per_s\telapsed_s\n");
+    fprintf(stderr, "train: %" PRId64 " params, %d training / %d held-out examples of %d tokens, batch %d, %d threads\n",
+            m->n_params, tr.n, va.n, T, B, nt);
+    double t_start = um_now(), t_ckpt = t_start, t_log = t_start, loss_acc = 0, t_eval = 0;
+    int n_acc = 0;
+    while (step < o->steps) {
+        for (int b = 0; b < B; b++) {
+            int32_t k = sft_pick(o, step, tr.n, rng);
+            wgt[b] = tm_mask_answer(m, tr.seq + (size_t)k * T, T, tr.prompt_len[k], rng, in + b * T, tgt + b * T);
+        }
+        double loss = tm_step_norm(m, w, pool, in, tgt, wgt, B, T, (double)B, true, NULL);
+        tm_adam adam = o->adam;
+        adam.lr = tm_lr_at(step, o->warmup, o->steps, o->adam.lr, o->lr_min);
+        double gn = tm_adam_update(m, &adam, step + 1);
+        step++;
+        loss_acc += loss;
+        n_acc++;
+        double now = um_now();
+        bool last = step == o->steps || (o->minutes > 0 && now - t_start > o->minutes * 60);
+        if (step % o->eval_every == 0 || last) {
+            double t0 = um_now();
+            sft_eval ev = { 0 };
+            sft_heldout(m, w, pool, &va, o->heldout_n, B, 0.5, 7, in, logits, &ev);
+            bool solve = last || (o->solve_every > 0 && step % o->solve_every == 0);
+            if (solve) sft_solve(m, w, pool, &va, 0, o->solve_n, B, in, logits, &ev);
+            t_eval += um_now() - t0;
+            double tps = (double)n_acc * B * T / (t0 - t_log);
+            fprintf(stderr, "step %" PRId64 " lr %.2e loss %.4f gnorm %.3f heldout(t=0.5) %.4f acc %.4f", step, adam.lr,
+                    loss_acc / n_acc, gn, ev.loss, ev.acc);
+            if (solve) fprintf(stderr, " solve: cells %.4f solved %d/%d", (double)ev.cells_right / (double)UM_MAX(1, ev.cells),
+                               ev.solved, ev.puzzles);
+            fprintf(stderr, "  %.0f tok/s\n", tps);
+            if (log) {
+                fprintf(log, "%" PRId64 "\t%.3e\t%.4f\t%.3f\t%.4f\t%.4f\t", step, adam.lr, loss_acc / n_acc, gn, ev.loss, ev.acc);
+                if (solve) fprintf(log, "%.4f\t%.4f", (double)ev.cells_right / (double)UM_MAX(1, ev.cells),
+                                   (double)ev.solved / (double)UM_MAX(1, ev.puzzles));
+                else fprintf(log, "\t");
+                fprintf(log, "\t%.0f\t%.0f\n", tps, um_now() - t_start);
+                fflush(log);
+            }
+            loss_acc = 0; n_acc = 0; t_log = um_now();
+        }
+        if (last || now - t_ckpt > o->ckpt_minutes * 60.0) {
+            if (tm_save(m, step, rng, o->ckpt, e)) goto out;
+            t_ckpt = now;
+        }
+        if (last) break;
+    }
+    fprintf(stderr, "train: %.0f s, of which evaluation %.0f s\n", um_now() - t_start, t_eval);
+    rc = UM_OK;
+out:
+    if (log) fclose(log);
+    free(in); free(tgt); free(wgt); free(logits);
+    sft_free(&tr); sft_free(&va);
+    tm_ws_free(w);
+    pool_free(pool);
+    tm_free(m);
+    tok_free(tk);
+    return rc;
+}
+
+static int cmd_eval_sft(opts *o, um_err *e) {
+    tokenizer *tk = NULL;
+    tm_model *m = NULL;
+    tm_ws *w = NULL;
+    um_pool *pool = NULL;
+    sft_set s = { 0 };
+    int32_t *in = NULL;
+    float *logits = NULL;
+    int rc = UM_FAIL;
+    const int B = o->batch;
+    if (tok_load_file(&tk, o->model, e) || tm_import(&m, o->model, e)) goto out;
+    if (sft_load(&s, tk, o->files, o->n_files, o->max_examples, m->c.n_ctx, e)) goto out;
+    pool = pool_new(o->threads);
+    if (tm_ws_new(&w, m, B, pool_threads(pool), e)) goto out;
+    in = um_malloc((size_t)B * s.T * sizeof *in);
+    logits = um_malloc((size_t)B * s.T * m->c.n_vocab * sizeof *logits);
+    if (!in || !logits) { um_errf(e, "out of memory"); goto out; }
+    sft_eval ev = { 0 };
+    sft_heldout(m, w, pool, &s, s.n, B, 0.5, 7, in, logits, &ev);
+    printf("examples: %d of %d tokens\n", s.n, s.T);
+    printf("t=0.50  answer loss %.4f nats, accuracy %.4f\n", ev.loss, ev.acc);
+    sft_eval one = { 0 };
+    sft_heldout(m, w, pool, &s, s.n, B, 1.0, 7, in, logits, &one);
+    printf("t=1.00  answer loss %.4f nats, accuracy %.4f (every answer token predicted at once)\n", one.loss, one.acc);
+    int n = o->solve_n > 0 ? UM_MIN(o->solve_n, s.n) : s.n;
+    sft_solve(m, w, pool, &s, 0, n, B, in, logits, &ev);
+    printf("greedy solving, one position per step, confidence order: %d of %d solved (%.4f), cells %.4f\n", ev.solved,
+           ev.puzzles, (double)ev.solved / UM_MAX(1, ev.puzzles), (double)ev.cells_right / (double)UM_MAX(1, ev.cells));
+    rc = UM_OK;
+out:
+    free(in); free(logits);
+    sft_free(&s);
+    tm_ws_free(w);
+    pool_free(pool);
+    tm_free(m);
+    tok_free(tk);
+    return rc;
+}
+
 static int cmd_export(opts *o, um_err *e) {
     if (!o->ckpt || !o->tok || !o->out) return um_errf(e, "export: --ckpt, --tok and --out are required");
     tm_model *m;
@@ -415,19 +636,22 @@ static int cmd_prompts(opts *o, um_err *e) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: unmask-train bpe|train|export|eval|prompts [options] FILE...\n");
+        fprintf(stderr, "usage: unmask-train bpe|chars|train|export|eval|prompts [options] FILE...\n");
         return 2;
     }
     opts o;
     if (parse(&o, argc, argv)) { free(o.files); return 2; }
     um_err e = { "" };
-    outfile_cleanup_on_signals();
+    um_err se = { "" };                 /* a signal removes unfinished outputs' temporaries (outfile.h) */
+    sigexit_add_hook(outfile_signal_cleanup);
+    if (sigexit_install(SIGEXIT_DIE, &se)) fprintf(stderr, "unmask-train: warning: %s\n", se.msg);
     int rc;
     if (check_files(&o, !strcmp(argv[1], "train"), &e)) rc = UM_FAIL;
     else if (!strcmp(argv[1], "bpe")) rc = cmd_bpe(&o, &e);
-    else if (!strcmp(argv[1], "train")) rc = cmd_train(&o, &e);
+    else if (!strcmp(argv[1], "chars")) rc = cmd_chars(&o, &e);
+    else if (!strcmp(argv[1], "train")) rc = o.sft ? cmd_train_sft(&o, &e) : cmd_train(&o, &e);
     else if (!strcmp(argv[1], "export")) rc = cmd_export(&o, &e);
-    else if (!strcmp(argv[1], "eval")) rc = cmd_eval(&o, &e);
+    else if (!strcmp(argv[1], "eval")) rc = o.sft ? cmd_eval_sft(&o, &e) : cmd_eval(&o, &e);
     else if (!strcmp(argv[1], "prompts")) rc = cmd_prompts(&o, &e);
     else { fprintf(stderr, "unmask-train: unknown command '%s'\n", argv[1]); free(o.files); return 2; }
     free(o.files);

@@ -356,9 +356,9 @@ typedef struct loss_job {
     const tm_model *m;
     tm_ws *w;
     const int32_t *target;
-    const float *inv_t;
+    const float *wgt;           /* (B) per-sequence weight: 1/t_b, or SFT's 1/(t_b answer length) */
     int T;
-    float norm;                 /* 1 / (B * T) */
+    float norm;                 /* 1 / the loss's divisor (text: B * T) */
     bool grad;
 } loss_job;
 
@@ -373,7 +373,7 @@ static void loss_rows(void *arg, int64_t chunk, int thread_id) {
     double sum = 0;
     for (int i = 0; i < V; i++) sum += exp((double)(lg[i] - mx));
     int32_t y = j->target[pos];
-    float wgt = j->inv_t[pos / j->T];
+    float wgt = j->wgt[pos / j->T];
     j->w->loss_row[r] = (float)((log(sum) + mx - lg[y]) * wgt);
     if (!j->grad) return;
     float k = wgt * j->norm, inv = (float)(1.0 / sum);
@@ -429,6 +429,11 @@ void tm_logits(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, int T, f
 
 double tm_step(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const int32_t *target,
                const float *inv_t, int B, int T, bool grad, int64_t *n_masked) {
+    return tm_step_norm(m, w, p, input, target, inv_t, B, T, (double)B * T, grad, n_masked);
+}
+
+double tm_step_norm(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const int32_t *target,
+                    const float *wgt, int B, int T, double norm, bool grad, int64_t *n_masked) {
     const tm_config *c = &m->c;
     const int D = c->n_embd, F = c->n_ff, H = c->n_head, V = c->n_vocab, n = B * T;
     forward_body(m, w, p, input, B, T);
@@ -437,11 +442,11 @@ double tm_step(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const in
     if (n_masked) *n_masked = nm;
     for (int i = 0; i < nm; i++) memcpy(w->xm + (size_t)i * D, w->xnf + (size_t)w->rows[i] * D, (size_t)D * sizeof(float));
     if (nm) linear(w, p, w->xm, nm, m->p, V, D, w->logits);
-    loss_job lj = { m, w, target, inv_t, T, 1.0f / (float)n, grad };
+    loss_job lj = { m, w, target, wgt, T, 1.0f / (float)norm, grad };
     pool_for(p, nm, loss_rows, &lj);
     double loss = 0;
     for (int i = 0; i < nm; i++) loss += w->loss_row[i];
-    loss /= n;
+    loss /= norm;
     if (!grad) return loss;
 
     memset(m->g, 0, (size_t)m->n_params * sizeof(float));
@@ -493,6 +498,21 @@ void tm_draw_batch(const tm_model *m, const int32_t *data, size_t n, int B, int 
             input[b * T + i] = tm_rand_unit(rng) < pm ? m->c.mask_id : y;
         }
     }
+}
+
+float tm_mask_answer(const tm_model *m, const int32_t *seq, int T, int prompt_len, uint64_t rng[4],
+                     int32_t *input, int32_t *target) {
+    double t = tm_rand_unit(rng), pm = (1.0 - TM_MASK_EPS) * t + TM_MASK_EPS;
+    for (int i = 0; i < T; i++) {
+        target[i] = seq[i];
+        input[i] = i >= prompt_len && tm_rand_unit(rng) < pm ? m->c.mask_id : seq[i];
+    }
+    return (float)(1.0 / (pm * (double)UM_MAX(1, T - prompt_len)));
+}
+
+void tm_logits_batch(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, int B, int T, float *logits) {
+    forward_body(m, w, p, input, B, T);
+    linear(w, p, w->xnf, B * T, m->p, m->c.n_vocab, m->c.n_embd, logits);
 }
 
 /* ------------------------------------------------------------------ optimiser */

@@ -12,6 +12,8 @@
  *
  * Loss of a batch (B sequences of T tokens, sequence b masked with probability t_b):
  *   L = sum over masked (b, i) of -log softmax(logits[b, i])[target] / t_b, divided by B*T.
+ * Conditional (SFT) training masks only the answer part of each sequence and divides each
+ * sequence's sum by its answer length and the batch by B (tm_mask_answer, tm_step_norm).
  * Invariants: no allocation inside tm_step after tm_ws_new; results do not depend on the
  * number of threads (every reduction runs in a fixed order), so a resumed run matches an
  * uninterrupted one bit for bit.
@@ -64,8 +66,18 @@ void tm_ws_free(tm_ws *w);
 double tm_step(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const int32_t *target,
                const float *inv_t, int B, int T, bool grad, int64_t *n_masked);
 
+/* The same with the loss divided by norm instead of B*T and per-sequence weights wgt (B) in
+ * place of 1/t_b: L = sum over masked (b, i) of CE * wgt[b] / norm. tm_step(...) is
+ * tm_step_norm(..., inv_t, B, T, B*T, ...). Conditional (SFT) batches use the weights of
+ * tm_mask_answer and norm = B: each sequence's answer loss / (t_b * answer length), averaged
+ * over the batch, as LLaDA's supervised fine-tuning does. */
+double tm_step_norm(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const int32_t *target,
+                    const float *wgt, int B, int T, double norm, bool grad, int64_t *n_masked);
+
 /* Logits (T, n_vocab) of every position of one sequence (eval, tests). */
 void tm_logits(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, int T, float *logits);
+/* Logits (B*T, n_vocab) of every position of B sequences; B <= the workspace's max_b. */
+void tm_logits_batch(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, int B, int T, float *logits);
 
 /* LLaDA's forward process: for each of B sequences a window of T tokens at a random offset of
  * data[0..n) (n > T) into target, t ~ U(0, 1), p = (1 - eps) t + eps, each token replaced by
@@ -73,6 +85,13 @@ void tm_logits(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, int T, f
 #define TM_MASK_EPS 1e-3
 void tm_draw_batch(const tm_model *m, const int32_t *data, size_t n, int B, int T, uint64_t rng[4],
                    int32_t *input, int32_t *target, float *inv_t);
+
+/* The forward process of conditional training on one sequence seq (T) of a prompt
+ * [0, prompt_len) and its answer [prompt_len, T): the prompt is never masked; t ~ U(0, 1),
+ * p = (1 - eps) t + eps, each answer token replaced by the mask with probability p into
+ * input (T); target (T) = seq. Returns the sequence's loss weight 1 / (p * answer length). */
+float tm_mask_answer(const tm_model *m, const int32_t *seq, int T, int prompt_len, uint64_t rng[4],
+                     int32_t *input, int32_t *target);
 
 typedef struct tm_adam {
     float lr, beta1, beta2, eps, weight_decay, clip;

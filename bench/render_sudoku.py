@@ -1,0 +1,57 @@
+"""render_sudoku.py: the sudoku model's learning curve (bench/results/sudoku-train.json, written
+by bench/sudoku_train.py at the end of `make sudoku-model`) and the recipe's pilot runs
+(bench/results/sudoku-train-pilots.json) as Markdown tables, for tools/render-readme.py
+(tables "sudoku-train" and "sudoku-pilots" in docs/sudoku.md)."""
+import json
+import os
+
+RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def render_sudoku_train():
+    path = os.path.join(RES, "sudoku-train.json")
+    if not os.path.exists(path):
+        return "_no results yet: run `make sudoku-model`_"
+    with open(path) as f:
+        d = json.load(f)
+    curve = d["curve"]
+    # every row where solving was measured, the first and the last row, and about 8 more between
+    keep = {0, len(curve) - 1} | {i for i, r in enumerate(curve) if r.get("solve_rate") is not None}
+    keep |= set(range(0, len(curve), max(1, len(curve) // 8)))
+    m = d.get("model", {})
+    out = [f"{m.get('params', '?'):,} parameters, batch {m.get('batch', '?')}, {d['machine']['cpu']}, "
+           f"{d['date'][:10]}. Held-out: easy puzzles of the validation split; loss and accuracy over "
+           "answer cells masked at rate 0.5 (fixed masks); solving: every answer cell masked, one cell "
+           "committed per step in confidence order, greedy.", "",
+           "| step | minutes | lr | train loss | held-out loss | held-out cell accuracy | solving: cells right | solving: puzzles solved |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for i in sorted(keep):
+        r = curve[i]
+        solve = ("—", "—") if r.get("solve_rate") is None else (f"{100 * r['solve_cell_acc']:.1f}%", f"{100 * r['solve_rate']:.1f}%")
+        out.append(f"| {r['step']} | {r['elapsed_s'] / 60:.0f} | {r['lr']:.1e} | {r['train_loss']:.3f} | "
+                   f"{r['heldout_loss_t05']:.3f} | {100 * r['heldout_acc_t05']:.1f}% | {solve[0]} | {solve[1]} |")
+    f = d.get("final_eval")
+    if f and "puzzles" in f:
+        out += ["", f"Exported file (F16), {f['puzzles']} held-out easy puzzles: {f['solved']} solved "
+                f"({100 * f['solve_rate']:.1f}%), {100 * f['solve_cell_acc']:.1f}% of cells right; "
+                f"every cell predicted at once from the bare puzzle: {100 * f.get('heldout_acc_t1', 0):.1f}% right."]
+    return "\n".join(out)
+
+
+def render_sudoku_pilots():
+    path = os.path.join(RES, "sudoku-train-pilots.json")
+    if not os.path.exists(path):
+        return "_no pilot results_"
+    with open(path) as f:
+        d = json.load(f)
+    steps = [100, 250, 500]
+    out = ["| run | params | " + " | ".join(f"step {s}" for s in steps) + " |",
+           "| --- | ---: | " + " | ".join("---:" for _ in steps) + " |"]
+    for name, p in d["pilots"].items():
+        acc = {r["step"]: r["heldout_acc_t05"] for r in p["curve"]}
+        cells = [f"{100 * acc[s]:.1f}%" if s in acc else "—" for s in steps]
+        out.append(f"| {name}: {p['what']} | {p['params']:,} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+RENDERERS = {"sudoku-train": render_sudoku_train, "sudoku-pilots": render_sudoku_pilots}

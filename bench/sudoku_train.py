@@ -1,0 +1,75 @@
+"""sudoku_train.py: the sudoku model's learning curve as a result file.
+
+    python3 bench/sudoku_train.py WORK [--out NAME]
+
+Reads what tools/make-sudoku-model.sh leaves in WORK (build/sudoku/main): log.tsv (one row per
+evaluation of `unmask-train train --sft`), train.out (its stderr: the command's shape line) and
+eval.txt (`unmask-train eval --sft` on the exported file), and writes
+bench/results/sudoku-train.json (NAME): the machine, the curve (step, learning rate, train loss,
+held-out answer loss and accuracy at mask rate 0.5, and at the steps where it was measured
+greedy solving of held-out puzzles: cell accuracy and solve rate) and the final evaluation.
+Nothing is typed by hand: docs render from this file.
+"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+
+def num(s):
+    if s == "":
+        return None
+    return float(s) if any(c in s for c in ".e") else int(s)
+
+
+def main():
+    args = sys.argv[1:]
+    if not args or args[0].startswith("-"):
+        sys.exit("usage: sudoku_train.py WORK [--out NAME]")
+    work = args[0]
+    name = args[args.index("--out") + 1] if "--out" in args else "sudoku-train.json"
+    rows = []
+    with open(os.path.join(work, "log.tsv")) as f:
+        header = None
+        for line in f:
+            cells = line.rstrip("\n").split("\t")
+            if cells[0] == "step":
+                header = cells
+                continue
+            if header is None or len(cells) != len(header):
+                sys.exit(f"{work}/log.tsv: a row does not match the header: {line.strip()}")
+            rows.append({k: num(v) for k, v in zip(header, cells)})
+    res = benchlib.header("sudoku-train")
+    out = open(os.path.join(work, "train.out")).read() if os.path.exists(os.path.join(work, "train.out")) else ""
+    shape = re.findall(r"train: (\d+) params, (\d+) training / (\d+) held-out examples of (\d+) tokens, batch (\d+)", out)
+    if shape:
+        p, ntr, nva, T, B = (int(x) for x in shape[-1])
+        res["model"] = {"params": p, "train_examples": ntr, "heldout_examples": nva, "sequence_tokens": T, "batch": B}
+    resumed = re.findall(r"resumed .* at step (\d+)", out)
+    res["resumed_at_steps"] = [int(s) for s in resumed]
+    res["curve"] = rows
+    ev = os.path.join(work, "eval.txt")
+    if os.path.exists(ev):
+        text = open(ev).read()
+        final = {}
+        m = re.search(r"t=0.50  answer loss ([\d.]+) nats, accuracy ([\d.]+)", text)
+        if m:
+            final["heldout_loss_t05"], final["heldout_acc_t05"] = float(m.group(1)), float(m.group(2))
+        m = re.search(r"t=1.00  answer loss ([\d.]+) nats, accuracy ([\d.]+)", text)
+        if m:
+            final["heldout_loss_t1"], final["heldout_acc_t1"] = float(m.group(1)), float(m.group(2))
+        m = re.search(r"(\d+) of (\d+) solved \(([\d.]+)\), cells ([\d.]+)", text)
+        if m:
+            final["solved"], final["puzzles"] = int(m.group(1)), int(m.group(2))
+            final["solve_rate"], final["solve_cell_acc"] = float(m.group(3)), float(m.group(4))
+        res["final_eval"] = final
+        res["final_eval_text"] = text
+    path = benchlib.write(name, res)
+    print(os.path.relpath(path, benchlib.ROOT))
+
+
+if __name__ == "__main__":
+    main()
