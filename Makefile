@@ -251,7 +251,8 @@ demo-model:
 
 # The sudoku data generator (tools/sudoku, docs/eval.md): plain C, no libraries beyond libc.
 SUDOKU_GEN_OBJ := $(BUILD)/tools/sudoku/gen.o $(BUILD)/src/eval/sudoku.o $(BUILD)/src/eval/tasks.o \
-                  $(BUILD)/src/base/jsonr.o $(BUILD)/src/base/infile.o $(BUILD)/src/base/util.o
+                  $(BUILD)/src/base/jsonr.o $(BUILD)/src/base/infile.o $(BUILD)/src/base/numparse.o \
+                  $(BUILD)/src/base/util.o
 $(BUILD)/sudoku-gen: $(SUDOKU_GEN_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -pthread
 sudoku-gen:

@@ -24,6 +24,7 @@
 #include "evalcheck.h"
 #include "genopts.h"
 #include "jsonw.h"
+#include "numparse.h"
 #include "schedule.h"
 #include "sudoku.h"
 #include "tasks.h"
@@ -48,23 +49,6 @@ static void usage(FILE *f) {
                "  --json             one JSON object: totals, settings and every task's output\n"
                "  -q, --quiet        no progress on stderr\n"
                "  -h, --help         this help\n");
-}
-
-static void progress(void *ctx, const char *what, int done, int total) {
-    if (*(bool *)ctx) return;
-    fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
-    if (done == total) fputc('\n', stderr);
-}
-
-static int parse_count(const char *flag, const char *v, long long lo, long long hi, long long *out) {
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "unmask eval: %s: '%s' is not a whole number in [%lld, %lld]\n", flag, v, lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
 }
 
 /* One task's result. */
@@ -146,7 +130,7 @@ int cmd_eval(int argc, char **argv) {
     genopts_init(&g);
     bool quiet = false;
     const char *path = NULL, *check_s = NULL, *diff_s = NULL;
-    long long n_sudoku = 0, limit = 0, sudoku_seed = -1;
+    int64_t n_sudoku = 0, limit = 0, sudoku_seed = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -159,9 +143,9 @@ int cmd_eval(int argc, char **argv) {
             const char *v = argv[++i];
             if (!strcmp(a, "--check")) check_s = v;
             else if (!strcmp(a, "--difficulty")) diff_s = v;
-            else if (!strcmp(a, "--sudoku")) { if (parse_count(a, v, 1, 1000000, &n_sudoku)) return 2; }
-            else if (!strcmp(a, "--limit")) { if (parse_count(a, v, 1, 1LL << 30, &limit)) return 2; }
-            else if (parse_count(a, v, 0, (long long)(SUDOKU_SPLIT_SPAN - 1), &sudoku_seed)) return 2;
+            else if (!strcmp(a, "--sudoku")) { if (num_arg_int("unmask eval", a, v, 1, 1000000, &n_sudoku)) return 2; }
+            else if (!strcmp(a, "--limit")) { if (num_arg_int("unmask eval", a, v, 1, (int64_t)1 << 30, &limit)) return 2; }
+            else if (num_arg_int("unmask eval", a, v, 0, (int64_t)(SUDOKU_SPLIT_SPAN - 1), &sudoku_seed)) return 2;
             continue;
         }
         int r = genopts_parse(&g, argc, argv, &i, "unmask eval");
@@ -212,7 +196,7 @@ int cmd_eval(int argc, char **argv) {
     if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask eval: %s\n", e.msg); tasks_free(&ts); return 1; }
     bool tty = isatty(STDERR_FILENO);
     bool quiet_load = quiet || !tty;
-    g.eng.progress = progress;
+    g.eng.progress = genopts_progress_stderr;
     g.eng.progress_ctx = &quiet_load;
     um_engine *en = NULL;
     item *items = NULL;

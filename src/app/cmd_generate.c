@@ -26,12 +26,6 @@ static void usage(FILE *f) {
                "  -h, --help         this help\n");
 }
 
-static void progress(void *ctx, const char *what, int done, int total) {
-    if (*(bool *)ctx) return;
-    fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
-    if (done == total) fputc('\n', stderr);
-}
-
 /* Per step: progress on stderr, and with --json every snapshot that ran kept for the step
  * list (however many: a timestep schedule may run more steps than tokens). */
 typedef struct step_ctx {
@@ -73,7 +67,7 @@ int cmd_generate(int argc, char **argv) {
     if (!g.prompt) { fprintf(stderr, "unmask generate: -p PROMPT is required (see --help)\n"); return 2; }
     um_err re = { "" };
     if (genopts_resolve(&g, &re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }
-    g.eng.progress = progress;
+    g.eng.progress = genopts_progress_stderr;
     g.eng.progress_ctx = &quiet;
     g.eng.warn = genopts_warn_stderr;
     g.eng.warn_ctx = (void *)"unmask generate";

@@ -40,23 +40,11 @@ static void put_text(FILE *f, gguf_str s, uint64_t max) {
     if (s.len > max) fputs("...", f);
 }
 
-/* Length of a valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
-static int utf8_len(const unsigned char *p, uint64_t n) {
-    int len = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-            : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
-    if (!len || (uint64_t)len > n) return 0;
-    for (int i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80) return 0;
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||   /* overlong, surrogate */
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)) return 0;
-    return len;
-}
-
 static void put_json_str(FILE *f, gguf_str s) {
     const unsigned char *p = (const unsigned char *)s.ptr;
     fputc('"', f);
     for (uint64_t i = 0; i < s.len;) {
-        int n = utf8_len(p + i, s.len - i);
+        int n = (int)um_utf8_len(p + i, (size_t)(s.len - i));
         if (n == 0) { fputs("\\ufffd", f); i++; continue; }
         if (p[i] == '"' || p[i] == '\\') fprintf(f, "\\%c", p[i]);
         else if (p[i] < 0x20) fprintf(f, "\\u%04x", p[i]);

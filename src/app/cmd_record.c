@@ -43,12 +43,6 @@ static void usage(FILE *f) {
                "  -h, --help         this help\n");
 }
 
-static void progress(void *ctx, const char *what, int done, int total) {
-    if (*(bool *)ctx) return;
-    fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
-    if (done == total) fputc('\n', stderr);
-}
-
 /* Compose snapshot hist[n-1] and hand it to the recorder. */
 static int record_one(recorder *rec, view_ctx *vc, frame *fr, rec_frame *rf, view_state *v, um_err *e) {
     if (view_build(vc, fr, v, e)) return UM_FAIL;
@@ -88,7 +82,7 @@ int cmd_record(int argc, char **argv) {
     outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
     feopts_files(&fe, &files);
     if (outfile_check(&files, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
-    g.eng.progress = progress;
+    g.eng.progress = genopts_progress_stderr;
     g.eng.progress_ctx = &quiet;
     g.eng.warn = genopts_warn_stderr;
     g.eng.warn_ctx = (void *)"unmask record";

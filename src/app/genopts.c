@@ -193,6 +193,12 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (s->block_len > s->n_gen) s->block_len = s->n_gen;
 }
 
+void genopts_progress_stderr(void *quiet, const char *what, int done, int total) {
+    if (*(const bool *)quiet) return;
+    fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
+    if (done == total) fputc('\n', stderr);
+}
+
 void genopts_warn_stderr(void *prog, const char *msg) {
     fprintf(stderr, "%s: warning: %s\n", (const char *)prog, msg);
 }

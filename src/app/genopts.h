@@ -51,6 +51,8 @@ void genopts_apply(const um_genopts *g, um_settings *s);
 /* An engine warning callback (um_engine_opts.warn) for commands without a screen: prints
  * "PROG: warning: MSG" on stderr, prog (the warn_ctx) being e.g. "unmask generate". */
 void genopts_warn_stderr(void *prog, const char *msg);
+/* The engine's load progress on stderr (um_engine_opts.progress), unless *(bool *)quiet. */
+void genopts_progress_stderr(void *quiet, const char *what, int done, int total);
 /* The help text of the generation flags. */
 void genopts_usage(FILE *f);
 /* The decoding settings as one JSON object (a value: the caller writes its key first). */

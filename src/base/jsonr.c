@@ -30,26 +30,6 @@ static void skip_ws(parser *p) {
         p->i++;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
 static int buf_put(parser *p, const void *src, size_t k) {
     if (p->buf_len + k + 1 > p->buf_cap) {
         size_t cap = p->buf_cap ? p->buf_cap * 2 : 256;
@@ -92,7 +72,7 @@ static int parse_string(parser *p) {
         if (c == '"') { p->i++; return UM_OK; }
         if (c < 0x20) return fail(p, "control character inside a string (escape it)");
         if (c != '\\') {
-            size_t k = utf8_len(p->s + p->i, p->n - p->i);
+            size_t k = um_utf8_len(p->s + p->i, p->n - p->i);
             if (k == 0) return fail(p, "invalid UTF-8");
             if (buf_put(p, p->s + p->i, k) != UM_OK) return UM_FAIL;
             p->i += k;
@@ -238,7 +218,7 @@ int jsonr_object(const char *text, size_t len, jsonr_obj *o, um_err *e) {
     o->n = 0;
     int cap = 0;
     for (size_t i = 0; i < len;) {                     /* name bad bytes before the grammar does */
-        size_t k = utf8_len(p.s + i, len - i);
+        size_t k = um_utf8_len(p.s + i, len - i);
         if (k == 0) { p.i = i; fail(&p, "invalid UTF-8"); goto err; }
         i += k;
     }

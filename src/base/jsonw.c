@@ -2,6 +2,7 @@
  * jsonw: streaming JSON writer (see jsonw.h).
  */
 #include "jsonw.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -36,26 +37,6 @@ void jsonw_obj_end(jsonw *j) { close_(j, '}'); }
 void jsonw_arr_begin(jsonw *j) { open(j, '['); }
 void jsonw_arr_end(jsonw *j) { close_(j, ']'); }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
 static void put_str(FILE *f, const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
@@ -67,7 +48,7 @@ static void put_str(FILE *f, const char *s, size_t n) {
         else if (c == '\r') { fputs("\\r", f); i++; }
         else if (c < 0x20 || c == 0x7f) { fprintf(f, "\\u%04x", c); i++; }
         else {
-            size_t len = utf8_len(p + i, n - i);
+            size_t len = um_utf8_len(p + i, n - i);
             if (!len) { fputs("\xef\xbf\xbd", f); i++; }
             else { fwrite(p + i, 1, len, f); i += len; }
         }

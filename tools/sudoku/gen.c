@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "numparse.h"
 #include "sudoku.h"
 #include "tasks.h"
 #include "util.h"
@@ -33,16 +34,6 @@ static void usage(FILE *f) {
           "Item i uses seed split_base + S + i: train 0, val 2^40, test 2*2^40 (S + i < 2^40),\n"
           "so the splits never share a seed; 'mix' cycles easy, medium, hard by item index.\n"
           "--out - writes to stdout. --check-disjoint exits 1 if a solution grid of TEST is in TRAIN.\n", f);
-}
-
-static int parse_u64(const char *s, uint64_t *out) {
-    char *end;
-    if (!s || !*s || *s == '-') return UM_FAIL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return UM_FAIL;
-    *out = v;
-    return UM_OK;
 }
 
 /* ---------------------------------------------------------------- --check-disjoint */
@@ -125,10 +116,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--difficulty")) diff_s = v;
         else if (!strcmp(a, "--out")) out_path = v;
         else if (!strcmp(a, "--n")) {
-            if (parse_u64(v, &n) != UM_OK || n == 0) { fprintf(stderr, "sudoku-gen: --n wants a count >= 1, not '%s'\n", v); return 2; }
+            int64_t x;
+            if (num_arg_int("sudoku-gen", a, v, 1, (int64_t)SUDOKU_SPLIT_SPAN, &x)) return 2;
+            n = (uint64_t)x;
             have_n = true;
         } else if (!strcmp(a, "--seed-base")) {
-            if (parse_u64(v, &seed_base) != UM_OK) { fprintf(stderr, "sudoku-gen: --seed-base wants a number >= 0, not '%s'\n", v); return 2; }
+            int64_t x;
+            if (num_arg_int("sudoku-gen", a, v, 0, (int64_t)SUDOKU_SPLIT_SPAN - 1, &x)) return 2;
+            seed_base = (uint64_t)x;
         } else {
             fprintf(stderr, "sudoku-gen: unknown flag: %s\n", a);
             usage(stderr);
