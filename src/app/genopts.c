@@ -33,7 +33,7 @@ void genopts_usage(FILE *f) {
         "  --ctx N            context limit in tokens (default: the model's trained context;\n"
         "                     past it a generation runs only with --ctx, with a warning)\n"
         "prompt:\n"
-        "  -p TEXT            the prompt\n"
+        "  -p TEXT            the prompt (default: the preset's prompt, if it has one)\n"
         "  --chat-template T  llada, llada-moe, dream, chatml, rnd1 or none (default: detected)\n"
         "  --no-chat          use the prompt as it is (same as --chat-template none)\n"
         "  --system TEXT      system prompt\n"
