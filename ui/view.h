@@ -63,7 +63,7 @@ typedef struct view_state {
     const theme        *th;
     int                 depth;      /* colours available: 16777216, 256, 8 or 0 (NO_COLOR) */
     view_heat           heat;
-    view_layout         layout;
+    view_layout         layout;     /* text, or the 9x9 grids (back to text with a note when impossible) */
     int32_t             cursor;     /* canvas position under the inspector; -1: follow activity */
     bool                paused;     /* the user paused (else running) */
     bool                busy;       /* a step is being computed */
