@@ -36,7 +36,25 @@ TEST(feopts_shared_flags_parse_alike) {
         CHECK_STREQ(f.cast, "a.cast");
         CHECK_EQ(parse1(&f, cmds[c], "--heat", "hot"), -1);
         CHECK_EQ(parse1(&f, cmds[c], "--nope", "x"), 0);
+        CHECK_EQ(f.layout, -1);                                  /* not given */
+        CHECK_EQ(parse1(&f, cmds[c], "--layout", "grid9"), 1);
+        CHECK_EQ(f.layout, VIEW_LAYOUT_GRID9);
+        CHECK_EQ(parse1(&f, cmds[c], "--layout", "Grid9"), -1);
+        CHECK_EQ(parse1(&f, cmds[c], "--layout", "grid"), -1);
     }
+}
+
+/* --layout wins over the preset's layout key, which wins over text. */
+TEST(feopts_layout_precedence) {
+    feopts f;
+    feopts_init(&f);
+    CHECK_EQ(feopts_layout(&f, NULL), VIEW_LAYOUT_TEXT);
+    CHECK_EQ(feopts_layout(&f, ""), VIEW_LAYOUT_TEXT);
+    CHECK_EQ(feopts_layout(&f, "grid9"), VIEW_LAYOUT_GRID9);
+    CHECK_EQ(parse1(&f, FE_VIEW, "--layout", "text"), 1);
+    CHECK_EQ(feopts_layout(&f, "grid9"), VIEW_LAYOUT_TEXT);
+    CHECK_EQ(parse1(&f, FE_RECORD, "--layout", "grid9"), 1);
+    CHECK_EQ(feopts_layout(&f, "text"), VIEW_LAYOUT_GRID9);
 }
 
 TEST(feopts_command_specific_flags) {
@@ -67,7 +85,7 @@ static int count(const char *hay, const char *needle) {
 TEST(feopts_usage_lists_each_flag_once) {
     const char *const view_only[] = { "--color MODE", "--paused", "--demo-ui", "--delay-ms N" };
     const char *const rec_only[] = { "--size COLSxROWS", "--delay-cs N", "--hold-cs N" };
-    const char *const both[] = { "--gif FILE", "--cast FILE", "--theme NAME|FILE", "--heat MODE" };
+    const char *const both[] = { "--gif FILE", "--cast FILE", "--theme NAME|FILE", "--heat MODE", "--layout MODE" };
     for (int c = 0; c < 2; c++) {
         char buf[8192] = "";
         FILE *m = fmemopen(buf, sizeof buf - 1, "w");
@@ -78,5 +96,6 @@ TEST(feopts_usage_lists_each_flag_once) {
         for (size_t k = 0; k < 4; k++) CHECK_EQ(count(buf, view_only[k]), c == 0 ? 1 : 0);
         for (size_t k = 0; k < 3; k++) CHECK_EQ(count(buf, rec_only[k]), c == 1 ? 1 : 0);
         for (int h = 0; h < VIEW_HEAT_COUNT; h++) CHECK_CONTAINS(buf, view_heat_keys[h]);
+        CHECK_CONTAINS(buf, "text or grid9");
     }
 }

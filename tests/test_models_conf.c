@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include "harness.h"
 #include "models_conf.h"
+#include "view.h"
 
 static int parse(models_conf *mc, const char *text, um_err *e) {
     e->msg[0] = 0;
@@ -148,6 +149,7 @@ TEST(models_conf_prompt_and_layout) {
     snprintf(big, sizeof big, "[a]\npath = x\nprompt = %01100d\n", 7);
     CHECK(parse(&mc, big, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, ":3: prompt too long");
-    CHECK(models_conf_layouts[0] && !strcmp(models_conf_layouts[0], "text") && !strcmp(models_conf_layouts[1], "grid9") &&
-          models_conf_layouts[2] == NULL);
+    CHECK_EQ(VIEW_LAYOUT_COUNT, 2);                             /* the names the view takes */
+    CHECK_STREQ(view_layout_keys[VIEW_LAYOUT_TEXT], "text");
+    CHECK_STREQ(view_layout_keys[VIEW_LAYOUT_GRID9], "grid9");
 }

@@ -25,6 +25,7 @@ const ui_key ui_keys[] = {
     { { 'R' },                     NULL,           UI_ACT_RESEED,     NULL },
     { { 'e' },                     "e",            UI_ACT_EDIT,       "edit the prompt, Enter restarts, Esc cancels" },
     { { 'h' },                     "h",            UI_ACT_HEAT,       "cycle heat: commit conf, live conf, order, entropy" },
+    { { 'l' },                     "l",            UI_ACT_LAYOUT,     "switch layout: text / 9x9 sudoku grid" },
     { { 'c' },                     "c",            UI_ACT_THEME,      "cycle colour theme" },
     { { 'g' },                     "g",            UI_ACT_RECORD,     "start / stop a GIF recording (unmask-DATE-TIME.gif)" },
     { { KEY_LEFT },                "arrows click", UI_ACT_LEFT,       "move the inspector cursor" },

@@ -39,6 +39,7 @@ typedef enum theme_role {
     THEME_MARK,          /* schedule: the shown step */
     THEME_MESSAGE,       /* transient messages */
     THEME_HELP,          /* the help overlay */
+    THEME_CONFLICT,      /* grid layout: a committed digit that breaks a sudoku rule */
     THEME_N_ROLES
 } theme_role;
 

@@ -1,8 +1,8 @@
 /*
  * view: one frame from the visualizer state (see view.h for the layout).
  *
- * Sections in drawing order: styles and heat, header, canvas, inspector, schedule,
- * legend, status line, help overlay. Each panel draws only inside the rectangle it is
+ * Sections in drawing order: styles and heat, header, canvas (text, then the grid layout),
+ * inspector, schedule, legend, status line, help overlay. Each panel draws only inside the rectangle it is
  * given; the canvas is the only one that needs scratch memory (kept in view_ctx, grown,
  * never shrunk, so steady-state redraws do not allocate).
  */
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grid9.h"
 #include "keys.h"
 #include "schedule.h"
 #include "view.h"
@@ -19,6 +20,7 @@ const char *const view_heat_names[VIEW_HEAT_COUNT] = {
     "confidence at commit", "live confidence", "commit order", "entropy",
 };
 const char *const view_heat_keys[VIEW_HEAT_COUNT] = { "commit", "live", "order", "entropy" };
+const char *const view_layout_keys[VIEW_LAYOUT_COUNT] = { "text", "grid9" };
 
 #define TAB_STOP      4
 #define ENTROPY_SCALE 4.0f          /* nats mapped to the dark end of the ramp in entropy mode */
@@ -26,6 +28,7 @@ const char *const view_heat_keys[VIEW_HEAT_COUNT] = { "commit", "live", "order",
 #define STRIP_H       9             /* bottom strip height (narrow layout) */
 #define PIECE_MAX     256           /* bytes of one token's text kept for display */
 #define SPECIAL_GLYPH "\xE2\x88\x8E"   /* ∎: a generated special token (end of text...) */
+#define GRID_GAP      3             /* columns between the puzzle and the answer grids */
 
 static frame_style role(const view_state *v, theme_role r) { return v->th->role[r]; }
 
@@ -177,10 +180,15 @@ static frame_style pos_style(const view_state *v, const um_snapshot *s, int32_t 
     return st;
 }
 
-static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snapshot *s,
+static bool is_special(const view_state *v, int32_t tok) {
+    return v->src && v->src->is_special && v->src->is_special(v->src->self, tok);
+}
+
+/* Positions [from, to) of s as wrapped text in the rectangle (x0, y0, w, h). */
+static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snapshot *s, int32_t from, int32_t to,
                        int x0, int y0, int w, int h, um_err *e) {
-    if (w < 1 || h < 1) return UM_OK;
-    int32_t n = s->n_canvas;
+    if (w < 1 || h < 1 || to <= from) return UM_OK;
+    int32_t n = to - from;
     if (grow((void **)&c->runs, sizeof *c->runs, &c->runs_cap, n + 1, e)) return UM_FAIL;
     size_t need = (size_t)n * PIECE_MAX + 64;
     if (need > c->bytes_cap) {
@@ -191,9 +199,9 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
     }
     /* runs: the raw bytes of every position (or its mask glyph / ghost) */
     size_t at = 0;
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = from; i < to; i++) {
         const um_pos *p = &s->pos[i];
-        ui_run *r = &c->runs[i];
+        ui_run *r = &c->runs[i - from];
         bool ghost = false;
         r->pos = i;
         r->bytes = c->bytes + at;
@@ -207,7 +215,7 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
                 r->len = strlen(v->th->mask_glyph);
                 memcpy(c->bytes + at, v->th->mask_glyph, r->len);
             }
-        } else if (i >= s->n_prompt && v->src && v->src->is_special && v->src->is_special(v->src->self, p->token)) {
+        } else if (i >= s->n_prompt && is_special(v, p->token)) {
             r->opaque = true;                        /* generated <|eot|> etc.: one compact glyph */
             r->len = sizeof SPECIAL_GLYPH - 1;
             memcpy(c->bytes + at, SPECIAL_GLYPH, r->len);
@@ -267,6 +275,138 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
             frame_put_cluster(f, cx + j, y0 + ln, x0 + w, " ", 1, st, cl->pos);
     }
     return UM_OK;
+}
+
+/* ------------------------------------------------------------------ canvas: the grid layout */
+
+/* The first display cluster of a token's text, leading spaces skipped (only spaces: ␣), into
+ * out; returns its width (1 or 2), 0 when out of memory. */
+static int cell_glyph(view_ctx *c, const view_state *v, int32_t tok, char out[UI_CLUSTER_MAX], um_err *e) {
+    char raw[PIECE_MAX];
+    size_t n = piece(v, tok, raw, sizeof raw), a = 0;
+    while (a < n && raw[a] == ' ') a++;
+    if (a == n) {
+        snprintf(out, UI_CLUSTER_MAX, "%s", n ? "\xE2\x90\xA3" : "?");
+        return 1;
+    }
+    if (ui_text_shape_str(&c->text, raw + a, n - a, e)) return 0;
+    snprintf(out, UI_CLUSTER_MAX, "%s", c->text.cl[0].text);
+    return c->text.cl[0].width;
+}
+
+/* The box lines of one grid whose top-left cell is (gx, gy). */
+static void draw_box_lines(frame *f, const view_state *v, int gx, int gy) {
+    frame_style b = role(v, THEME_BORDER);
+    for (int y = 0; y < GRID9_H; y++) {
+        bool rule = y == GRID9_BOX_ROW1 || y == GRID9_BOX_ROW2;
+        for (int x = 0; x < GRID9_W; x++) {
+            bool line = x == GRID9_BOX_COL1 || x == GRID9_BOX_COL2;
+            if (rule) frame_put_cluster(f, gx + x, gy + y, gx + GRID9_W, line ? "\xE2\x94\xBC" : "\xE2\x94\x80", 1, b, -1);
+            else if (line) frame_put_cluster(f, gx + x, gy + y, gx + GRID9_W, "\xE2\x94\x82", 1, b, -1);
+        }
+    }
+}
+
+/* Style of answer cell k: the heat of the text layout, then the conflict mark, then the cursor. */
+static frame_style answer_style(const view_state *v, const um_snapshot *s, const grid9 *g, int k, bool special) {
+    int32_t i = g->answer0 + k;
+    bool ghost;
+    frame_style st = pos_style(v, s, i, &ghost);
+    if (special) st.attrs |= FRAME_DIM;
+    if (g->conflict[k]) {
+        frame_style cf = role(v, THEME_CONFLICT);
+        if (cf.fg != FRAME_DEFAULT) st.fg = cf.fg;
+        if (cf.bg != FRAME_DEFAULT) st.bg = cf.bg;
+        st.attrs |= cf.attrs;
+        if (v->depth == 0) st.attrs |= FRAME_REVERSE;      /* no colours: the mark must still show */
+    }
+    return v->cursor == i ? role(v, THEME_CURSOR) : st;
+}
+
+/* The 81 cells of one grid at (gx, gy): the puzzle (dimmed, as the prompt) or the answer. */
+static int draw_cells(view_ctx *c, frame *f, const view_state *v, const um_snapshot *s, const grid9 *g,
+                      bool answer, int gx, int gy, um_err *e) {
+    int32_t p0 = answer ? g->answer0 : g->puzzle0;
+    for (int k = 0; k < SUDOKU_CELLS; k++) {
+        int32_t i = p0 + k;
+        const um_pos *p = &s->pos[i];
+        char text[UI_CLUSTER_MAX];
+        int width = 1;
+        bool special = false;
+        frame_style st;
+        if (answer && p->masked) {                          /* the mask, or its ghost */
+            snprintf(text, sizeof text, "%s", v->th->mask_glyph);
+            if (v->heat == VIEW_HEAT_LIVE && p->has_view && !(width = cell_glyph(c, v, p->top[0].token, text, e)))
+                return UM_FAIL;
+        } else if (answer && is_special(v, p->token)) {
+            snprintf(text, sizeof text, "%s", SPECIAL_GLYPH);
+            special = true;
+        } else if (!(width = cell_glyph(c, v, p->token, text, e))) {
+            return UM_FAIL;
+        }
+        if (answer) st = answer_style(v, s, g, k, special);
+        else st = v->cursor == i ? role(v, THEME_CURSOR) : role(v, THEME_PROMPT);
+        frame_put_cluster(f, gx + grid9_col(k % 9), gy + grid9_row(k / 9), gx + GRID9_W, text, width, st, i);
+    }
+    return UM_OK;
+}
+
+/* The canvas in the grid9 layout (grid9.h): the puzzle grid left (or, when the prompt holds
+ * none, the prompt as text in its place), the answer grid right, titles above when there is
+ * a row for them, the generated positions after the 81 cells as text below. When it cannot
+ * (too few generated positions, a canvas smaller than the grids) it draws nothing, leaves
+ * *drawn false and says why in note; the caller draws the text layout. */
+static int draw_grid_canvas(view_ctx *c, frame *f, const view_state *v, const um_snapshot *s, int x0, int y0,
+                            int w, int h, char *note, size_t note_cap, bool *drawn, um_err *e) {
+    grid9 g;
+    const int need_w = 2 * GRID9_W + GRID_GAP;
+    *drawn = false;
+    if (!grid9_scan(v->src, s, &g)) {
+        snprintf(note, note_cap, "grid9: %d generated, needs 81: text layout", s->n_canvas - s->n_prompt);
+        return UM_OK;
+    }
+    if (w < need_w || h < GRID9_H) {
+        snprintf(note, note_cap, "grid9: canvas %dx%d, needs %dx%d: text layout", w, h, need_w, GRID9_H);
+        return UM_OK;
+    }
+    *drawn = true;
+    frame_fill(f, x0, y0, w, h, role(v, THEME_TEXT));
+    int gy = y0 + (h > GRID9_H), rx = x0 + GRID9_W + GRID_GAP;
+    if (gy > y0) {
+        frame_style ti = role(v, THEME_TITLE), cf = role(v, THEME_CONFLICT);
+        char buf[48];
+        frame_puts(f, x0 + 1, y0, rx, g.puzzle0 >= 0 ? "puzzle" : "prompt", ti);
+        int x = frame_puts(f, rx + 1, y0, x0 + w, "answer", ti);
+        if (g.n_conflicts) {
+            snprintf(buf, sizeof buf, "%d conflict%s", g.n_conflicts, g.n_conflicts == 1 ? "" : "s");
+            if (v->depth == 0) cf.attrs |= FRAME_REVERSE;
+            frame_puts(f, x + 2, y0, x0 + w, buf, cf);
+        }
+    }
+    if (g.puzzle0 >= 0) {
+        draw_box_lines(f, v, x0, gy);
+        if (draw_cells(c, f, v, s, &g, false, x0, gy, e)) return UM_FAIL;
+    } else if (draw_canvas(c, f, v, s, 0, s->n_prompt, x0, gy, GRID9_W, GRID9_H, e)) {
+        return UM_FAIL;
+    }
+    draw_box_lines(f, v, rx, gy);
+    if (draw_cells(c, f, v, s, &g, true, rx, gy, e)) return UM_FAIL;
+    int32_t tail = g.answer0 + SUDOKU_CELLS;                /* generated after the 81 cells */
+    int ty = gy + GRID9_H + 1;
+    if (tail < s->n_canvas && ty < y0 + h) return draw_canvas(c, f, v, s, tail, s->n_canvas, x0, ty, w, y0 + h - ty, e);
+    if (tail < s->n_canvas) snprintf(note, note_cap, "grid9: %d positions below not shown", s->n_canvas - tail);
+    return UM_OK;
+}
+
+/* The canvas in v's layout; *grid says whether the grid layout was drawn. */
+static int draw_body(view_ctx *c, frame *f, const view_state *v, const um_snapshot *s, int x0, int y0, int w, int h,
+                     char *note, size_t note_cap, bool *grid, um_err *e) {
+    *grid = false;
+    if (v->layout == VIEW_LAYOUT_GRID9) {
+        if (draw_grid_canvas(c, f, v, s, x0, y0, w, h, note, note_cap, grid, e)) return UM_FAIL;
+        if (*grid) return UM_OK;
+    }
+    return draw_canvas(c, f, v, s, 0, s->n_canvas, x0, y0, w, h, e);
 }
 
 /* ------------------------------------------------------------------ inspector */
@@ -401,7 +541,7 @@ static void draw_schedule(view_ctx *cx, frame *f, const view_state *v, const um_
 
 /* ------------------------------------------------------------------ legend and status */
 
-static void draw_legend(frame *f, const view_state *v, const um_snapshot *s, int y) {
+static void draw_legend(frame *f, const view_state *v, const um_snapshot *s, int y, bool grid) {
     frame_style pn = role(v, THEME_PANEL);
     frame_fill(f, 0, y, f->w, 1, pn);
     char lo[32], hi[32];
@@ -428,10 +568,16 @@ static void draw_legend(frame *f, const view_state *v, const um_snapshot *s, int
     fr.attrs |= role(v, THEME_FRESH).attrs;
     x = frame_puts(f, x, y, f->w, "new", fr);
     x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
-    (void)x;
+    if (grid) {
+        frame_style cf = role(v, THEME_CONFLICT);
+        if (v->depth == 0) cf.attrs |= FRAME_REVERSE;
+        x = frame_puts(f, x, y, f->w, "5", cf);
+        frame_puts(f, x + 1, y, f->w, "conflict", pn);
+    }
 }
 
-static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int y) {
+/* note: the layout's note, shown in the message's place when there is no message. */
+static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int y, const char *note) {
     frame_style st = role(v, THEME_STATUS);
     frame_fill(f, 0, y, f->w, 1, st);
     char buf[512], badge[64];
@@ -491,12 +637,13 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     }
     int right = put_right(f, y, f->w, badge, role(v, br));
     if (v->recording) right = put_right(f, y, right - 1, " REC ", role(v, THEME_PAUSED));
-    if (v->message && *v->message) {       /* "...: from the next step" / "...: restarted" */
+    const char *msg = v->message && *v->message ? v->message : note;
+    if (msg && *msg) {                     /* "...: from the next step" / "...: restarted" */
         frame_style msg_st = role(v, THEME_MESSAGE);
         msg_st.bg = st.bg;
-        int mw = ui_text_width(v->message) + 2;
+        int mw = ui_text_width(msg) + 2;
         int mx = UM_MAX(right / 3, right - mw);   /* keep "step k/N ..." readable */
-        frame_puts(f, mx + 1, y, right - 1, v->message, msg_st);
+        frame_puts(f, mx + 1, y, right - 1, msg, msg_st);
         right = mx;
     }
     frame_puts(f, 0, y, right - 1, buf, st);
@@ -558,13 +705,15 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
         draw_too_small(f, v);
     } else {
         const um_snapshot *s = shown(v);
+        char note[128] = "";
+        bool grid = false;
         draw_header(f, v);
         int body_y = 1, body_h = f->h - 3;
         if (s) {
             f->step = s->step;
             if (f->w >= VIEW_SIDE_MIN_W) {
                 int sx = f->w - SIDE_W, cw = sx - 1;
-                if (draw_canvas(c, f, v, s, 0, body_y, cw, body_h, e)) return UM_FAIL;
+                if (draw_body(c, f, v, s, 0, body_y, cw, body_h, note, sizeof note, &grid, e)) return UM_FAIL;
                 for (int y = body_y; y < body_y + body_h; y++)
                     frame_put_cluster(f, cw, y, f->w, "\xE2\x94\x82", 1, role(v, THEME_BORDER), -1);
                 int ih = body_h - 10;
@@ -575,7 +724,7 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
                 draw_schedule(c, f, v, s, sx + 1, body_y + ih + 1, SIDE_W - 1, body_h - ih - 1);
             } else {
                 int ch = body_h - STRIP_H - 1, half = f->w / 2;
-                if (draw_canvas(c, f, v, s, 0, body_y, f->w, ch, e)) return UM_FAIL;
+                if (draw_body(c, f, v, s, 0, body_y, f->w, ch, note, sizeof note, &grid, e)) return UM_FAIL;
                 for (int x = 0; x < f->w; x++)
                     frame_put_cluster(f, x, body_y + ch, f->w, "\xE2\x94\x80", 1, role(v, THEME_BORDER), -1);
                 draw_inspector(f, v, s, 0, body_y + ch + 1, half - 1, STRIP_H);
@@ -588,8 +737,8 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
             if (v->error) draw_start_error(f, v, body_y, body_h);
             else frame_puts(f, 1, body_y, f->w, "starting...", role(v, THEME_MESSAGE));
         }
-        draw_legend(f, v, s, f->h - 2);
-        draw_status(f, v, s, f->h - 1);
+        draw_legend(f, v, s, f->h - 2, grid);
+        draw_status(f, v, s, f->h - 1, note);
         if (v->help) draw_help(f, v);
     }
     if (v->depth == 0)                              /* no colour: attributes only */

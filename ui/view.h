@@ -5,7 +5,10 @@
  *
  * Layout (w x h cells):
  *   row 0            header: model, architecture, quant, backend and ISA, threads
- *   rows 1..h-3      canvas (prompt dimmed, then the generated region, wrapped) and the
+ *   rows 1..h-3      canvas (the layout: prompt dimmed, then the generated region, wrapped;
+ *                    or, in the grid9 layout, the puzzle and the answer as 9x9 sudoku grids,
+ *                    see grid9.h, back to text with a note when the canvas has no 81
+ *                    generated positions or the grids do not fit) and the
  *                    panels: inspector and schedule (recorded steps as bars, the plan
  *                    ahead from schedule.h as shaded columns) on the right when w >= 96,
  *                    else in a strip under the canvas
@@ -43,6 +46,15 @@ typedef enum view_heat {
 extern const char *const view_heat_names[VIEW_HEAT_COUNT];   /* shown in the legend */
 extern const char *const view_heat_keys[VIEW_HEAT_COUNT];    /* the --heat values */
 
+typedef enum view_layout {
+    VIEW_LAYOUT_TEXT = 0,       /* the canvas as wrapped text */
+    VIEW_LAYOUT_GRID9,          /* a 9x9 sudoku: the puzzle and the answer as grids (grid9.h) */
+    VIEW_LAYOUT_COUNT
+} view_layout;
+
+/* The layout names: --layout values and models.conf's `layout` key. */
+extern const char *const view_layout_keys[VIEW_LAYOUT_COUNT];
+
 typedef struct view_state {
     const ui_source    *src;        /* info (header) and piece() (token text) */
     um_snapshot *const *hist;       /* (n_hist) recorded snapshots of this run, oldest first */
@@ -51,6 +63,7 @@ typedef struct view_state {
     const theme        *th;
     int                 depth;      /* colours available: 16777216, 256, 8 or 0 (NO_COLOR) */
     view_heat           heat;
+    view_layout         layout;     /* text, or the 9x9 grids (back to text with a note when impossible) */
     int32_t             cursor;     /* canvas position under the inspector; -1: follow activity */
     bool                paused;     /* the user paused (else running) */
     bool                busy;       /* a step is being computed */

@@ -64,9 +64,9 @@ int cmd_generate(int argc, char **argv) {
         if (r < 0) return 2;
         if (r == 0) { fprintf(stderr, "unmask generate: unknown option '%s' (see --help)\n", argv[i]); return 2; }
     }
-    if (!g.prompt) { fprintf(stderr, "unmask generate: -p PROMPT is required (see --help)\n"); return 2; }
     um_err re = { "" };
     if (genopts_resolve(&g, &re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }
+    if (!g.prompt) { fprintf(stderr, "unmask generate: -p PROMPT is required unless the preset has a prompt (see --help)\n"); return 2; }
     g.eng.progress = genopts_progress_stderr;
     g.eng.progress_ctx = &quiet;
     g.eng.warn = genopts_warn_stderr;

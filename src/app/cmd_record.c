@@ -71,12 +71,12 @@ int cmd_record(int argc, char **argv) {
                                     : "unmask record: unexpected argument '%s' (see --help)\n", a);
         return 2;
     }
-    if (!g.prompt) { fprintf(stderr, "unmask record: -p PROMPT is required (see --help)\n"); return 2; }
     if (!fe.gif && !fe.cast) { fprintf(stderr, "unmask record: give --gif FILE and/or --cast FILE (see --help)\n"); return 2; }
     theme th;
     um_err e = { "" };
     if (theme_load(&th, fe.theme, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
+    if (!g.prompt) { fprintf(stderr, "unmask record: -p PROMPT is required unless the preset has a prompt (see --help)\n"); return 2; }
     outfile_set files;                   /* before the model loads: bad outputs fail at once */
     outfile_set_init(&files);
     outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
@@ -114,6 +114,7 @@ int cmd_record(int argc, char **argv) {
 
     view_state v = {
         .src = &src, .th = &th, .depth = 16777216, .heat = (view_heat)fe.heat, .cursor = -1,
+        .layout = (view_layout)feopts_layout(&fe, g.have_preset ? g.pre.layout : NULL),
     };
     double t_start = um_now();
     um_snapshot *snap = src.start(src.self, &s, g.prompt, &e);

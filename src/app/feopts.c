@@ -37,6 +37,16 @@ static int p_heat(feopts *f, const char *flag, const char *v, const char *prog) 
     return -1;
 }
 
+static int p_layout(feopts *f, const char *flag, const char *v, const char *prog) {
+    for (int k = 0; k < VIEW_LAYOUT_COUNT; k++)
+        if (!strcmp(v, view_layout_keys[k])) { f->layout = k; return 0; }
+    fprintf(stderr, "%s: %s must be", prog, flag);
+    for (int k = 0; k < VIEW_LAYOUT_COUNT; k++)
+        fprintf(stderr, "%s %s", k == 0 ? "" : k == VIEW_LAYOUT_COUNT - 1 ? " or" : ",", view_layout_keys[k]);
+    fputc('\n', stderr);
+    return -1;
+}
+
 static const struct { const char *name; int depth; } colors[] = {
     { "auto", -1 }, { "24bit", 16777216 }, { "256", 256 }, { "8", 8 }, { "none", 0 },
 };
@@ -85,6 +95,8 @@ static const fe_flag fe_flags[] = {
     { "--theme",    "NAME|FILE", FE_VIEW | FE_RECORD, p_theme,    "%s, or a .theme file" },
     { "--color",    "MODE",      FE_VIEW,             p_color,    "auto, 24bit, 256, 8 or none (NO_COLOR is honoured)%s" },
     { "--heat",     "MODE",      FE_VIEW | FE_RECORD, p_heat,     "%s" },
+    { "--layout",   "MODE",      FE_VIEW | FE_RECORD, p_layout,   "%s (a 9x9 sudoku grid);\n"
+                                                                  "                     default: the preset's layout, else text" },
     { "--paused",   NULL,        FE_VIEW,             NULL,       "start paused at step 0%s" },
     { "--demo-ui",  NULL,        FE_VIEW,             NULL,       "a synthetic denoiser instead of a model (tests, demos)%s" },
     { "--delay-ms", "N",         FE_VIEW,             p_delay_ms, "its step time, 0 to 600000 (default 300)%s" },
@@ -94,6 +106,7 @@ void feopts_init(feopts *f) {
     memset(f, 0, sizeof *f);
     f->theme = "viridis";
     f->heat = VIEW_HEAT_COMMIT;
+    f->layout = -1;
     f->depth = -1;
     f->cols = 100;
     f->rows = 30;
@@ -134,6 +147,11 @@ void feopts_usage(FILE *out, unsigned cmd) {
             for (int h = 0; h < VIEW_HEAT_COUNT; h++)
                 n += (size_t)snprintf(fill + n, sizeof fill - n, "%s%s%s", h == 0 ? "" : h == VIEW_HEAT_COUNT - 1 ? " or " : ", ",
                                       view_heat_keys[h], h == VIEW_HEAT_COMMIT ? " (default)" : "");
+        } else if (!strcmp(fl->name, "--layout")) {
+            size_t n = 0;
+            for (int l = 0; l < VIEW_LAYOUT_COUNT; l++)
+                n += (size_t)snprintf(fill + n, sizeof fill - n, "%s%s", l == 0 ? "" : l == VIEW_LAYOUT_COUNT - 1 ? " or " : ", ",
+                                      view_layout_keys[l]);
         } else if (!strcmp(fl->name, "--size")) {
             snprintf(fill, sizeof fill, "%dx%d", VIEW_MIN_W, VIEW_MIN_H);
         } else if (!strcmp(fl->name, "--delay-cs")) {
@@ -144,6 +162,13 @@ void feopts_usage(FILE *out, unsigned cmd) {
         const char *at = strstr(fl->help, "%s");         /* the choices go where the row says */
         fprintf(out, "  %-18s %.*s%s%s\n", head, (int)(at - fl->help), fl->help, fill, at + 2);
     }
+}
+
+int feopts_layout(const feopts *f, const char *preset_layout) {
+    if (f->layout >= 0) return f->layout;
+    for (int k = 0; preset_layout && k < VIEW_LAYOUT_COUNT; k++)
+        if (!strcmp(preset_layout, view_layout_keys[k])) return k;
+    return VIEW_LAYOUT_TEXT;
 }
 
 void feopts_files(const feopts *f, outfile_set *s) {

@@ -21,6 +21,7 @@ enum { FE_VIEW = 1, FE_RECORD = 2 };
 typedef struct feopts {
     const char *theme;           /* --theme NAME|FILE */
     int         heat;            /* --heat: a view_heat */
+    int         layout;          /* --layout: a view_layout, -1 when not given */
     int         depth;           /* --color: -1 auto, 0 none, 8, 256, 16777216 */
     const char *gif, *cast;      /* --gif, --cast: NULL when not given */
     int         cols, rows;      /* --size COLSxROWS (record's virtual screen) */
@@ -38,6 +39,9 @@ void feopts_init(feopts *f);
 int  feopts_parse(feopts *f, unsigned cmd, int argc, char **argv, int *i, const char *prog);
 /* The help lines of cmd's front-end flags, from the table. */
 void feopts_usage(FILE *out, unsigned cmd);
+/* The canvas layout (a view_layout): --layout when given, else the preset's `layout`
+ * (preset_layout: a view_layout_keys name, "" or NULL when it has none), else text. */
+int  feopts_layout(const feopts *f, const char *preset_layout);
 /* Declare the files these options read (--theme when it names a file) and write (--gif,
  * --cast) for outfile_check. */
 void feopts_files(const feopts *f, outfile_set *s);

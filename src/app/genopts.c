@@ -33,7 +33,7 @@ void genopts_usage(FILE *f) {
         "  --ctx N            context limit in tokens (default: the model's trained context;\n"
         "                     past it a generation runs only with --ctx, with a warning)\n"
         "prompt:\n"
-        "  -p TEXT            the prompt\n"
+        "  -p TEXT            the prompt (default: the preset's prompt, if it has one)\n"
         "  --chat-template T  llada, llada-moe, dream, chatml, rnd1 or none (default: detected)\n"
         "  --no-chat          use the prompt as it is (same as --chat-template none)\n"
         "  --system TEXT      system prompt\n"
@@ -230,6 +230,7 @@ int genopts_resolve(um_genopts *g, um_err *e) {
     else if (bundled_model(g->model_buf, sizeof g->model_buf)) g->eng.model_path = g->model_buf;
     else return um_errf(e, "no model given (-m FILE or -M PRESET) and the bundled model models/unmask-demo.gguf "
                            "was not found (make demo-model builds it)");
+    if (!g->prompt && g->have_preset && g->pre.prompt[0]) g->prompt = g->pre.prompt;   /* points into g */
     if (g->no_chat) g->eng.chat_template = "none";
     else if (!g->eng.chat_template && g->have_preset && g->pre.chat_template[0]) g->eng.chat_template = g->pre.chat_template;
     return UM_OK;

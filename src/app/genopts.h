@@ -20,7 +20,7 @@ typedef struct um_genopts {
     um_engine_opts eng;
     const char    *model;         /* -m */
     const char    *preset;        /* -M */
-    const char    *prompt;        /* -p */
+    const char    *prompt;        /* -p; genopts_resolve: else the preset's prompt (into pre) */
     bool           no_chat;
     /* settings given on the command line (applied over the model's defaults) */
     int32_t        n_gen, steps, block, top_k;
@@ -43,7 +43,8 @@ void genopts_init(um_genopts *g);
 int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog);
 /* After parsing: load the -M preset (if any; with neither -m nor -M, the "demo" preset when
  * models.conf has it and its file exists), choose the model file (-m, else the preset's, else
- * the bundled model) into g->eng.model_path, and the chat template (--no-chat, flag, preset).
+ * the bundled model) into g->eng.model_path, the chat template (--no-chat, flag, preset) and,
+ * with no -p, the preset's prompt (g->prompt then points into g->pre: g must not be copied).
  * Fails with a one-line message. */
 int  genopts_resolve(um_genopts *g, um_err *e);
 /* Apply the preset's settings and then the flags over s (which holds the model's defaults). */

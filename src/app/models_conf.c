@@ -14,8 +14,7 @@
 #include "models_conf.h"
 #include "numparse.h"
 #include "schedule.h"
-
-const char *const models_conf_layouts[] = { "text", "grid9", NULL };
+#include "view.h"
 
 static char *trim(char *s) {
     while (*s == ' ' || *s == '\t') s++;
@@ -127,9 +126,16 @@ int models_conf_parse(models_conf *mc, const char *text, size_t len, const char 
             if (strlen(val) >= sizeof cur->prompt) { um_errf(e, "%s:%d: prompt too long (at most %zu bytes)", file, line, sizeof cur->prompt - 1); goto err; }
             snprintf(cur->prompt, sizeof cur->prompt, "%s", val);
         } else if (!strcmp(key, "layout")) {
-            int k = 0;
-            while (models_conf_layouts[k] && strcmp(models_conf_layouts[k], val)) k++;
-            if (!models_conf_layouts[k]) { um_errf(e, "%s:%d: layout must be text or grid9, got '%s'", file, line, val); goto err; }
+            int k = 0;                 /* the names live once, beside the view (view.h) */
+            while (k < VIEW_LAYOUT_COUNT && strcmp(view_layout_keys[k], val)) k++;
+            if (k == VIEW_LAYOUT_COUNT) {
+                char names[64] = "";
+                for (int j = 0, at = 0; j < VIEW_LAYOUT_COUNT; j++)
+                    at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", j == 0 ? "" : j == VIEW_LAYOUT_COUNT - 1 ? " or " : ", ",
+                                  view_layout_keys[j]);
+                um_errf(e, "%s:%d: layout must be %s, got '%s'", file, line, names, val);
+                goto err;
+            }
             snprintf(cur->layout, sizeof cur->layout, "%s", val);
         } else {
             um_errf(e, "%s:%d: unknown key '%s' (path, chat_template, gen, steps, block, schedule, scoring, temperature, prompt, layout)", file, line, key);

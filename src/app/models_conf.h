@@ -36,7 +36,7 @@ typedef struct models_preset {
     int     schedule, scoring; /* um_schedule / um_score, -1 when unset */
     float   temperature;       /* NAN when unset */
     char    prompt[1024];      /* "" when unset */
-    char    layout[16];        /* "" when unset, else one of models_conf_layouts */
+    char    layout[16];        /* "" when unset, else one of view_layout_keys (ui/view.h) */
     int     line;              /* where the section starts */
 } models_preset;
 
@@ -45,9 +45,6 @@ typedef struct models_conf {
     models_preset *presets;    /* (n) in file order */
     int            n;
 } models_conf;
-
-/* The layout names a preset may give, NULL-terminated: "text", "grid9". */
-extern const char *const models_conf_layouts[];
 
 /* Parse text; file names the source in errors and anchors relative paths. */
 int  models_conf_parse(models_conf *mc, const char *text, size_t len, const char *file, um_err *e);

@@ -69,6 +69,7 @@ typedef struct app {
     int           theme_idx;
     int           depth;
     view_heat     heat;
+    view_layout   layout;
     int32_t       cursor;
     bool          paused, help, editing, quit;
     char         *edit;            /* (edit_cap) the prompt editor's line */
@@ -378,6 +379,10 @@ static void act(app *a, ui_action action) {
         a->heat = (view_heat)((a->heat + 1) % VIEW_HEAT_COUNT);
         say(a, "heat: %s", view_heat_names[a->heat]);
         break;
+    case UI_ACT_LAYOUT:
+        a->layout = (view_layout)((a->layout + 1) % VIEW_LAYOUT_COUNT);
+        say(a, "layout: %s", view_layout_keys[a->layout]);
+        break;
     case UI_ACT_THEME: next_theme(a); break;
     case UI_ACT_RECORD:
         if (a->rec_key) rec_key_stop(a, true);
@@ -474,7 +479,7 @@ static int redraw(app *a, um_err *e) {
     }
     view_state v = {
         .src = &a->src, .hist = a->hist, .n_hist = a->n_hist, .shown = a->shown, .th = &a->th,
-        .depth = a->depth, .heat = a->heat, .cursor = a->cursor, .paused = a->paused,
+        .depth = a->depth, .heat = a->heat, .layout = a->layout, .cursor = a->cursor, .paused = a->paused,
         .busy = a->paused && ui_worker_busy(a->worker), .help = a->help,
         .message = um_now() < a->message_until ? a->message : NULL,
         .edit = a->editing ? a->edit : NULL, .recording = a->rec_cli || a->rec_key,
@@ -589,7 +594,7 @@ int ui_main(int argc, char **argv) {
         return 1;
     }
 
-    const char *prompt = g.prompt ? g.prompt : g.have_preset && g.pre.prompt[0] ? g.pre.prompt : DEFAULT_PROMPT;
+    const char *prompt = g.prompt ? g.prompt : DEFAULT_PROMPT;    /* -p, else the preset's (genopts_resolve) */
     app *a = um_calloc(1, sizeof *a);
     um_err e = { "" };
     int rc = 1;
@@ -598,6 +603,7 @@ int ui_main(int argc, char **argv) {
     a->follow = true;
     a->rec_step = -1;
     a->heat = (view_heat)fe.heat;
+    a->layout = (view_layout)feopts_layout(&fe, g.have_preset ? g.pre.layout : NULL);
     a->prompt = strdup(prompt);
     if (!a->prompt) { fprintf(stderr, "unmask: out of memory\n"); free(a); return 1; }
     a->th = th;

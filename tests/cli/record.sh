@@ -181,6 +181,99 @@ if MODEL="$MODEL" OUT="$TMP/demo.gif" UNMASK_BIN="$BIN" bash "$ROOT/tools/make-r
   ok "make-readme-gif: prints the command, 33 frames, <= 2 MB"
 else fail "make-readme-gif" "$(cat "$TMP/out" "$TMP/err" | head -5)"; fi
 
+# ---------------------------------------------------------------- the grid layout (a sudoku)
+# A stand-in for the sudoku model: the synthetic model's vocabulary is one token per byte, so a
+# puzzle prompt is 81 cell tokens after the BOS, as the sudoku model's is. Its answers are
+# random bytes: these checks are about where things are drawn, not what. A preset gives the
+# prompt and the layout (no -p, no --layout). The cast's last screen is rebuilt by a small
+# terminal written here (cursor moves, clears, wide and combining characters), not unmask's.
+cat >"$TMP/castscreen.py" <<'EOF'
+import json, re, sys, unicodedata
+lines = open(sys.argv[1], encoding='utf-8').read().splitlines()
+h = json.loads(lines[0]); W, H = h['width'], h['height']
+scr = [[' '] * W for _ in range(H)]; x = y = 0
+data = ''.join(e[2] for e in map(json.loads, lines[1:]) if e[1] == 'o')
+i = 0
+while i < len(data):
+    ch = data[i]
+    if ch == '\x1b':
+        m = re.match(r'\x1b\[([?0-9;]*)([A-Za-z])', data[i:])
+        p, f = m.group(1), m.group(2)
+        if f == 'H':
+            a = [int(v) for v in p.split(';')] if p else [1, 1]
+            y, x = a[0] - 1, a[1] - 1 if len(a) > 1 else 0
+        elif f == 'J':
+            scr = [[' '] * W for _ in range(H)]
+        i += m.end(); continue
+    if unicodedata.combining(ch) and x > 0: scr[y][x - 1] += ch
+    else:
+        scr[y][x] = ch
+        if unicodedata.east_asian_width(ch) in 'WF': scr[y][x + 1] = ''; x += 1
+        x += 1
+    i += 1
+# checks named on the command line: grid X0 Y0 (box lines and 81 drawn cells of the grid
+# whose top-left is column X0, row Y0), puzzle X0 Y0 PUZZLE (its givens in place), row Y TEXT
+# (row Y contains TEXT), norule (no ┼ anywhere)
+row = lambda r: ''.join(scr[r])
+args = sys.argv[2:]; bad = []
+while args:
+    k = args.pop(0)
+    if k in ('grid', 'puzzle'):
+        x0, y0 = int(args.pop(0)), int(args.pop(0)); pz = args.pop(0) if k == 'puzzle' else None
+        for gy in range(11):
+            for gx in range(23):
+                c = scr[y0 + gy][x0 + gx]
+                rule, line = gy in (3, 7), gx in (7, 15)
+                want = ('┼' if line else '─') if rule else '│' if line else None
+                if want and c != want: bad.append('%s (%d,%d): %r not %r' % (k, x0 + gx, y0 + gy, c, want))
+        for r in range(9):
+            for cc in range(9):
+                c = scr[y0 + r + r // 3][x0 + 8 * (cc // 3) + 1 + 2 * (cc % 3)]
+                if c.strip() == '' or c == '░': bad.append('%s cell (%d,%d) %r' % (k, r, cc, c))
+                if pz and c != pz[9 * r + cc]: bad.append('given (%d,%d) %r not %r' % (r, cc, c, pz[9 * r + cc]))
+    elif k == 'row':
+        r, t = int(args.pop(0)), args.pop(0)
+        if t not in row(r): bad.append('row %d lacks %r: %r' % (r, t, row(r)))
+    elif k == 'norule':
+        if any('┼' in row(r) for r in range(H)): bad.append('a ┼ on the screen')
+print('screen ok' if not bad else '\n'.join(bad[:6]))
+EOF
+PUZZLE=53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79
+mkdir -p "$TMP/mc"
+printf '[sud]\npath = %s\ngen = 81\nsteps = 27\nlayout = grid9\nprompt = %s\n[bare]\npath = %s\n' "$MODEL" "$PUZZLE" "$MODEL" >"$TMP/mc/models.conf"
+screen() { local name=$1 cast=$2; shift 2
+  if [ $HAVE_PY = 0 ]; then skip "$name" "python3 not installed"; return; fi
+  python3 "$TMP/castscreen.py" "$cast" "$@" >"$TMP/py" 2>&1
+  if grep -q 'screen ok' "$TMP/py"; then ok "$name"; else fail "$name" "$(head -c 600 "$TMP/py")"; fi; }
+( cd "$TMP/mc" && "$BIN" record -M sud -q --cast g.cast --gif g.gif </dev/null >"$TMP/out" 2>"$TMP/err" ); rc=$?
+if [ $rc = 0 ]; then ok "grid: record -M with the preset's prompt and layout"; else fail "grid: record -M" "rc $rc: $(head -c 300 "$TMP/err")"; fi
+screen "grid: the puzzle's givens in place, the answer's 81 cells in a box-lined grid" "$TMP/mc/g.cast" \
+  puzzle 0 2 "$PUZZLE" grid 26 2 row 1 ' puzzle ' row 1 ' answer'
+( cd "$TMP/mc" && "$BIN" record -M sud -q --layout text --cast t.cast </dev/null >"$TMP/out" 2>"$TMP/err" )
+screen "grid: --layout text overrides the preset" "$TMP/mc/t.cast" norule row 1 "${PUZZLE:0:40}"
+# the GIF draws the same frame: the ┼ of the answer grid's first box line (cell 33,5) has
+# pixels of the border colour (viridis #4e4e4e); in the text layout that cell has none
+if [ $HAVE_PY = 1 ]; then
+  px=""; for ((yy = 80; yy < 96; yy++)); do for ((xx = 264; xx < 272; xx++)); do px="$px $xx,$yy"; done; done
+  ( cd "$TMP/mc" && "$BIN" record -M sud -q --layout text --gif t.gif </dev/null >/dev/null 2>&1 )
+  g=$(PIXELS="$px" python3 "$TMP/gifdec.py" "$TMP/mc/g.gif" 2>&1 | tail -1 | grep -c 4e4e4e)
+  t=$(PIXELS="$px" python3 "$TMP/gifdec.py" "$TMP/mc/t.gif" 2>&1 | tail -1 | grep -c 4e4e4e)
+  if [ "$g" = 1 ] && [ "$t" = 0 ]; then ok "grid: the GIF shows the box lines"; else fail "grid: GIF box lines" "grid $g, text $t"; fi
+fi
+# generate takes the preset's prompt too (BOS + 81 cells); a preset without one still needs -p
+( cd "$TMP/mc" && "$BIN" generate -M sud -q --json >"$TMP/out" 2>"$TMP/err" ); rc=$?
+if [ $rc = 0 ] && grep -q '"n_prompt": *82' "$TMP/out"; then ok "grid: generate -M uses the preset's prompt"
+else fail "grid: generate -M prompt" "rc $rc: $(head -c 300 "$TMP/out" "$TMP/err")"; fi
+( cd "$TMP/mc" && "$BIN" generate -M bare -q >"$TMP/out" 2>"$TMP/err" ); rc=$?
+if [ $rc = 2 ] && grep -q -- '-p PROMPT is required unless the preset has a prompt' "$TMP/err"; then ok "grid: no -p and no preset prompt: exit 2"
+else fail "grid: no prompt" "rc $rc: $(head -c 300 "$TMP/err")"; fi
+# the bundled demo model writes words: the grid still holds 81 of its tokens, the prompt as text
+DEMO=$ROOT/models/unmask-demo.gguf
+"$BIN" record -m "$DEMO" -p "Once upon a time" --gen 81 --steps 27 --layout grid9 -q --cast "$TMP/d.cast" </dev/null >/dev/null 2>"$TMP/err"
+screen "grid: the demo model's 81 words in the grid, the prompt as text" "$TMP/d.cast" grid 26 2 row 1 ' prompt ' row 2 'Once upon a time'
+"$BIN" record -m "$DEMO" -p "Once upon a time" --gen 40 --steps 20 --layout grid9 -q --cast "$TMP/f.cast" </dev/null >/dev/null 2>"$TMP/err"
+screen "grid: 40 generated positions: text, and the status line says why" "$TMP/f.cast" norule row 29 'grid9: 40 generated, needs 81'
+
 # ---------------------------------------------------------------- the visualizer: g, --gif, --cast
 if ! command -v tmux >/dev/null 2>&1; then
   skip "record: visualizer" "tmux not installed"; finish; exit 0

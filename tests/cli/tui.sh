@@ -238,6 +238,39 @@ if wait_for bash -c "! tmux -u -L $SOCK capture-pane -p -t ui | grep -q '│.*in
 T send-keys -t ui q
 if wait_for test -s "$TMP/stty.after" ; then ok "q during a long step quits at once (step cancelled)"; else fail "q during long step" ""; fi
 
+# ---------------------------------------------------------------- the grid layout
+# --layout grid9 --gen 81: the answer as a 9x9 grid (columns 26..48 from row 2 at 100x30, the
+# prompt as text left of it); clicks take grid cells; Up/Down move by grid rows (9 positions)
+start 100 30 --demo-ui --delay-ms 50 --paused --layout grid9 --gen 81 -p "'Once upon a time'"
+wait_for settled
+rule='───────┼───────┼───────'
+if cap | sed -n 6p | grep -qF -- "$rule" && cap | sed -n 2p | grep -q ' answer' && cap | sed -n 3p | grep -q '░ ░ ░ │ ░ ░ ░ │ ░ ░ ░'; then
+  ok "grid9: a box-lined grid of masks"; else fail "grid9: grid" "$(cap | sed -n 2,8p)"; fi
+pos_is() { [ "$(inspector_pos)" = "$1" ]; }
+T send-keys -t ui -l $'\e[M <#' $'\e[M#<#'      # click answer cell (0,0): column 27, row 2
+wait_for screen_lacks "(follows)"; p0=$(inspector_pos)
+T send-keys -t ui -l $'\e[M F%' $'\e[M#F%'      # cell (2,4): column 37, row 4
+if [ -n "$p0" ] && wait_for pos_is $((p0 + 22)); then ok "grid9: clicks take cells (0,0) and (2,4): pos $p0, $((p0 + 22))"
+else fail "grid9: clicks" "p0 '$p0', then $(inspector_pos)"; fi
+T send-keys -t ui Down
+if wait_for pos_is $((p0 + 31)); then ok "grid9: Down moves one grid row (+9), over the box line"; else fail "grid9: Down" "$(inspector_pos)"; fi
+T send-keys -t ui Up Up
+if wait_for pos_is $((p0 + 13)); then ok "grid9: Up moves back by grid rows"; else fail "grid9: Up" "$(inspector_pos)"; fi
+T send-keys -t ui l
+if wait_for status_has "layout: text" && ! cap | grep -qF -- "$rule"; then ok "l: back to the text layout"; else fail "l key" "$(status_line)"; fi
+T send-keys -t ui l
+if wait_for status_has "layout: grid9" && cap | grep -qF -- "$rule"; then ok "l: and to the grid again"; else fail "l key back" "$(status_line)"; fi
+T send-keys -t ui Space
+if wait_for screen_has "DONE" && ! cap | sed -n '3,13p' | grep -q '░'; then ok "grid9: runs to DONE, every cell filled"
+else fail "grid9: run" "$(cap | sed -n '3,13p')"; fi
+T send-keys -t ui q
+wait_for test -s "$TMP/stty.after"
+start 100 30 --demo-ui --delay-ms 50 --paused --layout grid9 --gen 40
+if wait_for status_has "grid9: 40 generated, needs 81: text layout"; then ok "grid9 with 40 positions: text, the status line says why"
+else fail "grid9 fallback" "$(status_line)"; fi
+T send-keys -t ui q
+wait_for test -s "$TMP/stty.after"
+
 # ---------------------------------------------------------------- the real engine on a tiny random-weight model
 if "$BIN" synth --shape tiny-llada -o "$TMP/tiny.gguf" >/dev/null 2>&1; then
   start 100 30 -m "$TMP/tiny.gguf" --gen 32 --steps 8 --block 16 --paused -p "'hi 漢字'"
