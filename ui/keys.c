@@ -13,6 +13,8 @@ const ui_key ui_keys[] = {
     { { ']', KEY_SRIGHT },         "]  S-Right",   UI_ACT_FORWARD,    "scrub forward; at the newest step: one step" },
     { { KEY_HOME, '{' },           "Home {",       UI_ACT_FIRST,      "jump to step 0" },
     { { KEY_END, '}' },            "End  }",       UI_ACT_LIVE,       "jump to the newest step" },
+    { { '<' },                     "<  >",         UI_ACT_PACE_HALVE, "halve / double the pace (ms per step while following)" },
+    { { '>' },                     NULL,           UI_ACT_PACE_DOUBLE, NULL },
     { { 's' },                     "s",            UI_ACT_SCHEDULE,   "cycle schedule (block, timestep, threshold)" },
     { { 'a' },                     "a",            UI_ACT_SCORING,    "cycle position scoring" },
     { { '+', '=' },                "+  -",         UI_ACT_STEPS_UP,   "double / halve the steps" },
