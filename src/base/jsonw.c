@@ -56,6 +56,16 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     return len;
 }
 
+bool jsonw_utf8_valid(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_len(p + i, n - i);
+        if (!len) return false;
+        i += len;
+    }
+    return true;
+}
+
 static void put_str(FILE *f, const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
