@@ -7,7 +7,7 @@
 #include "keys.h"
 
 const ui_key ui_keys[] = {
-    { { ' ' },                     "space",        UI_ACT_PAUSE,      "pause / resume (resume jumps back to the live step)" },
+    { { ' ' },                     "space",        UI_ACT_PAUSE,      "pause / resume (after a scrub: from the newest step)" },
     { { 'n' },                     "n",            UI_ACT_STEP,       "one step while paused" },
     { { '[', KEY_SLEFT },          "[  S-Left",    UI_ACT_BACK,       "scrub back one recorded step (pauses)" },
     { { ']', KEY_SRIGHT },         "]  S-Right",   UI_ACT_FORWARD,    "scrub forward; at the newest step: one step" },
