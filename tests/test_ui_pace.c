@@ -5,6 +5,7 @@
  * with pace 0; the < > arithmetic; and the status line (ui/view.c) showing the pace and
  * telling paced playback (RUNNING, PAUSED) from a rewind.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -71,6 +72,16 @@ TEST(ui_pace_mark_restarts_the_interval) {
     ui_pace_mark(&p, 5.0);                           /* a key moved the view at t = 5 s */
     CHECK_EQ(ui_pace_advance(&p, 7, 9, 5.05), 7);
     CHECK_EQ(ui_pace_advance(&p, 7, 9, 5.1), 8);
+}
+
+TEST(ui_pace_horizon_keeps_the_engine_near) {
+    ui_pace p;
+    ui_pace_init(&p, 120, 0.0);
+    CHECK_EQ(ui_pace_horizon(&p, 0), UI_PACE_LEAD);
+    CHECK_EQ(ui_pace_horizon(&p, 40), 40 + UI_PACE_LEAD);
+    CHECK_EQ(ui_pace_horizon(&p, INT32_MAX - 1), INT32_MAX);
+    p.ms = 0;                                        /* no pace: no limit */
+    CHECK_EQ(ui_pace_horizon(&p, 3), INT32_MAX);
 }
 
 TEST(ui_pace_halve_and_double) {

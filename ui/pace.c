@@ -32,6 +32,10 @@ int ui_pace_wait_ms(const ui_pace *p, int32_t shown, int32_t newest, double now)
     return left <= 0 ? 0 : (int)ceil(left);
 }
 
+int32_t ui_pace_horizon(const ui_pace *p, int32_t shown) {
+    return p->ms == 0 || shown > INT32_MAX - UI_PACE_LEAD ? INT32_MAX : shown + UI_PACE_LEAD;
+}
+
 int32_t ui_pace_halve(int32_t ms) { return ms / 2 < UI_PACE_MIN_MS ? 0 : ms / 2; }
 
 int32_t ui_pace_double(int32_t ms) {

@@ -21,6 +21,7 @@
 #define UI_PACE_DEFAULT_MS 120      /* 48 steps in about 6 s */
 #define UI_PACE_MAX_MS     60000
 #define UI_PACE_MIN_MS     15       /* halving below this gives 0; doubling 0 gives this */
+#define UI_PACE_LEAD       2        /* steps the engine may compute ahead of the shown one */
 
 typedef struct ui_pace {
     int32_t ms;                     /* least time between two steps shown while following; 0: none */
@@ -38,6 +39,10 @@ int32_t ui_pace_advance(ui_pace *p, int32_t shown, int32_t newest, double now);
 /* Milliseconds until ui_pace_advance moves the view (0: now), or -1 when shown is already the
  * newest step (the next move waits for the engine, not the clock). */
 int     ui_pace_wait_ms(const ui_pace *p, int32_t shown, int32_t newest, double now);
+/* The last step the engine should compute while the view shows step `shown`: UI_PACE_LEAD
+ * ahead, so the next steps are ready when due and a setting changed now applies soon after
+ * what is on screen; unlimited (INT32_MAX) with pace 0. */
+int32_t ui_pace_horizon(const ui_pace *p, int32_t shown);
 /* The < and > keys: half and double the pace, clamped to 0 .. UI_PACE_MAX_MS. */
 int32_t ui_pace_halve(int32_t ms);
 int32_t ui_pace_double(int32_t ms);

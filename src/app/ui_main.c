@@ -9,7 +9,9 @@
  * State invariants: hist holds every snapshot of the current run in step order (hist[k]
  * is step k), each with one reference owned here; shown indexes hist; `follow` means the
  * view moves towards the newest snapshot by itself, at the pace (ui/pace.h): the worker
- * may compute ahead, and while running shown advances at most one step per pace interval,
+ * computes up to UI_PACE_LEAD steps ahead of shown (its horizon, set before every wait, so
+ * a setting changed now applies soon after the step on screen), and while running shown
+ * advances at most one step per pace interval,
  * or as soon as a step exists when the engine is slower than the pace. While paused the
  * view stays where it is; a step asked for with n shows as it arrives. Scrubbing, jumps
  * and n are never paced. The pace is part of this playback state, not of the worker.
@@ -528,6 +530,7 @@ static int run_loop(app *a, um_err *e) {
             int due = ui_pace_wait_ms(&a->pace, a->shown, a->n_hist - 1, um_now());
             if (due >= 0 && (timeout < 0 || due < timeout)) timeout = due;
         }
+        ui_worker_set_horizon(a->worker, ui_pace_horizon(&a->pace, a->shown));
         int r = poll(fds, 3, timeout);
         if (r < 0 && errno != EINTR) return um_errf(e, "poll: %s", strerror(errno));
         if (r > 0 && (fds[1].revents & POLLIN)) drain_worker(a);

@@ -169,7 +169,7 @@ else fail "paced: n" "$p2 -> $(status_of d)"; fi
 T send-keys -t d '['
 if wait_for has d "REWIND $p2/"; then ok "paced: [ rewinds at once (REWIND $p2)"; else fail "paced: [" "$(status_of d)"; fi
 T send-keys -t d End
-if wait_for lacks d REWIND && step_over d $((p2 + 1)); then ok "paced: End jumps to the newest step at once (step $(step_of d))"; else fail "paced: End" "$(status_of d)"; fi
+if wait_for lacks d REWIND && step_over d "$p2"; then ok "paced: End jumps to the newest step at once (step $(step_of d))"; else fail "paced: End" "$(status_of d)"; fi
 T send-keys -t d Home
 wait_for has d "REWIND 0/"
 T send-keys -t d Space
