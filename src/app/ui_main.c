@@ -8,13 +8,13 @@
  *
  * State invariants: hist holds every snapshot of the current run in step order (hist[k]
  * is step k), each with one reference owned here; shown indexes hist; `follow` means the
- * view moves towards the newest snapshot by itself, at the pace (ui/pace.h): the worker
- * computes up to UI_PACE_LEAD steps ahead of shown (its horizon, set before every wait, so
- * a setting changed now applies soon after the step on screen), and while running shown
- * advances at most one step per pace interval,
- * or as soon as a step exists when the engine is slower than the pace. While paused the
- * view stays where it is; a step asked for with n shows as it arrives. Scrubbing, jumps
- * and n are never paced. The pace is part of this playback state, not of the worker.
+ * view moves towards the newest snapshot by itself, at the pace (ui/pace.h): while running,
+ * shown advances at most one step per pace interval, or as soon as a step exists when the
+ * engine is slower than the pace; the worker computes up to UI_PACE_LEAD steps ahead of
+ * shown (its horizon, set before every wait, so a setting changed now applies soon after
+ * the step on screen). While paused the view stays where it is; a step asked for with n
+ * shows as it arrives. Scrubbing, jumps and n are never paced. The pace is part of this
+ * playback state, not of the worker or the engine.
  *
  * Recording: rec_cli (--gif/--cast, the whole session) and rec_key (the g key, a GIF) are
  * fed every composed frame in redraw(); the recorder keeps only frames that look different.
