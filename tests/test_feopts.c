@@ -99,3 +99,34 @@ TEST(feopts_usage_lists_each_flag_once) {
         CHECK_CONTAINS(buf, "text or grid9");
     }
 }
+
+/* --pace: both commands take it (one row each, their own help), 0 .. UI_PACE_MAX_MS ms;
+ * given or not is remembered (the visualizer's default, record's fixed --delay-cs). */
+TEST(feopts_pace) {
+    unsigned cmds[2] = { FE_VIEW, FE_RECORD };
+    for (int c = 0; c < 2; c++) {
+        feopts f;
+        feopts_init(&f);
+        CHECK(!f.pace_set && !f.delay_cs_set);
+        CHECK_EQ(parse1(&f, cmds[c], "--pace", "0"), 1);
+        CHECK(f.pace_set);
+        CHECK_EQ(f.pace_ms, 0);
+        CHECK_EQ(parse1(&f, cmds[c], "--pace", "250"), 1);
+        CHECK_EQ(f.pace_ms, 250);
+        CHECK_EQ(parse1(&f, cmds[c], "--pace", "-1"), -1);
+        CHECK_EQ(parse1(&f, cmds[c], "--pace", "60001"), -1);
+        CHECK_EQ(parse1(&f, cmds[c], "--pace", "1.5"), -1);
+        CHECK_EQ(parse1(&f, cmds[c], "--pace", NULL), -1);
+        char buf[8192] = "";
+        FILE *m = fmemopen(buf, sizeof buf - 1, "w");
+        CHECK(m != NULL);
+        feopts_usage(m, cmds[c]);
+        fclose(m);
+        CHECK_EQ(count(buf, "--pace MS"), 1);
+        CHECK_CONTAINS(buf, c == 0 ? "default 120" : "--delay-cs");
+    }
+    feopts f;
+    feopts_init(&f);
+    CHECK_EQ(parse1(&f, FE_RECORD, "--delay-cs", "12"), 1);
+    CHECK(f.delay_cs_set);
+}

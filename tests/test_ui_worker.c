@@ -2,6 +2,8 @@
  * too) and the synthetic denoiser's invariants. No timing thresholds: waits only bound
  * how long a broken worker can hang the test. */
 #include <poll.h>
+#include <stdint.h>
+#include <time.h>
 #include <stdlib.h>
 #include "harness.h"
 #include "fake_source.h"
@@ -195,4 +197,55 @@ TEST(ui_worker_restart_cancels_a_long_step) {
     src.close(src.self);
     CHECK(first);
     CHECK(restarted);
+}
+
+/* The horizon (the visualizer's pace keeps the engine a few steps ahead of the screen):
+ * while running, no step past it starts; raising it lets the worker go on; single steps
+ * ignore it. No timing: the worker is idle (not busy) with nothing more published. */
+TEST(ui_worker_horizon) {
+    ui_source src;
+    um_err e = { "" };
+    CHECK(fake_source_open(&src, 0, &e) == UM_OK);
+    um_settings s = src.defaults;
+    s.n_gen = 16; s.steps = 8; s.block_len = 16;
+    ui_worker *w;
+    CHECK(ui_worker_open(&w, &src, &s, "hi", false, &e) == UM_OK);
+    ui_event ev;
+    int32_t newest = -1;
+    bool order = true, extra = false, stepped = false, done = false;
+    ui_worker_set_horizon(w, 3);
+    ui_worker_set_running(w, true);
+    while (newest < 3 && next_event(w, &ev)) {
+        order &= ev.snap && ev.snap->step == newest + 1;
+        newest = ev.snap ? ev.snap->step : newest;
+        if (ev.snap) src.release(ev.snap);
+    }
+    for (int waited = 0; ui_worker_busy(w) && waited < WAIT_MS; waited++) { struct timespec t = { 0, 1000000 }; nanosleep(&t, NULL); }
+    if (ui_worker_take(w, &ev)) { extra = true; if (ev.snap) src.release(ev.snap); }
+    ui_worker_set_horizon(w, 5);                     /* two more, then idle again */
+    while (newest < 5 && next_event(w, &ev)) {
+        order &= ev.snap && ev.snap->step == newest + 1;
+        newest = ev.snap ? ev.snap->step : newest;
+        if (ev.snap) src.release(ev.snap);
+    }
+    for (int waited = 0; ui_worker_busy(w) && waited < WAIT_MS; waited++) { struct timespec t = { 0, 1000000 }; nanosleep(&t, NULL); }
+    if (ui_worker_take(w, &ev)) { extra = true; if (ev.snap) src.release(ev.snap); }
+    ui_worker_set_running(w, false);                 /* paused: n goes past the horizon */
+    ui_worker_step_once(w);
+    if (next_event(w, &ev) && ev.snap) { stepped = ev.snap->step == 6; newest = 6; src.release(ev.snap); }
+    ui_worker_set_horizon(w, INT32_MAX);             /* no limit: on to the end */
+    ui_worker_set_running(w, true);
+    while (!done && next_event(w, &ev)) {
+        order &= ev.snap && ev.snap->step == newest + 1;
+        newest = ev.snap ? ev.snap->step : newest;
+        done = ev.snap && ev.snap->done;
+        if (ev.snap) src.release(ev.snap);
+    }
+    ui_worker_close(w);
+    src.close(src.self);
+    CHECK(order);
+    CHECK(!extra);
+    CHECK(stepped);
+    CHECK(done);
+    CHECK_EQ(newest, 8);
 }

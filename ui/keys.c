@@ -7,12 +7,14 @@
 #include "keys.h"
 
 const ui_key ui_keys[] = {
-    { { ' ' },                     "space",        UI_ACT_PAUSE,      "pause / resume (resume jumps back to the live step)" },
+    { { ' ' },                     "space",        UI_ACT_PAUSE,      "pause / resume (after a scrub: from the newest step)" },
     { { 'n' },                     "n",            UI_ACT_STEP,       "one step while paused" },
     { { '[', KEY_SLEFT },          "[  S-Left",    UI_ACT_BACK,       "scrub back one recorded step (pauses)" },
     { { ']', KEY_SRIGHT },         "]  S-Right",   UI_ACT_FORWARD,    "scrub forward; at the newest step: one step" },
     { { KEY_HOME, '{' },           "Home {",       UI_ACT_FIRST,      "jump to step 0" },
     { { KEY_END, '}' },            "End  }",       UI_ACT_LIVE,       "jump to the newest step" },
+    { { '<' },                     "<  >",         UI_ACT_PACE_HALVE, "halve / double the pace (ms per step while following)" },
+    { { '>' },                     NULL,           UI_ACT_PACE_DOUBLE, NULL },
     { { 's' },                     "s",            UI_ACT_SCHEDULE,   "cycle schedule (block, timestep, threshold)" },
     { { 'a' },                     "a",            UI_ACT_SCORING,    "cycle position scoring" },
     { { '+', '=' },                "+  -",         UI_ACT_STEPS_UP,   "double / halve the steps" },

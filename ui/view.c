@@ -13,6 +13,7 @@
 
 #include "grid9.h"
 #include "keys.h"
+#include "pace.h"
 #include "schedule.h"
 #include "view.h"
 
@@ -622,10 +623,10 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
                        (double)se->temperature, (unsigned long long)se->seed);
     (void)off;
     theme_role br;
-    if (v->shown < v->n_hist - 1) {
+    if (v->shown < v->n_hist - 1 && !v->following) {
         snprintf(badge, sizeof badge, " REWIND %d/%d ", s->step, last->step);
         br = THEME_PAUSED;
-    } else if (last->done) {
+    } else if (v->shown == v->n_hist - 1 && last->done) {
         snprintf(badge, sizeof badge, " DONE ");
         br = THEME_RUNNING;
     } else if (v->paused) {
@@ -637,6 +638,12 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     }
     int right = put_right(f, y, f->w, badge, role(v, br));
     if (v->recording) right = put_right(f, y, right - 1, " REC ", role(v, THEME_PAUSED));
+    if (v->pace_ms >= 0) {
+        char label[24], pace[32];
+        ui_pace_label(v->pace_ms, label, sizeof label);
+        snprintf(pace, sizeof pace, " %s ", label);
+        right = put_right(f, y, right - 1, pace, st);
+    }
     const char *msg = v->message && *v->message ? v->message : note;
     if (msg && *msg) {                     /* "...: from the next step" / "...: restarted" */
         frame_style msg_st = role(v, THEME_MESSAGE);

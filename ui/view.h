@@ -14,7 +14,7 @@
  *                    else in a strip under the canvas
  *   row h-2          legend (what the heat colours mean)
  *   row h-1          status line, with transient messages (setting changes) right-aligned
- *                    before the RUNNING/PAUSED badge; while the source's error stands, the
+ *                    before the playback pace and the RUNNING/PAUSED badge; while the source's error stands, the
  *                    error itself and an ERROR badge (and, with no snapshot to draw, the
  *                    error wrapped over the body instead of "starting...")
  * Below VIEW_MIN_W x VIEW_MIN_H the frame holds only a "terminal too small" message.
@@ -72,6 +72,9 @@ typedef struct view_state {
     const char         *edit;       /* the prompt being edited, NULL when not editing */
     bool                recording;  /* a recording is running: REC in the status line */
     const char         *error;      /* the source rejected the run (standing), NULL for none */
+    bool                following;  /* the view follows the newest step at the pace: a shown
+                                       step behind the newest is playback, not a rewind */
+    int32_t             pace_ms;    /* the playback pace in the status line; < 0: not shown */
 } view_state;
 
 typedef struct view_ctx {           /* scratch reused between frames */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,8 @@ struct ui_worker {
     bool            cancelled;              /* the step in flight was cancelled on purpose */
     int             step_requests;          /* single steps asked for while paused */
     bool            restart_pending, apply_pending;
+    int32_t         newest;                 /* step of the last snapshot published */
+    int32_t         horizon;                /* running: no step past this one */
     um_settings     restart_settings, apply_settings;
     char           *restart_prompt;
     ui_event        queue[QUEUE_CAP];       /* ring */
@@ -72,6 +75,7 @@ static void *worker_main(void *arg) {
             w->busy = false;
             if (snap) {
                 w->done = snap->done;
+                w->newest = snap->step;
                 publish(w, UI_EV_RESTARTED, snap, NULL);
             } else {
                 w->running = false;
@@ -90,7 +94,7 @@ static void *worker_main(void *arg) {
             publish(w, rc == UM_OK ? UI_EV_APPLIED : UI_EV_ERROR, NULL, rc == UM_OK ? NULL : e.msg);
             continue;
         }
-        if (!w->done && (w->running || w->step_requests > 0)) {
+        if (!w->done && ((w->running && w->newest < w->horizon) || w->step_requests > 0)) {
             if (w->step_requests > 0) w->step_requests--;
             w->busy = true;
             w->cancelled = false;
@@ -100,6 +104,7 @@ static void *worker_main(void *arg) {
             w->busy = false;
             if (snap) {
                 w->done = snap->done;
+                w->newest = snap->step;
                 if (snap->done) w->step_requests = 0;
                 publish(w, UI_EV_SNAPSHOT, snap, NULL);
             } else if (w->cancelled) {              /* a restart or quit cut the step short */
@@ -140,6 +145,7 @@ int ui_worker_open(ui_worker **out, ui_source *src, const um_settings *s, const 
     w->pipe_wr = fds[1];
     w->src = src;
     w->running = running;
+    w->horizon = INT32_MAX;
     w->restart_pending = true;
     w->restart_settings = *s;
     w->restart_prompt = strdup(prompt ? prompt : "");
@@ -198,6 +204,15 @@ void ui_worker_apply(ui_worker *w, const um_settings *s) {
     w->apply_settings = *s;
     w->apply_pending = true;
     pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void ui_worker_set_horizon(ui_worker *w, int32_t step) {
+    pthread_mutex_lock(&w->mu);
+    if (step != w->horizon) {
+        w->horizon = step;
+        pthread_cond_signal(&w->cv);
+    }
     pthread_mutex_unlock(&w->mu);
 }
 

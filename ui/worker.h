@@ -11,7 +11,8 @@
  * called by ui_worker_close after the thread has joined); every shared field is guarded by
  * one mutex; the worker sleeps on a condition variable when it has nothing to do; pause
  * takes effect after the step in flight; restart and close cancel a step in flight when the
- * source has a cancel hook (a cancelled step publishes nothing).
+ * source has a cancel hook (a cancelled step publishes nothing); while running, no step
+ * starts past the horizon the UI set (its playback pace keeps the engine a few steps ahead).
  */
 #ifndef UM_UI_WORKER_H
 #define UM_UI_WORKER_H
@@ -41,6 +42,10 @@ void ui_worker_set_running(ui_worker *w, bool running);
 void ui_worker_step_once(ui_worker *w);         /* one step, then stay paused */
 void ui_worker_restart(ui_worker *w, const um_settings *s, const char *prompt);
 void ui_worker_apply(ui_worker *w, const um_settings *s);   /* from the next step */
+/* While running, compute no step past `step` (the UI's playback keeps the engine a few steps
+ * ahead of what it shows, so a setting changed now applies soon after the shown step);
+ * INT32_MAX, the default: no limit. Single steps (ui_worker_step_once) ignore it. */
+void ui_worker_set_horizon(ui_worker *w, int32_t step);
 bool ui_worker_busy(ui_worker *w);              /* a step or start is in flight */
 /* Take the oldest pending event; returns false when none. Drains the wake-up pipe. */
 bool ui_worker_take(ui_worker *w, ui_event *ev);

@@ -3,7 +3,9 @@
  * the answer on stdout; load and step progress with timings go to stderr; --json prints the
  * tokens, per-step commits and timings as one JSON object instead: "steps_run" is the number
  * of steps that ran (one entry each in "steps"), which the threshold schedule and
- * --stop-at-eos make smaller than settings.steps_requested.
+ * --stop-at-eos make smaller than settings.steps_requested. --stream-json writes JSON lines
+ * while the run goes instead (src/app/stepstream.h, docs/stream.md): a start line, one line
+ * per step as it ran, and a done line with the answer (or an error line).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "snapshot.h"
 #include "genopts.h"
 #include "jsonw.h"
+#include "stepstream.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: unmask generate [-m FILE] -p PROMPT [options]\n\n"
@@ -22,6 +25,7 @@ static void usage(FILE *f) {
     genopts_usage(f);
     fprintf(f, "output:\n"
                "  --json             print tokens, per-step commits and timings as JSON\n"
+               "  --stream-json      print one JSON line per step as it runs, flushed (docs/stream.md)\n"
                "  -q, --quiet        no progress on stderr\n"
                "  -h, --help         this help\n");
 }
@@ -34,6 +38,7 @@ typedef struct step_ctx {
     int           n_hist, cap;
     bool          oom;       /* a snapshot could not be kept */
     double        fwd, smp;  /* ms summed over the steps */
+    stepstream   *stream;    /* --stream-json, else NULL */
 } step_ctx;
 
 static void on_step(void *ctx, um_snapshot *sn) {
@@ -43,6 +48,7 @@ static void on_step(void *ctx, um_snapshot *sn) {
     if (!c->quiet)
         fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
                 sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
+    if (c->stream) stepstream_step(c->stream, sn);
     if (c->keep && c->n_hist == c->cap) {
         int cap = c->cap ? 2 * c->cap : 64;
         um_snapshot **nh = realloc(c->hist, (size_t)cap * sizeof *nh);
@@ -56,14 +62,16 @@ static void on_step(void *ctx, um_snapshot *sn) {
 int cmd_generate(int argc, char **argv) {
     um_genopts g;
     genopts_init(&g);
-    bool quiet = false;
+    bool quiet = false, stream = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
         if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) { quiet = true; continue; }
+        if (!strcmp(argv[i], "--stream-json")) { stream = true; continue; }
         int r = genopts_parse(&g, argc, argv, &i, "unmask generate");
         if (r < 0) return 2;
         if (r == 0) { fprintf(stderr, "unmask generate: unknown option '%s' (see --help)\n", argv[i]); return 2; }
     }
+    if (stream && g.json) { fprintf(stderr, "unmask generate: --json and --stream-json both write stdout; give one\n"); return 2; }
     um_err re = { "" };
     if (genopts_resolve(&g, &re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }
     if (!g.prompt) { fprintf(stderr, "unmask generate: -p PROMPT is required unless the preset has a prompt (see --help)\n"); return 2; }
@@ -75,6 +83,7 @@ int cmd_generate(int argc, char **argv) {
     um_engine *en = NULL;
     um_snapshot **hist = NULL;
     int rc = 1, n_hist = 0;
+    stepstream ss = { .f = stream ? stdout : NULL };
     double t0 = um_now();
     if (engine_open(&en, &g.eng, &e)) goto out;
     double t_load = um_now() - t0;
@@ -87,8 +96,9 @@ int cmd_generate(int argc, char **argv) {
     if (!quiet)
         fprintf(stderr, "model: %s (%s, %s), kernel %s, %d threads, load %.2f s\n", info.name, info.arch, info.quant,
                 info.isa, info.n_threads, t_load);
+    if (stream) stepstream_start(&ss, stdout, en, &s, g.prompt, t_load);
     double t_gen = um_now();
-    step_ctx sc = { .quiet = quiet, .keep = g.json };
+    step_ctx sc = { .quiet = quiet, .keep = g.json, .stream = stream ? &ss : NULL };
     int ran = engine_run(en, on_step, &sc, &e);
     hist = sc.hist;
     n_hist = sc.n_hist;
@@ -104,7 +114,15 @@ int cmd_generate(int argc, char **argv) {
                 t_total > 0 ? (last->n_canvas - last->n_prompt) / t_total : 0);
     }
     char *answer = engine_answer(en, last);
-    if (!g.json) {
+    if (stream) {
+        stepstream_done(&ss, last, answer);
+        if (stepstream_failed(&ss)) {
+            free(answer);
+            snapshot_unref(last);
+            snprintf(e.msg, sizeof e.msg, "writing the stream to stdout failed");
+            goto out;
+        }
+    } else if (!g.json) {
         printf("%s\n", answer ? answer : "");
     } else {
         jsonw j;
@@ -152,6 +170,7 @@ int cmd_generate(int argc, char **argv) {
     snapshot_unref(last);
     rc = 0;
 out:
+    if (rc && stream) stepstream_error(&ss, e.msg);
     if (rc) fprintf(stderr, "%sunmask generate: %s\n", quiet ? "" : "\n", e.msg);
     for (int h = 0; h < n_hist; h++) snapshot_unref(hist[h]);
     free(hist);

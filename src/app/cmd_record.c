@@ -6,6 +6,10 @@
  * the visualizer's own view_build on a virtual COLS x ROWS screen with the chosen theme, and
  * handed to the recorder (recorder.h): the GIF gets one frame per snapshot with a fixed
  * delay and a final hold, the cast gets the frame at its real time after a "step N" marker.
+ * Timing: --pace MS puts step k at k * MS ms in the cast and makes the GIF delay MS/10 cs
+ * (--delay-cs, when given, still sets the GIF's); --pace 0 uses the real times for both (the
+ * GIF frames then last as long as the steps took); without --pace, --delay-cs (default
+ * RECORDER_DELAY_CS) and real cast times.
  * stdout and stdin are never used, so it runs in scripts and CI. Every graceful signal of
  * src/base/sigexit.h (INT, TERM, HUP, QUIT, USR1, ALRM, ...) stops after the step in flight and
  * still finishes the files (exit 128 + the signal); a crash signal runs sigexit's clean-up
@@ -43,14 +47,14 @@ static void usage(FILE *f) {
                "  -h, --help         this help\n");
 }
 
-/* Compose snapshot hist[n-1] and hand it to the recorder. */
-static int record_one(recorder *rec, view_ctx *vc, frame *fr, rec_frame *rf, view_state *v, um_err *e) {
+/* Compose snapshot hist[shown] and hand it to the recorder at time t (seconds). */
+static int record_one(recorder *rec, double t, view_ctx *vc, frame *fr, rec_frame *rf, view_state *v, um_err *e) {
     if (view_build(vc, fr, v, e)) return UM_FAIL;
     frame_to_rec(fr, rf, RECORDER_FG_DEFAULT, RECORDER_BG_DEFAULT);
     const um_snapshot *s = v->hist[v->shown];
     char label[32];
     snprintf(label, sizeof label, "step %d", s->step);
-    return recorder_frame(rec, recorder_elapsed(rec), rf, s->step > 0 ? label : NULL, e);
+    return recorder_frame(rec, t, rf, s->step > 0 ? label : NULL, e);
 }
 
 int cmd_record(int argc, char **argv) {
@@ -101,9 +105,13 @@ int cmd_record(int argc, char **argv) {
     rec_frame rf = { 0 };
     char title[256];
     snprintf(title, sizeof title, "unmask: %s", g.prompt);
+    const bool paced = fe.pace_set && fe.pace_ms > 0;           /* a virtual clock, step k at k * pace */
+    int32_t delay_cs = fe.delay_cs;
+    if (paced && !fe.delay_cs_set) delay_cs = UM_MAX(2, UM_MIN(65535, (fe.pace_ms + 5) / 10));
     recorder_opts ro = {
-        .gif_path = fe.gif, .cast_path = fe.cast, .cols = fe.cols, .rows = fe.rows, .real_time = false,
-        .delay_cs = fe.delay_cs, .hold_cs = fe.hold_cs, .pad_rgb = RECORDER_BG_DEFAULT, .cast_color = CAST_COLOR_24BIT,
+        .gif_path = fe.gif, .cast_path = fe.cast, .cols = fe.cols, .rows = fe.rows,
+        .real_time = fe.pace_set && fe.pace_ms == 0 && !fe.delay_cs_set,
+        .delay_cs = delay_cs, .hold_cs = fe.hold_cs, .pad_rgb = RECORDER_BG_DEFAULT, .cast_color = CAST_COLOR_24BIT,
         .term = "xterm-256color", .title = title,
     };
     if (frame_init(&fr, fe.cols, fe.rows, &e)) goto out;
@@ -115,6 +123,7 @@ int cmd_record(int argc, char **argv) {
     view_state v = {
         .src = &src, .th = &th, .depth = 16777216, .heat = (view_heat)fe.heat, .cursor = -1,
         .layout = (view_layout)feopts_layout(&fe, g.have_preset ? g.pre.layout : NULL),
+        .pace_ms = fe.pace_set ? fe.pace_ms : -1,
     };
     double t_start = um_now();
     um_snapshot *snap = src.start(src.self, &s, g.prompt, &e);
@@ -130,7 +139,8 @@ int cmd_record(int argc, char **argv) {
         v.hist = hist;
         v.n_hist = n_hist;
         v.shown = n_hist - 1;
-        if (record_one(rec, &vc, &fr, &rf, &v, &e)) { snap = NULL; break; }
+        double t = paced ? (double)(n_hist - 1) * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
+        if (record_one(rec, t, &vc, &fr, &rf, &v, &e)) { snap = NULL; break; }
         if (!quiet)
             fprintf(stderr, "\rstep %d/%d  masks %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->masks_left,
                     snap->forward_ms + snap->sample_ms);
@@ -149,7 +159,7 @@ int cmd_record(int argc, char **argv) {
         goto out;
     }
     int frames = recorder_gif_frames(rec), events = recorder_cast_events(rec);
-    double t_end = recorder_elapsed(rec);
+    double t_end = paced ? (double)n_hist * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
     um_err ce = { "" };
     if (recorder_close(rec, t_end, &ce)) { rec = NULL; e = ce; goto out; }
     rec = NULL;

@@ -6,12 +6,15 @@
 #include <string.h>
 
 #include "numparse.h"
+#include "pace.h"
 #include "recorder.h"
 #include "theme.h"
 #include "view.h"
 
 #define REC_MAX_COLS 500
 #define REC_MAX_ROWS 200
+#define STR_(x) #x
+#define STR(x)  STR_(x)              /* a number macro as a string literal, for help texts */
 
 typedef int (*fe_parse_fn)(feopts *f, const char *flag, const char *v, const char *prog);
 
@@ -82,9 +85,10 @@ bad:
     return -1;
 }
 
-static int p_delay_cs(feopts *f, const char *flag, const char *v, const char *prog) { return num_arg_i32(prog, flag, v, 2, 65535, &f->delay_cs); }
+static int p_delay_cs(feopts *f, const char *flag, const char *v, const char *prog) { f->delay_cs_set = true; return num_arg_i32(prog, flag, v, 2, 65535, &f->delay_cs); }
 static int p_hold_cs(feopts *f, const char *flag, const char *v, const char *prog) { return num_arg_i32(prog, flag, v, 0, 65535, &f->hold_cs); }
 static int p_delay_ms(feopts *f, const char *flag, const char *v, const char *prog) { return num_arg_int(prog, flag, v, 0, 600000, &f->delay_ms); }
+static int p_pace(feopts *f, const char *flag, const char *v, const char *prog) { f->pace_set = true; return num_arg_i32(prog, flag, v, 0, UI_PACE_MAX_MS, &f->pace_ms); }
 
 static const fe_flag fe_flags[] = {
     { "--gif",      "FILE",      FE_VIEW | FE_RECORD, p_gif,      "write an animated GIF of the screen, one frame per step%s" },
@@ -100,6 +104,8 @@ static const fe_flag fe_flags[] = {
     { "--paused",   NULL,        FE_VIEW,             NULL,       "start paused at step 0%s" },
     { "--demo-ui",  NULL,        FE_VIEW,             NULL,       "a synthetic denoiser instead of a model (tests, demos)%s" },
     { "--delay-ms", "N",         FE_VIEW,             p_delay_ms, "its step time, 0 to 600000 (default 300)%s" },
+    { "--pace",     "MS",        FE_VIEW,             p_pace,     "ms between steps shown while following (default " STR(UI_PACE_DEFAULT_MS) "; 0: engine speed; keys < >)%s" },
+    { "--pace",     "MS",        FE_RECORD,           p_pace,     "ms per step in the cast and the GIF (unless --delay-cs); 0: real times%s" },
 };
 
 void feopts_init(feopts *f) {

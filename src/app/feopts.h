@@ -27,6 +27,10 @@ typedef struct feopts {
     int         cols, rows;      /* --size COLSxROWS (record's virtual screen) */
     int32_t     delay_cs;        /* --delay-cs: GIF centiseconds per step (record) */
     int32_t     hold_cs;         /* --hold-cs: GIF hold of the last frame (record) */
+    bool        delay_cs_set;    /* --delay-cs was given */
+    int32_t     pace_ms;         /* --pace: ms per shown step, 0 = as fast as the engine */
+    bool        pace_set;        /* --pace was given (else: the visualizer's default; record:
+                                    the fixed --delay-cs and real times, as without pacing) */
     int64_t     delay_ms;        /* --delay-ms: the synthetic source's step time (visualizer) */
     bool        paused;          /* --paused (visualizer) */
     bool        demo;            /* --demo-ui (visualizer) */

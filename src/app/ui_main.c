@@ -8,7 +8,13 @@
  *
  * State invariants: hist holds every snapshot of the current run in step order (hist[k]
  * is step k), each with one reference owned here; shown indexes hist; `follow` means the
- * view moves to each new snapshot as it arrives.
+ * view moves towards the newest snapshot by itself, at the pace (ui/pace.h): while running,
+ * shown advances at most one step per pace interval, or as soon as a step exists when the
+ * engine is slower than the pace; the worker computes up to UI_PACE_LEAD steps ahead of
+ * shown (its horizon, set before every wait, so a setting changed now applies soon after
+ * the step on screen). While paused the view stays where it is; a step asked for with n
+ * shows as it arrives. Scrubbing, jumps and n are never paced. The pace is part of this
+ * playback state, not of the worker or the engine.
  *
  * Recording: rec_cli (--gif/--cast, the whole session) and rec_key (the g key, a GIF) are
  * fed every composed frame in redraw(); the recorder keeps only frames that look different.
@@ -46,6 +52,7 @@
 #include "models_conf.h"
 #include "numparse.h"
 #include "outfile.h"
+#include "pace.h"
 #include "recorder.h"
 #include "sigexit.h"
 #include "ui_main.h"
@@ -63,6 +70,7 @@ typedef struct app {
     int32_t       n_hist, cap_hist;
     int32_t       shown;
     bool          follow;
+    ui_pace       pace;            /* how fast shown follows the newest step */
     um_settings   settings;        /* what the next start/apply uses */
     char         *prompt;          /* owned, any length */
     theme         th;
@@ -136,8 +144,19 @@ static int hist_push(app *a, um_snapshot *s) {
         a->cap_hist = cap;
     }
     a->hist[a->n_hist++] = s;
-    if (a->follow) a->shown = a->n_hist - 1;
+    /* paused at the newest step (n asked for this one): show it now; while running the
+     * pace moves the view (pace_tick) */
+    if (a->follow && a->paused && a->shown == a->n_hist - 2) {
+        a->shown = a->n_hist - 1;
+        ui_pace_mark(&a->pace, um_now());
+    }
     return UM_OK;
+}
+
+/* Following while running: move shown towards the newest step at the pace. */
+static void pace_tick(app *a) {
+    if (a->follow && !a->paused && a->n_hist > 0)
+        a->shown = ui_pace_advance(&a->pace, a->shown, a->n_hist - 1, um_now());
 }
 
 static void drain_worker(app *a) {
@@ -153,6 +172,7 @@ static void drain_worker(app *a) {
             hist_clear(a);
             a->follow = true;
             hist_push(a, ev.snap);
+            ui_pace_mark(&a->pace, um_now());
             break;
         case UI_EV_SNAPSHOT:
             hist_push(a, ev.snap);
@@ -241,9 +261,10 @@ static void rec_feed(app *a) {
 static void set_paused(app *a, bool paused) {
     a->paused = paused;
     ui_worker_set_running(a->worker, !paused);
-    if (!paused) {                                   /* resuming continues from live */
+    if (!paused) {          /* after a scrub: back to the live step; else playback goes on */
+        if (!a->follow && a->n_hist) a->shown = a->n_hist - 1;
         a->follow = true;
-        if (a->n_hist) a->shown = a->n_hist - 1;
+        ui_pace_mark(&a->pace, um_now());
     }
 }
 
@@ -305,7 +326,7 @@ static void act(app *a, ui_action action) {
     case UI_ACT_PAUSE: set_paused(a, !a->paused); break;
     case UI_ACT_STEP:
         if (!a->paused) { set_paused(a, true); say(a, "paused: n steps once"); break; }
-        if (a->shown < last) { a->shown++; a->follow = a->shown == last; break; }
+        if (a->shown < last) { a->shown++; a->follow |= a->shown == last; break; }
         a->follow = true;
         ui_worker_step_once(a->worker);
         break;
@@ -315,7 +336,7 @@ static void act(app *a, ui_action action) {
         a->follow = false;
         break;
     case UI_ACT_FORWARD:
-        if (a->shown < last) { a->shown++; a->follow = a->shown == last; }
+        if (a->shown < last) { a->shown++; a->follow |= a->shown == last; ui_pace_mark(&a->pace, um_now()); }
         else if (a->paused) { a->follow = true; ui_worker_step_once(a->worker); }
         break;
     case UI_ACT_FIRST:
@@ -326,6 +347,11 @@ static void act(app *a, ui_action action) {
     case UI_ACT_LIVE:
         if (last >= 0) a->shown = last;
         a->follow = true;
+        ui_pace_mark(&a->pace, um_now());
+        break;
+    case UI_ACT_PACE_HALVE:
+    case UI_ACT_PACE_DOUBLE:
+        a->pace.ms = action == UI_ACT_PACE_HALVE ? ui_pace_halve(a->pace.ms) : ui_pace_double(a->pace.ms);
         break;
     case UI_ACT_SCHEDULE:
         n.schedule = (um_schedule)((n.schedule + 1) % UM_SCHED_COUNT);
@@ -483,7 +509,7 @@ static int redraw(app *a, um_err *e) {
         .busy = a->paused && ui_worker_busy(a->worker), .help = a->help,
         .message = um_now() < a->message_until ? a->message : NULL,
         .edit = a->editing ? a->edit : NULL, .recording = a->rec_cli || a->rec_key,
-        .error = a->error[0] ? a->error : NULL,
+        .error = a->error[0] ? a->error : NULL, .following = a->follow, .pace_ms = a->pace.ms,
     };
     if (view_build(&a->vc, &a->fr, &v, e)) return UM_FAIL;
     draw_curses_frame(&a->fr);
@@ -496,6 +522,7 @@ static int run_loop(app *a, um_err *e) {
         { STDIN_FILENO, POLLIN, 0 }, { ui_worker_fd(a->worker), POLLIN, 0 }, { sigexit_fd(), POLLIN, 0 },
     };
     while (!a->quit && !sigexit_caught()) {
+        pace_tick(a);
         if (redraw(a, e)) return UM_FAIL;
         int timeout = -1;
         if (a->message_until > 0) {
@@ -504,6 +531,11 @@ static int run_loop(app *a, um_err *e) {
             if (left <= 0) a->message_until = 0;
         }
         if (a->paused && timeout < 0) timeout = 250;    /* "finishing step" turns into PAUSED */
+        if (a->follow && !a->paused && a->n_hist > 0) {   /* the next paced step */
+            int due = ui_pace_wait_ms(&a->pace, a->shown, a->n_hist - 1, um_now());
+            if (due >= 0 && (timeout < 0 || due < timeout)) timeout = due;
+        }
+        ui_worker_set_horizon(a->worker, ui_pace_horizon(&a->pace, a->shown));
         int r = poll(fds, 3, timeout);
         if (r < 0 && errno != EINTR) return um_errf(e, "poll: %s", strerror(errno));
         if (r > 0 && (fds[1].revents & POLLIN)) drain_worker(a);
@@ -601,6 +633,7 @@ int ui_main(int argc, char **argv) {
     if (!a) { fprintf(stderr, "unmask: out of memory\n"); return 1; }
     a->cursor = -1;
     a->follow = true;
+    ui_pace_init(&a->pace, fe.pace_set ? fe.pace_ms : UI_PACE_DEFAULT_MS, um_now());
     a->rec_step = -1;
     a->heat = (view_heat)fe.heat;
     a->layout = (view_layout)feopts_layout(&fe, g.have_preset ? g.pre.layout : NULL);

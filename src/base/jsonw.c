@@ -37,6 +37,16 @@ void jsonw_obj_end(jsonw *j) { close_(j, '}'); }
 void jsonw_arr_begin(jsonw *j) { open(j, '['); }
 void jsonw_arr_end(jsonw *j) { close_(j, ']'); }
 
+bool jsonw_utf8_valid(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t len = um_utf8_len(p + i, n - i);
+        if (!len) return false;
+        i += len;
+    }
+    return true;
+}
+
 static void put_str(FILE *f, const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);

@@ -31,5 +31,7 @@ void jsonw_int(jsonw *j, long long v);
 void jsonw_num(jsonw *j, double v);      /* non-finite values are written as null */
 void jsonw_bool(jsonw *j, bool v);
 void jsonw_null(jsonw *j);
+/* Are these n bytes valid UTF-8, so jsonw_strn writes them unchanged (no U+FFFD)? */
+bool jsonw_utf8_valid(const char *s, size_t n);
 
 #endif
