@@ -186,7 +186,7 @@ static int build(frame *f, int w, int h, um_snapshot *s, view_heat heat, int dep
     if (frame_init(f, w, h, &e)) return UM_FAIL;
     um_snapshot *hist[1] = { s };
     view_state v = { .src = &src, .hist = hist, .n_hist = 1, .shown = 0, .th = &th, .depth = depth,
-                     .heat = heat, .layout = VIEW_LAYOUT_GRID9, .cursor = cursor };
+                     .heat = heat, .layout = VIEW_LAYOUT_GRID9, .cursor = cursor, .pace_ms = -1 };
     return view_build(&ctx, f, &v, &e);
 }
 

@@ -241,7 +241,7 @@ if wait_for test -s "$TMP/stty.after" ; then ok "q during a long step quits at o
 # ---------------------------------------------------------------- the grid layout
 # --layout grid9 --gen 81: the answer as a 9x9 grid (columns 26..48 from row 2 at 100x30, the
 # prompt as text left of it); clicks take grid cells; Up/Down move by grid rows (9 positions)
-start 100 30 --demo-ui --delay-ms 50 --paused --layout grid9 --gen 81 -p "'Once upon a time'"
+start 100 30 --demo-ui --delay-ms 50 --paused --layout grid9 --pace 0 --gen 81 -p "'Once upon a time'"
 wait_for settled
 rule='───────┼───────┼───────'
 if cap | sed -n 6p | grep -qF -- "$rule" && cap | sed -n 2p | grep -q ' answer' && cap | sed -n 3p | grep -q '░ ░ ░ │ ░ ░ ░ │ ░ ░ ░'; then
