@@ -266,7 +266,8 @@ TEST(schedule_select_factor_rule) {
     CHECK_CONTAINS(e.msg, "factor");
 }
 
-/* The entropy-bounded sampler: lowest entropy first while the sum stays <= gamma. */
+/* The entropy-bounded sampler (EB-sampler, Ben-Hamu et al. 2025): by increasing entropy, the
+ * largest set whose entropies sum to <= gamma once the set's largest is left out. */
 static void fill_h(um_scored *it, const float *h, int n) {
     for (int i = 0; i < n; i++) it[i] = (um_scored){ .pos = i, .score = -h[i], .entropy = h[i] };
 }
@@ -275,28 +276,37 @@ TEST(schedule_select_eb_rule) {
     um_settings s = base(UM_SCHED_EB, 5, 5, 0);
     um_plan p = { .count = 1, .masks_left = 5 };
     um_scored it[5];
-    s.eb_gamma = 1.0f;
+    s.eb_gamma = 0.5f;
+    /* sorted .1 .15 .3 .5 2: {.1,.15,.3} leaves .25; adding .5 leaves .55 > .5 */
     fill_h(it, (float[]){ 0.5f, 0.1f, 2.0f, 0.3f, 0.15f }, 5);
-    CHECK_EQ(schedule_select(&s, &p, 0, it, 5), 3);        /* .1 + .15 + .3 = .55; + .5 = 1.05 > 1 */
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 5), 3);
     CHECK_EQ(it[0].pos, 1);
     CHECK_EQ(it[1].pos, 3);
     CHECK_EQ(it[2].pos, 4);
-    /* gamma 0: the single lowest, whatever it is */
+    /* gamma 1: .55 <= 1 takes .5 as well; 2 would leave 1.05 */
+    s.eb_gamma = 1.0f;
+    fill_h(it, (float[]){ 0.5f, 0.1f, 2.0f, 0.3f, 0.15f }, 5);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 5), 4);
+    /* gamma 0: the single lowest, whatever it is (a set of one leaves nothing) */
     s.eb_gamma = 0.0f;
     fill_h(it, (float[]){ 3.0f, 2.5f }, 2);
     CHECK_EQ(schedule_select(&s, &p, 0, it, 2), 1);
     CHECK_EQ(it[0].pos, 1);
-    /* a sum exactly at gamma commits; equal entropies: the lower position first */
+    /* ... but two certain positions (entropy 0) go together */
+    fill_h(it, (float[]){ 0.0f, 0.7f, 0.0f }, 3);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 3), 3);
+    /* a sum exactly at gamma is allowed; equal entropies: the lower position first */
     s.eb_gamma = 1.0f;
-    fill_h(it, (float[]){ 0.5f, 0.5f, 0.5f }, 3);
-    CHECK_EQ(schedule_select(&s, &p, 0, it, 3), 2);
+    fill_h(it, (float[]){ 0.5f, 0.5f, 0.5f, 0.5f }, 4);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 4), 3);
     CHECK_EQ(it[0].pos, 0);
     CHECK_EQ(it[1].pos, 1);
+    CHECK_EQ(it[2].pos, 2);
     /* the order is by entropy, not by the score the flags chose */
     fill_h(it, (float[]){ 0.9f, 0.05f }, 2);
     it[0].score = 1.0f;
     it[1].score = 0.0f;
-    s.eb_gamma = 0.5f;
+    s.eb_gamma = 0.01f;
     CHECK_EQ(schedule_select(&s, &p, 0, it, 2), 1);
     CHECK_EQ(it[0].pos, 1);
     CHECK(schedule_adaptive(UM_SCHED_EB) && schedule_adaptive(UM_SCHED_THRESHOLD) && !schedule_adaptive(UM_SCHED_BLOCK));

@@ -24,7 +24,7 @@ typedef enum um_schedule {       /* how many positions commit per step */
     UM_SCHED_THRESHOLD,          /* Fast-dLLM: every masked position above tau, at least one */
     UM_SCHED_LINEAR,             /* RND1: after step k of S, floor(N (S-k-1)/S) masks remain */
     UM_SCHED_FACTOR,             /* Fast-dLLM's factor rule: the n best while the n-th >= 1 - f/(n+1) */
-    UM_SCHED_EB,                 /* EB-sampler: lowest entropies first while their sum <= gamma */
+    UM_SCHED_EB,                 /* EB-sampler: lowest entropies first while sum - max <= gamma */
     UM_SCHED_COUNT
 } um_schedule;
 

@@ -212,16 +212,17 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
         while (k < n && (double)items[k].score >= 1.0 - (double)s->factor / (double)(k + 2))
             k++;
     } else if (s->schedule == UM_SCHED_EB) {
-        /* EB-sampler: lowest entropy first (key = -entropy), while the running sum <= gamma */
+        /* EB-sampler: lowest entropy first (key = -entropy), the largest prefix whose entropies
+           sum to <= gamma once its largest (the last, in this order) is left out */
         for (int32_t i = 0; i < n; i++)
             items[i].key = -(double)items[i].entropy;
         sort_items(items, n, key_before);
-        double sum = items[0].entropy;
-        k = 1;
-        while (k < n && sum + items[k].entropy <= (double)s->eb_gamma) {
+        double sum = 0;
+        k = 0;
+        do {
             sum += items[k].entropy;
             k++;
-        }
+        } while (k < n && sum <= (double)s->eb_gamma);
     } else if (s->score == UM_SCORE_ORIGIN) {
         /* Dream 'origin': independent coins, u < p_transfer */
         for (int32_t i = 0; i < n; i++)

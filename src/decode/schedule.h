@@ -17,8 +17,9 @@
  *                       at least the best one; a block takes as many steps as it needs.
  *   UM_SCHED_FACTOR     Fast-dLLM's factor rule: the n best, n the largest such that the
  *                       i-th best scores >= 1 - factor/(i+1) for every i <= n; at least one.
- *   UM_SCHED_EB         EB-sampler: positions by increasing entropy while the sum of their
- *                       entropies stays <= eb_gamma; at least one.
+ *   UM_SCHED_EB         EB-sampler: positions by increasing entropy, the most such that the
+ *                       sum of their entropies minus the largest stays <= eb_gamma (so at
+ *                       least one).
  * The last three are adaptive: the model's scores decide the count, the step count does not
  * bound it (schedule_adaptive).
  *
@@ -77,7 +78,8 @@ float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t st
  *   origin (block/timestep schedules): each commits independently with p_transfer;
  *   threshold schedule: score >= settings.threshold, or else the single best;
  *   factor schedule: the n best while the n-th scores >= 1 - factor/(n+1), at least one;
- *   eb schedule: by entropy ascending while the entropies' sum <= eb_gamma, at least one;
+ *   eb schedule: by entropy ascending, the longest run whose entropies' sum minus its
+ *   largest is <= eb_gamma (at least one);
  *   otherwise the plan's count best by score, or with alg_temp > 0 a sample without
  *   replacement from softmax(score / alg_temp) (Gumbel-top-k).
  * Ties: the lower position first. Random draws come from (seed, step, pos) streams.
