@@ -1,6 +1,7 @@
 /*
  * test_schedule: commit counts of the block (LLaDA) and timestep (Dream) schedules
- * against tables worked out by hand, the threshold (Fast-dLLM) rule, each selection
+ * against tables worked out by hand, the threshold and factor (Fast-dLLM) and entropy-bounded
+ * (EB-sampler) rules, each selection
  * rule, settings changed mid-run, and a tiny canvas driven through sampler + schedule.
  */
 #include "harness.h"
@@ -238,6 +239,79 @@ TEST(schedule_select_threshold_rule) {
     CHECK_EQ(it[0].pos, 1);
 }
 
+/* Fast-dLLM's factor rule: the n-th best must reach 1 - f/(n+1). f = 1: the 2nd needs 2/3,
+ * the 3rd 3/4, the 4th 4/5. */
+TEST(schedule_select_factor_rule) {
+    um_settings s = base(UM_SCHED_FACTOR, 5, 5, 0);
+    um_plan p = { .count = 1, .masks_left = 5 };
+    um_scored it[5];
+    s.factor = 1.0f;
+    fill(it, (float[]){ 0.7f, 0.95f, 0.1f, 0.8f, 0.9f }, 5, 20);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 5), 3);        /* .95, .9 >= 2/3, .8 >= 3/4; .7 < 4/5 */
+    CHECK_EQ(it[0].pos, 21);
+    CHECK_EQ(it[1].pos, 23);
+    CHECK_EQ(it[2].pos, 24);
+    /* the best commits even below every bound */
+    fill(it, (float[]){ 0.2f, 0.3f }, 2, 0);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 2), 1);
+    CHECK_EQ(it[0].pos, 1);
+    /* a larger factor lowers the bounds: f = 2 makes the 2nd need 1/3, the 3rd 1/2 */
+    s.factor = 2.0f;
+    fill(it, (float[]){ 0.2f, 0.35f, 0.9f }, 3, 0);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 3), 2);
+    CHECK(schedule_adaptive(UM_SCHED_FACTOR));
+    um_err e = { "" };
+    int32_t counts[8];
+    CHECK(schedule_table(&s, 5, counts, 8, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "factor");
+}
+
+/* The entropy-bounded sampler (EB-sampler, Ben-Hamu et al. 2025): by increasing entropy, the
+ * largest set whose entropies sum to <= gamma once the set's largest is left out. */
+static void fill_h(um_scored *it, const float *h, int n) {
+    for (int i = 0; i < n; i++) it[i] = (um_scored){ .pos = i, .score = -h[i], .entropy = h[i] };
+}
+
+TEST(schedule_select_eb_rule) {
+    um_settings s = base(UM_SCHED_EB, 5, 5, 0);
+    um_plan p = { .count = 1, .masks_left = 5 };
+    um_scored it[5];
+    s.eb_gamma = 0.5f;
+    /* sorted .1 .15 .3 .5 2: {.1,.15,.3} leaves .25; adding .5 leaves .55 > .5 */
+    fill_h(it, (float[]){ 0.5f, 0.1f, 2.0f, 0.3f, 0.15f }, 5);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 5), 3);
+    CHECK_EQ(it[0].pos, 1);
+    CHECK_EQ(it[1].pos, 3);
+    CHECK_EQ(it[2].pos, 4);
+    /* gamma 1: .55 <= 1 takes .5 as well; 2 would leave 1.05 */
+    s.eb_gamma = 1.0f;
+    fill_h(it, (float[]){ 0.5f, 0.1f, 2.0f, 0.3f, 0.15f }, 5);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 5), 4);
+    /* gamma 0: the single lowest, whatever it is (a set of one leaves nothing) */
+    s.eb_gamma = 0.0f;
+    fill_h(it, (float[]){ 3.0f, 2.5f }, 2);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 2), 1);
+    CHECK_EQ(it[0].pos, 1);
+    /* ... but two certain positions (entropy 0) go together */
+    fill_h(it, (float[]){ 0.0f, 0.7f, 0.0f }, 3);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 3), 3);
+    /* a sum exactly at gamma is allowed; equal entropies: the lower position first */
+    s.eb_gamma = 1.0f;
+    fill_h(it, (float[]){ 0.5f, 0.5f, 0.5f, 0.5f }, 4);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 4), 3);
+    CHECK_EQ(it[0].pos, 0);
+    CHECK_EQ(it[1].pos, 1);
+    CHECK_EQ(it[2].pos, 2);
+    /* the order is by entropy, not by the score the flags chose */
+    fill_h(it, (float[]){ 0.9f, 0.05f }, 2);
+    it[0].score = 1.0f;
+    it[1].score = 0.0f;
+    s.eb_gamma = 0.01f;
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 2), 1);
+    CHECK_EQ(it[0].pos, 1);
+    CHECK(schedule_adaptive(UM_SCHED_EB) && schedule_adaptive(UM_SCHED_THRESHOLD) && !schedule_adaptive(UM_SCHED_BLOCK));
+}
+
 TEST(schedule_select_top_count) {
     um_settings s = base(UM_SCHED_BLOCK, 4, 2, 0);
     um_plan p = { .count = 2, .masks_left = 4, .steps_left = 2 };
@@ -392,5 +466,5 @@ TEST(schedule_names_round_trip) {
     CHECK_CONTAINS(e.msg, "confidence|margin|entropy|random|origin");
     um_schedule sh;
     CHECK(schedule_from_name(NULL, &sh, &e) == UM_FAIL);
-    CHECK_CONTAINS(e.msg, "block|timestep|threshold|linear");
+    CHECK_CONTAINS(e.msg, "block|timestep|threshold|linear|factor|eb");
 }

@@ -4,12 +4,15 @@
 # blanking the wall-clock fields (load_s, generate_s, forward_ms, sample_ms), which differ
 # run to run. Used to show that a refactoring (issue 15's layout) changed no result. The
 # --json keys issue 14 renamed (settings.steps -> steps_requested) or added (steps_run) are
-# folded back, so binaries from before and after that change compare on their results.
+# folded back, so binaries from before and after that change compare on their results; so are
+# the keys issue 17 added (settings factor, eb_gamma, cache*; forward_passes, rows_computed,
+# cache_bytes; per step rows_computed, cache_refreshed), which name no result.
 set -u
 old=$1 new=$2
 model=${MODEL:-models/unmask-demo.gguf}
 strip() { sed -E -e 's/"(load_s|generate_s|forward_ms|sample_ms)":[-0-9.e+]+/"\1":0/g' \
-                 -e 's/"steps_requested":/"steps":/' -e 's/,"steps_run":[0-9]+//'; }
+                 -e 's/"steps_requested":/"steps":/' -e 's/,"steps_run":[0-9]+//' \
+                 -E -e 's/,"(factor|eb_gamma|cache|cache_type|cache_refresh|cache_drift|forward_passes|rows_computed|cache_bytes|cache_refreshed)":("[^"]*"|[-0-9.e+]+|true|false)//g'; }
 rc=0 n=0
 while IFS= read -r flags; do
   [ -z "$flags" ] && continue

@@ -57,6 +57,7 @@ typedef struct item {
     char   *output;          /* the decoded answer (heap) */
     char    why[128];        /* when wrong */
     int64_t passes, generated, steps;
+    int64_t rows;            /* canvas rows the passes computed (fewer than passes x canvas with --cache) */
     double  seconds;
 } item;
 
@@ -222,7 +223,7 @@ int cmd_eval(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     bar b = { .on = tty && !quiet, .total = n, .t0 = um_now() };
     int correct = 0;
-    int64_t passes = 0, generated = 0;
+    int64_t passes = 0, generated = 0, rows = 0;
     for (; done < n && !stop_signal; done++) {
         const task *t = &ts.items[done];
         item *it = &items[done];
@@ -237,10 +238,12 @@ int cmd_eval(int argc, char **argv) {
         if (!it->output) { um_errf(&e, "out of memory decoding an answer"); goto out; }
         it->steps = steps;
         it->passes = engine_forward_passes(en);
+        it->rows = engine_rows_computed(en);
         it->seconds = um_now() - t1;
         it->correct = evalcheck_run(check, t->prompt, t->answer, it->output, it->why, sizeof it->why);
         correct += it->correct;
         passes += it->passes;
+        rows += it->rows;
         generated += it->generated;
         b.done = done + 1;
         b.correct = correct;
@@ -293,6 +296,7 @@ int cmd_eval(int argc, char **argv) {
         jsonw_key(&j, "correct"); jsonw_int(&j, correct);
         jsonw_key(&j, "accuracy"); jsonw_num(&j, acc);
         jsonw_key(&j, "forward_passes"); jsonw_int(&j, passes);
+        jsonw_key(&j, "rows_computed"); jsonw_int(&j, rows);
         jsonw_key(&j, "generated_tokens"); jsonw_int(&j, generated);
         jsonw_key(&j, "seconds"); jsonw_num(&j, seconds);
         jsonw_key(&j, "load_seconds"); jsonw_num(&j, t_load);
@@ -309,6 +313,7 @@ int cmd_eval(int argc, char **argv) {
             jsonw_key(&j, "prompt"); jsonw_str(&j, ts.items[i].prompt);
             jsonw_key(&j, "output"); jsonw_str(&j, it->output);
             jsonw_key(&j, "forward_passes"); jsonw_int(&j, it->passes);
+            jsonw_key(&j, "rows_computed"); jsonw_int(&j, it->rows);
             jsonw_key(&j, "generated_tokens"); jsonw_int(&j, it->generated);
             jsonw_key(&j, "steps"); jsonw_int(&j, it->steps);
             jsonw_key(&j, "seconds"); jsonw_num(&j, it->seconds);

@@ -2,10 +2,12 @@
  * cmd_generate: `unmask generate` runs a whole generation without the visualizer and prints
  * the answer on stdout; load and step progress with timings go to stderr; --json prints the
  * tokens, per-step commits and timings as one JSON object instead: "steps_run" is the number
- * of steps that ran (one entry each in "steps"), which the threshold schedule and
- * --stop-at-eos make smaller than settings.steps_requested. --stream-json writes JSON lines
- * while the run goes instead (src/app/stepstream.h, docs/stream.md): a start line, one line
- * per step as it ran, and a done line with the answer (or an error line).
+ * of steps that ran (one entry each in "steps"), which the adaptive schedules and
+ * --stop-at-eos make smaller than settings.steps_requested; "forward_passes" and
+ * "rows_computed" count the passes and the canvas rows they ran through the layers (per step
+ * too, with "cache_refreshed"), "cache_bytes" the K/V caches held. --stream-json writes JSON
+ * lines while the run goes instead (src/app/stepstream.h, docs/stream.md): a start line, one
+ * line per step as it ran, and a done line with the answer (or an error line).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +136,9 @@ int cmd_generate(int argc, char **argv) {
         jsonw_key(&j, "threads"); jsonw_int(&j, info.n_threads);
         jsonw_key(&j, "settings"); genopts_json_settings(&j, &s);
         jsonw_key(&j, "steps_run"); jsonw_int(&j, last->step);   /* fewer when the run ends early */
+        jsonw_key(&j, "forward_passes"); jsonw_int(&j, engine_forward_passes(en));
+        jsonw_key(&j, "rows_computed"); jsonw_int(&j, engine_rows_computed(en));
+        jsonw_key(&j, "cache_bytes"); jsonw_int(&j, (long long)engine_cache_bytes(en));
         jsonw_key(&j, "n_prompt"); jsonw_int(&j, last->n_prompt);
         jsonw_key(&j, "tokens"); jsonw_arr_begin(&j);
         for (int i = 0; i < last->n_canvas; i++) jsonw_int(&j, last->pos[i].token);
@@ -148,6 +153,8 @@ int cmd_generate(int argc, char **argv) {
             jsonw_key(&j, "planned"); jsonw_int(&j, sn->planned);
             jsonw_key(&j, "forward_ms"); jsonw_num(&j, sn->forward_ms);
             jsonw_key(&j, "sample_ms"); jsonw_num(&j, sn->sample_ms);
+            jsonw_key(&j, "rows_computed"); jsonw_int(&j, sn->rows_computed);
+            jsonw_key(&j, "cache_refreshed"); jsonw_bool(&j, sn->cache_refreshed);
             jsonw_key(&j, "commits"); jsonw_arr_begin(&j);
             for (int c = 0; c < sn->n_committed; c++) {
                 int p = sn->committed[c];

@@ -18,6 +18,9 @@ void genopts_init(um_genopts *g) {
     g->eng.kernel = -1;
     g->n_gen = g->steps = g->block = g->top_k = -1;
     g->eps = g->threshold = g->temp = g->top_p = g->cfg = g->alg_temp = -1;
+    g->factor = g->eb_gamma = g->cache_drift = -1;
+    g->cache = g->cache_type = -1;
+    g->cache_refresh = -1;
     g->schedule = g->score = -1;
     g->seed = -1;
     g->gumbel = -1;
@@ -43,8 +46,12 @@ void genopts_usage(FILE *f) {
         "  --block B          blocks of B tokens (any schedule); alone: the block schedule (LLaDA)\n"
         "  --eps E            timestep schedule (Dream) with this eps, 0 <= E < 1\n"
         "  --threshold T      confidence-threshold schedule (Fast-dLLM): commit all above T\n"
-        "  --schedule NAME    block, timestep, threshold or linear (RND1); flags naming two\n"
-        "                     different schedules are an error\n"
+        "  --factor F         Fast-dLLM's factor rule: commit the n best while the n-th has a\n"
+        "                     confidence >= 1 - F/(n+1)\n"
+        "  --eb-gamma G       entropy-bounded sampler (EB-sampler): commit the lowest-entropy\n"
+        "                     positions while their entropies, less the largest, sum to <= G nats\n"
+        "  --schedule NAME    block, timestep, threshold, linear (RND1), factor or eb; flags\n"
+        "                     naming two different schedules are an error\n"
         "  --alg A            position score: confidence, margin, entropy, random or origin\n"
         "  --alg-temp T       > 0: sample which positions commit (Dream's alg_temp)\n"
         "  --temp T           temperature (0 = greedy)\n"
@@ -55,6 +62,14 @@ void genopts_usage(FILE *f) {
         "  --cfg W            classifier-free guidance weight (0 = off)\n"
         "  --seed N           random seed (default 42)\n"
         "  --stop-at-eos      stop once a finished block is all end-of-text\n"
+        "cache (approximate; default none = exact):\n"
+        "  --cache MODE       none, prefix or dual (Fast-dLLM): a full pass fills a K/V cache at\n"
+        "                     each block's start; then prefix recomputes the block and all after\n"
+        "                     it, dual the block only (only positions masked at the fill)\n"
+        "  --cache-refresh K  also a full pass every K steps (alone: --cache dual)\n"
+        "  --cache-drift D    also a full pass after a step whose recomputed rows' K moved by\n"
+        "                     more than D (relative) from the cached ones\n"
+        "  --cache-type T     f16 (default), f32 or q8_0: how the cache stores K and V\n"
         "N, S, B, K are whole numbers (no fraction, exponent, hex or leading zero), the others\n"
         "decimals (no nan or inf); a value outside a flag's range is refused, naming the range.\n");
 }
@@ -67,12 +82,18 @@ void genopts_json_settings(jsonw *j, const um_settings *s) {
     jsonw_key(j, "block"); jsonw_int(j, s->block_len);
     jsonw_key(j, "eps"); jsonw_num(j, s->eps);
     jsonw_key(j, "threshold"); jsonw_num(j, s->threshold);
+    jsonw_key(j, "factor"); jsonw_num(j, s->factor);
+    jsonw_key(j, "eb_gamma"); jsonw_num(j, s->eb_gamma);
     jsonw_key(j, "alg"); jsonw_str(j, schedule_score_name(s->score));
     jsonw_key(j, "temperature"); jsonw_num(j, s->temperature);
     jsonw_key(j, "top_k"); jsonw_int(j, s->top_k);
     jsonw_key(j, "top_p"); jsonw_num(j, s->top_p);
     jsonw_key(j, "cfg"); jsonw_num(j, s->cfg);
     jsonw_key(j, "seed"); jsonw_int(j, (long long)s->seed);
+    jsonw_key(j, "cache"); jsonw_str(j, engine_cache_name(s->cache));
+    jsonw_key(j, "cache_type"); jsonw_str(j, engine_kv_store_name(s->cache_type));
+    jsonw_key(j, "cache_refresh"); jsonw_int(j, s->cache_refresh);
+    jsonw_key(j, "cache_drift"); jsonw_num(j, s->cache_drift);
     jsonw_obj_end(j);
 }
 
@@ -90,16 +111,24 @@ static int conflict(const char *prog, const char *f1, int s1, const char *f2, in
 static int check_schedule(const um_genopts *g, const char *a, const char *prog) {
     char named[64];
     snprintf(named, sizeof named, "--schedule %s", g->schedule >= 0 ? schedule_name((um_schedule)g->schedule) : "");
-    const bool eps = g->eps >= 0, thr = g->threshold >= 0, sch = g->schedule >= 0;
-    if (!strcmp(a, "--eps")) {
-        if (thr) return conflict(prog, "--threshold", UM_SCHED_THRESHOLD, a, UM_SCHED_TIMESTEP);
-        if (sch && g->schedule != UM_SCHED_TIMESTEP) return conflict(prog, named, g->schedule, a, UM_SCHED_TIMESTEP);
-    } else if (!strcmp(a, "--threshold")) {
-        if (eps) return conflict(prog, "--eps", UM_SCHED_TIMESTEP, a, UM_SCHED_THRESHOLD);
-        if (sch && g->schedule != UM_SCHED_THRESHOLD) return conflict(prog, named, g->schedule, a, UM_SCHED_THRESHOLD);
-    } else if (!strcmp(a, "--schedule")) {
-        if (eps && g->schedule != UM_SCHED_TIMESTEP) return conflict(prog, "--eps", UM_SCHED_TIMESTEP, named, g->schedule);
-        if (thr && g->schedule != UM_SCHED_THRESHOLD) return conflict(prog, "--threshold", UM_SCHED_THRESHOLD, named, g->schedule);
+    /* the flags that name a schedule by their value, with whether each was given */
+    const struct { const char *flag; int sched; bool given; } by_value[] = {
+        { "--eps", UM_SCHED_TIMESTEP, g->eps >= 0 },
+        { "--threshold", UM_SCHED_THRESHOLD, g->threshold >= 0 },
+        { "--factor", UM_SCHED_FACTOR, g->factor >= 0 },
+        { "--eb-gamma", UM_SCHED_EB, g->eb_gamma >= 0 },
+    };
+    const int n = (int)(sizeof by_value / sizeof by_value[0]);
+    int mine = -1;                                  /* the schedule flag a names */
+    for (int k = 0; k < n; k++) if (!strcmp(a, by_value[k].flag)) mine = by_value[k].sched;
+    if (!strcmp(a, "--schedule")) {
+        for (int k = 0; k < n; k++)
+            if (by_value[k].given && g->schedule != by_value[k].sched)
+                return conflict(prog, by_value[k].flag, by_value[k].sched, named, g->schedule);
+    } else if (mine >= 0) {
+        for (int k = 0; k < n; k++)
+            if (by_value[k].given && by_value[k].sched != mine) return conflict(prog, by_value[k].flag, by_value[k].sched, a, mine);
+        if (g->schedule >= 0 && g->schedule != mine) return conflict(prog, named, g->schedule, a, mine);
     }
     return 0;
 }
@@ -121,6 +150,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     static const char *const with_value[] = {
         "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--system", "--gen", "--steps", "--block", "--eps",
         "--threshold", "--alg", "--schedule", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
+        "--factor", "--eb-gamma", "--cache", "--cache-type", "--cache-refresh", "--cache-drift",
     };
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
@@ -144,6 +174,16 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
         um_err e;
         if (schedule_from_name(v, &sc, &e)) { fprintf(stderr, "%s: --schedule: %s\n", prog, e.msg); return -1; }
         g->schedule = (int)sc;
+    } else if (!strcmp(a, "--cache")) {
+        um_cache c;
+        um_err e;
+        if (engine_cache_from_name(v, &c, &e)) { fprintf(stderr, "%s: --cache: %s\n", prog, e.msg); return -1; }
+        g->cache = (int)c;
+    } else if (!strcmp(a, "--cache-type")) {
+        um_kv_store t;
+        um_err e;
+        if (engine_kv_store_from_name(v, &t, &e)) { fprintf(stderr, "%s: --cache-type: %s\n", prog, e.msg); return -1; }
+        g->cache_type = (int)t;
     } else if (!strcmp(a, "-t")) { if (!(bad = num_arg_i32(prog, a, v, 1, 1024, &n32))) g->eng.n_threads = n32; }
     else if (!strcmp(a, "--ctx")) { if (!(bad = num_arg_i32(prog, a, v, 1, MAX_CTX, &n32))) g->eng.n_ctx = n32; }
     else if (!strcmp(a, "--gen")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->n_gen);
@@ -160,6 +200,10 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     else if (!strcmp(a, "--temp")) bad = num_arg_f32(prog, a, v, 0, 100, 0, &g->temp);
     else if (!strcmp(a, "--top-p")) bad = num_arg_f32(prog, a, v, 0, 1, NUM_LO_OPEN, &g->top_p);
     else if (!strcmp(a, "--cfg")) bad = num_arg_f32(prog, a, v, 0, 100, 0, &g->cfg);
+    else if (!strcmp(a, "--factor")) bad = num_arg_f32(prog, a, v, 0, 100, NUM_LO_OPEN, &g->factor);
+    else if (!strcmp(a, "--eb-gamma")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->eb_gamma);
+    else if (!strcmp(a, "--cache-refresh")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->cache_refresh);
+    else if (!strcmp(a, "--cache-drift")) bad = num_arg_f32(prog, a, v, 0, 1e6, NUM_LO_OPEN, &g->cache_drift);
     if (bad) return -1;
     return check_schedule(g, a, prog) ? -1 : 1;
 }
@@ -175,12 +219,21 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     int sched = g->schedule >= 0 ? g->schedule
               : g->eps >= 0 ? UM_SCHED_TIMESTEP
               : g->threshold >= 0 ? UM_SCHED_THRESHOLD
+              : g->factor >= 0 ? UM_SCHED_FACTOR
+              : g->eb_gamma >= 0 ? UM_SCHED_EB
               : g->block > 0 ? UM_SCHED_BLOCK : -1;
     if (sched >= 0) s->schedule = (um_schedule)sched;
     if (g->block > 0) s->block_len = g->block;
     if (sched == UM_SCHED_TIMESTEP && g->block <= 0) s->block_len = 0;   /* Dream: one block */
     if (g->eps >= 0) s->eps = g->eps;
     if (g->threshold >= 0) s->threshold = g->threshold;
+    if (g->factor >= 0) s->factor = g->factor;
+    if (g->eb_gamma >= 0) s->eb_gamma = g->eb_gamma;
+    if (g->cache >= 0) s->cache = (um_cache)g->cache;
+    else if (g->cache_refresh > 0 || g->cache_drift > 0) s->cache = UM_CACHE_DUAL;   /* a refresh rule alone */
+    if (g->cache_type >= 0) s->cache_type = (um_kv_store)g->cache_type;
+    if (g->cache_refresh > 0) s->cache_refresh = g->cache_refresh;
+    if (g->cache_drift > 0) s->cache_drift = g->cache_drift;
     if (g->score >= 0) s->score = (um_score)g->score;
     if (g->alg_temp >= 0) s->alg_temp = g->alg_temp;
     if (g->temp >= 0) s->temperature = g->temp;

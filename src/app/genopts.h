@@ -25,6 +25,10 @@ typedef struct um_genopts {
     /* settings given on the command line (applied over the model's defaults) */
     int32_t        n_gen, steps, block, top_k;
     float          eps, threshold, temp, top_p, cfg, alg_temp;
+    float          factor, eb_gamma;  /* name the factor and eb schedules */
+    int            cache, cache_type; /* --cache, --cache-type; -1 = not given */
+    int32_t        cache_refresh;     /* -1 = not given; alone it means --cache dual */
+    float          cache_drift;       /* -1 = not given */
     int            schedule, score; /* --schedule, --alg; -1 = not given (genopts_apply also
                                        reads --eps, --threshold and --block for the schedule) */
     long long      seed;            /* -1 = default */

@@ -8,6 +8,8 @@
  *   plan   = schedule_plan(settings, canvas state)        active block, how many to commit
  *   rows   = eligible positions (shifted by one when the model scores i from row i-1)
  *   logits = forward(canvas, rows)  [and forward(unconditional canvas) for CFG]
+ *            with a cache: a full pass that refills it (refresh), or a partial pass over
+ *            the positions masked at the last refresh within the cache's region, plus rows
  *   picks  = sampler_pick(row) for each eligible position, in parallel, keyed RNG streams
  *   commit = schedule_select(scores)
  * Deterministic for a given seed whatever the thread count: every random draw comes from a
@@ -50,6 +52,7 @@ struct um_engine {
     um_settings   set;
     int32_t       n_prompt, n_canvas, steps_done;
     int64_t       passes;       /* forward passes since engine_start */
+    int64_t       rows_total;   /* canvas rows run through the layers since engine_start */
     int32_t      *tokens;       /* (n_canvas) */
     bool         *masked;       /* (n_canvas) */
     um_pos       *pos;          /* (n_canvas) live per-position state */
@@ -63,7 +66,19 @@ struct um_engine {
     um_pick      *picks;
     um_scored    *scored;
     int32_t      *committed;
+    int32_t      *active;       /* (n_canvas) rows of a partial pass */
+    bool         *kv_masked;    /* (n_canvas) masked at the last refresh */
+    bool         *in_active;    /* (n_canvas) scratch: position already in active[] */
     int           cap;          /* canvas capacity of the scratch */
+    /* K/V caches while settings.cache != none: [0] the canvas, [1] the unconditional
+       canvas of guidance; valid from a refresh until something makes it stale */
+    um_kvcache   *kv[2];
+    um_kv_store   kv_store;     /* the type they store */
+    int           kv_cap;       /* canvas capacity they were made for */
+    bool          kv_valid;
+    um_cache      kv_mode;      /* settings at the last refresh */
+    int32_t       kv_start, kv_end, kv_step;   /* active block's range and steps_done then */
+    float         kv_drift;     /* measured by the last partial pass */
     um_snapshot  *snap;         /* latest published */
     char          quant[32], isa[32];
 };
@@ -75,7 +90,14 @@ um_snapshot *engine_snapshot(um_engine *en) {
     return en->snap;
 }
 
-static int publish(um_engine *en, const um_plan *plan, int n_committed, int planned, double fwd_ms, double smp_ms, um_err *e) {
+/* What the step's forward passes did, for the snapshot. */
+typedef struct step_work {
+    int32_t passes, rows;
+    bool    refreshed;
+} step_work;
+
+static int publish(um_engine *en, const um_plan *plan, int n_committed, int planned, double fwd_ms, double smp_ms,
+                   const step_work *w, um_err *e) {
     um_snapshot *s = snapshot_new(en->n_canvas, n_committed);
     if (!s) return um_errf(e, "out of memory for a snapshot");
     s->step = en->steps_done;
@@ -88,6 +110,11 @@ static int publish(um_engine *en, const um_plan *plan, int n_committed, int plan
     s->planned = planned;
     s->forward_ms = fwd_ms;
     s->sample_ms = smp_ms;
+    if (w) {
+        s->passes = w->passes;
+        s->rows_computed = w->rows;
+        s->cache_refreshed = w->refreshed;
+    }
     int left = 0;
     for (int i = en->n_prompt; i < en->n_canvas; i++) left += en->masked[i];
     s->masks_left = left;
@@ -95,7 +122,7 @@ static int publish(um_engine *en, const um_plan *plan, int n_committed, int plan
     s->block = plan ? plan->block : 0;
     s->n_blocks = plan ? plan->n_blocks : 1;
     /* planned total: steps done plus what the schedule says is left */
-    s->n_steps = en->set.schedule == UM_SCHED_THRESHOLD ? en->steps_done + (left > 0 ? 1 : 0)
+    s->n_steps = schedule_adaptive(en->set.schedule) ? en->steps_done + (left > 0 ? 1 : 0)
                                                          : UM_MAX(en->set.steps, en->steps_done);
     if (en->done) s->n_steps = en->steps_done;
     snapshot_unref(en->snap);
@@ -178,10 +205,21 @@ fail:
     return UM_FAIL;
 }
 
+static void free_kv(um_engine *en) {
+    for (int b = 0; b < 2; b++) {
+        if (en->kv[b]) en->be.kv_free(en->kv[b]);
+        en->kv[b] = NULL;
+    }
+    en->kv_cap = 0;
+    en->kv_valid = false;
+}
+
 static void free_canvas(um_engine *en) {
     free(en->tokens); free(en->masked); free(en->pos); free(en->elig); free(en->rows);
     um_free_aligned(en->logits); um_free_aligned(en->logits_u); free(en->canvas_u);
     free(en->picks); free(en->scored); free(en->committed);
+    free(en->active); free(en->kv_masked); free(en->in_active);
+    en->active = NULL; en->kv_masked = en->in_active = NULL;
     en->tokens = en->elig = en->rows = en->canvas_u = en->committed = NULL;
     en->masked = NULL; en->pos = NULL; en->logits = en->logits_u = NULL;
     en->picks = NULL; en->scored = NULL;
@@ -192,6 +230,7 @@ void engine_close(um_engine *en) {
     if (!en) return;
     snapshot_unref(en->snap);
     free_canvas(en);
+    free_kv(en);
     if (en->ws) for (int i = 0; i < en->n_threads; i++) sampler_ws_free(en->ws[i]);
     free(en->ws);
     if (en->be.free) en->be.free(en->be.impl);
@@ -224,6 +263,8 @@ void engine_default_settings(const um_engine *en, um_settings *s) {
     s->block_len = 32;
     s->eps = 1e-3f;
     s->threshold = 0.9f;
+    s->factor = 1.0f;
+    s->eb_gamma = 1.0f;
     s->top_p = 1.0f;
     s->seed = 42;
     const char *a = en->model->arch->name;
@@ -263,9 +304,12 @@ static int reserve(um_engine *en, int n, um_err *e) {
     en->picks = um_calloc((size_t)n, sizeof *en->picks);
     en->scored = um_calloc((size_t)n, sizeof *en->scored);
     en->committed = um_calloc((size_t)n, sizeof *en->committed);
+    en->active = um_calloc((size_t)n, sizeof *en->active);
+    en->kv_masked = um_calloc((size_t)n, sizeof *en->kv_masked);
+    en->in_active = um_calloc((size_t)n, sizeof *en->in_active);
     en->logits = um_malloc_aligned((size_t)n * V * sizeof(float));
     if (!en->tokens || !en->masked || !en->pos || !en->elig || !en->rows || !en->canvas_u || !en->picks ||
-        !en->scored || !en->committed || !en->logits) {
+        !en->scored || !en->committed || !en->active || !en->kv_masked || !en->in_active || !en->logits) {
         free_canvas(en);
         return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, (size_t)n * V * 4 >> 20);
     }
@@ -286,12 +330,39 @@ static int check_context(const um_engine *en, int64_t n_prompt, int64_t n_gen, u
 
 static int check_settings(const um_engine *en, const um_settings *s, um_err *e) {
     if (s->n_gen <= 0) return um_errf(e, "--gen must be positive (got %d)", s->n_gen);
-    if (s->schedule != UM_SCHED_THRESHOLD && s->steps <= 0) return um_errf(e, "--steps must be positive (got %d)", s->steps);
+    if (!schedule_adaptive(s->schedule) && s->steps <= 0) return um_errf(e, "--steps must be positive (got %d)", s->steps);
     if (s->schedule >= UM_SCHED_COUNT || s->score >= UM_SCORE_COUNT) return um_errf(e, "unknown schedule or scoring");
     if (s->temperature < 0) return um_errf(e, "temperature must be >= 0");
     if (s->top_p <= 0 || s->top_p > 1) return um_errf(e, "top-p must be in (0, 1]");
     if (s->cfg < 0) return um_errf(e, "cfg must be >= 0");
-    (void)en;
+    if (s->factor <= 0 && s->schedule == UM_SCHED_FACTOR) return um_errf(e, "--factor must be > 0");
+    if (s->eb_gamma < 0) return um_errf(e, "--eb-gamma must be >= 0");
+    if (s->cache >= UM_CACHE_COUNT || s->cache_type >= UM_KV_STORE_COUNT) return um_errf(e, "unknown cache mode or type");
+    if (s->cache_refresh < 0 || s->cache_drift < 0) return um_errf(e, "--cache-refresh and --cache-drift must be >= 0");
+    if (s->cache != UM_CACHE_NONE && !en->be.run_kv)
+        return um_errf(e, "--cache %s needs partial forward passes, which the %s backend does not run yet "
+                       "(use --cache none, or the CPU backend)", engine_cache_name(s->cache), en->be.name);
+    return UM_OK;
+}
+
+static const uint32_t kv_types[UM_KV_STORE_COUNT] = { [UM_KV_F16] = UM_TYPE_F16, [UM_KV_F32] = UM_TYPE_F32,
+                                                      [UM_KV_Q8_0] = UM_TYPE_Q8_0 };
+
+/* The caches for the current canvas, settings.cache_type and guidance: made when missing,
+ * too small or of another type (a cache mode switched on mid-run, a longer canvas), so in a
+ * steady run this allocates once, at engine_start. */
+static int ensure_kv(um_engine *en, um_err *e) {
+    const int nb = en->set.cfg > 0 ? 2 : 1;
+    if (en->kv_cap < en->n_canvas || en->kv_store != en->set.cache_type || (nb == 2 && !en->kv[1])) {
+        free_kv(en);
+        for (int b = 0; b < nb; b++)
+            if (en->be.kv_new(en->be.impl, kv_types[en->set.cache_type], en->cap, &en->kv[b], e)) {
+                free_kv(en);
+                return UM_FAIL;
+            }
+        en->kv_cap = en->cap;
+        en->kv_store = en->set.cache_type;
+    }
     return UM_OK;
 }
 
@@ -310,6 +381,8 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
     en->n_canvas = (int32_t)total;
     en->steps_done = 0;
     en->passes = 0;
+    en->rows_total = 0;
+    en->kv_valid = false;
     en->done = false;
     memset(en->pos, 0, (size_t)total * sizeof *en->pos);
     for (int i = 0; i < en->n_canvas; i++) {
@@ -325,6 +398,7 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
         en->logits_u = um_malloc_aligned((size_t)en->cap * (size_t)V * sizeof(float));
         if (!en->logits_u) return um_errf(e, "out of memory for classifier-free guidance");
     }
+    if (s->cache != UM_CACHE_NONE && ensure_kv(en, e)) return UM_FAIL;
     um_plan plan;
     if (schedule_plan(&en->set, en->n_prompt, s->n_gen, en->masked, 0, &plan, e)) return UM_FAIL;
     if (total > en->model->hp.n_ctx_train && en->warn) {
@@ -334,7 +408,7 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
                  n, s->n_gen, total, en->model->hp.n_ctx_train, en->n_ctx);
         en->warn(en->warn_ctx, msg);
     }
-    return publish(en, &plan, 0, 0, 0, 0, e);
+    return publish(en, &plan, 0, 0, 0, 0, NULL, e);
 }
 
 int engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err *e) {
@@ -397,6 +471,69 @@ static void pick_one(void *arg, int64_t i, int tid) {
     }
 }
 
+/* The step's forward passes: logits (and logits_u with guidance) for rows[0..n). Without a
+ * cache, full passes as they always were. With one, a refresh (full passes that refill the
+ * caches) when the cache is empty, the mode or the active block changed, cache_refresh steps
+ * have passed or the last drift passed cache_drift; otherwise partial passes over the
+ * positions masked at the refresh within the region (dual: the active block; prefix: from
+ * its start to the canvas end) plus the logits rows. Every other position's token is the
+ * same as at the refresh (only masked positions change), so its cached K/V are stale only
+ * through the context that changed around it. */
+static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w, um_err *e) {
+    const um_settings *s = &en->set;
+    const int T = en->n_canvas, nb = s->cfg > 0 ? 2 : 1;
+    if (nb == 2)
+        for (int i = 0; i < T; i++) en->canvas_u[i] = i < en->n_prompt ? en->mask_id : en->tokens[i];
+    const int32_t *canvas[2] = { en->tokens, en->canvas_u };
+    float *out[2] = { en->logits, en->logits_u };
+    for (int i = 0; i < T; i++) en->pos[i].cached = false;
+    w->passes = nb;
+    w->rows = nb * T;
+    if (s->cache == UM_CACHE_NONE) {
+        en->kv_valid = false;
+        for (int b = 0; b < nb; b++)
+            if (en->be.run(en->be.impl, canvas[b], T, en->rows, n, out[b], e)) return UM_FAIL;
+        return UM_OK;
+    }
+    if (ensure_kv(en, e)) return UM_FAIL;
+    const bool refresh = !en->kv_valid || s->cache != en->kv_mode || plan->start != en->kv_start ||
+                         plan->end != en->kv_end ||
+                         (s->cache_refresh > 0 && en->steps_done - en->kv_step >= s->cache_refresh) ||
+                         (s->cache_drift > 0 && en->kv_drift > s->cache_drift);
+    if (refresh) {
+        en->kv_valid = false;
+        for (int b = 0; b < nb; b++)
+            if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, NULL, 0, en->rows, n, out[b], NULL, e)) return UM_FAIL;
+        memcpy(en->kv_masked, en->masked, (size_t)T * sizeof *en->masked);
+        en->kv_valid = true;
+        en->kv_mode = s->cache;
+        en->kv_start = plan->start;
+        en->kv_end = plan->end;
+        en->kv_step = en->steps_done;
+        en->kv_drift = 0;
+        w->refreshed = true;
+        return UM_OK;
+    }
+    const int hi = s->cache == UM_CACHE_PREFIX ? T : plan->end;
+    int na = 0;
+    memset(en->in_active, 0, (size_t)T * sizeof *en->in_active);
+    for (int i = plan->start; i < hi; i++)
+        if (en->kv_masked[i]) { en->active[na++] = i; en->in_active[i] = true; }
+    for (int i = 0; i < n; i++)
+        if (!en->in_active[en->rows[i]]) { en->active[na++] = en->rows[i]; en->in_active[en->rows[i]] = true; }
+    float drift = 0;
+    for (int b = 0; b < nb; b++) {
+        float d = 0;
+        if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, en->active, na, en->rows, n, out[b], &d, e))
+            return UM_FAIL;
+        drift = UM_MAX(drift, d);
+    }
+    en->kv_drift = drift;
+    for (int i = 0; i < T; i++) en->pos[i].cached = !en->in_active[i];
+    w->rows = nb * na;
+    return UM_OK;
+}
+
 static bool block_all_eog(const um_engine *en, const um_plan *p) {
     for (int i = p->start; i < p->end; i++)
         if (en->masked[i] || !tok_is_eog(en->tok, en->tokens[i])) return false;
@@ -410,7 +547,7 @@ int engine_step(um_engine *en, um_err *e) {
     if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e)) return UM_FAIL;
     if (plan.done) {
         en->done = true;
-        return publish(en, &plan, 0, 0, 0, 0, e) ? UM_FAIL : 0;
+        return publish(en, &plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
     }
     const bool shift = en->model->hp.shift_logits;
     int n = 0;
@@ -422,14 +559,12 @@ int engine_step(um_engine *en, um_err *e) {
     }
     /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
     double t0 = um_now();
-    if (en->be.run(en->be.impl, en->tokens, en->n_canvas, en->rows, n, en->logits, e)) return UM_FAIL;
-    en->passes++;
-    if (en->set.cfg > 0) {
-        for (int i = 0; i < en->n_canvas; i++) en->canvas_u[i] = i < en->n_prompt ? en->mask_id : en->tokens[i];
-        if (en->be.run(en->be.impl, en->canvas_u, en->n_canvas, en->rows, n, en->logits_u, e)) return UM_FAIL;
-        en->passes++;
+    step_work work = { 0 };
+    if (step_forward(en, &plan, n, &work, e)) return UM_FAIL;
+    en->passes += work.passes;
+    en->rows_total += work.rows;
+    if (en->set.cfg > 0)
         sampler_cfg(en->logits, en->logits, en->logits_u, (int64_t)n * en->model->hp.n_vocab, en->set.cfg);
-    }
     double t1 = um_now();
     const int64_t step = en->steps_done;
     pick_job job = { .en = en, .n = n, .step = step };
@@ -438,6 +573,7 @@ int engine_step(um_engine *en, um_err *e) {
     for (int i = 0; i < n; i++) {
         en->scored[i].pos = en->elig[i];
         en->scored[i].score = schedule_score(en->set.score, &en->picks[i], en->set.seed, step, en->elig[i]);
+        en->scored[i].entropy = -en->picks[i].neg_entropy;
         en->scored[i].key = 0;
     }
     /* the model's view of every eligible position, before commits reorder scored[] */
@@ -486,7 +622,7 @@ int engine_step(um_engine *en, um_err *e) {
         after.done = true;
     }
     en->done = after.done;
-    if (publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, e)) return UM_FAIL;
+    if (publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, &work, e)) return UM_FAIL;
     return 1;
 }
 
@@ -503,6 +639,52 @@ int engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void 
 }
 
 int64_t engine_forward_passes(const um_engine *en) { return en->passes; }
+int64_t engine_rows_computed(const um_engine *en) { return en->rows_total; }
+
+uint64_t engine_cache_bytes(const um_engine *en) {
+    uint64_t b = 0;
+    for (int i = 0; i < 2; i++) if (en->kv[i]) b += en->be.kv_bytes(en->kv[i]);
+    return b;
+}
+
+/* ------------------------------------------------------------------ names */
+
+static const char *const cache_names[UM_CACHE_COUNT] = {
+    [UM_CACHE_NONE] = "none", [UM_CACHE_PREFIX] = "prefix", [UM_CACHE_DUAL] = "dual",
+};
+static const char *const kv_store_names[UM_KV_STORE_COUNT] = {
+    [UM_KV_F16] = "f16", [UM_KV_F32] = "f32", [UM_KV_Q8_0] = "q8_0",
+};
+
+const char *engine_cache_name(um_cache c) { return (int)c >= 0 && c < UM_CACHE_COUNT ? cache_names[c] : "?"; }
+const char *engine_kv_store_name(um_kv_store t) {
+    return (int)t >= 0 && t < UM_KV_STORE_COUNT ? kv_store_names[t] : "?";
+}
+
+static int name_index(const char *what, const char *const *names, int n, const char *name, int *out, um_err *e) {
+    for (int i = 0; i < n; i++)
+        if (name && !strcmp(name, names[i])) { *out = i; return UM_OK; }
+    char known[64] = "";
+    for (int i = 0; i < n; i++) {
+        if (i) strncat(known, "|", sizeof known - strlen(known) - 1);
+        strncat(known, names[i], sizeof known - strlen(known) - 1);
+    }
+    return um_errf(e, "unknown %s '%s' (known: %s)", what, name ? name : "", known);
+}
+
+int engine_cache_from_name(const char *name, um_cache *out, um_err *e) {
+    int v;
+    if (name_index("cache mode", cache_names, UM_CACHE_COUNT, name, &v, e)) return UM_FAIL;
+    *out = (um_cache)v;
+    return UM_OK;
+}
+
+int engine_kv_store_from_name(const char *name, um_kv_store *out, um_err *e) {
+    int v;
+    if (name_index("cache type", kv_store_names, UM_KV_STORE_COUNT, name, &v, e)) return UM_FAIL;
+    *out = (um_kv_store)v;
+    return UM_OK;
+}
 
 /* ------------------------------------------------------------------ text */
 

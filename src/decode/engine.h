@@ -23,6 +23,8 @@ typedef enum um_schedule {       /* how many positions commit per step */
     UM_SCHED_TIMESTEP,           /* Dream: t from 1 to eps */
     UM_SCHED_THRESHOLD,          /* Fast-dLLM: every masked position above tau, at least one */
     UM_SCHED_LINEAR,             /* RND1: after step k of S, floor(N (S-k-1)/S) masks remain */
+    UM_SCHED_FACTOR,             /* Fast-dLLM's factor rule: the n best while the n-th >= 1 - f/(n+1) */
+    UM_SCHED_EB,                 /* EB-sampler: lowest entropies first while sum - max <= gamma */
     UM_SCHED_COUNT
 } um_schedule;
 
@@ -35,12 +37,28 @@ typedef enum um_score {          /* which positions commit first */
     UM_SCORE_COUNT
 } um_score;
 
+typedef enum um_cache {          /* which canvas rows a step recomputes (docs/decoding.md, Caches) */
+    UM_CACHE_NONE = 0,           /* every row, every step: exact */
+    UM_CACHE_PREFIX,             /* Fast-dLLM prefix cache: the active block and everything after it */
+    UM_CACHE_DUAL,               /* Fast-dLLM dual cache: the active block only */
+    UM_CACHE_COUNT
+} um_cache;
+
+typedef enum um_kv_store {       /* how the cache stores K and V */
+    UM_KV_F16 = 0,
+    UM_KV_F32,
+    UM_KV_Q8_0,
+    UM_KV_STORE_COUNT
+} um_kv_store;
+
 typedef struct um_settings {
     int32_t     n_gen;           /* tokens to generate (mask positions) */
     int32_t     steps;           /* total denoising steps */
     int32_t     block_len;       /* block schedule: block length (<= n_gen) */
     float       eps;             /* timestep schedule */
     float       threshold;       /* threshold schedule: tau */
+    float       factor;          /* factor schedule: f */
+    float       eb_gamma;        /* eb schedule: entropy budget per step, nats */
     um_schedule schedule;
     um_score    score;
     float       alg_temp;        /* > 0: sample which positions commit */
@@ -53,6 +71,14 @@ typedef struct um_settings {
     float       cfg;             /* classifier-free guidance weight, 0 = off */
     uint64_t    seed;
     bool        stop_at_eos;     /* stop once the active block is all EOS */
+    /* K/V cache: a full pass (the refresh) fills it at the start of each block, and when
+       cache_refresh steps have passed since the last one (> 0), or when the last partial
+       pass measured a drift above cache_drift (> 0); the steps in between recompute only
+       the positions masked at the last refresh, within the cache's region */
+    um_cache    cache;
+    um_kv_store cache_type;
+    int32_t     cache_refresh;
+    float       cache_drift;
 } um_settings;
 
 typedef struct um_cand {
@@ -72,6 +98,8 @@ typedef struct um_pos {
     bool    has_view;
     um_cand top[UM_TOPK];        /* best candidates, descending probability */
     float   entropy;             /* nats, of the full distribution */
+    bool    cached;              /* this step read its K/V from the cache, last computed at the
+                                    last refresh (false on full passes) */
 } um_pos;
 
 /* One immutable snapshot. Made by snapshot_new (snapshot.h), freed when the last ref is dropped. */
@@ -85,6 +113,9 @@ typedef struct um_snapshot {
     int32_t        planned;      /* positions the schedule planned to commit this step */
     bool           done;
     double         forward_ms, sample_ms;
+    int32_t        passes;       /* forward passes this step (2 with guidance) */
+    int32_t        rows_computed; /* canvas rows run through the layers, summed over the passes */
+    bool           cache_refreshed; /* this step ran full passes that refilled the K/V cache */
     um_settings    settings;     /* in force for this step */
     um_pos        *pos;          /* (n_canvas) */
     int32_t       *committed;    /* (n_committed) canvas indices committed this step */
@@ -142,6 +173,16 @@ bool engine_done(const um_engine *en);
 int  engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void *ctx, um_err *e);
 /* Forward passes run since the last engine_start (two per step with classifier-free guidance). */
 int64_t engine_forward_passes(const um_engine *en);
+/* Canvas rows run through the layers since the last engine_start, summed over the passes
+ * (n_canvas per full pass; fewer for the partial passes of a cache). */
+int64_t engine_rows_computed(const um_engine *en);
+/* Bytes of the K/V caches held now (0 without a cache; two caches with guidance). */
+uint64_t engine_cache_bytes(const um_engine *en);
+/* "none", "prefix", "dual" and "f16", "f32", "q8_0"; *_from_name fail listing the names. */
+const char *engine_cache_name(um_cache c);
+int         engine_cache_from_name(const char *name, um_cache *out, um_err *e);
+const char *engine_kv_store_name(um_kv_store t);
+int         engine_kv_store_from_name(const char *name, um_kv_store *out, um_err *e);
 /* Change settings between steps. Returns 1 if the change needs engine_start again
  * (snapshot_needs_restart), 0 if it applies from the next step, -1 if refused. */
 int  engine_set(um_engine *en, const um_settings *s);

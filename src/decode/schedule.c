@@ -115,6 +115,8 @@ int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const b
         break;
     }
     case UM_SCHED_THRESHOLD:
+    case UM_SCHED_FACTOR:
+    case UM_SCHED_EB:
         out->count = 1;
         out->p_transfer = 1.0 / R;
         break;
@@ -136,6 +138,10 @@ float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t st
     default:
         return (float)sampler_uniform_at(seed, step, pos, UM_RNG_SCORE);
     }
+}
+
+bool schedule_adaptive(um_schedule s) {
+    return s == UM_SCHED_THRESHOLD || s == UM_SCHED_FACTOR || s == UM_SCHED_EB;
 }
 
 /* by key descending, then position ascending: a strict total order */
@@ -196,6 +202,27 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
         k = 1;
         while (k < n && items[k].score >= s->threshold)
             k++;
+    } else if (s->schedule == UM_SCHED_FACTOR) {
+        /* Fast-dLLM's get_transfer_index_dynamic: the (i+1)-th best (items[i]) must reach
+           1 - factor/(i+2); the first always commits */
+        for (int32_t i = 0; i < n; i++)
+            items[i].key = items[i].score;
+        sort_items(items, n, key_before);
+        k = 1;
+        while (k < n && (double)items[k].score >= 1.0 - (double)s->factor / (double)(k + 2))
+            k++;
+    } else if (s->schedule == UM_SCHED_EB) {
+        /* EB-sampler: lowest entropy first (key = -entropy), the largest prefix whose entropies
+           sum to <= gamma once its largest (the last, in this order) is left out */
+        for (int32_t i = 0; i < n; i++)
+            items[i].key = -(double)items[i].entropy;
+        sort_items(items, n, key_before);
+        double sum = 0;
+        k = 0;
+        do {
+            sum += items[k].entropy;
+            k++;
+        } while (k < n && sum <= (double)s->eb_gamma);
     } else if (s->score == UM_SCORE_ORIGIN) {
         /* Dream 'origin': independent coins, u < p_transfer */
         for (int32_t i = 0; i < n; i++)
@@ -225,8 +252,8 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
 int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int32_t cap, um_err *e) {
     if (!s || !counts)
         return um_errf(e, "schedule: missing argument");
-    if (s->schedule == UM_SCHED_THRESHOLD)
-        return um_errf(e, "schedule: the threshold schedule has no fixed table (it depends on the model)");
+    if (schedule_adaptive(s->schedule))
+        return um_errf(e, "schedule: the %s schedule has no fixed table (it depends on the model)", schedule_name(s->schedule));
     if (n_gen <= 0)
         return um_errf(e, "schedule: generation length must be >= 1 (got %d)", n_gen);
     bool *masked = um_malloc((size_t)n_gen * sizeof *masked);
@@ -261,6 +288,7 @@ int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int
 static const char *const schedule_names[UM_SCHED_COUNT] = {
     [UM_SCHED_BLOCK] = "block", [UM_SCHED_TIMESTEP] = "timestep",
     [UM_SCHED_THRESHOLD] = "threshold", [UM_SCHED_LINEAR] = "linear",
+    [UM_SCHED_FACTOR] = "factor", [UM_SCHED_EB] = "eb",
 };
 
 static const char *const score_names[UM_SCORE_COUNT] = {

@@ -15,6 +15,13 @@
  *                       N positions stay masked; the block's last step commits the rest.
  *   UM_SCHED_THRESHOLD  Fast-dLLM: commit every eligible position whose score >= threshold,
  *                       at least the best one; a block takes as many steps as it needs.
+ *   UM_SCHED_FACTOR     Fast-dLLM's factor rule: the n best, n the largest such that the
+ *                       i-th best scores >= 1 - factor/(i+1) for every i <= n; at least one.
+ *   UM_SCHED_EB         EB-sampler: positions by increasing entropy, the most such that the
+ *                       sum of their entropies minus the largest stays <= eb_gamma (so at
+ *                       least one).
+ * The last three are adaptive: the model's scores decide the count, the step count does not
+ * bound it (schedule_adaptive).
  *
  * The plan is a pure function of the current state (settings, which positions are still
  * masked, steps done so far), so settings may change between any two steps: nothing
@@ -57,6 +64,7 @@ int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const b
 typedef struct um_scored {
     int32_t pos;                 /* canvas position */
     float   score;               /* higher commits first (see schedule_score) */
+    float   entropy;             /* nats, of the scoring distribution (-pick.neg_entropy): the eb order */
     double  key;                 /* scratch for schedule_select */
 } um_scored;
 
@@ -69,6 +77,9 @@ float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t st
  * the first k (the return value) are the committed ones, in ascending position order.
  *   origin (block/timestep schedules): each commits independently with p_transfer;
  *   threshold schedule: score >= settings.threshold, or else the single best;
+ *   factor schedule: the n best while the n-th scores >= 1 - factor/(n+1), at least one;
+ *   eb schedule: by entropy ascending, the longest run whose entropies' sum minus its
+ *   largest is <= eb_gamma (at least one);
  *   otherwise the plan's count best by score, or with alg_temp > 0 a sample without
  *   replacement from softmax(score / alg_temp) (Gumbel-top-k).
  * Ties: the lower position first. Random draws come from (seed, step, pos) streams.
@@ -83,7 +94,11 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
  */
 int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int32_t cap, um_err *e);
 
-/* Names for flags, snapshots and the UI: "block", "timestep", "threshold", "linear";
+/* Is the per-step count decided by the model's scores (threshold, factor, eb) rather than by
+ * the step budget? Such runs take as many steps as they need and have no schedule_table. */
+bool schedule_adaptive(um_schedule s);
+
+/* Names for flags, snapshots and the UI: "block", "timestep", "threshold", "linear", "factor", "eb";
    "confidence", "margin", "entropy", "random", "origin". *_from_name fails with a message
    listing the known names. */
 const char *schedule_name(um_schedule s);

@@ -2,6 +2,9 @@
  * backend: where a forward pass runs. The engine talks to a backend through this table;
  * the CPU backend wraps forward.c, the CUDA backend (kernels/, built with nvcc) implements
  * the same calls on the GPU. A backend returns logits only for the rows asked for.
+ *
+ * Partial passes (the K/V cache calls) are optional: a backend that cannot run them leaves
+ * kv_new and run_kv NULL, and the engine refuses a cache mode on it with a message.
  */
 #ifndef UM_BACKEND_H
 #define UM_BACKEND_H
@@ -10,6 +13,9 @@
 
 #include "model.h"
 #include "util.h"
+
+/* K/V of every layer for every canvas position, kept between passes (forward.h). */
+typedef struct um_kvcache um_kvcache;
 
 typedef struct um_backend {
     const char *name;                       /* "cpu", "cuda" */
@@ -20,6 +26,15 @@ typedef struct um_backend {
     int  (*reserve)(void *impl, int max_tokens, um_err *e);
     const char *(*kernel_name)(void *impl); /* "avx512", "amx", "sm_90 mma.s8", ... */
     void (*free)(void *impl);
+    /* Optional (NULL: no partial passes). A cache for canvases of up to max_tokens with its
+     * K/V stored as type (UM_TYPE_F32, F16 or Q8_0); run_kv: active == NULL runs every row
+     * and fills the cache; else only the canvas rows active[0..n_active) run through the
+     * layers, attending to the cached K/V of the other positions (forward_run_kv). */
+    int  (*kv_new)(void *impl, uint32_t type, int max_tokens, um_kvcache **out, um_err *e);
+    void (*kv_free)(um_kvcache *kv);
+    uint64_t (*kv_bytes)(const um_kvcache *kv);
+    int  (*run_kv)(void *impl, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
+                   int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e);
 } um_backend;
 
 #ifdef __cplusplus

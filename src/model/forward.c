@@ -53,6 +53,11 @@ struct um_forward {
     float   *hidden;              /* (T, E) rows for the head */
     int32_t *pos;                 /* (T) */
     int32_t *rows_sel;            /* (T) */
+    /* partial passes (forward_run_kv) */
+    float   *kc, *vc;             /* (T, NKV) K/V of the active rows, before they join k, v */
+    int32_t *tok_sel;             /* (T) tokens of the active rows */
+    int32_t *slot;                /* (T) canvas position -> index among the active rows, or -1 */
+    int32_t *hrow;                /* (T) head rows as indices among the rows carried */
     double  *wrow;                /* reference path: one dequantized row, (max n_in) */
     float   *wrow_f;
     void    *scratch;             /* matmul scratch */
@@ -203,7 +208,8 @@ static void free_buffers(um_forward *f) {
                       (void **)&f->v, (void **)&f->ff_a, (void **)&f->ff_b, (void **)&f->gathered,
                       (void **)&f->ex_out, (void **)&f->router, (void **)&f->ex_id, (void **)&f->ex_w,
                       (void **)&f->ex_off, (void **)&f->ex_tok, (void **)&f->ex_roww, (void **)&f->ex_slot,
-                      (void **)&f->hidden, (void **)&f->pos, (void **)&f->rows_sel, (void **)&f->scratch };
+                      (void **)&f->hidden, (void **)&f->pos, (void **)&f->rows_sel, (void **)&f->scratch,
+                      (void **)&f->kc, (void **)&f->vc, (void **)&f->tok_sel, (void **)&f->slot, (void **)&f->hrow };
     for (size_t i = 0; i < UM_ARRAY_LEN(bufs); i++) {
         um_free_aligned(*bufs[i]);
         *bufs[i] = NULL;
@@ -235,6 +241,8 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         { (void **)&f->ex_off, (X + 1) * 4 }, { (void **)&f->ex_tok, T * KU * 4 },
         { (void **)&f->ex_roww, T * KU * 4 }, { (void **)&f->ex_slot, T * KU * 4 },
         { (void **)&f->hidden, T * E * 4 }, { (void **)&f->pos, T * 4 }, { (void **)&f->rows_sel, T * 4 },
+        { (void **)&f->kc, T * NKV * 4 }, { (void **)&f->vc, T * NKV * 4 }, { (void **)&f->tok_sel, T * 4 },
+        { (void **)&f->slot, T * 4 }, { (void **)&f->hrow, T * 4 },
     };
     for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
         *want[i].p = um_malloc_aligned(want[i].bytes ? want[i].bytes : 64);
@@ -435,10 +443,123 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
     return UM_OK;
 }
 
+/* ------------------------------------------------------------------ K/V cache */
+
+struct um_kvcache {
+    const um_type_traits *tr;     /* storage type: F32, F16 or Q8_0 */
+    int      n_layer, max_tokens;
+    int64_t  nkv;                 /* floats of one position's K (and of its V) in one layer */
+    uint64_t row_bytes;           /* bytes of such a row as stored */
+    uint8_t *k, *v;               /* (n_layer, max_tokens, row_bytes) */
+    int32_t *tok;                 /* (max_tokens) tokens of the canvas the last full pass saw */
+    int      n_tokens;            /* that canvas's length; 0: empty */
+    uint64_t bytes;               /* k and v */
+};
+
+int forward_kv_new(const um_forward *f, uint32_t type, int max_tokens, um_kvcache **out, um_err *e) {
+    *out = NULL;
+    const um_hparams *hp = &f->m->hp;
+    const int64_t nkv = (int64_t)hp->n_head_kv * hp->head_dim;
+    if (type != UM_TYPE_F32 && type != UM_TYPE_F16 && type != UM_TYPE_Q8_0)
+        return um_errf(e, "K/V cache type %s: only f32, f16 and q8_0 are supported", um_type_name(type));
+    const uint64_t rb = um_row_size(type, nkv);
+    if (!rb)
+        return um_errf(e, "K/V cache type %s stores rows of a multiple of %u values; this model's K rows have %" PRId64,
+                       um_type_name(type), um_type_blck(type), nkv);
+    if (max_tokens <= 0) return um_errf(e, "K/V cache: max_tokens must be positive");
+    um_kvcache *kv = um_calloc(1, sizeof *kv);
+    if (!kv) return um_errf(e, "out of memory");
+    kv->tr = um_traits(type);
+    kv->n_layer = hp->n_layer;
+    kv->max_tokens = max_tokens;
+    kv->nkv = nkv;
+    kv->row_bytes = rb;
+    const uint64_t per = (uint64_t)hp->n_layer * (uint64_t)max_tokens * rb;
+    kv->k = um_malloc_aligned(per);
+    kv->v = um_malloc_aligned(per);
+    kv->tok = um_calloc((size_t)max_tokens, sizeof *kv->tok);
+    if (!kv->tr || !kv->k || !kv->v || !kv->tok) {
+        forward_kv_free(kv);
+        return um_errf(e, "out of memory for a K/V cache of %" PRIu64 " bytes", 2 * per);
+    }
+    kv->bytes = 2 * per;
+    *out = kv;
+    return UM_OK;
+}
+
+void forward_kv_free(um_kvcache *kv) {
+    if (!kv) return;
+    um_free_aligned(kv->k);
+    um_free_aligned(kv->v);
+    free(kv->tok);
+    free(kv);
+}
+
+uint64_t forward_kv_bytes(const um_kvcache *kv) { return kv ? kv->bytes : 0; }
+
+static uint8_t *kv_row(const um_kvcache *kv, uint8_t *base, int il, int64_t p) {
+    return base + ((uint64_t)il * (uint64_t)kv->max_tokens + (uint64_t)p) * kv->row_bytes;
+}
+
+/* One position per chunk: store K/V rows of layer il (full pass), or load them into f->k, f->v
+ * where the position is not active (partial pass; active rows are copied from kc, vc). */
+typedef struct kv_job {
+    um_forward *f;
+    um_kvcache *kv;
+    int         il;
+    bool        store;
+} kv_job;
+
+static void kv_one(void *arg, int64_t p, int tid) {
+    (void)tid;
+    kv_job *j = arg;
+    um_forward *f = j->f;
+    um_kvcache *kv = j->kv;
+    const int64_t n = kv->nkv;
+    float *k = f->k + p * n, *v = f->v + p * n;
+    if (j->store) {
+        kv->tr->from_float_ref(k, kv_row(kv, kv->k, j->il, p), n);
+        kv->tr->from_float_ref(v, kv_row(kv, kv->v, j->il, p), n);
+    } else if (f->slot[p] >= 0) {
+        memcpy(k, f->kc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
+        memcpy(v, f->vc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
+    } else {
+        kv->tr->to_float_ref(kv_row(kv, kv->k, j->il, p), k, n);
+        kv->tr->to_float_ref(kv_row(kv, kv->v, j->il, p), v, n);
+    }
+}
+
+/* Mean over the active rows whose token is unchanged since the cache was filled of
+ * |k - k_cached| / |k_cached| (layer il's K after RoPE); 0 when there is no such row. */
+static float kv_drift(um_forward *f, const um_kvcache *kv, int il, const int32_t *act, int n_act, const int32_t *tokens) {
+    const int64_t n = kv->nkv;
+    double sum = 0;
+    int cnt = 0;
+    for (int i = 0; i < n_act; i++) {
+        int p = act[i];
+        if (tokens[p] != kv->tok[p]) continue;
+        kv->tr->to_float_ref(kv_row(kv, kv->k, il, p), f->wrow_f, n);
+        const float *k = f->kc + (int64_t)i * n;
+        double d = 0, r = 0;
+        for (int64_t c = 0; c < n; c++) {
+            double x = (double)k[c] - f->wrow_f[c];
+            d += x * x;
+            r += (double)f->wrow_f[c] * f->wrow_f[c];
+        }
+        sum += r > 0 ? sqrt(d / r) : 0;
+        cnt++;
+    }
+    return cnt ? (float)(sum / cnt) : 0.0f;
+}
+
 /* ------------------------------------------------------------------ the pass */
 
-int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
-                const int32_t *rows, int n_rows, float *logits, um_err *e) {
+/* forward_run (act NULL, kv NULL), a full pass filling kv (act NULL), or a partial pass over
+ * the active rows act[0..n_act) reading kv (see forward.h). The rows carried through the
+ * layers are every position (full) or the active ones (partial); on the last layer the fast
+ * path carries only the head's rows past the attention. */
+static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *act,
+                    int n_act, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
     const um_model *m = f->m;
     const um_hparams *hp = &m->hp;
     if (n_tokens <= 0 || n_tokens > f->max_tokens)
@@ -446,14 +567,44 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
     if (n_rows < 0 || n_rows > n_tokens) return um_errf(e, "bad row count %d", n_rows);
     for (int i = 0; i < n_rows; i++)
         if (rows[i] < 0 || rows[i] >= n_tokens) return um_errf(e, "row %d outside the canvas", rows[i]);
+    if (kv && n_tokens > kv->max_tokens)
+        return um_errf(e, "canvas of %d tokens exceeds the K/V cache's %d", n_tokens, kv->max_tokens);
     const int T = n_tokens;
+    const bool partial = act != NULL;
+    int N = T;                        /* rows carried through the layers */
+    const int32_t *cpos = f->pos;     /* their canvas positions */
+    const int32_t *ctok = tokens;     /* their tokens */
+    const int32_t *hrow = rows;       /* the head's rows as indices among the carried rows */
+    if (partial) {
+        if (kv->n_tokens != T)
+            return um_errf(e, "the K/V cache holds no canvas of %d tokens (a full pass fills it)", T);
+        if (n_act <= 0 || n_act > T) return um_errf(e, "bad active row count %d", n_act);
+        for (int p = 0; p < T; p++) f->slot[p] = -1;
+        for (int i = 0; i < n_act; i++) {
+            int p = act[i];
+            if (p < 0 || p >= T) return um_errf(e, "active row %d outside the canvas", p);
+            if (f->slot[p] >= 0) return um_errf(e, "active row %d given twice", p);
+            f->slot[p] = i;
+            f->tok_sel[i] = tokens[p];
+        }
+        for (int i = 0; i < n_rows; i++) {
+            if (f->slot[rows[i]] < 0) return um_errf(e, "logits row %d is not an active row", rows[i]);
+            f->hrow[i] = f->slot[rows[i]];
+        }
+        N = n_act;
+        cpos = act;
+        ctok = f->tok_sel;
+        hrow = f->hrow;
+    } else if (kv) {
+        kv->n_tokens = 0;             /* holds no canvas until this pass completes */
+    }
+    if (drift) *drift = 0;
     const int64_t E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
-    const int64_t NQ = H * HD, NKV = HKV * HD;
     um_pool *pool = f->ref ? NULL : f->pool;
 
     f->t_mark = um_now();
     f->prof.passes++;
-    if (ops_embed(pool, f->x, m->tok_embd.data, m->tok_embd.type, hp->n_vocab, (int)E, tokens, T, e)) return UM_FAIL;
+    if (ops_embed(pool, f->x, m->tok_embd.data, m->tok_embd.type, hp->n_vocab, (int)E, ctok, N, e)) return UM_FAIL;
     mark(f, UM_FW_EMBED);
     um_rope rope = { .mode = m->arch->rope_neox ? UM_ROPE_NEOX : UM_ROPE_NORM, .head_dim = (int)HD,
                      .n_dims = hp->n_rot, .freq_base = hp->rope_base, .freq_scale = 1.0f };
@@ -462,35 +613,43 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
         const um_layer *l = &m->layers[il];
         const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
         /* On the last layer the fast path carries only the rows the head needs past the
-         * attention (K and V still cover the whole canvas). */
-        const bool subset = !f->ref && il == hp->n_layer - 1 && n_rows < T;
-        const int nq = subset ? n_rows : T;
+         * attention (K and V still cover every carried row). */
+        const bool subset = !f->ref && il == hp->n_layer - 1 && n_rows < N;
+        const int nq = subset ? n_rows : N;
+        /* a partial pass computes the active rows' K/V apart, then lays them over the cache's */
+        float *kd = partial ? f->kc : f->k, *vd = partial ? f->vc : f->v;
 
-        rmsnorm(f, f->xn, f->x, l->attn_norm, T, (int)E);
+        rmsnorm(f, f->xn, f->x, l->attn_norm, N, (int)E);
         mark(f, UM_FW_NORM);
-        linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, T, f->k, l->bk);
-        linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, T, f->v, l->bv);
+        linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, N, kd, l->bk);
+        linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, N, vd, l->bv);
         if (subset) {
-            gather(f->hidden, f->xn, rows, n_rows, E);
+            gather(f->hidden, f->xn, hrow, n_rows, E);
             linear(f, fl ? &fl->wq : NULL, &l->wq, f->hidden, nq, f->q, l->bq);
             /* positions of the kept rows, for RoPE on q */
-            for (int i = 0; i < n_rows; i++) f->rows_sel[i] = rows[i];
+            for (int i = 0; i < n_rows; i++) f->rows_sel[i] = cpos[hrow[i]];
         } else {
-            linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, T, f->q, l->bq);
+            linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, N, f->q, l->bq);
         }
         mark(f, UM_FW_QKV);
         if (m->arch->qk_norm) {
             rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)nq * H, (int)HD);
-            rmsnorm(f, f->k, f->k, l->k_norm, (int64_t)T * HKV, (int)HD);
+            rmsnorm(f, kd, kd, l->k_norm, (int64_t)N * HKV, (int)HD);
             mark(f, UM_FW_NORM);
         }
-        const int32_t *qpos = subset ? f->rows_sel : f->pos;
+        const int32_t *qpos = subset ? f->rows_sel : cpos;
         int rc = f->ref ? ops_rope_ref(&rope, qpos, nq, f->q, (int)H, NULL, 0, e)
                         : ops_rope(pool, &rope, qpos, nq, f->q, (int)H, NULL, 0, e);
-        if (!rc) rc = f->ref ? ops_rope_ref(&rope, f->pos, T, f->k, (int)HKV, NULL, 0, e)
-                             : ops_rope(pool, &rope, f->pos, T, f->k, (int)HKV, NULL, 0, e);
+        if (!rc) rc = f->ref ? ops_rope_ref(&rope, cpos, N, kd, (int)HKV, NULL, 0, e)
+                             : ops_rope(pool, &rope, cpos, N, kd, (int)HKV, NULL, 0, e);
         if (rc) return UM_FAIL;
         mark(f, UM_FW_ROPE);
+        if (kv) {
+            if (partial && drift && il == hp->n_layer - 1) *drift = kv_drift(f, kv, il, act, n_act, tokens);
+            kv_job kj = { .f = f, .kv = kv, .il = il, .store = !partial };
+            pool_for(pool, T, kv_one, &kj);
+            mark(f, UM_FW_ADD);
+        }
         um_attn at = { .n_q = nq, .n_kv = T, .n_head = (int)H, .n_head_kv = (int)HKV, .head_dim = (int)HD, .key_mask = NULL };
         rc = f->ref ? ops_attention_ref(&at, f->att, f->q, f->k, f->v, e)
                     : ops_attention(pool, &at, f->att, f->q, f->k, f->v, e);
@@ -498,7 +657,7 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
         mark(f, UM_FW_ATTN);
         if (subset) {
             /* shrink the residual stream to the kept rows, in the caller's order */
-            gather(f->hidden, f->x, rows, n_rows, E);
+            gather(f->hidden, f->x, hrow, n_rows, E);
             memcpy(f->x, f->hidden, (size_t)(n_rows * E) * sizeof(float));
             mark(f, UM_FW_ADD);
         }
@@ -509,17 +668,30 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
         rmsnorm(f, f->xn, f->x, l->ffn_norm, nq, (int)E);
         mark(f, UM_FW_NORM);
         if (ffn(f, il, f->x, f->xn, nq, e)) return UM_FAIL;
-        (void)NQ;
-        (void)NKV;
     }
-    const bool subset_done = !f->ref && n_rows < T;
+    const bool subset_done = !f->ref && n_rows < N;
     if (subset_done) memcpy(f->hidden, f->x, (size_t)(n_rows * E) * sizeof(float));
-    else gather(f->hidden, f->x, rows, n_rows, E);
+    else gather(f->hidden, f->x, hrow, n_rows, E);
     mark(f, UM_FW_ADD);
     rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
     linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
     mark(f, UM_FW_HEAD);
+    if (kv && !partial) {
+        memcpy(kv->tok, tokens, (size_t)T * sizeof *tokens);
+        kv->n_tokens = T;
+    }
     return UM_OK;
+}
+
+int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
+                const int32_t *rows, int n_rows, float *logits, um_err *e) {
+    return run_pass(f, NULL, tokens, n_tokens, NULL, 0, rows, n_rows, logits, NULL, e);
+}
+
+int forward_run_kv(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
+                   int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
+    if (!kv) return um_errf(e, "forward_run_kv: no K/V cache");
+    return run_pass(f, kv, tokens, n_tokens, active, n_active, rows, n_rows, logits, drift, e);
 }
 
 /* ------------------------------------------------------------------ as a backend */
@@ -531,6 +703,13 @@ static int cpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_
 static int cpu_reserve(void *impl, int max_tokens, um_err *e) { return forward_reserve(impl, max_tokens, e); }
 static const char *cpu_kernel_name(void *impl) { return forward_kernel_name(impl); }
 static void cpu_free(void *impl) { forward_free(impl); }
+static int cpu_kv_new(void *impl, uint32_t type, int max_tokens, um_kvcache **out, um_err *e) {
+    return forward_kv_new(impl, type, max_tokens, out, e);
+}
+static int cpu_run_kv(void *impl, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
+                      int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
+    return forward_run_kv(impl, kv, tokens, n_tokens, active, n_active, rows, n_rows, logits, drift, e);
+}
 
 void forward_as_backend(um_forward *f, um_backend *b) {
     b->name = "cpu";
@@ -539,4 +718,8 @@ void forward_as_backend(um_forward *f, um_backend *b) {
     b->reserve = cpu_reserve;
     b->kernel_name = cpu_kernel_name;
     b->free = cpu_free;
+    b->kv_new = cpu_kv_new;
+    b->kv_free = forward_kv_free;
+    b->kv_bytes = forward_kv_bytes;
+    b->run_kv = cpu_run_kv;
 }

@@ -7,6 +7,15 @@
  * allocates. Logits are computed only for the canvas rows the caller asks for; the last
  * layer also runs its attention output and FFN only for those rows.
  *
+ * Partial passes (forward_run_kv): a full pass can also store every layer's K and V (after
+ * QK-norm and RoPE) of every position in a um_kvcache; a later pass then runs only some
+ * canvas rows (the active rows) through the layers, and their attention reads the cached
+ * K/V for every other position. The cache keeps what the last full pass stored: partial
+ * passes read it but never write it, so it is one consistent picture of the canvas as it was
+ * at that pass. With an F32 cache a partial pass right after the full pass gives the full
+ * pass's rows bit for bit (every op computes a row independently of the others); F16 and
+ * Q8_0 round the cached K/V (tests/test_cache.c states the tolerances).
+ *
  * The reference forward (opts.reference) uses no packing and no SIMD: weights dequantized
  * row by row with quant.c's reference dequantizers, dot products in double, the scalar
  * ops_*_ref, every row computed through the last layer. Tests compare the two.
@@ -42,6 +51,22 @@ void forward_free(um_forward *f);
  * and in [0, n_tokens). Fails on a token id outside the vocabulary or n_tokens > max. */
 int  forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
                  const int32_t *rows, int n_rows, float *logits, um_err *e);
+
+/* A K/V cache for canvases of up to max_tokens, K and V stored as type: UM_TYPE_F32, F16
+ * (the default) or Q8_0 (needs n_head_kv * head_dim divisible by 32). */
+int  forward_kv_new(const um_forward *f, uint32_t type, int max_tokens, um_kvcache **out, um_err *e);
+void forward_kv_free(um_kvcache *kv);
+uint64_t forward_kv_bytes(const um_kvcache *kv);   /* K and V of every layer, all positions */
+
+/* active == NULL: forward_run, and the K/V of every layer and position stored in kv (which
+ * then holds this canvas). Otherwise run only the canvas rows active[0..n_active) (distinct,
+ * any order) through the layers; every other position's K/V comes from kv, which must hold
+ * a canvas of n_tokens filled by a full pass. rows must be among the active rows. drift
+ * (NULL: not wanted) gets the mean relative change, at the last layer, of the K of the active
+ * rows whose token is the one kv was filled with (|k - k_cached| / |k_cached|, 0 if none):
+ * how far the context has moved the cached rows since the full pass. */
+int  forward_run_kv(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
+                    int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e);
 
 /* The forward pass as a backend table (backend.h); the table owns f afterwards. */
 void forward_as_backend(um_forward *f, um_backend *b);

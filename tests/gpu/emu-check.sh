@@ -3,7 +3,8 @@
 # repacking and upload, buffers, layer orchestration, row subset, MoE routing flow, row
 # statistics) on the CPU, with the device kernels replaced by their CPU references
 # (tests/gpu/emu/), under AddressSanitizer, and compares whole passes with the CPU backend
-# via forward_check. Needs no GPU and no nvcc; it cannot check device code (make gpu-check).
+# via forward_check; engine_check runs the engine on it (a K/V cache refused, none decoding).
+# Needs no GPU and no nvcc; it cannot check device code (make gpu-check).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=build/emu-check
@@ -18,7 +19,9 @@ LIBS="$(pkg-config --libs ncursesw libutf8proc 2>/dev/null) -lm -lpthread"
 $CXX -std=c++17 $FLAGS -x c++ -c kernels/cuda/gpu_backend.cu -o "$OUT/gpu_backend.o" &&
 $CXX -std=c++17 $FLAGS -c tests/gpu/emu/emu_kernels.cpp -o "$OUT/emu_kernels.o" &&
 cc -std=c11 $FLAGS -c tests/gpu/forward_check.c -o "$OUT/forward_check.o" &&
-$CXX $SAN -o "$OUT/forward_check" "$OUT/forward_check.o" "$OUT/gpu_backend.o" "$OUT/emu_kernels.o" $LIBOBJ $LIBS ||
+cc -std=c11 $FLAGS -c tests/gpu/engine_check.c -o "$OUT/engine_check.o" &&
+$CXX $SAN -o "$OUT/forward_check" "$OUT/forward_check.o" "$OUT/gpu_backend.o" "$OUT/emu_kernels.o" $LIBOBJ $LIBS &&
+$CXX $SAN -o "$OUT/engine_check" "$OUT/engine_check.o" "$OUT/gpu_backend.o" "$OUT/emu_kernels.o" $LIBOBJ $LIBS ||
     { echo "emu-check: build failed"; exit 1; }
 pass=0
 fail=0
@@ -32,5 +35,8 @@ for spec in tiny-llada:q8_0 tiny-llada:q4_K tiny-llada:bf16 tiny-llada:f32 tiny-
     echo "== $spec"
     if "$OUT/forward_check" "$f" --tokens "${EMU_TOKENS:-40}" --reps 1; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 done
+# the engine on the backend's interface: a cache mode refused (no partial passes on the GPU yet)
+echo "== engine on the cuda backend"
+if "$OUT/engine_check" "$OUT/tiny-llada-q8_0.gguf"; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 echo "emu-check: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

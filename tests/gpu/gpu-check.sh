@@ -88,6 +88,10 @@ if ./unmask generate --help 2>&1 | grep -q -- '--gpu'; then
         note "generation differs (greedy decoding can diverge on near-ties; see $OUT/gen-*.txt)"
         result 1 "generate --gpu vs cpu"
     fi
+    # no partial passes on the GPU yet: a cache mode is refused with a message, not run
+    ./unmask generate -m "$f" -p "hello" --gen 32 --steps 8 --gpu --cache dual >/dev/null 2>"$OUT/gen-cache.err"
+    if [ $? -eq 1 ] && grep -q "needs partial forward passes" "$OUT/gen-cache.err"; then result 0 "--gpu --cache refused"
+    else cat "$OUT/gen-cache.err"; result 1 "--gpu --cache dual should be refused"; fi
 else
     note "unmask generate has no --gpu flag yet: whole-generation check skipped"
 fi
