@@ -134,6 +134,7 @@ int cmd_generate(int argc, char **argv) {
         jsonw_key(&j, "threads"); jsonw_int(&j, info.n_threads);
         jsonw_key(&j, "settings"); genopts_json_settings(&j, &s);
         jsonw_key(&j, "steps_run"); jsonw_int(&j, last->step);   /* fewer when the run ends early */
+        jsonw_key(&j, "forward_passes"); jsonw_int(&j, (long long)engine_forward_passes(en));
         jsonw_key(&j, "n_prompt"); jsonw_int(&j, last->n_prompt);
         jsonw_key(&j, "tokens"); jsonw_arr_begin(&j);
         for (int i = 0; i < last->n_canvas; i++) jsonw_int(&j, last->pos[i].token);

@@ -88,6 +88,7 @@ static int publish(um_engine *en, const um_plan *plan, int n_committed, int plan
     s->planned = planned;
     s->forward_ms = fwd_ms;
     s->sample_ms = smp_ms;
+    s->passes = en->passes;
     int left = 0;
     for (int i = en->n_prompt; i < en->n_canvas; i++) left += en->masked[i];
     s->masks_left = left;

@@ -85,6 +85,7 @@ typedef struct um_snapshot {
     int32_t        planned;      /* positions the schedule planned to commit this step */
     bool           done;
     double         forward_ms, sample_ms;
+    int64_t        passes;       /* forward passes of this run so far (2 a step with CFG) */
     um_settings    settings;     /* in force for this step */
     um_pos        *pos;          /* (n_canvas) */
     int32_t       *committed;    /* (n_committed) canvas indices committed this step */
