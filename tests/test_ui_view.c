@@ -323,19 +323,24 @@ TEST(ui_view_compare_panes) {
     um_snapshot *a = snap(ta, 4, 1), *b = snap(tb, 4, 1);
     um_snapshot *ha[1] = { a }, *hb[1] = { b };
     view_pane panes[2] = { { .hist = ha, .n_hist = 1, .label = "main" }, { .hist = hb, .n_hist = 1, .label = "--seed 7" } };
-    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);
+    CHECK(frame_init(&f, 140, 30, &e) == UM_OK);
     view_state v = { .src = &src, .hist = ha, .n_hist = 1, .th = &th, .depth = 256, .cursor = -1,
                      .panes = panes, .n_panes = 2 };
     CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
     CHECK_CONTAINS(row(&f, 1), "1 main");
-    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 \xC2\xB7 step 1/4");
+    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 \xC2\xB7 step 1/4 \xC2\xB7 masks 1 \xC2\xB7 fwd 0");
     CHECK_CONTAINS(row(&f, 2), "1 differ");                 /* position 2 only: 3 is masked in b */
     int marked = 0;
     for (int x = 0; x < f.w; x++)
         for (int y = 1; y < f.h - 2; y++) marked += frame_at(&f, x, y)->bg == th.role[THEME_DIFF].bg;
     CHECK(marked >= 1);
     frame_free(&f);
-    CHECK(frame_init(&f, 60, 16, &e) == UM_OK);              /* 2 panes at 60x16: stacked, 3 rows: too few */
+    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);             /* panes of 32 columns: the short form */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 1/4 m1 f0");
+    CHECK_CONTAINS(row(&f, 2), "1 differ");                 /* the summary line fits in words */
+    frame_free(&f);
+    CHECK(frame_init(&f, 60, 16, &e) == UM_OK);              /* 4 panes at 60x16: 3 canvas rows, too few */
     view_pane four[4] = { panes[0], panes[1], panes[0], panes[1] };
     v.panes = four;
     v.n_panes = 4;

@@ -761,32 +761,45 @@ static int draw_pane(view_ctx *c, frame *f, const view_state *v, int k, int x0, 
     const view_pane *p0 = &v->panes[0];
     const um_snapshot *ref = k > 0 && p0->n_hist > 0 ? p0->hist[UM_MIN(v->pane_step, p0->n_hist - 1)] : NULL;
     frame_style ti = role(v, k == v->focus_pane ? THEME_TITLE : THEME_PANEL), pn = role(v, THEME_PANEL);
-    char buf[512];
+    char head[2][512], line[2][512];
+    const char *dot = " \xC2\xB7 ";
     frame_fill(f, x0, y0, w, 2, pn);
-    int off = snprintf(buf, sizeof buf, "%s%d %s", k == v->focus_pane ? "\xE2\x96\xB8" : " ", k + 1, p->label);
-    if (s) snprintf(buf + off, sizeof buf - (size_t)off, " \xC2\xB7 step %d/%d \xC2\xB7 masks %d \xC2\xB7 fwd %lld",
-                    s->step, s->n_steps, s->masks_left, (long long)s->passes);
-    frame_puts(f, x0, y0, x0 + w, buf, ti);
-    off = 0;
-    buf[0] = 0;
-    if (p->error) {
-        snprintf(buf, sizeof buf, "  error: %s", p->error);
-        frame_puts(f, x0, y0 + 1, x0 + w, buf, role(v, THEME_MESSAGE));
-    } else if (s) {
-        if (s->done) {
+    /* the header and summary lines in words ([0]), and compact ([1]) for when they do not fit */
+    for (int cp = 0; cp < 2; cp++) {
+        char sum[256] = "", diff[64] = "";
+        int off = snprintf(head[cp], sizeof head[cp], "%s%d %s", k == v->focus_pane ? "\xE2\x96\xB8" : " ", k + 1, p->label);
+        if (s && !cp) snprintf(head[cp] + off, sizeof head[cp] - (size_t)off, "%sstep %d/%d%smasks %d%sfwd %lld",
+                               dot, s->step, s->n_steps, dot, s->masks_left, dot, (long long)s->passes);
+        if (s && cp) snprintf(head[cp] + off, sizeof head[cp] - (size_t)off, " %d/%d m%d f%lld",
+                              s->step, s->n_steps, s->masks_left, (long long)s->passes);
+        if (s && s->done) {
             int32_t need = s->step + 2 + s->n_canvas;
             if (grow((void **)&c->rank, sizeof *c->rank, &c->rank_cap, need, e)) return UM_FAIL;
             view_summary sm;
             view_summarize(s, c->rank, &sm);
-            off = snprintf(buf, sizeof buf, "  done %d steps \xC2\xB7 %lld fwd \xC2\xB7 %.2f tok/fwd \xC2\xB7 order %.2f",
-                           sm.steps, (long long)sm.passes, sm.tok_per_pass, sm.order_dist);
+            if (!cp)
+                snprintf(sum, sizeof sum, "done %d steps%s%lld fwd%s%.2f tok/fwd%sorder %.2f", sm.steps, dot,
+                         (long long)sm.passes, dot, sm.tok_per_pass, dot, sm.order_dist);
+            else
+                snprintf(sum, sizeof sum, "%d st %lld fwd %.2f t/f ord %.2f", sm.steps, (long long)sm.passes,
+                         sm.tok_per_pass, sm.order_dist);
         }
-        if (ref) {
+        if (s && ref && (ref->n_canvas != s->n_canvas || ref->n_prompt != s->n_prompt)) {
+            snprintf(diff, sizeof diff, cp ? "len\xE2\x89\xA0" : "other length: no marks");
+        } else if (s && ref) {
             int32_t nd = 0;
             for (int32_t i = s->n_prompt; i < s->n_canvas; i++) nd += differs(ref, s, i);
-            snprintf(buf + off, sizeof buf - (size_t)off, "%s%d differ", off ? " \xC2\xB7 " : "  ", nd);
+            snprintf(diff, sizeof diff, cp ? "%d\xE2\x89\xA0" : "%d differ", nd);
         }
-        frame_puts(f, x0, y0 + 1, x0 + w, buf, pn);
+        snprintf(line[cp], sizeof line[cp], "  %s%s%s", sum, sum[0] && diff[0] ? (cp ? " " : dot) : "", diff);
+    }
+    frame_puts(f, x0, y0, x0 + w, head[ui_text_width(head[0]) > w], ti);
+    if (p->error) {
+        char buf[600];
+        snprintf(buf, sizeof buf, "  error: %s", p->error);
+        frame_puts(f, x0, y0 + 1, x0 + w, buf, role(v, THEME_MESSAGE));
+    } else if (s) {
+        frame_puts(f, x0, y0 + 1, x0 + w, line[ui_text_width(line[0]) > w], pn);
     }
     if (!s) {
         frame_fill(f, x0, y0 + 2, w, h - 2, role(v, THEME_TEXT));

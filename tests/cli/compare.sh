@@ -66,7 +66,7 @@ DEMO="--demo-ui --delay-ms 0"
 for n in 2 3 4; do
   args="" labels=""
   for k in $(seq 2 "$n"); do args="$args --compare '--seed $((k * 11))'"; done
-  start 200 44 "$DEMO --paused $args"
+  start 240 44 "$DEMO --paused $args"      # 4 panes of 50 columns: the headers in words
   if wait_for all_at 0 "$n"; then ok "$n panes: $n headers at step 0"; else fail "$n panes" "$(cap | head -5)"; fi
   miss=""
   screen_has "1 main" || miss="$miss main"
@@ -75,6 +75,11 @@ for n in 2 3 4; do
   quit
   if [ "$(cat "$TMP/rc" 2>/dev/null)" = 0 ]; then ok "$n panes: q exits 0"; else fail "$n panes: exit" "rc $(cat "$TMP/rc" 2>/dev/null)"; fi
 done
+
+# narrower panes: the header in short form (step/steps, m masks, f forward passes)
+start 170 44 "$DEMO --paused --compare '--seed 22' --compare '--seed 33' --compare '--seed 44'"
+if wait_for screen_has "2 --seed 22 0/32 m96 f0"; then ok "4 panes at 170 columns: short headers"; else fail "short headers" "$(cap | sed -n 2p)"; fi
+quit
 
 # ---------------------------------------------------------------- lock step
 start 200 44 "$DEMO --paused --compare '--seed 3' --compare '--steps 8'"
@@ -111,19 +116,23 @@ if screen_has "done 32 steps · 32 fwd" && screen_has "0 differ"; then ok "diff 
 if [ "$(cape | grep -c '48;5;55m')" = 1 ]; then ok "diff marks: the same settings: nothing marked (only the legend)"; else fail "no mark" "diff background $(cape | grep -c '48;5;55m') times"; fi
 quit
 
+start 200 44 "$DEMO --pace 0 --compare '--gen 40'"
+if wait_for screen_has "other length: no marks"; then ok "diff marks: another --gen: says there are none"; else fail "other length" "$(cap | sed -n 2,3p)"; fi
+quit
+
 # ---------------------------------------------------------------- resize, too small
 # four panes on one row (side by side) when wide; on four rows (stacked) when narrow
 row_of() { cap | grep -nF -- "$1" | head -1 | cut -d: -f1; }
 side_by_side() { local a b; a=$(row_of "1 main ·"); b=$(row_of "4 --seed 4 ·"); [ -n "$a" ] && [ "$a" = "$b" ]; }
 stacked() { local a b; a=$(row_of "1 main ·"); b=$(row_of "4 --seed 4 ·"); [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ]; }
-start 200 50 "$DEMO --paused --compare '--seed 2' --compare '--seed 3' --compare '--seed 4'"
-if wait_for side_by_side; then ok "4 panes at 200 columns: side by side"; else fail "side by side" "$(cap | sed -n 2p)"; fi
+start 240 50 "$DEMO --paused --compare '--seed 2' --compare '--seed 3' --compare '--seed 4'"
+if wait_for side_by_side; then ok "4 panes at 240 columns: side by side"; else fail "side by side" "$(cap | sed -n 2p)"; fi
 T resize-window -t ui -x 90 -y 50
 if wait_for stacked; then ok "resize to 90 columns: stacked"; else fail "stacked" "$(cap | head -3)"; fi
 T resize-window -t ui -x 70 -y 20
 if wait_for screen_has "terminal too small for 4 panes"; then ok "70x20 with 4 panes: too small, says so"; else fail "too small" "$(cap | head -5)"; fi
-T resize-window -t ui -x 200 -y 50
-if wait_for side_by_side; then ok "back to 200 columns: side by side again"; else fail "back wide" "$(cap | sed -n 2p)"; fi
+T resize-window -t ui -x 240 -y 50
+if wait_for side_by_side; then ok "back to 240 columns: side by side again"; else fail "back wide" "$(cap | sed -n 2p)"; fi
 quit
 if [ "$(cat "$TMP/rc" 2>/dev/null)" = 0 ]; then ok "resizes: no crash, q exits 0"; else fail "resize exit" "rc $(cat "$TMP/rc" 2>/dev/null)"; fi
 start 60 16 "$DEMO --compare '--seed 2' --compare '--seed 3' --compare '--seed 4'"
