@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "harness.h"
+#include "summary.h"
 #include "view.h"
 #include "rec_frame.h"
 
@@ -284,31 +285,31 @@ TEST(ui_view_editor_shows_the_end_of_a_long_prompt) {
     view_ctx_free(&ctx);
 }
 
-/* view_summarize's order distance: 0 left to right, 1 right to left, ties in a step by
+/* ui_summary_of's order distance: 0 left to right, 1 right to left, ties in a step by
  * position; tokens per forward pass from the snapshot's pass count. */
 TEST(ui_view_summary_order_distance) {
     int32_t toks[] = { AB, X, X, X, X };                    /* prompt 1, 4 generated */
     um_snapshot *s = snap(toks, 5, 1);
     int32_t scratch[16];
-    view_summary sm;
+    ui_summary sm;
     s->step = 4;
     s->passes = 8;
     s->done = true;
     for (int i = 0; i < 4; i++) s->pos[1 + i].commit_step = i + 1;   /* left to right */
-    view_summarize(s, scratch, &sm);
+    ui_summary_of(s, scratch, &sm);
     CHECK(sm.steps == 4 && sm.passes == 8);
     CHECK(fabs(sm.tok_per_pass - 0.5) < 1e-9);
     CHECK(fabs(sm.order_dist) < 1e-9);
     for (int i = 0; i < 4; i++) s->pos[1 + i].commit_step = 4 - i;   /* right to left: the maximum */
-    view_summarize(s, scratch, &sm);
+    ui_summary_of(s, scratch, &sm);
     CHECK(fabs(sm.order_dist - 1.0) < 1e-9);
     for (int i = 0; i < 4; i++) s->pos[1 + i].commit_step = 1;       /* all in one step: in order */
-    view_summarize(s, scratch, &sm);
+    ui_summary_of(s, scratch, &sm);
     CHECK(fabs(sm.order_dist) < 1e-9);
     /* steps 2,1,1,2: ranks 2,0,1,3; sum |r - i| = 2+1+1+0 = 4 over floor(16/2) = 8 */
     int cs[4] = { 2, 1, 1, 2 };
     for (int i = 0; i < 4; i++) s->pos[1 + i].commit_step = cs[i];
-    view_summarize(s, scratch, &sm);
+    ui_summary_of(s, scratch, &sm);
     CHECK(fabs(sm.order_dist - 0.5) < 1e-9);
     free(s);
 }

@@ -15,6 +15,7 @@
 #include "keys.h"
 #include "pace.h"
 #include "schedule.h"
+#include "summary.h"
 #include "view.h"
 
 const char *const view_heat_names[VIEW_HEAT_COUNT] = {
@@ -728,25 +729,6 @@ static void draw_too_small(frame *f, const view_state *v) {
 
 /* ------------------------------------------------------------------ comparison panes */
 
-void view_summarize(const um_snapshot *s, int32_t *scratch, view_summary *out) {
-    int32_t n = s->n_canvas - s->n_prompt, max_step = UM_MAX(s->step, 0);
-    int32_t *base = scratch;                        /* (max_step + 2) first rank per step */
-    memset(out, 0, sizeof *out);
-    out->steps = s->step;
-    out->passes = s->passes;
-    out->tok_per_pass = s->passes > 0 ? (double)n / (double)s->passes : 0;
-    if (n <= 1) return;
-    memset(base, 0, (size_t)(max_step + 2) * sizeof *base);
-    for (int32_t i = 0; i < n; i++) base[UM_MIN(UM_MAX(s->pos[s->n_prompt + i].commit_step, 0), max_step) + 1]++;
-    for (int32_t k = 1; k <= max_step + 1; k++) base[k] += base[k - 1];
-    int64_t sum = 0;
-    for (int32_t i = 0; i < n; i++) {              /* reading order: rank = next slot of its step */
-        int32_t r = base[UM_MIN(UM_MAX(s->pos[s->n_prompt + i].commit_step, 0), max_step)]++;
-        sum += r > i ? r - i : i - r;
-    }
-    out->order_dist = (double)sum / (double)((int64_t)n * n / 2);
-}
-
 /* One pane at (x0, y0, w, h): header, summary (when done), canvas. */
 static int draw_pane(view_ctx *c, frame *f, const view_state *v, int k, int x0, int y0, int w, int h,
                      char *note, size_t note_cap, bool *grid, um_err *e) {
@@ -775,8 +757,8 @@ static int draw_pane(view_ctx *c, frame *f, const view_state *v, int k, int x0, 
         if (s && s->done) {
             int32_t need = s->step + 2 + s->n_canvas;
             if (grow((void **)&c->rank, sizeof *c->rank, &c->rank_cap, need, e)) return UM_FAIL;
-            view_summary sm;
-            view_summarize(s, c->rank, &sm);
+            ui_summary sm;
+            ui_summary_of(s, c->rank, &sm);
             if (!cp)
                 snprintf(sum, sizeof sum, "done %d steps%s%lld fwd%s%.2f tok/fwd%sorder %.2f", sm.steps, dot,
                          (long long)sm.passes, dot, sm.tok_per_pass, dot, sm.order_dist);

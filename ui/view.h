@@ -23,7 +23,7 @@
  * when each gets VIEW_PANE_MIN_W columns, else stacked when each gets VIEW_PANE_MIN_H rows,
  * else a "too small for N panes" message. A pane is a header line (its label, step counter,
  * masks left, forward passes and, after the first pane, how many positions differ from the
- * first pane's), a summary line once its shown snapshot is done (view_summary), and its
+ * first pane's), a summary line once its shown snapshot is done (summary.h), and its
  * canvas; positions whose token differs from the first pane's are marked in the
  * theme's diff role. Every pane shows step min(pane_step, its newest); hist/n_hist/shown hold the
  * focused pane (the inspector, the schedule and the status line follow it).
@@ -74,13 +74,6 @@ typedef struct view_pane {         /* one run of a comparison */
     const char         *error;      /* its source's standing error, NULL for none */
 } view_pane;
 
-typedef struct view_summary {       /* a finished run in numbers (docs/ui.md "Compare") */
-    int32_t steps;
-    int64_t passes;                 /* forward passes */
-    double  tok_per_pass;           /* generated positions / forward passes */
-    double  order_dist;             /* 0: committed left to right ... 1: right to left */
-} view_summary;
-
 typedef struct view_state {
     const ui_source    *src;        /* info (header) and piece() (token text) */
     um_snapshot *const *hist;       /* (n_hist) recorded snapshots of this run, oldest first */
@@ -120,18 +113,13 @@ typedef struct view_ctx {           /* scratch reused between frames */
     int32_t   sim_cap;
     int32_t  *future;               /* (future_cap) planned counts of the steps not yet run */
     int32_t   future_cap;
-    int32_t  *rank;                 /* (rank_cap) view_summary scratch */
+    int32_t  *rank;                 /* (rank_cap) ui_summary_of scratch */
     int32_t   rank_cap;
 } view_ctx;
 
 int     view_build(view_ctx *c, frame *f, const view_state *v, um_err *e);
 void    view_ctx_free(view_ctx *c);
-/* The summary of a finished run s (all positions committed). order_dist: rank the generated
- * positions by (commit step, position): r_i for the i-th position in reading order; the
- * distance is sum |r_i - i| over the n positions divided by its maximum floor(n*n/2) (the
- * reverse order), so 0 is left to right, 1 right to left, about 2/3 a random order.
- * scratch: at least s->n_steps + 2 + (n_canvas - n_prompt) ints. */
-void    view_summarize(const um_snapshot *s, int32_t *scratch, view_summary *out);
+
 /* The position the inspector shows: v->cursor, or the first masked position (the action),
  * or the last position when nothing is masked. -1 when there is no snapshot. */
 int32_t view_focus(const view_state *v);
