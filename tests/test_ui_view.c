@@ -1,7 +1,9 @@
 /* Tests of ui/view.c and ui/frame.c: the screen as a frame, with hand-made snapshots over a
  * tiny vocabulary, so every expected cell is written out here. */
+#include <math.h>
 #include <stdlib.h>
 #include "harness.h"
+#include "summary.h"
 #include "view.h"
 #include "rec_frame.h"
 
@@ -280,5 +282,75 @@ TEST(ui_view_editor_shows_the_end_of_a_long_prompt) {
     CHECK_CONTAINS(row(&f, 29), "TAIL\xE2\x96\x8F");
     frame_free(&f);
     free(s);
+    view_ctx_free(&ctx);
+}
+
+/* ui_summary_of's order distance: 0 left to right, 1 right to left, ties in a step by
+ * position; tokens per forward pass from the snapshot's pass count. */
+TEST(ui_view_summary_order_distance) {
+    int32_t toks[] = { AB, X, X, X, X };                    /* prompt 1, 4 generated */
+    um_snapshot *s = snap(toks, 5, 1);
+    int32_t scratch[16];
+    ui_summary sm;
+    s->step = 4;
+    s->passes_total = 8;
+    s->done = true;
+    for (int i = 0; i < 4; i++) s->pos[1 + i].commit_step = i + 1;   /* left to right */
+    ui_summary_of(s, scratch, &sm);
+    CHECK(sm.steps == 4 && sm.passes == 8);
+    CHECK(fabs(sm.tok_per_pass - 0.5) < 1e-9);
+    CHECK(fabs(sm.order_dist) < 1e-9);
+    for (int i = 0; i < 4; i++) s->pos[1 + i].commit_step = 4 - i;   /* right to left: the maximum */
+    ui_summary_of(s, scratch, &sm);
+    CHECK(fabs(sm.order_dist - 1.0) < 1e-9);
+    for (int i = 0; i < 4; i++) s->pos[1 + i].commit_step = 1;       /* all in one step: in order */
+    ui_summary_of(s, scratch, &sm);
+    CHECK(fabs(sm.order_dist) < 1e-9);
+    /* steps 2,1,1,2: ranks 2,0,1,3; sum |r - i| = 2+1+1+0 = 4 over floor(16/2) = 8 */
+    int cs[4] = { 2, 1, 1, 2 };
+    for (int i = 0; i < 4; i++) s->pos[1 + i].commit_step = cs[i];
+    ui_summary_of(s, scratch, &sm);
+    CHECK(fabs(sm.order_dist - 0.5) < 1e-9);
+    free(s);
+}
+
+/* Two panes side by side: each header names its settings, the second counts the tokens that
+ * differ from the first and marks them in the diff role; too narrow and short: a message. */
+TEST(ui_view_compare_panes) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    um_err e = { "" };
+    int32_t ta[] = { AB, X, X, X }, tb[] = { AB, X, AB, M };
+    um_snapshot *a = snap(ta, 4, 1), *b = snap(tb, 4, 1);
+    um_snapshot *ha[1] = { a }, *hb[1] = { b };
+    view_pane panes[2] = { { .hist = ha, .n_hist = 1, .label = "main" }, { .hist = hb, .n_hist = 1, .label = "--seed 7" } };
+    CHECK(frame_init(&f, 140, 30, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = ha, .n_hist = 1, .th = &th, .depth = 256, .cursor = -1,
+                     .panes = panes, .n_panes = 2 };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 1), "1 main");
+    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 \xC2\xB7 step 1/4 \xC2\xB7 masks 1 \xC2\xB7 fwd 0");
+    CHECK_CONTAINS(row(&f, 2), "1 differ");                 /* position 2 only: 3 is masked in b */
+    int marked = 0;
+    for (int x = 0; x < f.w; x++)
+        for (int y = 1; y < f.h - 2; y++) marked += frame_at(&f, x, y)->bg == th.role[THEME_DIFF].bg;
+    CHECK(marked >= 1);
+    frame_free(&f);
+    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);             /* panes of 32 columns: the short form */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 1/4 m1 f0");
+    CHECK_CONTAINS(row(&f, 2), "1 differ");                 /* the summary line fits in words */
+    frame_free(&f);
+    CHECK(frame_init(&f, 60, 16, &e) == UM_OK);              /* 4 panes at 60x16: 3 canvas rows, too few */
+    view_pane four[4] = { panes[0], panes[1], panes[0], panes[1] };
+    v.panes = four;
+    v.n_panes = 4;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    bool said = false;
+    for (int y = 0; y < f.h; y++) said |= strstr(row(&f, y), "terminal too small for 4 panes") != NULL;
+    CHECK(said);
+    frame_free(&f);
+    free(a);
+    free(b);
     view_ctx_free(&ctx);
 }

@@ -130,6 +130,8 @@ static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_co
     s->done = masks == 0;
     s->forward_ms = ms;
     s->sample_ms = 0;
+    s->passes = f->step > 0;                /* one pretend forward pass a step */
+    s->passes_total = f->step;
     s->settings = f->s;
     s->block = UM_MIN(f->plan.block, f->plan.n_blocks - 1);
     s->n_blocks = f->plan.n_blocks;

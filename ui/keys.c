@@ -34,6 +34,7 @@ const ui_key ui_keys[] = {
     { { KEY_RIGHT },               NULL,           UI_ACT_RIGHT,      NULL },
     { { KEY_UP },                  NULL,           UI_ACT_UP,         NULL },
     { { KEY_DOWN },                NULL,           UI_ACT_DOWN,       NULL },
+    { { '\t' },                     "Tab",          UI_ACT_FOCUS,      "--compare: move the focus (inspector, settings keys) to the next pane" },
     { { 27 },                      "Esc",          UI_ACT_UNFOCUS,    "cursor follows the action again / close help" },
     { { '?' },                     "?",            UI_ACT_HELP,       "show / hide this help" },
     { { 'q', 'Q' },                "q",            UI_ACT_QUIT,       "quit" },

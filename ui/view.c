@@ -15,6 +15,7 @@
 #include "keys.h"
 #include "pace.h"
 #include "schedule.h"
+#include "summary.h"
 #include "view.h"
 
 const char *const view_heat_names[VIEW_HEAT_COUNT] = {
@@ -185,6 +186,12 @@ static bool is_special(const view_state *v, int32_t tok) {
     return v->src && v->src->is_special && v->src->is_special(v->src->self, tok);
 }
 
+/* Does position i hold a committed token in both a and b, a different one? */
+static bool differs(const um_snapshot *a, const um_snapshot *b, int32_t i) {
+    if (a->n_canvas != b->n_canvas || a->n_prompt != b->n_prompt || i < a->n_prompt || i >= a->n_canvas) return false;
+    return !a->pos[i].masked && !b->pos[i].masked && a->pos[i].token != b->pos[i].token;
+}
+
 /* Positions [from, to) of s as wrapped text in the rectangle (x0, y0, w, h). */
 static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snapshot *s, int32_t from, int32_t to,
                        int x0, int y0, int w, int h, um_err *e) {
@@ -270,6 +277,13 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
         frame_style st = pos_style(v, s, cl->pos, &ghost);
         if (cl->kind != UI_CL_TEXT || (cl->flags & UI_CL_REPLACED)) st.attrs |= FRAME_DIM;
         if (!s->pos[cl->pos].masked && !strcmp(cl->text, SPECIAL_GLYPH) && cl->pos >= s->n_prompt) st.attrs |= FRAME_DIM;
+        if (v->diff_ref && differs(v->diff_ref, s, cl->pos)) {
+            frame_style df = role(v, THEME_DIFF);
+            if (df.fg != FRAME_DEFAULT) st.fg = df.fg;
+            if (df.bg != FRAME_DEFAULT) st.bg = df.bg;
+            st.attrs |= df.attrs;
+            if (v->depth == 0) st.attrs |= FRAME_REVERSE;      /* no colours: the mark must still show */
+        }
         if (v->cursor >= 0 && cl->pos <= v->cursor && v->cursor <= cl->pos_last) st = cursor;
         frame_put_cluster(f, cx, y0 + ln, x0 + w, cl->text, cl->width, st, cl->pos);
         for (int j = 1; j < cw && cl->kind == UI_CL_TAB; j++)
@@ -573,7 +587,15 @@ static void draw_legend(frame *f, const view_state *v, const um_snapshot *s, int
         frame_style cf = role(v, THEME_CONFLICT);
         if (v->depth == 0) cf.attrs |= FRAME_REVERSE;
         x = frame_puts(f, x, y, f->w, "5", cf);
-        frame_puts(f, x + 1, y, f->w, "conflict", pn);
+        x = frame_puts(f, x + 1, y, f->w, "conflict", pn) + 2;
+    }
+    if (v->n_panes > 1) {
+        frame_style df = heat_style(v, 1.0f, role(v, THEME_TEXT)), d = role(v, THEME_DIFF);
+        if (d.fg != FRAME_DEFAULT) df.fg = d.fg;
+        if (d.bg != FRAME_DEFAULT) df.bg = d.bg;
+        df.attrs |= d.attrs | (v->depth == 0 ? FRAME_REVERSE : 0);
+        x = frame_puts(f, x, y, f->w, "tok", df);
+        frame_puts(f, x + 1, y, f->w, "differs from pane 1", pn);
     }
 }
 
@@ -705,6 +727,108 @@ static void draw_too_small(frame *f, const view_state *v) {
     frame_puts(f, 0, f->h / 2, f->w, buf, role(v, THEME_TEXT));
 }
 
+/* ------------------------------------------------------------------ comparison panes */
+
+/* One pane at (x0, y0, w, h): header, summary (when done), canvas. */
+static int draw_pane(view_ctx *c, frame *f, const view_state *v, int k, int x0, int y0, int w, int h,
+                     char *note, size_t note_cap, bool *grid, um_err *e) {
+    const view_pane *p = &v->panes[k];
+    view_state pv = *v;
+    pv.hist = p->hist;
+    pv.n_hist = p->n_hist;
+    pv.shown = UM_MIN(v->pane_step, p->n_hist - 1);
+    pv.diff_ref = NULL;
+    if (k != v->focus_pane) pv.cursor = -1;
+    const um_snapshot *s = shown(&pv);
+    const view_pane *p0 = &v->panes[0];
+    const um_snapshot *ref = k > 0 && p0->n_hist > 0 ? p0->hist[UM_MIN(v->pane_step, p0->n_hist - 1)] : NULL;
+    frame_style ti = role(v, k == v->focus_pane ? THEME_TITLE : THEME_PANEL), pn = role(v, THEME_PANEL);
+    char head[2][512], line[2][512];
+    const char *dot = " \xC2\xB7 ";
+    frame_fill(f, x0, y0, w, 2, pn);
+    /* the header and summary lines in words ([0]), and compact ([1]) for when they do not fit */
+    for (int cp = 0; cp < 2; cp++) {
+        char sum[256] = "", diff[64] = "";
+        int off = snprintf(head[cp], sizeof head[cp], "%s%d %s", k == v->focus_pane ? "\xE2\x96\xB8" : " ", k + 1, p->label);
+        if (s && !cp) snprintf(head[cp] + off, sizeof head[cp] - (size_t)off, "%sstep %d/%d%smasks %d%sfwd %lld",
+                               dot, s->step, s->n_steps, dot, s->masks_left, dot, (long long)s->passes_total);
+        if (s && cp) snprintf(head[cp] + off, sizeof head[cp] - (size_t)off, " %d/%d m%d f%lld",
+                              s->step, s->n_steps, s->masks_left, (long long)s->passes_total);
+        if (s && s->done) {
+            int32_t need = s->step + 2 + s->n_canvas;
+            if (grow((void **)&c->rank, sizeof *c->rank, &c->rank_cap, need, e)) return UM_FAIL;
+            ui_summary sm;
+            ui_summary_of(s, c->rank, &sm);
+            if (!cp)
+                snprintf(sum, sizeof sum, "done %d steps%s%lld fwd%s%.2f tok/fwd%sorder %.2f", sm.steps, dot,
+                         (long long)sm.passes, dot, sm.tok_per_pass, dot, sm.order_dist);
+            else
+                snprintf(sum, sizeof sum, "%d st %lld fwd %.2f t/f ord %.2f", sm.steps, (long long)sm.passes,
+                         sm.tok_per_pass, sm.order_dist);
+        }
+        if (s && ref && (ref->n_canvas != s->n_canvas || ref->n_prompt != s->n_prompt)) {
+            snprintf(diff, sizeof diff, cp ? "len\xE2\x89\xA0" : "other length: no marks");
+        } else if (s && ref) {
+            int32_t nd = 0;
+            for (int32_t i = s->n_prompt; i < s->n_canvas; i++) nd += differs(ref, s, i);
+            snprintf(diff, sizeof diff, cp ? "%d\xE2\x89\xA0" : "%d differ", nd);
+        }
+        snprintf(line[cp], sizeof line[cp], "  %s%s%s", sum, sum[0] && diff[0] ? (cp ? " " : dot) : "", diff);
+    }
+    frame_puts(f, x0, y0, x0 + w, head[ui_text_width(head[0]) > w], ti);
+    if (p->error) {
+        char buf[600];
+        snprintf(buf, sizeof buf, "  error: %s", p->error);
+        frame_puts(f, x0, y0 + 1, x0 + w, buf, role(v, THEME_MESSAGE));
+    } else if (s) {
+        frame_puts(f, x0, y0 + 1, x0 + w, line[ui_text_width(line[0]) > w], pn);
+    }
+    if (!s) {
+        frame_fill(f, x0, y0 + 2, w, h - 2, role(v, THEME_TEXT));
+        return UM_OK;
+    }
+    pv.diff_ref = ref;
+    return draw_body(c, f, &pv, s, x0, y0 + 2, w, h - 2, note, note_cap, grid, e);
+}
+
+/* The panes in the rectangle (x0, y0, w, h): side by side, stacked, or a message. */
+static int draw_panes(view_ctx *c, frame *f, const view_state *v, int x0, int y0, int w, int h,
+                      char *note, size_t note_cap, bool *grid, um_err *e) {
+    int n = v->n_panes;
+    frame_style b = role(v, THEME_BORDER);
+    frame_fill(f, x0, y0, w, h, role(v, THEME_TEXT));
+    if ((w - (n - 1)) / n >= VIEW_PANE_MIN_W) {             /* side by side, one column between */
+        int pw = (w - (n - 1)) / n;
+        for (int k = 0; k < n; k++) {
+            int px = x0 + k * (pw + 1);
+            if (draw_pane(c, f, v, k, px, y0, k == n - 1 ? x0 + w - px : pw, h, note, note_cap, grid, e)) return UM_FAIL;
+            if (k < n - 1)
+                for (int y = y0; y < y0 + h; y++) frame_put_cluster(f, px + pw, y, x0 + w, "\xE2\x94\x82", 1, b, -1);
+        }
+    } else if ((h - (n - 1)) / n >= VIEW_PANE_MIN_H) {      /* stacked, one rule between */
+        int ph = (h - (n - 1)) / n;
+        for (int k = 0; k < n; k++) {
+            int py = y0 + k * (ph + 1);
+            if (draw_pane(c, f, v, k, x0, py, w, k == n - 1 ? y0 + h - py : ph, note, note_cap, grid, e)) return UM_FAIL;
+            if (k < n - 1)
+                for (int x = x0; x < x0 + w; x++) frame_put_cluster(f, x, py + ph, x0 + w, "\xE2\x94\x80", 1, b, -1);
+        }
+    } else {
+        char buf[160];
+        snprintf(buf, sizeof buf, "terminal too small for %d panes: they need %d columns side by side or %d rows stacked here",
+                 n, n * VIEW_PANE_MIN_W + n - 1, n * VIEW_PANE_MIN_H + n - 1);
+        frame_puts(f, x0 + 1, y0, x0 + w, buf, role(v, THEME_MESSAGE));
+    }
+    return UM_OK;
+}
+
+/* The canvas area: the one run, or the comparison's panes. */
+static int draw_main(view_ctx *c, frame *f, const view_state *v, const um_snapshot *s, int x0, int y0, int w, int h,
+                     char *note, size_t note_cap, bool *grid, um_err *e) {
+    if (v->n_panes > 1 && v->panes) return draw_panes(c, f, v, x0, y0, w, h, note, note_cap, grid, e);
+    return draw_body(c, f, v, s, x0, y0, w, h, note, note_cap, grid, e);
+}
+
 int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
     f->depth = v->depth;
     f->step = -1;
@@ -720,7 +844,7 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
             f->step = s->step;
             if (f->w >= VIEW_SIDE_MIN_W) {
                 int sx = f->w - SIDE_W, cw = sx - 1;
-                if (draw_body(c, f, v, s, 0, body_y, cw, body_h, note, sizeof note, &grid, e)) return UM_FAIL;
+                if (draw_main(c, f, v, s, 0, body_y, cw, body_h, note, sizeof note, &grid, e)) return UM_FAIL;
                 for (int y = body_y; y < body_y + body_h; y++)
                     frame_put_cluster(f, cw, y, f->w, "\xE2\x94\x82", 1, role(v, THEME_BORDER), -1);
                 int ih = body_h - 10;
@@ -731,7 +855,7 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
                 draw_schedule(c, f, v, s, sx + 1, body_y + ih + 1, SIDE_W - 1, body_h - ih - 1);
             } else {
                 int ch = body_h - STRIP_H - 1, half = f->w / 2;
-                if (draw_body(c, f, v, s, 0, body_y, f->w, ch, note, sizeof note, &grid, e)) return UM_FAIL;
+                if (draw_main(c, f, v, s, 0, body_y, f->w, ch, note, sizeof note, &grid, e)) return UM_FAIL;
                 for (int x = 0; x < f->w; x++)
                     frame_put_cluster(f, x, body_y + ch, f->w, "\xE2\x94\x80", 1, role(v, THEME_BORDER), -1);
                 draw_inspector(f, v, s, 0, body_y + ch + 1, half - 1, STRIP_H);
@@ -760,5 +884,6 @@ void view_ctx_free(view_ctx *c) {
     free(c->place);
     free(c->sim_masked);
     free(c->future);
+    free(c->rank);
     memset(c, 0, sizeof *c);
 }

@@ -19,6 +19,15 @@
  *                    error wrapped over the body instead of "starting...")
  * Below VIEW_MIN_W x VIEW_MIN_H the frame holds only a "terminal too small" message.
  *
+ * Comparison (n_panes > 1, `--compare`): the canvas area holds one pane per run, side by side
+ * when each gets VIEW_PANE_MIN_W columns, else stacked when each gets VIEW_PANE_MIN_H rows,
+ * else a "too small for N panes" message. A pane is a header line (its label, step counter,
+ * masks left, forward passes and, after the first pane, how many positions differ from the
+ * first pane's), a summary line once its shown snapshot is done (summary.h), and its
+ * canvas; positions whose token differs from the first pane's are marked in the
+ * theme's diff role. Every pane shows step min(pane_step, its newest); hist/n_hist/shown hold the
+ * focused pane (the inspector, the schedule and the status line follow it).
+ *
  * To render a recorded run without the interactive UI: fill a view_state with the
  * snapshots (hist), shown = the index to draw, a theme (theme_builtin or theme_load),
  * depth 256, and call view_build once per snapshot.
@@ -34,6 +43,9 @@
 #define VIEW_MIN_W 60
 #define VIEW_MIN_H 16
 #define VIEW_SIDE_MIN_W 96      /* from this width the panels sit right of the canvas */
+#define VIEW_PANE_MIN_W 30      /* a comparison pane side by side: at least these columns */
+#define VIEW_PANE_MIN_H 4       /* a stacked pane: header, summary and two canvas rows */
+#define VIEW_MAX_PANES  4
 
 typedef enum view_heat {
     VIEW_HEAT_COMMIT = 0,       /* probability of the token when it was committed */
@@ -55,6 +67,13 @@ typedef enum view_layout {
 /* The layout names: --layout values and models.conf's `layout` key. */
 extern const char *const view_layout_keys[VIEW_LAYOUT_COUNT];
 
+typedef struct view_pane {         /* one run of a comparison */
+    um_snapshot *const *hist;       /* (n_hist) its snapshots, hist[k] is step k */
+    int32_t             n_hist;
+    const char         *label;      /* its settings as given, e.g. "--seed 7" */
+    const char         *error;      /* its source's standing error, NULL for none */
+} view_pane;
+
 typedef struct view_state {
     const ui_source    *src;        /* info (header) and piece() (token text) */
     um_snapshot *const *hist;       /* (n_hist) recorded snapshots of this run, oldest first */
@@ -75,6 +94,11 @@ typedef struct view_state {
     bool                following;  /* the view follows the newest step at the pace: a shown
                                        step behind the newest is playback, not a rewind */
     int32_t             pace_ms;    /* the playback pace in the status line; < 0: not shown */
+    const view_pane    *panes;      /* (n_panes) a comparison when n_panes > 1, else unused */
+    int                 n_panes;
+    int                 focus_pane; /* the pane hist/n_hist show and the cursor lives in */
+    int32_t             pane_step;  /* the step every pane shows (its newest when it has fewer) */
+    const um_snapshot  *diff_ref;   /* internal: the first pane's snapshot, marks differences */
 } view_state;
 
 typedef struct view_ctx {           /* scratch reused between frames */
@@ -89,10 +113,13 @@ typedef struct view_ctx {           /* scratch reused between frames */
     int32_t   sim_cap;
     int32_t  *future;               /* (future_cap) planned counts of the steps not yet run */
     int32_t   future_cap;
+    int32_t  *rank;                 /* (rank_cap) ui_summary_of scratch */
+    int32_t   rank_cap;
 } view_ctx;
 
 int     view_build(view_ctx *c, frame *f, const view_state *v, um_err *e);
 void    view_ctx_free(view_ctx *c);
+
 /* The position the inspector shows: v->cursor, or the first masked position (the action),
  * or the last position when nothing is masked. -1 when there is no snapshot. */
 int32_t view_focus(const view_state *v);

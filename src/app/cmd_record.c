@@ -10,6 +10,10 @@
  * (--delay-cs, when given, still sets the GIF's); --pace 0 uses the real times for both (the
  * GIF frames then last as long as the steps took); without --pace, --delay-cs (default
  * RECORDER_DELAY_CS) and real cast times.
+ * With --compare FLAGS (up to 3), every run is decoded to its end first (one engine each,
+ * one after another), then the frames are composed from them in lock step (step k of every
+ * run, a finished run showing its last step), as the visualizer's comparison panes; the
+ * frames then sit on a virtual clock: step k at k * pace, or k * --delay-cs.
  * stdout and stdin are never used, so it runs in scripts and CI. Every graceful signal of
  * src/base/sigexit.h (INT, TERM, HUP, QUIT, USR1, ALRM, ...) stops after the step in flight and
  * still finishes the files (exit 128 + the signal); a crash signal runs sigexit's clean-up
@@ -41,7 +45,9 @@ static void usage(FILE *f) {
                "Run a whole generation without a terminal and record what the visualizer shows:\n"
                "one frame per denoising step (plus the initial all-mask frame).\n\n");
     genopts_usage(f);
-    fprintf(f, "recording:\n");
+    fprintf(f, "recording:\n"
+               "  --compare FLAGS    also decode the prompt with these decoding flags in quotes (up to 3\n"
+               "                     times): the runs side by side or stacked, as the visualizer shows them\n");
     feopts_usage(f, FE_RECORD);
     fprintf(f, "  -q, --quiet        no progress on stderr\n"
                "  -h, --help         this help\n");
@@ -57,16 +63,68 @@ static int record_one(recorder *rec, double t, view_ctx *vc, frame *fr, rec_fram
     return recorder_frame(rec, t, rf, s->step > 0 ? label : NULL, e);
 }
 
+/* Decode run k to its end into the pane's history (*hist, grown); UM_FAIL on error. */
+static int run_to_end(ui_source *src, const um_settings *s, const char *prompt, um_snapshot ***hist, int32_t *n,
+                      bool quiet, int k, um_err *e) {
+    int32_t cap = 0;
+    um_snapshot *snap = src->start(src->self, s, prompt, e);
+    while (snap) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            um_snapshot **h = realloc(*hist, (size_t)cap * sizeof *h);
+            if (!h) { src->release(snap); return um_errf(e, "out of memory"); }
+            *hist = h;
+        }
+        (*hist)[(*n)++] = snap;
+        if (!quiet) fprintf(stderr, "\rrun %d: step %d/%d  masks %d   ", k + 1, snap->step, snap->n_steps, snap->masks_left);
+        if (snap->done || sigexit_caught()) return UM_OK;
+        int32_t prev = snap->step;
+        snap = src->step(src->self, e);
+        if (snap && snap->step == prev) { src->release(snap); return UM_OK; }
+    }
+    return UM_FAIL;
+}
+
+#define RECORD_MAX_PANES VIEW_MAX_PANES
+
+static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const char **clabel, int *n_cmp, bool *quietp);
+
 int cmd_record(int argc, char **argv) {
+    bool quiet = false;
+    um_genopts *cg = um_calloc(RECORD_MAX_PANES - 1, sizeof *cg);   /* the --compare runs' flags */
+    char *cbuf[RECORD_MAX_PANES - 1] = { 0 };
+    const char *clabel[RECORD_MAX_PANES - 1] = { 0 };
+    int n_cmp = 0;
+    if (!cg) { fprintf(stderr, "unmask record: out of memory\n"); return 1; }
+    int rc = record_main(argc, argv, cg, cbuf, clabel, &n_cmp, &quiet);
+    for (int k = 0; k < n_cmp; k++) free(cbuf[k]);
+    free(cg);
+    return rc;
+}
+
+static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const char **clabel, int *n_cmp, bool *quietp) {
     um_genopts g;
     feopts fe;
     genopts_init(&g);
     feopts_init(&fe);
-    bool quiet = false;
+    bool quiet = *quietp;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
+        if (!strcmp(a, "--compare")) {
+            if (i + 1 >= argc) { fprintf(stderr, "unmask record: --compare needs a value (decoding flags in quotes)\n"); return 2; }
+            if (*n_cmp == RECORD_MAX_PANES - 1) {
+                fprintf(stderr, "unmask record: --compare: at most %d (%d runs in all)\n", RECORD_MAX_PANES - 1, RECORD_MAX_PANES);
+                return 2;
+            }
+            int k = (*n_cmp)++;
+            genopts_init(&cg[k]);
+            clabel[k] = argv[++i];
+            if (!(cbuf[k] = strdup(argv[i]))) { fprintf(stderr, "unmask record: out of memory\n"); return 1; }
+            if (genopts_parse_compare(&cg[k], cbuf[k], "unmask record")) return 2;
+            continue;
+        }
         int r = genopts_parse(&g, argc, argv, &i, "unmask record");
         if (r == 0) r = feopts_parse(&fe, FE_RECORD, argc, argv, &i, "unmask record");
         if (r < 0) return 2;
@@ -95,6 +153,17 @@ int cmd_record(int argc, char **argv) {
     if (engine_source_open(&src, &g.eng, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     um_settings s = src.defaults;
     genopts_apply(&g, &s);
+    ui_source csrc[RECORD_MAX_PANES - 1];            /* the --compare runs: an engine each */
+    um_settings cset[RECORD_MAX_PANES - 1];
+    um_snapshot **chist[RECORD_MAX_PANES - 1] = { 0 };
+    int32_t cn[RECORD_MAX_PANES - 1] = { 0 };
+    int n_open = 0;
+    g.eng.progress = NULL;
+    for (; n_open < *n_cmp; n_open++) {
+        if (engine_source_open(&csrc[n_open], &g.eng, &e)) break;
+        cset[n_open] = s;
+        genopts_apply(&cg[n_open], &cset[n_open]);
+    }
 
     int rc = 1;
     recorder *rec = NULL;
@@ -110,10 +179,11 @@ int cmd_record(int argc, char **argv) {
     if (paced && !fe.delay_cs_set) delay_cs = UM_MAX(2, UM_MIN(65535, (fe.pace_ms + 5) / 10));
     recorder_opts ro = {
         .gif_path = fe.gif, .cast_path = fe.cast, .cols = fe.cols, .rows = fe.rows,
-        .real_time = fe.pace_set && fe.pace_ms == 0 && !fe.delay_cs_set,
+        .real_time = fe.pace_set && fe.pace_ms == 0 && !fe.delay_cs_set && !*n_cmp,
         .delay_cs = delay_cs, .hold_cs = fe.hold_cs, .pad_rgb = RECORDER_BG_DEFAULT, .cast_color = CAST_COLOR_24BIT,
         .term = "xterm-256color", .title = title,
     };
+    if (n_open < *n_cmp) goto out;                  /* a --compare engine failed to open */
     if (frame_init(&fr, fe.cols, fe.rows, &e)) goto out;
     rf.cells = um_calloc((size_t)fe.cols * (size_t)fe.rows, sizeof *rf.cells);
     if (!rf.cells) { um_errf(&e, "out of memory"); goto out; }
@@ -126,7 +196,35 @@ int cmd_record(int argc, char **argv) {
         .pace_ms = fe.pace_set ? fe.pace_ms : -1,
     };
     double t_start = um_now();
-    um_snapshot *snap = src.start(src.self, &s, g.prompt, &e);
+    um_snapshot *snap = NULL;
+    double t_end = 0;
+    if (*n_cmp) {                                   /* every run to its end, then the frames */
+        view_pane panes[RECORD_MAX_PANES];
+        bool ok = run_to_end(&src, &s, g.prompt, &hist, &n_hist, quiet, 0, &e) == UM_OK;
+        for (int k = 0; ok && k < *n_cmp && !sigexit_caught(); k++)
+            ok = run_to_end(&csrc[k], &cset[k], g.prompt, &chist[k], &cn[k], quiet, k + 1, &e) == UM_OK;
+        if (!quiet) fputc('\n', stderr);
+        int32_t last = n_hist - 1;
+        panes[0] = (view_pane){ .hist = hist, .n_hist = n_hist, .label = "main" };
+        for (int k = 0; k < *n_cmp; k++) {
+            panes[k + 1] = (view_pane){ .hist = chist[k], .n_hist = cn[k], .label = clabel[k] };
+            last = UM_MAX(last, cn[k] - 1);
+        }
+        v.panes = panes;
+        v.n_panes = *n_cmp + 1;
+        v.hist = hist;
+        v.n_hist = n_hist;
+        double step_s = paced ? fe.pace_ms / 1000.0 : delay_cs / 100.0;
+        for (int32_t k = 0; ok && k <= last && n_hist > 0; k++) {
+            v.shown = UM_MIN(k, n_hist - 1);
+            v.pane_step = k;
+            ok = record_one(rec, (double)k * step_s, &vc, &fr, &rf, &v, &e) == UM_OK;
+        }
+        if (ok) snap = hist[n_hist - 1];            /* not NULL: it went well */
+        else if (!e.msg[0]) um_errf(&e, "recording the comparison failed");
+        t_end = (double)(last + 1) * step_s;
+    } else {
+    snap = src.start(src.self, &s, g.prompt, &e);
     while (snap) {
         if (n_hist == cap_hist) {
             int32_t cap = cap_hist ? cap_hist * 2 : 64;
@@ -153,13 +251,14 @@ int cmd_record(int argc, char **argv) {
         }
     }
     if (!quiet) fputc('\n', stderr);
+    t_end = paced ? (double)n_hist * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
+    }
     if (!snap && e.msg[0]) {                          /* a failed step or frame: keep nothing */
         recorder_abort(rec);
         rec = NULL;
         goto out;
     }
     int frames = recorder_gif_frames(rec), events = recorder_cast_events(rec);
-    double t_end = paced ? (double)n_hist * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
     um_err ce = { "" };
     if (recorder_close(rec, t_end, &ce)) { rec = NULL; e = ce; goto out; }
     rec = NULL;
@@ -182,5 +281,10 @@ out:
     frame_free(&fr);
     view_ctx_free(&vc);
     src.close(src.self);
+    for (int k = 0; k < n_open; k++) {
+        for (int32_t i = 0; i < cn[k]; i++) csrc[k].release(chist[k][i]);
+        free(chist[k]);
+        csrc[k].close(csrc[k].self);
+    }
     return rc;
 }

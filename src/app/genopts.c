@@ -288,3 +288,45 @@ int genopts_resolve(um_genopts *g, um_err *e) {
     else if (!g->eng.chat_template && g->have_preset && g->pre.chat_template[0]) g->eng.chat_template = g->pre.chat_template;
     return UM_OK;
 }
+
+#define COMPARE_MAX_ARGS 64
+
+int genopts_parse_compare(um_genopts *g, char *flags, const char *prog) {
+    static const char *const refused[] = {
+        "-m", "-M", "-p", "-t", "--ctx", "--gpu", "--chat-template", "--system", "--no-chat", "--json",
+    };
+    char *argv[COMPARE_MAX_ARGS + 1];
+    int argc = 0;
+    char *r = flags, *w = flags;
+    for (;;) {                                      /* split in place, quotes removed */
+        while (*r == ' ' || *r == '\t') r++;
+        if (!*r) break;
+        if (argc == COMPARE_MAX_ARGS) { fprintf(stderr, "%s: --compare: more than %d words\n", prog, COMPARE_MAX_ARGS); return UM_FAIL; }
+        argv[argc++] = w;
+        char quote = 0;
+        for (; *r && (quote || (*r != ' ' && *r != '\t')); r++) {
+            if (!quote && (*r == '\'' || *r == '"')) quote = *r;
+            else if (quote && *r == quote) quote = 0;
+            else *w++ = *r;
+        }
+        if (quote) { fprintf(stderr, "%s: --compare: unterminated quote in '%s'\n", prog, argv[argc - 1]); return UM_FAIL; }
+        bool end = !*r;
+        *w++ = 0;
+        if (end) break;
+        r++;
+    }
+    argv[argc] = NULL;
+    if (argc == 0) { fprintf(stderr, "%s: --compare needs decoding flags, e.g. --compare \"--seed 2\"\n", prog); return UM_FAIL; }
+    for (int i = 0; i < argc; i++) {
+        for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++)
+            if (!strcmp(argv[i], refused[k])) {
+                fprintf(stderr, "%s: --compare: %s is not allowed there (every pane decodes the same prompt with the same model; give it outside --compare)\n",
+                        prog, argv[i]);
+                return UM_FAIL;
+            }
+        int rc = genopts_parse(g, argc, argv, &i, prog);
+        if (rc < 0) return UM_FAIL;
+        if (rc == 0) { fprintf(stderr, "%s: --compare: '%s' is not a decoding flag\n", prog, argv[i]); return UM_FAIL; }
+    }
+    return UM_OK;
+}

@@ -45,6 +45,13 @@ void genopts_init(um_genopts *g);
 /* Try argv[*i] (and its value) as a generation flag. Returns 1 if consumed (and advances *i),
  * 0 if not a generation flag, -1 on a bad value (message printed with prog as prefix). */
 int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog);
+/* One --compare FLAGS string (the visualizer, record): split on spaces (single or double
+ * quotes keep spaces in a value) in place (flags is modified and must outlive g), parsed
+ * with genopts_parse into g (fresh from genopts_init). Flags that change the model, the
+ * prompt or the machine (-m -M -p -t --ctx --gpu --chat-template --system --no-chat --json)
+ * are refused: every pane decodes the same prompt with the same model. Returns UM_OK, or
+ * UM_FAIL with a message on stderr (prog as prefix). */
+int  genopts_parse_compare(um_genopts *g, char *flags, const char *prog);
 /* After parsing: load the -M preset (if any; with neither -m nor -M, the "demo" preset when
  * models.conf has it and its file exists), choose the model file (-m, else the preset's, else
  * the bundled model) into g->eng.model_path, the chat template (--no-chat, flag, preset) and,

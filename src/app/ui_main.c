@@ -63,15 +63,22 @@
 #define PROMPT_MAX      4096
 #define DEFAULT_PROMPT  "Once upon a time"
 
-typedef struct app {
+typedef struct pane {              /* one run: the main one (pn[0]) or a --compare */
     ui_source     src;
     ui_worker    *worker;
     um_snapshot **hist;            /* (n_hist) this run's snapshots, hist[k] is step k */
     int32_t       n_hist, cap_hist;
-    int32_t       shown;
+    um_settings   settings;        /* what the next start/apply uses */
+    char          label[160];      /* the settings as given: "main" or the --compare FLAGS */
+    char          error[512];      /* the source's standing error, "" when the run is fine */
+} pane;
+
+typedef struct app {
+    pane          pn[VIEW_MAX_PANES];
+    int           n_panes, focus;  /* focus: the pane the inspector and settings keys act on */
+    int32_t       shown;           /* the common step shown (each pane: min(shown, its newest)) */
     bool          follow;
     ui_pace       pace;            /* how fast shown follows the newest step */
-    um_settings   settings;        /* what the next start/apply uses */
     char         *prompt;          /* owned, any length */
     theme         th;
     int           theme_idx;
@@ -83,7 +90,6 @@ typedef struct app {
     char         *edit;            /* (edit_cap) the prompt editor's line */
     size_t        edit_cap;
     char          message[512];
-    char          error[512];      /* the source's standing error, "" when the run is fine */
     double        message_until;
     frame         fr;
     view_ctx      vc;
@@ -129,62 +135,103 @@ static void show_warning(app *a) {
     pthread_mutex_unlock(&g_warn_lock);
 }
 
-static void hist_clear(app *a) {
-    for (int32_t i = 0; i < a->n_hist; i++) a->src.release(a->hist[i]);
-    a->n_hist = 0;
-    a->shown = 0;
+static void hist_clear(pane *p) {
+    for (int32_t i = 0; i < p->n_hist; i++) p->src.release(p->hist[i]);
+    p->n_hist = 0;
 }
 
-static int hist_push(app *a, um_snapshot *s) {
-    if (a->n_hist == a->cap_hist) {
-        int32_t cap = a->cap_hist ? a->cap_hist * 2 : 64;
-        um_snapshot **h = realloc(a->hist, (size_t)cap * sizeof *h);
-        if (!h) { a->src.release(s); say(a, "out of memory: snapshot dropped"); return UM_FAIL; }
-        a->hist = h;
-        a->cap_hist = cap;
+static int hist_push(app *a, pane *p, um_snapshot *s) {
+    if (p->n_hist == p->cap_hist) {
+        int32_t cap = p->cap_hist ? p->cap_hist * 2 : 64;
+        um_snapshot **h = realloc(p->hist, (size_t)cap * sizeof *h);
+        if (!h) { p->src.release(s); say(a, "out of memory: snapshot dropped"); return UM_FAIL; }
+        p->hist = h;
+        p->cap_hist = cap;
     }
-    a->hist[a->n_hist++] = s;
-    /* paused at the newest step (n asked for this one): show it now; while running the
-     * pace moves the view (pace_tick) */
-    if (a->follow && a->paused && a->shown == a->n_hist - 2) {
-        a->shown = a->n_hist - 1;
-        ui_pace_mark(&a->pace, um_now());
-    }
+    p->hist[p->n_hist++] = s;
     return UM_OK;
+}
+
+/* The newest step every pane can show, in lock step: the least newest step of the panes
+ * still running (a pane whose run ended shows its last step meanwhile), or, when all ended,
+ * the greatest; -1 while a pane has none. */
+static int32_t newest(const app *a) {
+    int32_t run = INT32_MAX, all = -1;
+    for (int k = 0; k < a->n_panes; k++) {
+        const pane *p = &a->pn[k];
+        int32_t last = p->n_hist - 1;
+        if (last < 0) return -1;
+        all = UM_MAX(all, last);
+        if (!p->hist[last]->done) run = UM_MIN(run, last);
+    }
+    return run == INT32_MAX ? all : run;
 }
 
 /* Following while running: move shown towards the newest step at the pace. */
 static void pace_tick(app *a) {
-    if (a->follow && !a->paused && a->n_hist > 0)
-        a->shown = ui_pace_advance(&a->pace, a->shown, a->n_hist - 1, um_now());
+    int32_t last = newest(a);
+    if (a->follow && !a->paused && last >= 0)
+        a->shown = ui_pace_advance(&a->pace, UM_MIN(a->shown, last), last, um_now());
 }
 
-static void drain_worker(app *a) {
+static void drain_pane(app *a, pane *p) {
     ui_event ev;
-    while (ui_worker_take(a->worker, &ev)) {
+    while (ui_worker_take(p->worker, &ev)) {
         switch (ev.kind) {
         case UI_EV_RESTARTED:
             show_warning(a);
-            if (a->error[0]) {                      /* the failed run had stopped the worker */
-                a->error[0] = 0;
-                ui_worker_set_running(a->worker, !a->paused);
+            if (p->error[0]) {                      /* the failed run had stopped the worker */
+                p->error[0] = 0;
+                ui_worker_set_running(p->worker, !a->paused);
             }
-            hist_clear(a);
+            hist_clear(p);
+            a->shown = 0;
             a->follow = true;
-            hist_push(a, ev.snap);
+            hist_push(a, p, ev.snap);
             ui_pace_mark(&a->pace, um_now());
             break;
         case UI_EV_SNAPSHOT:
-            hist_push(a, ev.snap);
+            hist_push(a, p, ev.snap);
             break;
         case UI_EV_APPLIED:
             break;
         case UI_EV_ERROR:                           /* a failed start or step stops the worker */
-            snprintf(a->error, sizeof a->error, "%s", ev.msg[0] ? ev.msg : "the engine failed");
+            snprintf(p->error, sizeof p->error, "%s", ev.msg[0] ? ev.msg : "the engine failed");
             a->message_until = 0;                   /* the error replaces any message */
             break;
         }
     }
+}
+
+static void drain_worker(app *a) {
+    int32_t before = newest(a);
+    for (int k = 0; k < a->n_panes; k++) drain_pane(a, &a->pn[k]);
+    int32_t after = newest(a);
+    /* paused at the newest step (n asked for the next one): show it as soon as every pane
+     * has it; while running the pace moves the view (pace_tick) */
+    if (a->follow && a->paused && before >= 0 && a->shown == before && after > before) {
+        a->shown = before + 1;
+        ui_pace_mark(&a->pace, um_now());
+    }
+}
+
+/* The first standing error of the panes, NULL for none. */
+static const char *any_error(const app *a) {
+    for (int k = 0; k < a->n_panes; k++)
+        if (a->pn[k].error[0]) return a->pn[k].error;
+    return NULL;
+}
+
+static void set_running_all(app *a, bool running) {
+    for (int k = 0; k < a->n_panes; k++) ui_worker_set_running(a->pn[k].worker, running);
+}
+
+static void step_once_all(app *a) {
+    for (int k = 0; k < a->n_panes; k++) ui_worker_step_once(a->pn[k].worker);
+}
+
+static void restart_all(app *a) {
+    for (int k = 0; k < a->n_panes; k++) ui_worker_restart(a->pn[k].worker, &a->pn[k].settings, a->prompt);
 }
 
 /* ------------------------------------------------------------------ recording */
@@ -260,9 +307,9 @@ static void rec_feed(app *a) {
 
 static void set_paused(app *a, bool paused) {
     a->paused = paused;
-    ui_worker_set_running(a->worker, !paused);
+    set_running_all(a, !paused);
     if (!paused) {          /* after a scrub: back to the live step; else playback goes on */
-        if (!a->follow && a->n_hist) a->shown = a->n_hist - 1;
+        if (!a->follow && newest(a) >= 0) a->shown = newest(a);
         a->follow = true;
         ui_pace_mark(&a->pace, um_now());
     }
@@ -271,19 +318,26 @@ static void set_paused(app *a, bool paused) {
 /* A settings change: from the next step when the source can, else a restart (always while
  * an error stands: there is no run to change). */
 static void change(app *a, um_settings next, const char *what) {
-    bool restart = a->error[0] || a->src.needs_restart(&a->settings, &next);
-    a->settings = next;
+    pane *p = &a->pn[a->focus];
+    bool restart = p->error[0] || p->src.needs_restart(&p->settings, &next);
+    p->settings = next;
     if (restart) {
-        ui_worker_restart(a->worker, &a->settings, a->prompt);
+        ui_worker_restart(p->worker, &p->settings, a->prompt);
         say(a, "%s: restarted", what);
     } else {
-        ui_worker_apply(a->worker, &a->settings);
+        ui_worker_apply(p->worker, &p->settings);
         say(a, "%s: from the next step", what);
     }
 }
 
+/* The focused pane's run as a view_state (for view_focus). */
+static view_state focus_view(const app *a) {
+    const pane *p = &a->pn[a->focus];
+    return (view_state){ .hist = p->hist, .n_hist = p->n_hist, .shown = UM_MIN(a->shown, p->n_hist - 1), .cursor = a->cursor };
+}
+
 static void move_vertical(app *a, int dir) {
-    view_state tmp = { .hist = a->hist, .n_hist = a->n_hist, .shown = a->shown, .cursor = a->cursor };
+    view_state tmp = focus_view(a);
     int32_t focus = view_focus(&tmp);
     frame *f = &a->fr;
     int cx = -1, cy = -1;
@@ -317,9 +371,9 @@ static void next_theme(app *a) {
 }
 
 static void act(app *a, ui_action action) {
-    um_settings n = a->settings;
+    um_settings n = a->pn[a->focus].settings;
     char what[128];
-    int32_t last = a->n_hist - 1;
+    int32_t last = newest(a);
     switch (action) {
     case UI_ACT_QUIT:  a->quit = true; break;
     case UI_ACT_HELP:  a->help = !a->help; break;
@@ -328,7 +382,7 @@ static void act(app *a, ui_action action) {
         if (!a->paused) { set_paused(a, true); say(a, "paused: n steps once"); break; }
         if (a->shown < last) { a->shown++; a->follow |= a->shown == last; break; }
         a->follow = true;
-        ui_worker_step_once(a->worker);
+        step_once_all(a);
         break;
     case UI_ACT_BACK:
         if (!a->paused) set_paused(a, true);
@@ -337,7 +391,7 @@ static void act(app *a, ui_action action) {
         break;
     case UI_ACT_FORWARD:
         if (a->shown < last) { a->shown++; a->follow |= a->shown == last; ui_pace_mark(&a->pace, um_now()); }
-        else if (a->paused) { a->follow = true; ui_worker_step_once(a->worker); }
+        else if (a->paused) { a->follow = true; step_once_all(a); }
         break;
     case UI_ACT_FIRST:
         if (!a->paused) set_paused(a, true);
@@ -385,9 +439,10 @@ static void act(app *a, ui_action action) {
         break;
     case UI_ACT_RESTART:
     case UI_ACT_RESEED:
-        if (action == UI_ACT_RESEED) a->settings.seed = (a->settings.seed * 1103515245ull + 12345ull) % 1000000ull;
-        ui_worker_restart(a->worker, &a->settings, a->prompt);
-        say(a, "restarted, seed %llu", (unsigned long long)a->settings.seed);
+        for (int k = 0; action == UI_ACT_RESEED && k < a->n_panes; k++)
+            a->pn[k].settings.seed = (a->pn[k].settings.seed * 1103515245ull + 12345ull) % 1000000ull;
+        restart_all(a);
+        say(a, "restarted, seed %llu", (unsigned long long)a->pn[0].settings.seed);
         break;
     case UI_ACT_EDIT: {
         size_t len = strlen(a->prompt), need = len + PROMPT_MAX;     /* room to type */
@@ -416,13 +471,17 @@ static void act(app *a, ui_action action) {
         break;
     case UI_ACT_LEFT:
     case UI_ACT_RIGHT: {
-        view_state tmp = { .hist = a->hist, .n_hist = a->n_hist, .shown = a->shown, .cursor = a->cursor };
+        view_state tmp = focus_view(a);
         int32_t f = view_focus(&tmp);
         if (f < 0) break;
-        int32_t max = a->hist[a->shown]->n_canvas - 1;
+        int32_t max = tmp.hist[tmp.shown]->n_canvas - 1;
         a->cursor = UM_MAX(0, UM_MIN(max, f + (action == UI_ACT_RIGHT ? 1 : -1)));
         break;
     }
+    case UI_ACT_FOCUS:
+        a->focus = (a->focus + 1) % a->n_panes;
+        if (a->n_panes > 1) say(a, "focus: pane %d (%s)", a->focus + 1, a->pn[a->focus].label);
+        break;
     case UI_ACT_UP:   move_vertical(a, -1); break;
     case UI_ACT_DOWN: move_vertical(a, +1); break;
     case UI_ACT_UNFOCUS:
@@ -469,7 +528,7 @@ enter:
     if (!p) { say(a, "out of memory: prompt unchanged"); return; }
     free(a->prompt);
     a->prompt = p;
-    ui_worker_restart(a->worker, &a->settings, a->prompt);
+    restart_all(a);
     say(a, "new prompt: restarted");
 }
 
@@ -503,13 +562,23 @@ static int redraw(app *a, um_err *e) {
         if (frame_init(&a->fr, UM_MAX(1, w), UM_MAX(1, h), e)) return UM_FAIL;
         clearok(curscr, TRUE);
     }
+    view_pane panes[VIEW_MAX_PANES];
+    bool busy = false;
+    for (int k = 0; k < a->n_panes; k++) {
+        const pane *p = &a->pn[k];
+        panes[k] = (view_pane){ .hist = p->hist, .n_hist = p->n_hist, .label = p->label,
+                                .error = p->error[0] ? p->error : NULL };
+        busy |= ui_worker_busy(p->worker);
+    }
+    const pane *fp = &a->pn[a->focus];
     view_state v = {
-        .src = &a->src, .hist = a->hist, .n_hist = a->n_hist, .shown = a->shown, .th = &a->th,
+        .src = &fp->src, .hist = fp->hist, .n_hist = fp->n_hist, .shown = UM_MIN(a->shown, fp->n_hist - 1), .th = &a->th,
         .depth = a->depth, .heat = a->heat, .layout = a->layout, .cursor = a->cursor, .paused = a->paused,
-        .busy = a->paused && ui_worker_busy(a->worker), .help = a->help,
+        .busy = a->paused && busy, .help = a->help,
         .message = um_now() < a->message_until ? a->message : NULL,
         .edit = a->editing ? a->edit : NULL, .recording = a->rec_cli || a->rec_key,
-        .error = a->error[0] ? a->error : NULL, .following = a->follow, .pace_ms = a->pace.ms,
+        .error = fp->error[0] ? fp->error : a->n_panes > 1 ? NULL : any_error(a), .following = a->follow,
+        .pace_ms = a->pace.ms, .panes = panes, .n_panes = a->n_panes, .focus_pane = a->focus, .pane_step = a->shown,
     };
     if (view_build(&a->vc, &a->fr, &v, e)) return UM_FAIL;
     draw_curses_frame(&a->fr);
@@ -518,9 +587,8 @@ static int redraw(app *a, um_err *e) {
 }
 
 static int run_loop(app *a, um_err *e) {
-    struct pollfd fds[3] = {
-        { STDIN_FILENO, POLLIN, 0 }, { ui_worker_fd(a->worker), POLLIN, 0 }, { sigexit_fd(), POLLIN, 0 },
-    };
+    struct pollfd fds[2 + VIEW_MAX_PANES] = { { STDIN_FILENO, POLLIN, 0 }, { sigexit_fd(), POLLIN, 0 } };
+    for (int k = 0; k < a->n_panes; k++) fds[2 + k] = (struct pollfd){ ui_worker_fd(a->pn[k].worker), POLLIN, 0 };
     while (!a->quit && !sigexit_caught()) {
         pace_tick(a);
         if (redraw(a, e)) return UM_FAIL;
@@ -531,14 +599,14 @@ static int run_loop(app *a, um_err *e) {
             if (left <= 0) a->message_until = 0;
         }
         if (a->paused && timeout < 0) timeout = 250;    /* "finishing step" turns into PAUSED */
-        if (a->follow && !a->paused && a->n_hist > 0) {   /* the next paced step */
-            int due = ui_pace_wait_ms(&a->pace, a->shown, a->n_hist - 1, um_now());
+        if (a->follow && !a->paused && newest(a) >= 0) {   /* the next paced step */
+            int due = ui_pace_wait_ms(&a->pace, UM_MIN(a->shown, newest(a)), newest(a), um_now());
             if (due >= 0 && (timeout < 0 || due < timeout)) timeout = due;
         }
-        ui_worker_set_horizon(a->worker, ui_pace_horizon(&a->pace, a->shown));
-        int r = poll(fds, 3, timeout);
+        for (int k = 0; k < a->n_panes; k++) ui_worker_set_horizon(a->pn[k].worker, ui_pace_horizon(&a->pace, a->shown));
+        int r = poll(fds, (nfds_t)(2 + a->n_panes), timeout);
         if (r < 0 && errno != EINTR) return um_errf(e, "poll: %s", strerror(errno));
-        if (r > 0 && (fds[1].revents & POLLIN)) drain_worker(a);
+        if (r > 0) drain_worker(a);
         /* keys are read without blocking on every wake-up: a SIGWINCH interrupts poll and
          * curses reports the new size only through get_wch (KEY_RESIZE) */
         read_keys(a);
@@ -555,6 +623,8 @@ static void usage(FILE *f) {
         "\n");
     genopts_usage(f);
     fprintf(f, "visualizer:\n"
+               "  --compare FLAGS    also decode the prompt with these decoding flags in quotes (up to 3\n"
+               "                     times: 4 panes in lock step, Tab moves the focus; not -m -M -p -t --ctx --gpu)\n"
                "  --list-models      list the presets of models.conf and whether their files exist\n");
     feopts_usage(f, FE_VIEW);
     fprintf(f,
@@ -588,13 +658,44 @@ static void load_progress(void *ctx, const char *what, int done, int total) {
     if (done >= total) fputc('\n', stderr);
 }
 
-int ui_main(int argc, char **argv) {
+/* The --compare runs: their flags (parsed copies) and labels. */
+typedef struct compare_opts {
+    int        n;
+    um_genopts g[VIEW_MAX_PANES - 1];
+    char      *buf[VIEW_MAX_PANES - 1];
+    const char *label[VIEW_MAX_PANES - 1];
+} compare_opts;
+
+static int parse_compare(compare_opts *c, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) { fprintf(stderr, "unmask: --compare needs a value (decoding flags in quotes)\n"); return -1; }
+    if (c->n == VIEW_MAX_PANES - 1) {
+        fprintf(stderr, "unmask: --compare: at most %d (%d runs in all)\n", VIEW_MAX_PANES - 1, VIEW_MAX_PANES);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    genopts_init(&c->g[c->n]);
+    c->buf[c->n] = strdup(v);
+    if (!c->buf[c->n]) { fprintf(stderr, "unmask: out of memory\n"); return -1; }
+    c->label[c->n] = v;
+    c->n++;
+    return genopts_parse_compare(&c->g[c->n - 1], c->buf[c->n - 1], "unmask") ? -1 : 1;
+}
+
+static void compare_free(compare_opts *c) {
+    for (int k = 0; k < c->n; k++) free(c->buf[k]);
+}
+
+static int visualize(int argc, char **argv, compare_opts *cmp) {
     um_genopts g;
     feopts fe;
     setlocale(LC_ALL, "");
     genopts_init(&g);
     feopts_init(&fe);
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--compare")) {
+            if (parse_compare(cmp, argc, argv, &i) < 0) return 2;
+            continue;
+        }
         int r = genopts_parse(&g, argc, argv, &i, "unmask");
         if (r == 0) r = feopts_parse(&fe, FE_VIEW, argc, argv, &i, "unmask");
         if (r < 0) return 2;
@@ -642,19 +743,25 @@ int ui_main(int argc, char **argv) {
     a->th = th;
     for (int i = 0; i < theme_cycle_len; i++)
         if (!strcmp(theme_cycle[i], a->th.name)) a->theme_idx = i;
-    if (demo) {
-        if (fake_source_open(&a->src, (int)fe.delay_ms, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
-    } else {
-        g.eng.progress = load_progress;
-        g.eng.warn = keep_warning;
-        if (engine_source_open(&a->src, &g.eng, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto out; }
+    /* one source per pane: each engine maps the same model file (docs/ui.md "Compare": the
+     * weights' pages are shared, each engine's working buffers are not) */
+    g.eng.progress = load_progress;
+    g.eng.warn = keep_warning;
+    for (int k = 0; k <= cmp->n; k++) {
+        pane *p = &a->pn[k];
+        int orc = demo ? fake_source_open(&p->src, (int)fe.delay_ms, &e) : engine_source_open(&p->src, &g.eng, &e);
+        if (orc) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_sources; }
+        a->n_panes = k + 1;
+        p->settings = p->src.defaults;
+        genopts_apply(&g, &p->settings);
+        if (k > 0) genopts_apply(&cmp->g[k - 1], &p->settings);
+        snprintf(p->label, sizeof p->label, "%s", k ? cmp->label[k - 1] : "main");
+        g.eng.progress = NULL;                      /* the load is reported once */
     }
-    um_settings *s = &a->settings;
-    *s = a->src.defaults;
-    genopts_apply(&g, s);
 
     /* graceful signals end the loop from here on (before curses, which keeps them) */
     if (sigexit_install(SIGEXIT_FLAG, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
+    int n_workers = 0;
     if (draw_curses_open(fe.depth, &a->depth, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_src; }
     if (fe.gif || fe.cast) {                    /* the size is known once curses runs */
         int w, h;
@@ -669,10 +776,13 @@ int ui_main(int argc, char **argv) {
         }
     }
     a->paused = fe.paused;
-    if (ui_worker_open(&a->worker, &a->src, s, a->prompt, !fe.paused, &e)) {
-        draw_curses_close();
-        fprintf(stderr, "unmask: %s\n", e.msg);
-        goto close_src;
+    for (; n_workers < a->n_panes; n_workers++) {
+        pane *p = &a->pn[n_workers];
+        if (ui_worker_open(&p->worker, &p->src, &p->settings, a->prompt, !fe.paused, &e)) {
+            draw_curses_close();
+            fprintf(stderr, "unmask: %s\n", e.msg);
+            goto close_workers;
+        }
     }
     rc = run_loop(a, &e) == UM_OK ? 0 : 1;
     draw_curses_close();                            /* terminal first: the worker may be mid-step */
@@ -693,23 +803,38 @@ int ui_main(int argc, char **argv) {
         a->rec_cli = NULL;
     }
     drain_worker(a);                                /* an error that arrived with the quit */
-    if (a->error[0]) {                              /* last: the line that explains the status */
-        fprintf(stderr, "unmask: %s\n", a->error);
-        rc = 1;
-    }
+    for (int k = 0; k < a->n_panes; k++)            /* last: the lines that explain the status */
+        if (a->pn[k].error[0]) {
+            if (a->n_panes > 1) fprintf(stderr, "unmask: pane %d (%s): %s\n", k + 1, a->pn[k].label, a->pn[k].error);
+            else fprintf(stderr, "unmask: %s\n", a->pn[k].error);
+            rc = 1;
+        }
     if (sigexit_caught()) rc = 128 + sigexit_caught();
-    ui_worker_close(a->worker);
-    hist_clear(a);
+close_workers:
+    for (int k = 0; k < n_workers; k++) {
+        ui_worker_close(a->pn[k].worker);
+        hist_clear(&a->pn[k]);
+    }
 close_src:
     sigexit_uninstall();
-    a->src.close(a->src.self);
-out:
+close_sources:
+    for (int k = 0; k < a->n_panes; k++) a->pn[k].src.close(a->pn[k].src.self);
     free(a->prompt);
     free(a->edit);
-    free(a->hist);
+    for (int k = 0; k < a->n_panes; k++) free(a->pn[k].hist);
     free(a->rf.cells);
     frame_free(&a->fr);
     view_ctx_free(&a->vc);
     free(a);
     return rc;
+}
+
+/* The visualizer; the --compare copies live until it returns. */
+int ui_main(int argc, char **argv) {
+    compare_opts *cmp = um_calloc(1, sizeof *cmp);
+    if (!cmp) { fprintf(stderr, "unmask: out of memory\n"); return 1; }
+    int ret = visualize(argc, argv, cmp);
+    compare_free(cmp);
+    free(cmp);
+    return ret;
 }

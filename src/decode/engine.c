@@ -115,6 +115,7 @@ static int publish(um_engine *en, const um_plan *plan, int n_committed, int plan
         s->rows_computed = w->rows;
         s->cache_refreshed = w->refreshed;
     }
+    s->passes_total = en->passes;
     int left = 0;
     for (int i = en->n_prompt; i < en->n_canvas; i++) left += en->masked[i];
     s->masks_left = left;

@@ -116,6 +116,7 @@ typedef struct um_snapshot {
     int32_t        passes;       /* forward passes this step (2 with guidance) */
     int32_t        rows_computed; /* canvas rows run through the layers, summed over the passes */
     bool           cache_refreshed; /* this step ran full passes that refilled the K/V cache */
+    int64_t        passes_total; /* forward passes of this run so far, this step's included */
     um_settings    settings;     /* in force for this step */
     um_pos        *pos;          /* (n_canvas) */
     int32_t       *committed;    /* (n_committed) canvas indices committed this step */
