@@ -629,7 +629,10 @@ static void usage(FILE *f) {
     feopts_usage(f, FE_VIEW);
     fprintf(f,
         "  --ui-help          this help\n"
-        "Flags override the preset (-M). Press ? in the visualizer for the keys. g records a GIF to a new file.\n");
+        "Flags override the preset (-M).\n"
+        "keys (the same table as the ? overlay):\n");
+    for (int k = 0; k < ui_keys_len; k++)          /* rows without a label share the row above */
+        if (ui_keys[k].label) fprintf(f, "  %-18s %s\n", ui_keys[k].label, ui_keys[k].help);
 }
 
 static int list_models(void) {

@@ -30,6 +30,7 @@ expect_grep "--compare 4 times: says the limit" "at most 3" "$TMP/err"
 expect_rc "--compare with no value: exit 2" 2 "$BIN" --demo-ui --compare
 "$BIN" --ui-help >"$TMP/help"
 expect_grep "--ui-help lists --compare" '^  --compare FLAGS ' "$TMP/help"
+expect_grep "--ui-help lists the Tab key (the key table)" '^  Tab +--compare: move the focus' "$TMP/help"
 "$BIN" record --help >"$TMP/help"
 expect_grep "record --help lists --compare" '^  --compare FLAGS ' "$TMP/help"
 

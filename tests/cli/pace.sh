@@ -21,6 +21,7 @@ expect_rc "--pace x: exit 2" 2 "$BIN" --demo-ui --pace x
 expect_rc "record --pace 70000: exit 2" 2 "$BIN" record -p hi --gif "$TMP/x.gif" --pace 70000
 "$BIN" --ui-help >"$TMP/help"
 expect_grep "--ui-help lists --pace" '^  --pace MS +ms between steps shown while following \(default 120' "$TMP/help"
+expect_grep "--ui-help lists the < and > keys (the key table)" '^  <  > +halve / double the pace' "$TMP/help"
 "$BIN" record --help >"$TMP/help"
 expect_grep "record --help lists --pace" '^  --pace MS +ms per step in the cast and the GIF' "$TMP/help"
 
