@@ -27,7 +27,8 @@ void snapshot_unref(um_snapshot *s);
 
 /* Does changing the settings from `from` to `to` need the run started again? A new
  * generation length, seed, or guidance switched on or off changes the canvas or the random
- * streams already drawn; every other setting applies from the next step. */
+ * streams already drawn; every other setting applies from the next step (the cache settings
+ * too: a new cache mode or storage type makes the next step refill the cache). */
 bool snapshot_needs_restart(const um_settings *from, const um_settings *to);
 
 #endif
