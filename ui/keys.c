@@ -15,7 +15,7 @@ const ui_key ui_keys[] = {
     { { KEY_END, '}' },            "End  }",       UI_ACT_LIVE,       "jump to the newest step" },
     { { '<' },                     "<  >",         UI_ACT_PACE_HALVE, "halve / double the pace (ms per step while following)" },
     { { '>' },                     NULL,           UI_ACT_PACE_DOUBLE, NULL },
-    { { 's' },                     "s",            UI_ACT_SCHEDULE,   "cycle schedule (block, timestep, threshold)" },
+    { { 's' },                     "s",            UI_ACT_SCHEDULE,   "cycle schedule (block, timestep, threshold, linear, factor, eb)" },
     { { 'a' },                     "a",            UI_ACT_SCORING,    "cycle position scoring" },
     { { '+', '=' },                "+  -",         UI_ACT_STEPS_UP,   "double / halve the steps" },
     { { '-' },                     NULL,           UI_ACT_STEPS_DOWN, NULL },

@@ -488,7 +488,7 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
  * counts depend on the model. Returns the number of future steps in c->future. */
 static int32_t plan_ahead(view_ctx *c, const um_snapshot *last, um_err *e) {
     int32_t n_gen = last->n_canvas - last->n_prompt;
-    if (last->done || last->settings.schedule == UM_SCHED_THRESHOLD || n_gen <= 0) return 0;
+    if (last->done || schedule_adaptive(last->settings.schedule) || n_gen <= 0) return 0;
     if (grow((void **)&c->sim_masked, sizeof *c->sim_masked, &c->sim_cap, n_gen, e)) return 0;
     int32_t max_steps = UM_MIN(4096, UM_MAX(last->settings.steps, 1) + n_gen);
     if (grow((void **)&c->future, sizeof *c->future, &c->future_cap, max_steps, e)) return 0;
