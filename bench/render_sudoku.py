@@ -28,7 +28,7 @@ def render_sudoku_train():
     for i in sorted(keep):
         r = curve[i]
         solve = ("—", "—") if r.get("solve_rate") is None else (f"{100 * r['solve_cell_acc']:.1f}%", f"{100 * r['solve_rate']:.1f}%")
-        out.append(f"| {r['step']} | {r['elapsed_s'] / 60:.0f} | {r['lr']:.1e} | {r['train_loss']:.3f} | "
+        out.append(f"| {r['step']} | {r.get('elapsed_total_s', r['elapsed_s']) / 60:.0f} | {r['lr']:.1e} | {r['train_loss']:.3f} | "
                    f"{r['heldout_loss_t05']:.3f} | {100 * r['heldout_acc_t05']:.1f}% | {solve[0]} | {solve[1]} |")
     f = d.get("final_eval")
     if f and "puzzles" in f:

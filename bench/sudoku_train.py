@@ -50,6 +50,14 @@ def main():
         res["model"] = {"params": p, "train_examples": ntr, "heldout_examples": nva, "sequence_tokens": T, "batch": B}
     resumed = re.findall(r"resumed .* at step (\d+)", out)
     res["resumed_at_steps"] = [int(s) for s in resumed]
+    # elapsed_s restarts at 0 when a run is resumed: elapsed_total_s adds the segments before
+    # (each counted to its last logged row, so up to one evaluation interval short)
+    base = prev = 0
+    for r in rows:
+        if r["elapsed_s"] < prev:
+            base += prev
+        prev = r["elapsed_s"]
+        r["elapsed_total_s"] = base + r["elapsed_s"]
     res["curve"] = rows
     ev = os.path.join(work, "eval.txt")
     if os.path.exists(ev):

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 OUT=${WORK:-build/sudoku/main}
 MODEL=${MODEL:-models/unmask-sudoku.gguf}
 THREADS=${THREADS:-1}
-STEPS=${STEPS:-6000}
+STEPS=${STEPS:-4500}
 MINUTES=${MINUTES:-0}
 BATCH=${BATCH:-16}
 PER_LEVEL=${PER_LEVEL:-60000}
@@ -60,6 +60,6 @@ fi
 # 5. export, measure, record
 mkdir -p "$(dirname "$MODEL")"
 "$BIN" export --ckpt "$OUT/sudoku.ck" --tok "$OUT/tok.gguf" --out "$MODEL" --name unmask-sudoku
-"$BIN" eval --sft -m "$MODEL" --threads "$THREADS" --solve-n 500 "$OUT/val-easy.jsonl" | tee "$OUT/eval.txt"
+"$BIN" eval --sft -m "$MODEL" --threads "$THREADS" --solve-n 250 "$OUT/val-easy.jsonl" | tee "$OUT/eval.txt"
 python3 bench/sudoku_train.py "$OUT"
 echo "make-sudoku-model: done in $(( ($(date +%s) - start) / 60 )) minutes"
