@@ -1,7 +1,8 @@
 """render_sudoku.py: the sudoku model's learning curve (bench/results/sudoku-train.json, written
 by bench/sudoku_train.py at the end of `make sudoku-model`) and the recipe's pilot runs
-(bench/results/sudoku-train-pilots.json) as Markdown tables, for tools/render-readme.py
-(tables "sudoku-train" and "sudoku-pilots" in docs/sudoku.md)."""
+(bench/results/sudoku-train-pilots.json) as Markdown tables,
+and where it goes wrong (bench/results/sudoku-errors.json, bench/sudoku_errors.py), for
+tools/render-readme.py (tables "sudoku-train", "sudoku-pilots", "sudoku-errors" in docs/sudoku.md)."""
 import json
 import os
 
@@ -54,4 +55,20 @@ def render_sudoku_pilots():
     return "\n".join(out)
 
 
-RENDERERS = {"sudoku-train": render_sudoku_train, "sudoku-pilots": render_sudoku_pilots}
+def render_sudoku_errors():
+    path = os.path.join(RES, "sudoku-errors.json")
+    if not os.path.exists(path):
+        return "_no results yet: run bench/sudoku_errors.py_"
+    with open(path) as f:
+        d = json.load(f)
+    out = [f"{d['n']} held-out easy puzzles ({d['tasks']}), `{d['command']}`, {d['date'][:10]}.", "",
+           "| scoring | puzzles solved | blank cells right | wrong: clashes with a given in its row | column | box | no given |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for alg, st in d["by_scoring"].items():
+        out.append(f"| {alg} | {st['solved']} / {d['n']} | {100 * st['blanks_right'] / st['blanks']:.1f}% | "
+                   f"{st['wrong_clash_row']} | {st['wrong_clash_column']} | {st['wrong_clash_box']} | {st['wrong_clash_none']} |")
+    return "\n".join(out)
+
+
+RENDERERS = {"sudoku-train": render_sudoku_train, "sudoku-pilots": render_sudoku_pilots,
+             "sudoku-errors": render_sudoku_errors}
