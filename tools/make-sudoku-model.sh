@@ -22,6 +22,7 @@ OUT=${WORK:-build/sudoku/main}
 MODEL=${MODEL:-models/unmask-sudoku.gguf}
 THREADS=${THREADS:-1}
 STEPS=${STEPS:-4500}
+STEPS2=${STEPS2:-5000}
 MINUTES=${MINUTES:-0}
 BATCH=${BATCH:-16}
 PER_LEVEL=${PER_LEVEL:-60000}
@@ -52,14 +53,30 @@ fi
 #    exactly 2 pi / 9: positions 9k apart (the same column, in the prompt or the answer) line
 #    up, and so does the BOS seen from every cell of a column. With the usual base 10000 the
 #    same model learnt nothing but copying in the same time (docs/sudoku.md).
-"$BIN" train --sft --tok "$OUT/tok.gguf" --ckpt "$OUT/sudoku.ck" --log "$OUT/log.tsv" \
-    --valid "$OUT/val-easy.jsonl" --steps "$STEPS" --minutes "$MINUTES" --warmup 100 --batch "$BATCH" \
-    --threads "$THREADS" --embd 64 --layers 6 --heads 4 --ffn 192 --rope-base 17.7214 \
-    --lr 2e-3 --lr-min 1e-4 --eval-every 100 --solve-every 1000 --solve-n 64 --heldout-n 256 \
-    --ckpt-minutes 4 "$OUT/train.jsonl" 2>&1 | tee -a "$OUT/train.out"
+#    Stage 1 (STEPS, from random weights, LR 2e-3 to 1e-4) ends in $OUT/stage1.gguf; stage 2
+#    (STEPS2, from those weights with a fresh optimizer, LR 1e-3 to 5e-5) goes on from there.
+#    A stage whose result exists is skipped, so a run can be resumed at either stage.
+if [ ! -s "$OUT/stage1.gguf" ]; then
+    "$BIN" train --sft --tok "$OUT/tok.gguf" --ckpt "$OUT/sudoku.ck" --log "$OUT/log.tsv" \
+        --valid "$OUT/val-easy.jsonl" --steps "$STEPS" --minutes "$MINUTES" --warmup 100 --batch "$BATCH" \
+        --threads "$THREADS" --embd 64 --layers 6 --heads 4 --ffn 192 --rope-base 17.7214 \
+        --lr 2e-3 --lr-min 1e-4 --eval-every 100 --solve-every 1000 --solve-n 64 --heldout-n 256 \
+        --ckpt-minutes 4 "$OUT/train.jsonl" 2>&1 | tee -a "$OUT/train.out"
+    "$BIN" export --ckpt "$OUT/sudoku.ck" --tok "$OUT/tok.gguf" --out "$OUT/stage1.gguf" --name unmask-sudoku
+fi
+if [ "$STEPS2" -gt 0 ]; then
+    "$BIN" train --sft --tok "$OUT/tok.gguf" --init "$OUT/stage1.gguf" --ckpt "$OUT/sudoku2.ck" \
+        --log "$OUT/log2.tsv" --seed 2 \
+        --valid "$OUT/val-easy.jsonl" --steps "$STEPS2" --minutes "$MINUTES" --warmup 100 --batch "$BATCH" \
+        --threads "$THREADS" --lr 1e-3 --lr-min 5e-5 --eval-every 100 --solve-every 1000 --solve-n 64 \
+        --heldout-n 256 --ckpt-minutes 4 "$OUT/train.jsonl" 2>&1 | tee -a "$OUT/train2.out"
+    CK="$OUT/sudoku2.ck"
+else
+    CK="$OUT/sudoku.ck"
+fi
 # 5. export, measure, record
 mkdir -p "$(dirname "$MODEL")"
-"$BIN" export --ckpt "$OUT/sudoku.ck" --tok "$OUT/tok.gguf" --out "$MODEL" --name unmask-sudoku
+"$BIN" export --ckpt "$CK" --tok "$OUT/tok.gguf" --out "$MODEL" --name unmask-sudoku
 "$BIN" eval --sft -m "$MODEL" --threads "$THREADS" --solve-n 250 "$OUT/val-easy.jsonl" | tee "$OUT/eval.txt"
 python3 bench/sudoku_train.py "$OUT"
 echo "make-sudoku-model: done in $(( ($(date +%s) - start) / 60 )) minutes"

@@ -5,6 +5,7 @@
  *   unmask-train chars  --out TOK.gguf [--chars STR]              a character vocabulary (no merges)
  *   unmask-train train  --tok TOK.gguf --ckpt CK [options] FILE... train (resumes from CK if present)
  *   unmask-train train  --sft --valid V.jsonl --tok ... FILE.jsonl... conditional (prompt/answer) training
+ *                      --init MODEL.gguf  start from an exported model's weights (fresh optimizer, schedule)
  *   unmask-train export --ckpt CK --tok TOK.gguf --out MODEL.gguf write the llada GGUF
  *   unmask-train eval   -m MODEL.gguf FILE...                     held-out masked-token loss
  *   unmask-train eval   -m MODEL.gguf --sft FILE.jsonl...         answer loss, accuracy, solve rate
@@ -107,7 +108,7 @@ static int corpus_tokens(const corpus *c, const tokenizer *tk, bool held_out, in
 /* ------------------------------------------------------------------ options */
 
 typedef struct opts {
-    const char *tok, *ckpt, *log, *out, *model, *name, *chars, *valid;
+    const char *tok, *ckpt, *log, *out, *model, *name, *chars, *valid, *init;
     int vocab, steps, batch, warmup, threads, eval_every, ckpt_minutes;
     bool sft, ctx_given;
     int solve_every, solve_n, heldout_n, max_examples, curriculum;
@@ -155,6 +156,7 @@ static int parse(opts *o, int argc, char **argv) {
         else if (OPT("--ctx")) { o->c.n_ctx = atoi(v); o->ctx_given = true; }
         else if (OPT("--rope-base")) o->c.rope_base = (float)atof(v);
         else if (OPT("--chars")) o->chars = v;
+        else if (OPT("--init")) o->init = v;
         else if (OPT("--valid")) o->valid = v;
         else if (OPT("--solve-every")) o->solve_every = atoi(v);
         else if (OPT("--solve-n")) o->solve_n = atoi(v);
@@ -190,6 +192,7 @@ static int check_files(const opts *o, bool ckpt_written, um_err *e) {
         if (i < 0) {
             outfile_set_input(&fs, "--tok", o->tok);
             outfile_set_input(&fs, "-m", o->model);
+            outfile_set_input(&fs, "--init", o->init);
             if (!ckpt_written) outfile_set_input(&fs, "--ckpt", o->ckpt);
         } else {
             outfile_set_input(&fs, "FILE", o->files[i]);
@@ -403,6 +406,15 @@ static int cmd_train_sft(opts *o, um_err *e) {
     if (resume) {
         if (tm_load(&m, &step, rng, o->ckpt, e)) goto out;
         fprintf(stderr, "train: resumed %s at step %" PRId64 "\n", o->ckpt, step);
+    } else if (o->init) {
+        /* fine-tune an exported model: its weights, a fresh optimizer and LR schedule */
+        if (tm_import(&m, o->init, e)) goto out;
+        if (m->c.n_vocab != tok_n_vocab(tk) || m->c.mask_id != tok_special(tk)->mask) {
+            um_errf(e, "train: --init %s has another vocabulary than --tok %s", o->init, o->tok);
+            goto out;
+        }
+        tm_rand_seed(rng, o->seed ^ 0x5eedull);
+        fprintf(stderr, "train: starting from the weights of %s\n", o->init);
     }
     int max_T = m ? m->c.n_ctx : o->ctx_given ? o->c.n_ctx : 1 << 20;
     if (sft_load(&tr, tk, o->files, o->n_files, o->max_examples, max_T, e) ||
