@@ -13,6 +13,10 @@
 # Variants share sources; objects go to build/$(VARIANT)/. Missing Debian packages are
 # installed with apt-get when running as root, else the exact command is printed.
 
+# `make` alone builds `all` (rules above it in this file, such as the generated font, must not
+# become the default goal)
+.DEFAULT_GOAL := all
+
 VERSION    := 0.1.0
 VARIANT    ?= release
 PREFIX     ?= /usr/local

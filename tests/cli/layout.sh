@@ -51,4 +51,7 @@ if make -s -C "$T" VARIANT="$V" "$OBJS/kernels/cpu/matmul_avx2.o" >"$TMP/cc" 2>&
 else
   fail "call into the dispatcher: the changed kernel compiles" "$(head -5 "$TMP/cc")"
 fi
+# plain `make` builds the program (a rule for a generated file once became the default goal)
+goal=$(make -pn -f Makefile 2>/dev/null | sed -n 's/^\.DEFAULT_GOAL := //p' | tail -1)
+[ "$goal" = all ] && ok "plain make builds all" || fail "plain make builds all" "default goal '$goal'"
 finish
