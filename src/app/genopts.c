@@ -62,6 +62,8 @@ void genopts_usage(FILE *f) {
         "  --cfg W            classifier-free guidance weight (0 = off)\n"
         "  --seed N           random seed (default 42)\n"
         "  --stop-at-eos      stop once a finished block is all end-of-text\n"
+        "  --fast             the fastest measured setting: --cache dual --threshold 0.9; flags\n"
+        "                     naming a schedule or a cache setting replace that part\n"
         "cache (approximate; default none = exact):\n"
         "  --cache MODE       none, prefix or dual (Fast-dLLM): a full pass fills a K/V cache at\n"
         "                     each block's start; then prefix recomputes the block and all after\n"
@@ -145,6 +147,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     if (!strcmp(a, "--gumbel")) { g->gumbel = 1; return 1; }
     if (!strcmp(a, "--no-gumbel")) { g->gumbel = 0; return 1; }
     if (!strcmp(a, "--stop-at-eos")) { g->stop_at_eos = true; return 1; }
+    if (!strcmp(a, "--fast")) { g->fast = true; return 1; }
     if (!strcmp(a, "--json")) { g->json = true; return 1; }
     if (!strcmp(a, "--gpu")) { g->eng.gpu = true; return 1; }
     static const char *const with_value[] = {
@@ -221,7 +224,12 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
               : g->threshold >= 0 ? UM_SCHED_THRESHOLD
               : g->factor >= 0 ? UM_SCHED_FACTOR
               : g->eb_gamma >= 0 ? UM_SCHED_EB
+              : g->fast ? GENOPTS_FAST_SCHEDULE
               : g->block > 0 ? UM_SCHED_BLOCK : -1;
+    /* --fast: the measured best combination (docs/decoding.md, "--fast"); a flag that names
+     * a schedule or a cache setting replaces that part of it */
+    if (g->fast && sched == GENOPTS_FAST_SCHEDULE && g->threshold < 0) s->threshold = GENOPTS_FAST_THRESHOLD;
+    if (g->fast && g->cache < 0 && g->cache_refresh <= 0 && g->cache_drift <= 0) s->cache = GENOPTS_FAST_CACHE;
     if (sched >= 0) s->schedule = (um_schedule)sched;
     if (g->block > 0) s->block_len = g->block;
     if (sched == UM_SCHED_TIMESTEP && g->block <= 0) s->block_len = 0;   /* Dream: one block */

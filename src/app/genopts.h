@@ -16,6 +16,13 @@
 /* The models.conf preset used when neither -m nor -M is given (the bundled model). */
 #define UM_DEFAULT_PRESET "demo"
 
+/* --fast: Fast-dLLM's combination, the dual cache with the confidence threshold applied within
+ * the active block (chosen from bench/results/sudoku-eval.json and demo-quality.json; the
+ * figures are in docs/decoding.md) */
+#define GENOPTS_FAST_SCHEDULE  UM_SCHED_THRESHOLD
+#define GENOPTS_FAST_THRESHOLD 0.9f
+#define GENOPTS_FAST_CACHE     UM_CACHE_DUAL
+
 typedef struct um_genopts {
     um_engine_opts eng;
     const char    *model;         /* -m */
@@ -34,6 +41,7 @@ typedef struct um_genopts {
     long long      seed;            /* -1 = default */
     int            gumbel;          /* -1 default, 0 off, 1 on */
     bool           stop_at_eos;
+    bool           fast;           /* --fast: GENOPTS_FAST_* unless flags name those parts */
     bool           json;
     /* filled by genopts_resolve */
     bool           have_preset;

@@ -1,0 +1,104 @@
+"""render_fast.py: the sudoku yardstick and the cost of fast decoding as Markdown tables, from
+bench/results/sudoku-eval.json (bench/sudoku_eval.py) and bench/results/demo-quality.json
+(bench/demo_quality.py), for tools/render-readme.py: tables "sudoku-yardstick" (README.md,
+docs/sudoku.md), "sudoku-methods" and "demo-quality" (README.md, docs/decoding.md).
+bench/plot_quality.sh draws the same numbers as docs/fast-decoding.png."""
+import json
+import os
+
+RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+SUDOKU_ROWS = 163   # [BOS] + 81 prompt cells + 81 answer cells: the rows of one full pass
+
+
+def _load(name):
+    path = os.path.join(RES, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _pct(r):
+    return f"{100 * r['correct'] / r['total']:.1f}%"
+
+
+def _machine(d):
+    return f"{d['machine']['cpu']}, {d['date'][:10]}, commit {d['versions']['commit']}"
+
+
+def render_sudoku_yardstick():
+    d = _load("sudoku-eval.json")
+    if not d:
+        return "_no results yet: run `python3 bench/sudoku_eval.py`_"
+    res = d["results"]
+    algs = ["confidence", "margin", "entropy", "random"]
+    out = [f"{d['n']:,} held-out test puzzles per difficulty (sudoku-gen's test split, never trained on), "
+           f"the bundled model `-M sudoku`, greedy; {_machine(d)}. Puzzles solved (every cell right) with each "
+           "ordering, one cell per step (81 forward passes), and with `--threshold 0.9` (every cell above "
+           "0.9 commits at once, at least one per step).", "",
+           "| difficulty | confidence | margin | entropy | random | `--threshold 0.9` | its forward passes | cells per pass |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for diff in ["easy", "medium", "hard"]:
+        cells = [_pct(res[f"{diff}-{a}"]) if f"{diff}-{a}" in res else "—" for a in algs]
+        t = res.get(f"{diff}-threshold-0.9")
+        if t:
+            cells += [_pct(t), f"{t['forward_passes'] / t['total']:.1f}", f"{t['generated_tokens'] / t['forward_passes']:.2f}"]
+        else:
+            cells += ["—"] * 3
+        out.append(f"| {diff} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def render_sudoku_methods():
+    d = _load("sudoku-eval.json")
+    if not d:
+        return "_no results yet: run `python3 bench/sudoku_eval.py`_"
+    res, cfg = d["results"], d["configs"]
+    exact = res.get("easy-confidence")
+    out = [f"{d['n']:,} held-out easy puzzles, the same for every row; {_machine(d)}. Cost per puzzle: forward "
+           f"passes, and rows computed in units of a full pass ({SUDOKU_ROWS} rows: a cached pass computes only "
+           "some rows). Both puzzles: of the puzzles exact decoding solves, the share this method solves too.", "",
+           "| method | flags | solved | forward passes | full-pass equivalents | cells per pass | both solved |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    ids = ["easy-confidence"] + [k for k, c in cfg.items() if c["group"] == "methods"]
+    for k in ids:
+        r = res.get(k)
+        if not r:
+            continue
+        label = "exact: one cell per step" if k == "easy-confidence" else cfg[k]["label"].split(":")[0]
+        flags = " ".join(cfg[k]["flags"]) if k != "easy-confidence" else "(none)"
+        both = "—"
+        if exact and k != "easy-confidence":
+            ex = [i for i, c in enumerate(exact["solved"]) if c == "1"]
+            both = f"{100 * sum(r['solved'][i] == '1' for i in ex) / max(1, len(ex)):.1f}%"
+        n = r["total"]
+        out.append(f"| {label} | `{flags}` | {_pct(r)} | {r['forward_passes'] / n:.1f} | "
+                   f"{r['rows_computed'] / n / SUDOKU_ROWS:.1f} | {r['generated_tokens'] / r['forward_passes']:.2f} | {both} |")
+    return "\n".join(out)
+
+
+def render_demo_quality():
+    d = _load("demo-quality.json")
+    if not d:
+        return "_no results yet: run `python3 bench/demo_quality.py`_"
+    res = d["results"]
+    full = res["exact"]["rows_computed"] / res["exact"]["forward_passes"]
+    out = [f"The bundled demo model, {d['prompts']} held-out prompts, `{d['base_flags']}`; {_machine(d)}. "
+           "Agreement: generated positions holding the same token as exact decoding (one token per step, "
+           "confidence order, no cache); words: generated words found in the wamerican list. Cost per "
+           f"generation: forward passes and full-pass equivalents (rows computed ÷ {full:.0f}, the rows of "
+           "a full pass).", "",
+           "| method | flags | agreement | words | forward passes | full-pass equivalents | cache |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for k, r in res.items():
+        cache = f"{r['cache_bytes'] / 1024:.0f} KiB" if r["cache_bytes"] else "—"
+        out.append(f"| {r['label'].split(':')[0]} | `{r['flags']}` | {100 * r['agreement']:.1f}% | "
+                   f"{100 * r['dictionary_share']:.1f}% | {r['forward_passes']:.1f} | {r['rows_computed'] / full:.1f} | {cache} |")
+    return "\n".join(out)
+
+
+RENDERERS = {
+    "sudoku-yardstick": render_sudoku_yardstick,
+    "sudoku-methods": render_sudoku_methods,
+    "demo-quality": render_demo_quality,
+}

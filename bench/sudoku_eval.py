@@ -1,0 +1,124 @@
+"""sudoku_eval.py: the sudoku yardstick (docs/sudoku.md) and what fast decoding costs on it
+(docs/decoding.md), measured with `unmask eval` on held-out test puzzles.
+
+    python3 bench/sudoku_eval.py [--n 1000] [--jobs 2] [--group yardstick|methods] [--only ID...]
+                                 [--model PRESET_OR_FILE] [--out NAME]
+
+Every configuration runs `unmask eval -M sudoku --sudoku N --difficulty D --json -t 1 FLAGS`
+on the same N puzzles of sudoku-gen's test split (seeds 2^41 + 0 .. N-1: never trained on, and
+the trainer's data comes from another seed range), so configurations are paired: the same
+puzzle, the same model, only the decoding differs. Two groups:
+
+  yardstick  every difficulty with confidence, margin, entropy and random ordering, one cell
+             per step, and with --threshold 0.9 (issue #16's table)
+  methods    easy puzzles under every fast-decoding method: parallel decoding (threshold,
+             factor, EB-sampler), K/V caches (dual, refresh, drift) and combinations; cost is
+             forward passes and rows computed (a cached pass computes fewer rows) (#17)
+
+Configurations run JOBS at a time, one thread each (the machine has 2 cores). Writes
+bench/results/NAME (default sudoku-eval.json): per configuration the flags, the counts from
+eval's JSON (correct, forward_passes, rows_computed, generated_tokens, seconds) and a string
+of 0/1 per puzzle (solved or not), so any two configurations can be compared puzzle by
+puzzle. With --only, the other configurations already in the file are kept.
+"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+ALGS = ["confidence", "margin", "entropy", "random"]
+
+
+def configs():
+    out = []
+    for d in ["easy", "medium", "hard"]:
+        for a in ALGS:
+            out.append({"id": f"{d}-{a}", "group": "yardstick", "difficulty": d, "label": f"{a} order, one cell per step",
+                        "flags": ["--alg", a]})
+        out.append({"id": f"{d}-threshold-0.9", "group": "yardstick", "difficulty": d,
+                    "label": "confidence order, --threshold 0.9", "flags": ["--threshold", "0.9"]})
+    m = [("threshold-0.7", "parallel: --threshold 0.7", ["--threshold", "0.7"]),
+         ("threshold-0.5", "parallel: --threshold 0.5", ["--threshold", "0.5"]),
+         ("threshold-0.3", "parallel: --threshold 0.3", ["--threshold", "0.3"]),
+         ("factor-1", "parallel: --factor 1", ["--factor", "1"]),
+         ("factor-2", "parallel: --factor 2", ["--factor", "2"]),
+         ("eb-0.01", "parallel: --eb-gamma 0.01", ["--eb-gamma", "0.01"]),
+         ("eb-0.1", "parallel: --eb-gamma 0.1", ["--eb-gamma", "0.1"]),
+         ("eb-1", "parallel: --eb-gamma 1", ["--eb-gamma", "1"]),
+         ("dual", "cache: --cache dual", ["--cache", "dual"]),
+         ("dual-q8", "cache: --cache dual --cache-type q8_0", ["--cache", "dual", "--cache-type", "q8_0"]),
+         ("refresh-27", "cache: --cache-refresh 27", ["--cache-refresh", "27"]),
+         ("refresh-9", "cache: --cache-refresh 9", ["--cache-refresh", "9"]),
+         ("drift-0.05", "cache: --cache dual --cache-drift 0.05", ["--cache", "dual", "--cache-drift", "0.05"]),
+         ("dual-threshold-0.9", "both: --cache dual --threshold 0.9", ["--cache", "dual", "--threshold", "0.9"]),
+         ("dual-threshold-0.7", "both: --cache dual --threshold 0.7", ["--cache", "dual", "--threshold", "0.7"]),
+         ("refresh-9-threshold-0.7", "both: --cache-refresh 9 --threshold 0.7",
+          ["--cache-refresh", "9", "--threshold", "0.7"])]
+    for i, label, flags in m:
+        out.append({"id": "easy-" + i, "group": "methods", "difficulty": "easy", "label": label, "flags": flags})
+    return out
+
+
+def run_one(model, n, c):
+    sel = ["-M", model] if "/" not in model and not model.endswith(".gguf") else ["-m", model]
+    argv = [benchlib.UNMASK, "eval"] + sel + ["--sudoku", str(n), "--difficulty", c["difficulty"], "--json",
+                                               "-t", "1"] + c["flags"]
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=benchlib.ROOT)
+    if p.returncode != 0:
+        raise SystemExit(f"sudoku_eval: {' '.join(argv)} failed: {p.stderr.strip()[-400:]}")
+    d = json.loads(p.stdout)
+    r = {k: d[k] for k in ("total", "correct", "accuracy", "forward_passes", "rows_computed", "generated_tokens",
+                           "seconds")}
+    r["solved"] = "".join("1" if it["correct"] else "0" for it in d["items"])
+    r["command"] = benchlib.cmdline(argv)
+    r["settings"] = d["settings"]
+    r["model"] = d["model"]
+    return r
+
+
+def main():
+    a = sys.argv[1:]
+
+    def opt(name, default):
+        return a[a.index(name) + 1] if name in a else default
+    n, jobs = int(opt("--n", "1000")), int(opt("--jobs", "2"))
+    model, name, group = opt("--model", "sudoku"), opt("--out", "sudoku-eval.json"), opt("--group", None)
+    only = []
+    if "--only" in a:
+        for x in a[a.index("--only") + 1:]:
+            if x.startswith("--"):
+                break
+            only.append(x)
+    todo = [c for c in configs() if (not group or c["group"] == group) and (not only or c["id"] in only)]
+    path = os.path.join(benchlib.RESULTS, name)
+    old = {}
+    if os.path.exists(path) and (only or group):
+        with open(path) as f:
+            old = json.load(f).get("results", {})
+    res = benchlib.header("sudoku-eval")
+    res["versions"].pop("peer", None)
+    res["versions"].pop("peer_cmake_options", None)
+    res.update({"n": n, "split": "test", "threads_per_run": 1, "parallel_runs": jobs,
+                "note": "Each configuration: one `unmask eval` process with one thread; up to JOBS run at once "
+                        "on the 2-core machine, so seconds are indicative only (forward passes and rows computed "
+                        "are exact counts)."})
+    res["configs"] = {c["id"]: {k: c[k] for k in ("group", "difficulty", "label", "flags")} for c in configs()}
+    results = dict(old)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+        futs = {ex.submit(run_one, model, n, c): c for c in todo}
+        for f in concurrent.futures.as_completed(futs):
+            c = futs[f]
+            r = f.result()
+            results[c["id"]] = r
+            print(f"{c['id']}: {r['correct']}/{r['total']} solved, {r['forward_passes'] / r['total']:.1f} passes, "
+                  f"{r['rows_computed'] / r['total']:.0f} rows per puzzle, {r['seconds']:.0f} s", file=sys.stderr)
+    res["results"] = {k: results[k] for k in [c["id"] for c in configs()] if k in results}
+    print(os.path.relpath(benchlib.write(name, res), benchlib.ROOT))
+
+
+if __name__ == "__main__":
+    main()
