@@ -15,7 +15,11 @@ Both runtimes get the same canvas size (prompt + 128). --peer-threads runs llama
 thread count than unmask (tools/bench.sh passes llama.cpp's best setting on this machine).
 Measures ms/step (each runtime's own generation timer / steps), tokens/s (128 / generation
 time), load time (process wall time minus generation time for llama.cpp; unmask's own load +
-prepare timer) and peak RSS (/usr/bin/time). Writes bench/results/e2e-NAME-tN.json.
+prepare timer) and peak RSS (/usr/bin/time). Two more unmask runs use fast decoding:
+`--cache dual` (same schedule; the time of the steps that reuse the cache is reported apart
+from the refreshes) and `--fast` (dual cache, --threshold 0.9), with their ratios to llama.cpp
+(ratio_cached) and peak RSS against the file plus the reported cache (--no-cache leaves them
+out). Writes bench/results/e2e-NAME-tN.json.
 """
 import argparse
 import json
@@ -40,6 +44,7 @@ def main():
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--block", type=int, default=32)
     ap.add_argument("--prompt", default=B.PROMPT)
+    ap.add_argument("--no-cache", action="store_true", help="leave out the --cache dual and --fast runs")
     a = ap.parse_args()
     peer_threads = a.peer_threads or a.threads
     os.makedirs(B.WORK, exist_ok=True)
@@ -56,6 +61,11 @@ def main():
     }
     if best != "avx512":
         runtimes["unmask-avx512"] = (um, {"UNMASK_KERNEL": "avx512"})
+    # fast decoding (docs/decoding.md): the same schedule with Fast-dLLM's dual cache, and --fast
+    # (the dual cache with --threshold 0.9: fewer steps when the model is sure)
+    if not a.no_cache:
+        runtimes["unmask-dual"] = (um + ["--cache", "dual"], {})
+        runtimes["unmask-fast"] = ([x for x in um if x not in ("--steps", str(a.steps))] + ["--fast"], {})
     res = B.header("e2e")
     res.update({"model": a.name, "file": os.path.basename(a.model), "file_bytes": os.path.getsize(a.model),
                 "prompt": a.prompt, "prompt_tokens": n_prompt, "generated_tokens": a.gen, "canvas": canvas,
@@ -77,10 +87,20 @@ def main():
                     "load_s": t["wall_s"] - total / 1000}
         d = json.loads(t["stdout"])
         s = d["steps"]
-        return {"generate_ms": 1000 * d["generate_s"], "ms_per_step": 1000 * d["generate_s"] / len(s),
-                "steps_run": len(s), "load_s": d["load_s"], "kernel": d["kernel"],
-                "forward_ms_mean": sum(x["forward_ms"] for x in s) / len(s),
-                "sample_ms_per_step": sum(x["sample_ms"] for x in s) / len(s)}
+        r = {"generate_ms": 1000 * d["generate_s"], "ms_per_step": 1000 * d["generate_s"] / len(s),
+             "steps_run": len(s), "load_s": d["load_s"], "kernel": d["kernel"],
+             "forward_ms_mean": sum(x["forward_ms"] for x in s) / len(s),
+             "sample_ms_per_step": sum(x["sample_ms"] for x in s) / len(s),
+             "cache_bytes": int(d.get("cache_bytes", 0)), "rows_computed": int(d.get("rows_computed", 0))}
+        # with a cache: the steps that reused it (partial passes) apart from the refreshes
+        part = [x for x in s if not x.get("cache_refreshed", True)]
+        full = [x for x in s if x.get("cache_refreshed")]
+        if part:
+            r["partial_step_ms"] = sum(x["forward_ms"] + x["sample_ms"] for x in part) / len(part)
+            r["partial_steps"] = len(part)
+        if full:
+            r["refresh_step_ms"] = sum(x["forward_ms"] + x["sample_ms"] for x in full) / len(full)
+        return r
     res["page_cache_warm_s"] = B.warm_page_cache(a.model)
     res["runs"] = B.run_rounds(runtimes, a.rounds, measure, f"e2e {a.name} t{a.threads}")
     med = {}
@@ -89,9 +109,22 @@ def main():
         med[who] = {k: B.median(x[k] for x in rs) for k in ("ms_per_step", "load_s", "peak_rss_kb", "sample_ms_per_step")}
         med[who]["tokens_per_s"] = a.gen / (B.median(x["generate_ms"] for x in rs) / 1000)
         med[who]["rss_over_file"] = med[who]["peak_rss_kb"] * 1024 / res["file_bytes"]
+        med[who]["generate_ms"] = B.median(x["generate_ms"] for x in rs)
+        for k in ("partial_step_ms", "refresh_step_ms", "cache_bytes", "steps_run"):
+            if any(k in x for x in rs):
+                med[who][k] = B.median(x[k] for x in rs if k in x)
+        if med[who].get("cache_bytes"):
+            med[who]["rss_over_file_plus_cache"] = med[who]["peak_rss_kb"] * 1024 / (res["file_bytes"] + med[who]["cache_bytes"])
     res["median"] = med
     res["ratio_ms_per_step"] = {who: med[who]["ms_per_step"] / med["peer"]["ms_per_step"] for who in names if who != "peer"}
-    B.finish(res, f"e2e-{a.name}-t{a.threads}.json", ("median", "ratio_ms_per_step"))
+    # issue #17's gates: a step that reuses the dual cache against a llama.cpp step, a whole
+    # generation with the dual cache and with --fast against llama.cpp's
+    peer_step, peer_gen = med["peer"]["ms_per_step"], med["peer"]["generate_ms"]
+    res["ratio_cached"] = {who: {"partial_step": med[who].get("partial_step_ms", 0) / peer_step,
+                                 "generation": med[who]["generate_ms"] / peer_gen,
+                                 "tokens_per_s_over_peer": med[who]["tokens_per_s"] / med["peer"]["tokens_per_s"]}
+                           for who in ("unmask-dual", "unmask-fast") if who in med}
+    B.finish(res, f"e2e-{a.name}-t{a.threads}.json", ("median", "ratio_ms_per_step", "ratio_cached"))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
     python3 bench/sudoku_train.py WORK [--out NAME]
 
 Reads what tools/make-sudoku-model.sh leaves in WORK (build/sudoku/main): log.tsv (one row per
-evaluation of `unmask-train train --sft`), train.out (its stderr: the command's shape line) and
+evaluation of `unmask-train train --sft`, stage 1), log2.tsv (stage 2, from stage 1's weights;
+its steps are counted on from stage 1's last), train.out (its stderr: the command's shape line) and
 eval.txt (`unmask-train eval --sft` on the exported file), and writes
 bench/results/sudoku-train.json (NAME): the machine, the curve (step, learning rate, train loss,
 held-out answer loss and accuracy at mask rate 0.5, and at the steps where it was measured
@@ -31,33 +32,62 @@ def main():
         sys.exit("usage: sudoku_train.py WORK [--out NAME]")
     work = args[0]
     name = args[args.index("--out") + 1] if "--out" in args else "sudoku-train.json"
-    rows = []
-    with open(os.path.join(work, "log.tsv")) as f:
-        header = None
-        for line in f:
-            cells = line.rstrip("\n").split("\t")
-            if cells[0] == "step":
-                header = cells
-                continue
-            if header is None or len(cells) != len(header):
-                sys.exit(f"{work}/log.tsv: a row does not match the header: {line.strip()}")
-            rows.append({k: num(v) for k, v in zip(header, cells)})
+    def read_log(path):
+        rows = []
+        with open(path) as f:
+            header = None
+            for line in f:
+                cells = line.rstrip("\n").split("\t")
+                if cells[0] == "step":
+                    header = cells
+                    continue
+                if header is None or len(cells) != len(header):
+                    sys.exit(f"{path}: a row does not match the header: {line.strip()}")
+                rows.append({k: num(v) for k, v in zip(header, cells)})
+        return rows
+    old_path = os.path.join(benchlib.RESULTS, name)
+    stage1_note = None
+    if os.path.exists(os.path.join(work, "log.tsv")):
+        rows = read_log(os.path.join(work, "log.tsv"))
+        # elapsed_s restarts at 0 when a run is resumed: elapsed_total_s adds the segments before
+        # (each counted to its last logged row, so up to one evaluation interval short)
+        base = prev = 0
+        for r in rows:
+            if r["elapsed_s"] < prev:
+                base += prev
+            prev = r["elapsed_s"]
+            r["elapsed_total_s"] = base + r["elapsed_s"]
+    elif os.path.exists(os.path.join(work, "log2.tsv")) and os.path.exists(old_path):
+        # stage 2 run on a stage-1 export made earlier: that run's curve is the committed one
+        with open(old_path) as f:
+            old = json.load(f)
+        rows = [r for r in old["curve"] if r.get("stage", 1) == 1]
+        stage1_note = f"stage 1's curve is the one committed on {old['date']} (commit {old['versions']['commit']})"
+    else:
+        sys.exit(f"sudoku_train: no {work}/log.tsv")
+    for r in rows:
+        r["stage"] = 1
+    if os.path.exists(os.path.join(work, "log2.tsv")):
+        s0 = rows[-1]["step"] if rows else 0
+        t0 = rows[-1]["elapsed_total_s"] if rows else 0
+        for r in read_log(os.path.join(work, "log2.tsv")):
+            r["stage"], r["stage_step"] = 2, r["step"]
+            r["step"] += s0
+            r["elapsed_total_s"] = t0 + r["elapsed_s"]
+            rows.append(r)
     res = benchlib.header("sudoku-train")
-    out = open(os.path.join(work, "train.out")).read() if os.path.exists(os.path.join(work, "train.out")) else ""
+    if stage1_note:
+        res["stage1_note"] = stage1_note
+    out = "".join(open(os.path.join(work, f)).read() for f in ("train.out", "train2.out")
+                  if os.path.exists(os.path.join(work, f)))
     shape = re.findall(r"train: (\d+) params, (\d+) training / (\d+) held-out examples of (\d+) tokens, batch (\d+)", out)
     if shape:
         p, ntr, nva, T, B = (int(x) for x in shape[-1])
         res["model"] = {"params": p, "train_examples": ntr, "heldout_examples": nva, "sequence_tokens": T, "batch": B}
     resumed = re.findall(r"resumed .* at step (\d+)", out)
     res["resumed_at_steps"] = [int(s) for s in resumed]
-    # elapsed_s restarts at 0 when a run is resumed: elapsed_total_s adds the segments before
-    # (each counted to its last logged row, so up to one evaluation interval short)
-    base = prev = 0
-    for r in rows:
-        if r["elapsed_s"] < prev:
-            base += prev
-        prev = r["elapsed_s"]
-        r["elapsed_total_s"] = base + r["elapsed_s"]
+    if stage1_note:
+        res["resumed_at_steps"] = old.get("resumed_at_steps", []) + res["resumed_at_steps"]
     res["curve"] = rows
     ev = os.path.join(work, "eval.txt")
     if os.path.exists(ev):
