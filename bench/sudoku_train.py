@@ -70,10 +70,17 @@ def main():
     if os.path.exists(os.path.join(work, "log2.tsv")):
         s0 = rows[-1]["step"] if rows else 0
         t0 = rows[-1]["elapsed_total_s"] if rows else 0
-        for r in read_log(os.path.join(work, "log2.tsv")):
+        stage2 = {}
+        for r in read_log(os.path.join(work, "log2.tsv")):   # a resumed run may log a step again
+            stage2[r["step"]] = r
+        base = prev = 0
+        for r in sorted(stage2.values(), key=lambda x: x["step"]):
             r["stage"], r["stage_step"] = 2, r["step"]
             r["step"] += s0
-            r["elapsed_total_s"] = t0 + r["elapsed_s"]
+            if r["elapsed_s"] < prev:     # resumed: the clock restarted
+                base += prev
+            prev = r["elapsed_s"]
+            r["elapsed_total_s"] = t0 + base + r["elapsed_s"]
             rows.append(r)
     res = benchlib.header("sudoku-train")
     if stage1_note:
