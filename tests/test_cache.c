@@ -528,3 +528,30 @@ TEST(cache_settings_change_mid_run) {
     CHECK(run_logged(en, &s, &(run_log){ 0 }) > 0);
     engine_close(en);
 }
+
+/* What the visualizer reads: the CPU backend says it can cache (engine_info.can_cache), and
+ * every snapshot carries the cache's bytes as engine_cache_bytes says them (0 without one),
+ * from the start's snapshot on. */
+TEST(cache_snapshot_reports_bytes_and_backend) {
+    um_engine *en = open_engine(0);
+    if (!en) return;
+    um_engine_info info;
+    engine_get_info(en, &info);
+    CHECK(info.can_cache);
+    um_settings s = det_settings(en, UM_SCHED_BLOCK, 24, 8, 4);
+    um_err e = { "" };
+    CHECK(engine_start_tokens(en, prompt_ids, N_PROMPT, &s, &e) == UM_OK);
+    um_snapshot *sn = engine_snapshot(en);
+    CHECK_EQ(sn->cache_bytes, 0);
+    snapshot_unref(sn);
+    s.cache = UM_CACHE_DUAL;
+    CHECK(engine_start_tokens(en, prompt_ids, N_PROMPT, &s, &e) == UM_OK);
+    for (int k = 0; k < 3; k++) {
+        if (k) CHECK(engine_step(en, &e) == 1);
+        sn = engine_snapshot(en);
+        CHECK(sn->cache_bytes > 0);
+        CHECK_EQ(sn->cache_bytes, engine_cache_bytes(en));
+        snapshot_unref(sn);
+    }
+    engine_close(en);
+}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "feopts.h"
+#include "heat.h"
 #include "view.h"
 
 static int parse1(feopts *f, unsigned cmd, const char *flag, const char *val) {
@@ -95,7 +96,7 @@ TEST(feopts_usage_lists_each_flag_once) {
         for (size_t k = 0; k < sizeof both / sizeof both[0]; k++) CHECK_MSG(count(buf, both[k]) == 1, "%s", both[k]);
         for (size_t k = 0; k < 4; k++) CHECK_EQ(count(buf, view_only[k]), c == 0 ? 1 : 0);
         for (size_t k = 0; k < 3; k++) CHECK_EQ(count(buf, rec_only[k]), c == 1 ? 1 : 0);
-        for (int h = 0; h < VIEW_HEAT_COUNT; h++) CHECK_CONTAINS(buf, view_heat_keys[h]);
+        for (int h = 0; h < VIEW_HEAT_COUNT; h++) CHECK_CONTAINS(buf, ui_heat_keys[h]);
         CHECK_CONTAINS(buf, "text or grid9");
     }
 }

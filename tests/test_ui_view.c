@@ -354,3 +354,147 @@ TEST(ui_view_compare_panes) {
     free(b);
     view_ctx_free(&ctx);
 }
+
+/* The header names the shown step's K/V cache (mode/storage, refresh rule, bytes held) or
+ * "cache off"; a model name too long for the row is cut, never the cache. */
+TEST(ui_view_header_names_the_cache) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    int32_t toks[] = { AB, X, M, M };
+    um_snapshot *s = snap(toks, 4, 1);
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    CHECK_CONTAINS(row(&f, 0), "\xE2\x94\x82 2 threads \xE2\x94\x82 cache off ");
+    s->settings.cache = UM_CACHE_DUAL;
+    s->settings.cache_type = UM_KV_F16;
+    s->cache_bytes = 84 * 1024;
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    CHECK_CONTAINS(row(&f, 0), "cache dual/f16 \xC2\xB7 84 KiB");
+    CHECK(!strstr(row(&f, 0), "cache off"));
+    s->settings.cache = UM_CACHE_PREFIX;
+    s->settings.cache_type = UM_KV_Q8_0;
+    s->settings.cache_refresh = 8;
+    s->cache_bytes = 1288490189;                              /* 1.2 GiB */
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    CHECK_CONTAINS(row(&f, 0), "cache prefix/q8_0 refresh 8 \xC2\xB7 1.2 GiB");
+    s->settings.cache = UM_CACHE_NONE;                        /* switched off, memory still held */
+    CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
+    CHECK_CONTAINS(row(&f, 0), "cache off \xC2\xB7 1.2 GiB held");
+    ui_source keep = src;                                     /* a long name: cut, the cache stays */
+    memset(src.info.name, 'n', sizeof src.info.name - 1);
+    s->settings.cache = UM_CACHE_DUAL;
+    s->cache_bytes = 512;
+    int rc = build(&f, 100, 30, s, VIEW_HEAT_COMMIT);
+    src = keep;
+    CHECK(rc == UM_OK);
+    CHECK_MSG(strstr(row(&f, 0), "\xE2\x94\x82 cache dual/q8_0 refresh 8 \xC2\xB7 512 B ? keys") != NULL, "%s", row(&f, 0));
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}
+
+/* The status line: rows the shown step's passes computed out of passes x canvas, "refresh"
+ * when they refilled the cache; 0 at step 0 (no pass). Read from the snapshot shown, so a
+ * rewound step shows its own count. */
+TEST(ui_view_status_shows_rows_computed) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    um_err e = { "" };
+    int32_t toks[] = { AB, X, X, X, M, M, M, M, M, M };     /* 10 positions */
+    um_snapshot *a = snap(toks, 10, 1), *b = snap(toks, 10, 1), *c = snap(toks, 10, 1);
+    a->step = 0;
+    b->step = 1; b->passes = 1; b->rows_computed = 10; b->cache_refreshed = true;
+    c->step = 2; c->passes = 1; c->rows_computed = 3;
+    um_snapshot *hist[3] = { a, b, c };
+    CHECK(frame_init(&f, 140, 30, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = hist, .n_hist = 3, .shown = 2, .th = &th, .depth = 256, .cursor = -1 };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_MSG(strstr(row(&f, 29), "masks 6  rows 3/10  ") != NULL, "%s", row(&f, 29));
+    CHECK(!strstr(row(&f, 29), "refresh"));
+    v.shown = 1;                                             /* rewound: step 1's own numbers */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_MSG(strstr(row(&f, 29), "rows 10/10 refresh  ") != NULL, "%s", row(&f, 29));
+    v.shown = 0;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), "rows 0  ");
+    c->passes = 2;                                           /* guidance: two passes a step */
+    c->rows_computed = 6;
+    v.shown = 2;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), "rows 6/20  ");
+    frame_free(&f);
+    free(a); free(b); free(c);
+    view_ctx_free(&ctx);
+}
+
+/* The K/V cache heat mode: positions the shown step served from the cache (prompt and
+ * committed ones alike) take the ramp's low end, recomputed ones its high end; masks keep
+ * their glyph in the same colours; the legend names both; a step with no pass has no heat. */
+TEST(ui_view_cache_heat_stale_vs_recomputed) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    um_err e = { "" };
+    int32_t toks[] = { AB, X, X, M, M, M };                   /* prompt "ab", then "xx░░░░" */
+    um_snapshot *s = snap(toks, 6, 1), *s0 = snap(toks, 6, 1);
+    s->step = 2;
+    s->passes = 1;
+    s->rows_computed = 3;
+    s->settings.cache = UM_CACHE_DUAL;
+    bool cached[6] = { true, true, false, false, false, true };
+    for (int i = 0; i < 6; i++) s->pos[i].cached = cached[i];
+    s0->step = 0;                                           /* no pass yet: nothing cached */
+    um_snapshot *hist[2] = { s0, s };
+    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = hist, .n_hist = 2, .shown = 1, .th = &th, .depth = 256,
+                     .heat = VIEW_HEAT_CACHE, .cursor = -1 };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    frame_color stale = theme_heat(&th, 0.0f), fresh = theme_heat(&th, 1.0f);
+    CHECK(stale != fresh);
+    /* row 1: "ab" (prompt), row 2: x x ░ ░ ░ at columns 0..4, positions 1..5 */
+    CHECK_EQ(frame_at(&f, 0, 1)->fg, stale);                  /* the prompt, cached */
+    CHECK(frame_at(&f, 0, 1)->attrs & FRAME_DIM);             /* still dimmed as the prompt */
+    CHECK_EQ(frame_at(&f, 0, 2)->pos, 1);
+    CHECK_EQ(frame_at(&f, 0, 2)->fg, stale);                  /* committed before the refresh */
+    CHECK_EQ(frame_at(&f, 1, 2)->fg, fresh);                  /* recomputed */
+    CHECK_STREQ(frame_at(&f, 2, 2)->text, "\xE2\x96\x91");    /* masks keep the glyph */
+    CHECK_EQ(frame_at(&f, 2, 2)->fg, fresh);
+    CHECK_EQ(frame_at(&f, 3, 2)->fg, fresh);
+    CHECK_EQ(frame_at(&f, 4, 2)->pos, 5);                     /* a mask after the active block */
+    CHECK_STREQ(frame_at(&f, 4, 2)->text, "\xE2\x96\x91");
+    CHECK_EQ(frame_at(&f, 4, 2)->fg, stale);
+    CHECK_CONTAINS(row(&f, 28), "K/V cache");
+    CHECK_CONTAINS(row(&f, 28), "recomputed");
+    CHECK_CONTAINS(row(&f, 28), "stale (cached K/V)");
+    CHECK(!strstr(row(&f, 28), "every row recomputed"));
+    /* legend swatches: recomputed in the high colour, stale in the low one */
+    int x = 0;
+    while (x < f.w && frame_at(&f, x, 28)->fg != fresh) x++;
+    CHECK(x < f.w && !strcmp(frame_at(&f, x, 28)->text, "\xE2\x96\x88"));
+    while (x < f.w && frame_at(&f, x, 28)->fg != stale) x++;
+    CHECK(x < f.w && !strcmp(frame_at(&f, x, 28)->text, "\xE2\x96\x88"));
+    /* without colours: stale dim, recomputed bold */
+    v.depth = 0;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK(frame_at(&f, 0, 2)->attrs & FRAME_DIM);
+    CHECK(!(frame_at(&f, 0, 2)->attrs & FRAME_BOLD));
+    CHECK(frame_at(&f, 1, 2)->attrs & FRAME_BOLD);
+    /* rewound to step 0: no pass, no heat; the prompt is plain prompt again */
+    v.depth = 256;
+    v.shown = 0;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_EQ(frame_at(&f, 0, 1)->fg, th.role[THEME_PROMPT].fg);
+    CHECK_EQ(frame_at(&f, 2, 2)->fg, th.role[THEME_MASK].fg);
+    CHECK_CONTAINS(row(&f, 28), "no forward pass at this step");
+    /* a run without a cache: every position recomputed, and the legend says why */
+    s->settings.cache = UM_CACHE_NONE;
+    for (int i = 0; i < 6; i++) s->pos[i].cached = false;
+    s->rows_computed = 6;
+    v.shown = 1;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_EQ(frame_at(&f, 0, 1)->fg, fresh);
+    CHECK_EQ(frame_at(&f, 4, 2)->fg, fresh);
+    CHECK_CONTAINS(row(&f, 28), "cache off: every row recomputed");
+    frame_free(&f);
+    free(s);
+    free(s0);
+    view_ctx_free(&ctx);
+}

@@ -13,6 +13,16 @@
  * schedule_plan, exactly as in the engine, so the demo's schedule panel matches a real run
  * with the same settings; only which positions and tokens are made up.
  *
+ * K/V cache (settings.cache): which rows a step would recompute follows the engine's rule
+ * (src/decode/engine.c, step_forward): a refresh (every row) when the cache is empty, the
+ * mode or the active block changed, or cache_refresh steps have passed; otherwise the
+ * positions masked at the refresh within the cache's region (dual: the active block;
+ * prefix: from its start to the canvas end), every other position marked cached. There is
+ * no drift to measure, so cache_drift never triggers a refresh. The cache's size is made up:
+ * a pretend 4 layers of 64-wide K and V per position (FAKE_KV_ELEMS) in the storage type.
+ * fake_source_open_nocache stands in for a backend without partial passes (the CUDA one):
+ * info.can_cache is false and a start with a cache fails as the engine's does.
+ *
  * Invariants: canvas arrays are allocated at start and never resized during a run;
  * published snapshots are single allocations freed when their reference count drops
  * to zero.
@@ -42,6 +52,7 @@ static const char *const fake_words[] = {
 #define FAKE_EURO_TAIL 29
 #define FAKE_FIRST_WORD 2
 #define FAKE_N_VOCAB (FAKE_BYTE0 + 256)
+#define FAKE_KV_ELEMS (4 * 2 * 64)  /* K/V elements per position: layers x (K, V) x width */
 
 typedef struct fake {
     int          delay_ms;
@@ -58,7 +69,16 @@ typedef struct fake {
     float       *score;                    /* (n_canvas) scratch: commit priority */
     um_cand     *top;                      /* (n_canvas, UM_TOPK) this step's view */
     float       *entropy;                  /* (n_canvas) nats */
+    bool        *kv_masked;                /* (n_canvas) masked at the last cache refresh */
+    bool        *cached;                   /* (n_canvas) this step's K/V came from the cache */
     int32_t      cap;                      /* allocated length of the arrays above */
+    bool         can_cache;                /* false: refuses settings.cache as the CUDA backend */
+    /* the pretend cache: valid since a refresh at step kv_step, for that mode and block */
+    bool         kv_valid;
+    um_cache     kv_mode;
+    int32_t      kv_start, kv_end, kv_step;
+    int32_t      rows;                     /* rows this step recomputed */
+    bool         refreshed;                /* this step refilled the cache */
 } fake;
 
 static bool fake_is_special(void *self, int32_t tok) {
@@ -113,6 +133,7 @@ static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_co
         p->commit_step = f->commit_step[i];
         p->commit_conf = f->commit_conf[i];
         p->fresh = !p->is_prompt && f->commit_step[i] == f->step && f->step > 0;
+        p->cached = f->cached[i];
         masks += p->masked;
         if (!p->is_prompt) {
             p->has_view = true;
@@ -132,6 +153,11 @@ static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_co
     s->sample_ms = 0;
     s->passes = f->step > 0;                /* one pretend forward pass a step */
     s->passes_total = f->step;
+    s->rows_computed = f->step > 0 ? f->rows : 0;
+    s->cache_refreshed = f->step > 0 && f->refreshed;
+    static const uint64_t kv_num[UM_KV_STORE_COUNT] = { 2, 4, 34 }, kv_den[UM_KV_STORE_COUNT] = { 1, 1, 32 };
+    s->cache_bytes = f->s.cache == UM_CACHE_NONE || f->s.cache_type >= UM_KV_STORE_COUNT ? 0
+                   : (uint64_t)f->n_canvas * FAKE_KV_ELEMS * kv_num[f->s.cache_type] / kv_den[f->s.cache_type];
     s->settings = f->s;
     s->block = UM_MIN(f->plan.block, f->plan.n_blocks - 1);
     s->n_blocks = f->plan.n_blocks;
@@ -222,6 +248,41 @@ static int replan(fake *f, um_err *e) {
     return schedule_plan(&f->s, f->n_prompt, f->n_canvas - f->n_prompt, f->masked, f->step, &f->plan, e);
 }
 
+/* The rows this step's pretend forward pass recomputes, by engine.c's rule (the header). */
+static void fake_cache_step(fake *f) {
+    const um_settings *s = &f->s;
+    const int32_t T = f->n_canvas;
+    f->refreshed = false;
+    f->rows = T;
+    memset(f->cached, 0, (size_t)T * sizeof *f->cached);
+    if (s->cache == UM_CACHE_NONE) { f->kv_valid = false; return; }
+    if (!f->kv_valid || s->cache != f->kv_mode || f->plan.start != f->kv_start || f->plan.end != f->kv_end ||
+        (s->cache_refresh > 0 && f->step - f->kv_step >= s->cache_refresh)) {
+        for (int32_t i = 0; i < T; i++) f->kv_masked[i] = i >= f->n_prompt && f->commit_step[i] < 0;
+        f->kv_valid = true;
+        f->kv_mode = s->cache;
+        f->kv_start = f->plan.start;
+        f->kv_end = f->plan.end;
+        f->kv_step = f->step;
+        f->refreshed = true;
+        return;
+    }
+    const int32_t hi = s->cache == UM_CACHE_PREFIX ? T : f->plan.end;
+    f->rows = 0;
+    for (int32_t i = 0; i < T; i++) {
+        bool active = i >= f->plan.start && i < hi && f->kv_masked[i];
+        f->cached[i] = !active;
+        f->rows += active;
+    }
+}
+
+/* The engine's refusal of a cache on a backend without partial passes (engine.c). */
+static int check_cache(const fake *f, const um_settings *s, um_err *e) {
+    if (s->cache == UM_CACHE_NONE || f->can_cache) return UM_OK;
+    return um_errf(e, "--cache %s needs partial forward passes, which the fake-gpu backend does not run yet "
+                   "(use --cache none, or the CPU backend)", engine_cache_name(s->cache));
+}
+
 /* Sleep ms in 10 ms slices; false when cancelled meanwhile. */
 static bool sleep_ms(fake *f, int ms) {
     for (int left = ms; left > 0; left -= 10) {
@@ -265,12 +326,15 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
     __atomic_store_n(&f->cancel, 0, __ATOMIC_RELEASE);
     if (s->n_gen < 1 || s->n_gen > 4096) { um_errf(e, "fake source: n_gen %d out of range 1..4096", s->n_gen); return NULL; }
     if (s->steps < 1) { um_errf(e, "fake source: steps must be at least 1"); return NULL; }
+    if (check_cache(f, s, e)) return NULL;
     int32_t prompt_cap = (int32_t)strlen(prompt ? prompt : "");
     int32_t need = prompt_cap + s->n_gen;
     if (need > f->cap) {
         free(f->token); free(f->target); free(f->commit_step); free(f->commit_conf);
-        free(f->score); free(f->top); free(f->entropy); free(f->masked);
+        free(f->score); free(f->top); free(f->entropy); free(f->masked); free(f->kv_masked); free(f->cached);
         f->masked = um_calloc((size_t)need, sizeof(bool));
+        f->kv_masked = um_calloc((size_t)need, sizeof(bool));
+        f->cached = um_calloc((size_t)need, sizeof(bool));
         f->token = um_calloc((size_t)need, sizeof(int32_t));
         f->target = um_calloc((size_t)need, sizeof(int32_t));
         f->commit_step = um_calloc((size_t)need, sizeof(int32_t));
@@ -280,7 +344,7 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
         f->entropy = um_calloc((size_t)need, sizeof(float));
         f->cap = need;
         if (!f->token || !f->target || !f->commit_step || !f->commit_conf || !f->score || !f->top || !f->entropy ||
-            !f->masked) {
+            !f->masked || !f->kv_masked || !f->cached) {
             f->cap = 0;
             um_errf(e, "fake source: out of memory for %d positions", need);
             return NULL;
@@ -291,6 +355,10 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
     f->n_canvas = f->n_prompt + s->n_gen;
     memset(f->top, 0, (size_t)f->n_canvas * UM_TOPK * sizeof(um_cand));
     memset(f->entropy, 0, (size_t)f->n_canvas * sizeof(float));
+    memset(f->cached, 0, (size_t)f->n_canvas * sizeof(bool));
+    f->kv_valid = false;
+    f->rows = 0;
+    f->refreshed = false;
     for (int32_t i = 0; i < f->n_canvas; i++) {
         f->commit_step[i] = -1;
         f->commit_conf[i] = 0;
@@ -330,6 +398,7 @@ static um_snapshot *fake_step(void *self, um_err *e) {
     planned = UM_MAX(1, planned);
     int32_t chosen[4096];
     n = pick_best(f, lo, hi, UM_MIN(planned, 4096), chosen);
+    fake_cache_step(f);                            /* the pass runs before the commits */
     f->step++;
     for (int32_t j = 0; j < n; j++) {
         int32_t i = chosen[j];
@@ -344,6 +413,7 @@ static um_snapshot *fake_step(void *self, um_err *e) {
 
 static int fake_apply(void *self, const um_settings *s, um_err *e) {
     fake *f = self;
+    if (check_cache(f, s, e)) return UM_FAIL;
     um_settings keep = f->s;
     f->s = *s;
     f->s.n_gen = keep.n_gen;                       /* these restart (snapshot_needs_restart) */
@@ -355,26 +425,28 @@ static void fake_close(void *self) {
     fake *f = self;
     if (!f) return;
     free(f->token); free(f->target); free(f->commit_step); free(f->commit_conf);
-    free(f->score); free(f->top); free(f->entropy); free(f->masked);
+    free(f->score); free(f->top); free(f->entropy); free(f->masked); free(f->kv_masked); free(f->cached);
     free(f);
 }
 
-int fake_source_open(ui_source *out, int delay_ms, um_err *e) {
+static int open_source(ui_source *out, int delay_ms, bool can_cache, um_err *e) {
     fake *f = um_calloc(1, sizeof *f);
     if (!f) return um_errf(e, "fake source: out of memory");
     f->delay_ms = delay_ms;
+    f->can_cache = can_cache;
     memset(out, 0, sizeof *out);
     out->self = f;
     snprintf(out->info.arch, sizeof out->info.arch, "fake");
     snprintf(out->info.name, sizeof out->info.name, "demo (synthetic denoiser)");
     snprintf(out->info.quant, sizeof out->info.quant, "none");
-    snprintf(out->info.backend, sizeof out->info.backend, "fake");
+    snprintf(out->info.backend, sizeof out->info.backend, can_cache ? "fake" : "fake-gpu");
     snprintf(out->info.isa, sizeof out->info.isa, "scalar");
     out->info.n_threads = 1;
     out->info.n_vocab = FAKE_N_VOCAB;
     out->info.n_ctx = 4096;
     out->info.mask_id = FAKE_MASK_ID;
     out->info.eos_id = FAKE_EOS_ID;
+    out->info.can_cache = can_cache;
     out->defaults = (um_settings){
         .n_gen = 96, .steps = 32, .block_len = 32, .eps = 1e-3f, .threshold = 0.9f,
         .schedule = UM_SCHED_BLOCK, .score = UM_SCORE_CONFIDENCE, .temperature = 0,
@@ -392,3 +464,6 @@ int fake_source_open(ui_source *out, int delay_ms, um_err *e) {
     out->close = fake_close;
     return UM_OK;
 }
+
+int fake_source_open(ui_source *out, int delay_ms, um_err *e) { return open_source(out, delay_ms, true, e); }
+int fake_source_open_nocache(ui_source *out, int delay_ms, um_err *e) { return open_source(out, delay_ms, false, e); }

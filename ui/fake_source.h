@@ -8,6 +8,8 @@
  * for. For a given seed and settings every run yields the same snapshots, whatever the
  * step delay. Schedules and scorings follow the shapes of the real ones (block, timestep,
  * threshold; confidence, margin, entropy, random, origin) over made-up probabilities.
+ * With a K/V cache setting it reports the rows a step would recompute and which positions
+ * it would serve from the cache, by the engine's rule.
  */
 #ifndef UM_FAKE_SOURCE_H
 #define UM_FAKE_SOURCE_H
@@ -16,6 +18,10 @@
 
 /* delay_ms: artificial time each step takes (sleeps in the worker thread). */
 int fake_source_open(ui_source *out, int delay_ms, um_err *e);
+/* The same standing in for a backend without partial forward passes (the CUDA backend,
+ * `unmask --demo-ui --gpu`): info.can_cache is false, backend "fake-gpu", and a start or
+ * apply with settings.cache other than none fails with the engine's message. */
+int fake_source_open_nocache(ui_source *out, int delay_ms, um_err *e);
 
 /* Token ids of the fake vocabulary, exported for tests. */
 #define FAKE_MASK_ID 0

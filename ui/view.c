@@ -1,8 +1,9 @@
 /*
  * view: one frame from the visualizer state (see view.h for the layout).
  *
- * Sections in drawing order: styles and heat, header, canvas (text, then the grid layout),
- * inspector, schedule, legend, status line, help overlay. Each panel draws only inside the rectangle it is
+ * Sections in drawing order: helpers, header, canvas (text, then the grid layout),
+ * inspector, schedule, status line, help overlay (the heat values, their styles and the
+ * legend are ui/heat.c's). Each panel draws only inside the rectangle it is
  * given; the canvas is the only one that needs scratch memory (kept in view_ctx, grown,
  * never shrunk, so steady-state redraws do not allocate).
  */
@@ -12,20 +13,16 @@
 #include <string.h>
 
 #include "grid9.h"
+#include "heat.h"
 #include "keys.h"
 #include "pace.h"
 #include "schedule.h"
 #include "summary.h"
 #include "view.h"
 
-const char *const view_heat_names[VIEW_HEAT_COUNT] = {
-    "confidence at commit", "live confidence", "commit order", "entropy",
-};
-const char *const view_heat_keys[VIEW_HEAT_COUNT] = { "commit", "live", "order", "entropy" };
 const char *const view_layout_keys[VIEW_LAYOUT_COUNT] = { "text", "grid9" };
 
 #define TAB_STOP      4
-#define ENTROPY_SCALE 4.0f          /* nats mapped to the dark end of the ramp in entropy mode */
 #define SIDE_W        34            /* right-hand panel width (wide layout) */
 #define STRIP_H       9             /* bottom strip height (narrow layout) */
 #define PIECE_MAX     256           /* bytes of one token's text kept for display */
@@ -33,43 +30,6 @@ const char *const view_layout_keys[VIEW_LAYOUT_COUNT] = { "text", "grid9" };
 #define GRID_GAP      3             /* columns between the puzzle and the answer grids */
 
 static frame_style role(const view_state *v, theme_role r) { return v->th->role[r]; }
-
-/* ------------------------------------------------------------------ heat */
-
-/* Heat value in [0,1] of position i, or NAN when it has none (prompt, plain mask). */
-static float heat_value(const view_state *v, const um_snapshot *s, int32_t i) {
-    const um_pos *p = &s->pos[i];
-    if (p->is_prompt) return NAN;
-    switch (v->heat) {
-    case VIEW_HEAT_COMMIT:
-        return p->masked ? NAN : p->commit_conf;
-    case VIEW_HEAT_LIVE:
-        if (p->masked) return p->has_view ? p->top[0].prob : NAN;
-        return p->commit_conf;
-    case VIEW_HEAT_ORDER:
-        if (p->masked) return NAN;
-        return s->n_steps > 1 ? (float)(p->commit_step - 1) / (float)(s->n_steps - 1) : 1.0f;
-    case VIEW_HEAT_ENTROPY:
-        if (!p->has_view) return p->masked ? NAN : p->commit_conf;
-        return 1.0f - fminf(p->entropy / ENTROPY_SCALE, 1.0f);
-    default:
-        return NAN;
-    }
-}
-
-/* Style for heat value h on top of base: colour from the ramp, or attributes alone. */
-static frame_style heat_style(const view_state *v, float h, frame_style base) {
-    frame_style st = base;
-    h = roundf(fminf(fmaxf(h, 0.0f), 1.0f) * 31.0f) / 31.0f;   /* 32 levels bound the colour pairs */
-    if (v->depth == 0) {
-        st.attrs &= (uint8_t)~(FRAME_DIM | FRAME_BOLD);
-        st.attrs |= h < 1.0f / 3 ? FRAME_DIM : h > 2.0f / 3 ? FRAME_BOLD : 0;
-        return st;
-    }
-    st.fg = theme_heat(v->th, h);
-    if (v->depth <= 8 && h > 0.5f) st.attrs |= FRAME_BOLD;   /* doubles the 8 levels */
-    return st;
-}
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -139,10 +99,37 @@ static int put_right(frame *f, int y, int end, const char *s, frame_style st) {
 
 /* ------------------------------------------------------------------ header */
 
-static void draw_header(frame *f, const view_state *v) {
+/* Bytes with a binary unit: "512 B", "7.5 KiB", "84 KiB", "1.2 MiB". */
+static void fmt_bytes(uint64_t b, char *out, size_t cap) {
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    double x = (double)b;
+    int u = 0;
+    while (x >= 1024 && u < 4) { x /= 1024; u++; }
+    snprintf(out, cap, u == 0 || x >= 10 ? "%.0f %s" : "%.1f %s", x, unit[u]);
+}
+
+/* The K/V cache in force at step s: "cache dual/f16 · 84 KiB" (with its refresh rule when it
+ * has one), "cache off", or "cache off · 84 KiB held" after a cached run switched it off. */
+static void cache_label(const um_snapshot *s, char *buf, size_t cap) {
+    const um_settings *se = &s->settings;
+    char bytes[32], rule[64] = "";
+    fmt_bytes(s->cache_bytes, bytes, sizeof bytes);
+    if (se->cache == UM_CACHE_NONE) {
+        snprintf(buf, cap, s->cache_bytes ? "cache off \xC2\xB7 %s held" : "cache off", bytes);
+        return;
+    }
+    int n = se->cache_refresh > 0 ? snprintf(rule, sizeof rule, " refresh %d", se->cache_refresh) : 0;
+    if (se->cache_drift > 0) snprintf(rule + n, sizeof rule - (size_t)n, " drift %g", (double)se->cache_drift);
+    snprintf(buf, cap, "cache %s/%s%s \xC2\xB7 %s", engine_cache_name(se->cache), engine_kv_store_name(se->cache_type),
+             rule, bytes);
+}
+
+/* The source's model and machine, then the shown step's cache: after them when it fits,
+ * else right-aligned before "? keys" over the end of the model's part. */
+static void draw_header(frame *f, const view_state *v, const um_snapshot *s) {
     frame_style st = role(v, THEME_HEADER);
     frame_fill(f, 0, 0, f->w, 1, st);
-    char buf[512];
+    char buf[512], kv[160] = "";
     if (v->src) {
         const um_engine_info *in = &v->src->info;
         snprintf(buf, sizeof buf, " unmask \xE2\x94\x82 %s \xE2\x94\x82 %s \xE2\x94\x82 %s \xE2\x94\x82 %s %s \xE2\x94\x82 %d thread%s",
@@ -150,8 +137,16 @@ static void draw_header(frame *f, const view_state *v) {
     } else {
         snprintf(buf, sizeof buf, " unmask");
     }
+    if (s) {
+        char label[128];
+        cache_label(s, label, sizeof label);
+        snprintf(kv, sizeof kv, " \xE2\x94\x82 %s", label);
+    }
     int right = put_right(f, 0, f->w, "? keys ", st);
-    frame_puts(f, 0, 0, right - 1, buf, st);
+    int end = right - 1;
+    if (kv[0] && ui_text_width(buf) + ui_text_width(kv) > end) end = put_right(f, 0, end, kv, st);
+    int x = frame_puts(f, 0, 0, end, buf, st);
+    if (kv[0] && end == right - 1) frame_puts(f, x, 0, end, kv, st);
 }
 
 /* ------------------------------------------------------------------ canvas */
@@ -159,20 +154,20 @@ static void draw_header(frame *f, const view_state *v) {
 /* Style and text source of one position. *ghost is set for live-confidence ghosts. */
 static frame_style pos_style(const view_state *v, const um_snapshot *s, int32_t i, bool *ghost) {
     const um_pos *p = &s->pos[i];
-    float h = heat_value(v, s, i);
+    float h = ui_heat_value(v, s, i);
     *ghost = false;
-    if (p->is_prompt) return role(v, THEME_PROMPT);
+    if (p->is_prompt) return isnan(h) ? role(v, THEME_PROMPT) : ui_heat_style(v, h, role(v, THEME_PROMPT));
     if (p->masked) {
         if (v->heat == VIEW_HEAT_LIVE && p->has_view) {
             *ghost = true;
-            frame_style st = heat_style(v, h, role(v, THEME_TEXT));
+            frame_style st = ui_heat_style(v, h, role(v, THEME_TEXT));
             st.attrs |= role(v, THEME_GHOST).attrs;
             return st;
         }
-        if (!isnan(h)) return heat_style(v, h, role(v, THEME_MASK));
+        if (!isnan(h)) return ui_heat_style(v, h, role(v, THEME_MASK));
         return role(v, THEME_MASK);
     }
-    frame_style st = heat_style(v, isnan(h) ? 1.0f : h, role(v, THEME_TEXT));
+    frame_style st = ui_heat_style(v, isnan(h) ? 1.0f : h, role(v, THEME_TEXT));
     if (p->fresh) {
         frame_style fr = role(v, THEME_FRESH);
         st.attrs |= fr.attrs;
@@ -347,7 +342,7 @@ static int draw_cells(view_ctx *c, frame *f, const view_state *v, const um_snaps
         const um_pos *p = &s->pos[i];
         char text[UI_CLUSTER_MAX];
         int width = 1;
-        bool special = false;
+        bool special = false, ghost;
         frame_style st;
         if (answer && p->masked) {                          /* the mask, or its ghost */
             snprintf(text, sizeof text, "%s", v->th->mask_glyph);
@@ -360,7 +355,7 @@ static int draw_cells(view_ctx *c, frame *f, const view_state *v, const um_snaps
             return UM_FAIL;
         }
         if (answer) st = answer_style(v, s, g, k, special);
-        else st = v->cursor == i ? role(v, THEME_CURSOR) : role(v, THEME_PROMPT);
+        else st = v->cursor == i ? role(v, THEME_CURSOR) : pos_style(v, s, i, &ghost);
         frame_put_cluster(f, gx + grid9_col(k % 9), gy + grid9_row(k / 9), gx + GRID9_W, text, width, st, i);
     }
     return UM_OK;
@@ -466,10 +461,10 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
         snprintf(buf, sizeof buf, "%d ", k + 1);
         x = frame_puts(f, x, y, lim, buf, dim);
         int label_end = lim - bar_w - 7;
-        frame_puts(f, x, y, label_end, label, heat_style(v, cd->prob, pn));
+        frame_puts(f, x, y, label_end, label, ui_heat_style(v, cd->prob, pn));
         /* probability bar in eighths, then the value */
         int bx = label_end + 1, eighths = (int)lroundf(cd->prob * (float)(bar_w * 8));
-        frame_style bs = heat_style(v, cd->prob, role(v, THEME_BAR));
+        frame_style bs = ui_heat_style(v, cd->prob, role(v, THEME_BAR));
         for (int j = 0; j < bar_w; j++, eighths -= 8) {
             static const char *const part[9] = { " ", "\xE2\x96\x8F", "\xE2\x96\x8E", "\xE2\x96\x8D", "\xE2\x96\x8C",
                                                  "\xE2\x96\x8B", "\xE2\x96\x8A", "\xE2\x96\x89", "\xE2\x96\x88" };
@@ -554,50 +549,7 @@ static void draw_schedule(view_ctx *cx, frame *f, const view_state *v, const um_
     frame_puts(f, x0, y0 + h - 1, x0 + w, buf, pn);
 }
 
-/* ------------------------------------------------------------------ legend and status */
-
-static void draw_legend(frame *f, const view_state *v, const um_snapshot *s, int y, bool grid) {
-    frame_style pn = role(v, THEME_PANEL);
-    frame_fill(f, 0, y, f->w, 1, pn);
-    char lo[32], hi[32];
-    switch (v->heat) {
-    case VIEW_HEAT_ORDER:   snprintf(lo, sizeof lo, "step 1"); snprintf(hi, sizeof hi, "step %d", s ? s->n_steps : 0); break;
-    case VIEW_HEAT_ENTROPY: snprintf(lo, sizeof lo, "%.0f+ nats", (double)ENTROPY_SCALE); snprintf(hi, sizeof hi, "0 nats"); break;
-    default:                snprintf(lo, sizeof lo, "p 0"); snprintf(hi, sizeof hi, "1"); break;
-    }
-    int x = frame_puts(f, 1, y, f->w, view_heat_names[v->heat], role(v, THEME_TITLE));
-    x = frame_puts(f, x + 1, y, f->w, lo, pn) + 1;
-    int ramp_w = 12;
-    static const char *const shade[4] = { "\xE2\x96\x91", "\xE2\x96\x92", "\xE2\x96\x93", "\xE2\x96\x88" };
-    for (int j = 0; j < ramp_w; j++) {
-        float h = (float)j / (float)(ramp_w - 1);
-        frame_style st = heat_style(v, h, pn);
-        /* 8 colours or none: shading glyphs carry the value; else solid blocks */
-        const char *g = v->depth > 8 ? "\xE2\x96\x88" : shade[UM_MIN(3, (int)(h * 4))];
-        x = frame_put_cluster(f, x, y, f->w, g, 1, st, -1);
-    }
-    x = frame_puts(f, x + 1, y, f->w, hi, pn) + 2;
-    x = frame_puts(f, x, y, f->w, v->th->mask_glyph, role(v, THEME_MASK));
-    x = frame_puts(f, x + 1, y, f->w, "masked", pn) + 2;
-    frame_style fr = heat_style(v, 1.0f, role(v, THEME_TEXT));
-    fr.attrs |= role(v, THEME_FRESH).attrs;
-    x = frame_puts(f, x, y, f->w, "new", fr);
-    x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
-    if (grid) {
-        frame_style cf = role(v, THEME_CONFLICT);
-        if (v->depth == 0) cf.attrs |= FRAME_REVERSE;
-        x = frame_puts(f, x, y, f->w, "5", cf);
-        x = frame_puts(f, x + 1, y, f->w, "conflict", pn) + 2;
-    }
-    if (v->n_panes > 1) {
-        frame_style df = heat_style(v, 1.0f, role(v, THEME_TEXT)), d = role(v, THEME_DIFF);
-        if (d.fg != FRAME_DEFAULT) df.fg = d.fg;
-        if (d.bg != FRAME_DEFAULT) df.bg = d.bg;
-        df.attrs |= d.attrs | (v->depth == 0 ? FRAME_REVERSE : 0);
-        x = frame_puts(f, x, y, f->w, "tok", df);
-        frame_puts(f, x + 1, y, f->w, "differs from pane 1", pn);
-    }
-}
+/* ------------------------------------------------------------------ status */
 
 /* note: the layout's note, shown in the message's place when there is no message. */
 static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int y, const char *note) {
@@ -639,11 +591,14 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     }
     double ms_step = v->shown > 0 ? ms / v->shown : 0, tps = ms > 0 ? committed / (ms / 1000.0) : 0;
     const um_settings *se = &s->settings;
-    int off = snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
-                       s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, ms_step, tps,
-                       schedule_name(se->schedule), schedule_score_name(se->score),
-                       (double)se->temperature, (unsigned long long)se->seed);
-    (void)off;
+    char rows[64] = "0";                            /* step 0 ran no forward pass */
+    if (s->passes > 0)
+        snprintf(rows, sizeof rows, "%d/%lld%s", s->rows_computed, (long long)s->passes * s->n_canvas,
+                 s->cache_refreshed ? " refresh" : "");
+    snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d  rows %s  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
+             s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, rows, ms_step, tps,
+             schedule_name(se->schedule), schedule_score_name(se->score),
+             (double)se->temperature, (unsigned long long)se->seed);
     theme_role br;
     if (v->shown < v->n_hist - 1 && !v->following) {
         snprintf(badge, sizeof badge, " REWIND %d/%d ", s->step, last->step);
@@ -838,7 +793,7 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
         const um_snapshot *s = shown(v);
         char note[128] = "";
         bool grid = false;
-        draw_header(f, v);
+        draw_header(f, v, s);
         int body_y = 1, body_h = f->h - 3;
         if (s) {
             f->step = s->step;
@@ -868,7 +823,7 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
             if (v->error) draw_start_error(f, v, body_y, body_h);
             else frame_puts(f, 1, body_y, f->w, "starting...", role(v, THEME_MESSAGE));
         }
-        draw_legend(f, v, s, f->h - 2, grid);
+        ui_heat_legend(f, v, s, f->h - 2, grid);
         draw_status(f, v, s, f->h - 1, note);
         if (v->help) draw_help(f, v);
     }

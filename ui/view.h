@@ -4,7 +4,9 @@
  * very same frames from recorded snapshots.
  *
  * Layout (w x h cells):
- *   row 0            header: model, architecture, quant, backend and ISA, threads
+ *   row 0            header: model, architecture, quant, backend and ISA, threads, and
+ *                    right-aligned the shown step's K/V cache (mode/storage, refresh rule,
+ *                    bytes held; "cache off"), which is never cut for a long model name
  *   rows 1..h-3      canvas (the layout: prompt dimmed, then the generated region, wrapped;
  *                    or, in the grid9 layout, the puzzle and the answer as 9x9 sudoku grids,
  *                    see grid9.h, back to text with a note when the canvas has no 81
@@ -13,7 +15,9 @@
  *                    ahead from schedule.h as shaded columns) on the right when w >= 96,
  *                    else in a strip under the canvas
  *   row h-2          legend (what the heat colours mean)
- *   row h-1          status line, with transient messages (setting changes) right-aligned
+ *   row h-1          status line (step, block, masks, rows computed by the step's forward
+ *                    passes out of the canvas's, "refresh" when they refilled the cache, ...),
+ *                    with transient messages (setting changes) right-aligned
  *                    before the playback pace and the RUNNING/PAUSED badge; while the source's error stands, the
  *                    error itself and an ERROR badge (and, with no snapshot to draw, the
  *                    error wrapped over the body instead of "starting...")
@@ -52,11 +56,11 @@ typedef enum view_heat {
     VIEW_HEAT_LIVE,             /* current top-1 probability; masks show it as ghost text */
     VIEW_HEAT_ORDER,            /* step at which the token was committed */
     VIEW_HEAT_ENTROPY,          /* entropy of the position's distribution (low = bright) */
+    VIEW_HEAT_CACHE,            /* K/V recomputed at the step (bright) or served stale from the cache */
     VIEW_HEAT_COUNT
 } view_heat;
 
-extern const char *const view_heat_names[VIEW_HEAT_COUNT];   /* shown in the legend */
-extern const char *const view_heat_keys[VIEW_HEAT_COUNT];    /* the --heat values */
+/* The heat modes' names and --heat values: ui_heat_names, ui_heat_keys (heat.h). */
 
 typedef enum view_layout {
     VIEW_LAYOUT_TEXT = 0,       /* the canvas as wrapped text */

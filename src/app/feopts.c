@@ -9,6 +9,7 @@
 #include "pace.h"
 #include "recorder.h"
 #include "theme.h"
+#include "heat.h"
 #include "view.h"
 
 #define REC_MAX_COLS 500
@@ -32,10 +33,10 @@ static int p_cast(feopts *f, const char *flag, const char *v, const char *prog) 
 
 static int p_heat(feopts *f, const char *flag, const char *v, const char *prog) {
     for (int k = 0; k < VIEW_HEAT_COUNT; k++)
-        if (!strcmp(v, view_heat_keys[k])) { f->heat = k; return 0; }
+        if (!strcmp(v, ui_heat_keys[k])) { f->heat = k; return 0; }
     fprintf(stderr, "%s: %s must be", prog, flag);
     for (int k = 0; k < VIEW_HEAT_COUNT; k++)
-        fprintf(stderr, "%s %s", k == 0 ? "" : k == VIEW_HEAT_COUNT - 1 ? " or" : ",", view_heat_keys[k]);
+        fprintf(stderr, "%s %s", k == 0 ? "" : k == VIEW_HEAT_COUNT - 1 ? " or" : ",", ui_heat_keys[k]);
     fputc('\n', stderr);
     return -1;
 }
@@ -152,7 +153,7 @@ void feopts_usage(FILE *out, unsigned cmd) {
             size_t n = 0;
             for (int h = 0; h < VIEW_HEAT_COUNT; h++)
                 n += (size_t)snprintf(fill + n, sizeof fill - n, "%s%s%s", h == 0 ? "" : h == VIEW_HEAT_COUNT - 1 ? " or " : ", ",
-                                      view_heat_keys[h], h == VIEW_HEAT_COMMIT ? " (default)" : "");
+                                      ui_heat_keys[h], h == VIEW_HEAT_COMMIT ? " (default)" : "");
         } else if (!strcmp(fl->name, "--layout")) {
             size_t n = 0;
             for (int l = 0; l < VIEW_LAYOUT_COUNT; l++)

@@ -47,6 +47,7 @@
 #include "feopts.h"
 #include "cast.h"
 #include "genopts.h"
+#include "heat.h"
 #include "schedule.h"
 #include "keys.h"
 #include "models_conf.h"
@@ -437,6 +438,15 @@ static void act(app *a, ui_action action) {
         snprintf(what, sizeof what, "temperature %.1f", (double)n.temperature);
         change(a, n, what);
         break;
+    case UI_ACT_CACHE:                      /* refused up front where the engine would refuse it */
+        if (!a->pn[a->focus].src.info.can_cache) {
+            say(a, "cache refused: the %s backend runs no partial forward passes", a->pn[a->focus].src.info.backend);
+            break;
+        }
+        n.cache = (um_cache)((n.cache + 1) % UM_CACHE_COUNT);
+        snprintf(what, sizeof what, "cache %s", engine_cache_name(n.cache));
+        change(a, n, what);
+        break;
     case UI_ACT_RESTART:
     case UI_ACT_RESEED:
         for (int k = 0; action == UI_ACT_RESEED && k < a->n_panes; k++)
@@ -458,7 +468,7 @@ static void act(app *a, ui_action action) {
     }
     case UI_ACT_HEAT:
         a->heat = (view_heat)((a->heat + 1) % VIEW_HEAT_COUNT);
-        say(a, "heat: %s", view_heat_names[a->heat]);
+        say(a, "heat: %s", ui_heat_names[a->heat]);
         break;
     case UI_ACT_LAYOUT:
         a->layout = (view_layout)((a->layout + 1) % VIEW_LAYOUT_COUNT);
@@ -752,7 +762,9 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
     g.eng.warn = keep_warning;
     for (int k = 0; k <= cmp->n; k++) {
         pane *p = &a->pn[k];
-        int orc = demo ? fake_source_open(&p->src, (int)fe.delay_ms, &e) : engine_source_open(&p->src, &g.eng, &e);
+        int orc = !demo ? engine_source_open(&p->src, &g.eng, &e)   /* --demo-ui --gpu: as the CUDA backend */
+                : g.eng.gpu ? fake_source_open_nocache(&p->src, (int)fe.delay_ms, &e)
+                : fake_source_open(&p->src, (int)fe.delay_ms, &e);
         if (orc) { fprintf(stderr, "unmask: %s\n", e.msg); goto close_sources; }
         a->n_panes = k + 1;
         p->settings = p->src.defaults;

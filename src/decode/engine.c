@@ -116,6 +116,7 @@ static int publish(um_engine *en, const um_plan *plan, int n_committed, int plan
         s->cache_refreshed = w->refreshed;
     }
     s->passes_total = en->passes;
+    s->cache_bytes = engine_cache_bytes(en);
     int left = 0;
     for (int i = en->n_prompt; i < en->n_canvas; i++) left += en->masked[i];
     s->masks_left = left;
@@ -255,6 +256,7 @@ void engine_get_info(const um_engine *en, um_engine_info *info) {
     info->n_ctx = en->n_ctx;
     info->mask_id = en->mask_id;
     info->eos_id = tok_special(en->tok)->eos;
+    info->can_cache = en->be.run_kv != NULL;
 }
 
 void engine_default_settings(const um_engine *en, um_settings *s) {

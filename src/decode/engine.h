@@ -117,6 +117,7 @@ typedef struct um_snapshot {
     int32_t        rows_computed; /* canvas rows run through the layers, summed over the passes */
     bool           cache_refreshed; /* this step ran full passes that refilled the K/V cache */
     int64_t        passes_total; /* forward passes of this run so far, this step's included */
+    uint64_t       cache_bytes;  /* bytes of the K/V caches held after this step (0 without) */
     um_settings    settings;     /* in force for this step */
     um_pos        *pos;          /* (n_canvas) */
     int32_t       *committed;    /* (n_committed) canvas indices committed this step */
@@ -129,6 +130,7 @@ typedef struct um_engine um_engine;
 typedef struct um_engine_info {
     char arch[32], name[128], quant[32], backend[64], isa[32];
     int  n_threads, n_vocab, n_ctx, mask_id, eos_id;
+    bool can_cache;              /* the backend runs partial passes: settings.cache may be set */
 } um_engine_info;
 
 /* ------------------------------------------------------------------ API */

@@ -1,0 +1,113 @@
+/*
+ * heat: the heat modes' values, their styles and the legend (see heat.h).
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "heat.h"
+
+const char *const ui_heat_names[VIEW_HEAT_COUNT] = {
+    "confidence at commit", "live confidence", "commit order", "entropy", "K/V cache",
+};
+const char *const ui_heat_keys[VIEW_HEAT_COUNT] = { "commit", "live", "order", "entropy", "cache" };
+
+#define RAMP_W 12                   /* legend: cells of the ramp */
+
+static const char *const shade[4] = { "\xE2\x96\x91", "\xE2\x96\x92", "\xE2\x96\x93", "\xE2\x96\x88" };   /* ░▒▓█ */
+
+static frame_style role(const view_state *v, theme_role r) { return v->th->role[r]; }
+
+float ui_heat_value(const view_state *v, const um_snapshot *s, int32_t i) {
+    const um_pos *p = &s->pos[i];
+    if (v->heat == VIEW_HEAT_CACHE)                     /* the prompt's K/V are cached too */
+        return s->passes > 0 ? (p->cached ? 0.0f : 1.0f) : NAN;
+    if (p->is_prompt) return NAN;
+    switch (v->heat) {
+    case VIEW_HEAT_COMMIT:
+        return p->masked ? NAN : p->commit_conf;
+    case VIEW_HEAT_LIVE:
+        if (p->masked) return p->has_view ? p->top[0].prob : NAN;
+        return p->commit_conf;
+    case VIEW_HEAT_ORDER:
+        if (p->masked) return NAN;
+        return s->n_steps > 1 ? (float)(p->commit_step - 1) / (float)(s->n_steps - 1) : 1.0f;
+    case VIEW_HEAT_ENTROPY:
+        if (!p->has_view) return p->masked ? NAN : p->commit_conf;
+        return 1.0f - fminf(p->entropy / UI_HEAT_ENTROPY_SCALE, 1.0f);
+    default:
+        return NAN;
+    }
+}
+
+frame_style ui_heat_style(const view_state *v, float h, frame_style base) {
+    frame_style st = base;
+    h = roundf(fminf(fmaxf(h, 0.0f), 1.0f) * 31.0f) / 31.0f;   /* 32 levels bound the colour pairs */
+    if (v->depth == 0) {
+        st.attrs &= (uint8_t)~(FRAME_DIM | FRAME_BOLD);
+        st.attrs |= h < 1.0f / 3 ? FRAME_DIM : h > 2.0f / 3 ? FRAME_BOLD : 0;
+        return st;
+    }
+    st.fg = theme_heat(v->th, h);
+    if (v->depth <= 8 && h > 0.5f) st.attrs |= FRAME_BOLD;   /* doubles the 8 levels */
+    return st;
+}
+
+/* One swatch of heat h: a solid block, or with 8 colours or none a shading glyph that carries
+ * the value. Returns the next x. */
+static int swatch(frame *f, const view_state *v, int x, int y, float h) {
+    const char *g = v->depth > 8 ? shade[3] : shade[UM_MIN(3, (int)(h * 4))];
+    return frame_put_cluster(f, x, y, f->w, g, 1, ui_heat_style(v, h, role(v, THEME_PANEL)), -1);
+}
+
+/* The cache mode's scale: recomputed and stale swatches, and why everything is one or none. */
+static int cache_scale(frame *f, const view_state *v, const um_snapshot *s, int x, int y) {
+    frame_style pn = role(v, THEME_PANEL);
+    x = swatch(f, v, swatch(f, v, x, y, 1.0f), y, 1.0f);
+    x = frame_puts(f, x + 1, y, f->w, "recomputed", pn) + 2;
+    x = swatch(f, v, swatch(f, v, x, y, 0.0f), y, 0.0f);
+    x = frame_puts(f, x + 1, y, f->w, "stale (cached K/V)", pn) + 2;
+    const char *why = !s ? NULL : s->passes == 0 ? "(no forward pass at this step)"
+                    : s->settings.cache == UM_CACHE_NONE ? "(cache off: every row recomputed)"
+                    : s->cache_refreshed ? "(a refresh: every row recomputed)" : NULL;
+    if (why) x = frame_puts(f, x, y, f->w, why, pn) + 2;
+    return x;
+}
+
+void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, bool grid) {
+    frame_style pn = role(v, THEME_PANEL);
+    frame_fill(f, 0, y, f->w, 1, pn);
+    int x = frame_puts(f, 1, y, f->w, ui_heat_names[v->heat], role(v, THEME_TITLE)) + 1;
+    if (v->heat == VIEW_HEAT_CACHE) {
+        x = cache_scale(f, v, s, x, y);
+    } else {
+        char lo[32], hi[32];
+        switch (v->heat) {
+        case VIEW_HEAT_ORDER:   snprintf(lo, sizeof lo, "step 1"); snprintf(hi, sizeof hi, "step %d", s ? s->n_steps : 0); break;
+        case VIEW_HEAT_ENTROPY: snprintf(lo, sizeof lo, "%.0f+ nats", (double)UI_HEAT_ENTROPY_SCALE); snprintf(hi, sizeof hi, "0 nats"); break;
+        default:                snprintf(lo, sizeof lo, "p 0"); snprintf(hi, sizeof hi, "1"); break;
+        }
+        x = frame_puts(f, x, y, f->w, lo, pn) + 1;
+        for (int j = 0; j < RAMP_W; j++) x = swatch(f, v, x, y, (float)j / (float)(RAMP_W - 1));
+        x = frame_puts(f, x + 1, y, f->w, hi, pn) + 2;
+    }
+    x = frame_puts(f, x, y, f->w, v->th->mask_glyph, role(v, THEME_MASK));
+    x = frame_puts(f, x + 1, y, f->w, "masked", pn) + 2;
+    frame_style fr = ui_heat_style(v, 1.0f, role(v, THEME_TEXT));
+    fr.attrs |= role(v, THEME_FRESH).attrs;
+    x = frame_puts(f, x, y, f->w, "new", fr);
+    x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
+    if (grid) {
+        frame_style cf = role(v, THEME_CONFLICT);
+        if (v->depth == 0) cf.attrs |= FRAME_REVERSE;
+        x = frame_puts(f, x, y, f->w, "5", cf);
+        x = frame_puts(f, x + 1, y, f->w, "conflict", pn) + 2;
+    }
+    if (v->n_panes > 1) {
+        frame_style df = ui_heat_style(v, 1.0f, role(v, THEME_TEXT)), d = role(v, THEME_DIFF);
+        if (d.fg != FRAME_DEFAULT) df.fg = d.fg;
+        if (d.bg != FRAME_DEFAULT) df.bg = d.bg;
+        df.attrs |= d.attrs | (v->depth == 0 ? FRAME_REVERSE : 0);
+        x = frame_puts(f, x, y, f->w, "tok", df);
+        frame_puts(f, x + 1, y, f->w, "differs from pane 1", pn);
+    }
+}
