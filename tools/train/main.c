@@ -418,9 +418,8 @@ static int cmd_train_sft(opts *o, um_err *e) {
     }
     int max_T = m ? m->c.n_ctx : o->ctx_given ? o->c.n_ctx : 1 << 20;
     if (sft_load(&tr, tk, o->files, o->n_files, o->max_examples, max_T, e) ||
-        sft_load(&va, tk, (char *const *)&o->valid, 1, 0, max_T, e))
+        sft_load(&va, tk, (char *const *)&o->valid, 1, 0, max_T, e) || sft_same_length(&tr, &va, e))
         goto out;
-    if (va.T != tr.T) { um_errf(e, "train: held-out sequences are %d tokens, training ones %d", va.T, tr.T); goto out; }
     if (!m) {
         o->c.n_vocab = tok_n_vocab(tk);
         o->c.mask_id = tok_special(tk)->mask;
