@@ -4,8 +4,9 @@
  * loss falls; bit-exact checkpoint resume; the exported GGUF against the engine's forward
  * pass; and the BPE trainer's vocabulary read back by the engine's tokenizer, which must
  * segment text exactly as the trainer does and decode it back. Conditional (SFT) training:
- * answer-only masking, its loss and gradients, the JSONL reader, the character vocabulary
- * (one token per cell in the engine's tokenizer) and a tiny run that learns to answer.
+ * answer-only masking, its loss and gradients, loading and refusing data files, the
+ * character vocabulary (one token per cell in the engine's tokenizer) and a tiny run that
+ * learns to answer.
  *
  * The trainer's objects (tools/train, all but its main) are linked into the unit tests.
  */
@@ -529,58 +530,38 @@ TEST(train_sft_masks_answers_only) {
     tm_free(m);
 }
 
-TEST(train_sft_parse_line) {
-    char *p, *a;
-    um_err e = { "" };
-    const char *line = "{\"prompt\": \"1.3\", \"answer\": \"123\", \"difficulty\": \"easy\"}";
-    CHECK(sft_parse_line(line, strlen(line), &p, &a, &e) == UM_OK);
-    CHECK_STREQ(p, "1.3");
-    CHECK_STREQ(a, "123");
-    free(p); free(a);
-    const char *esc = " {\"n\": 3.5e2, \"x\": [1, {\"y\": \"}\"}], \"answer\":\"a\\\"b\\\\\\u00e9\\ud83d\\ude00\\n\", \"prompt\":\"q\", \"ok\": true} ";
-    CHECK_MSG(sft_parse_line(esc, strlen(esc), &p, &a, &e) == UM_OK, "%s", e.msg);
-    CHECK_STREQ(p, "q");
-    CHECK_STREQ(a, "a\"b\\\xc3\xa9\xf0\x9f\x98\x80\n");
-    free(p); free(a);
-    static const char *const bad[][2] = {
-        { "", "not a JSON object" }, { "[1]", "not a JSON object" }, { "{\"prompt\": \"a\"}", "missing \"answer\"" },
-        { "{\"answer\": \"a\"}", "missing \"prompt\"" }, { "{\"prompt\": 5, \"answer\": \"a\"}", "must be strings" },
-        { "{\"prompt\": \"a\", \"answer\": \"b\"", "unterminated" }, { "{\"prompt\": \"a, \"answer\": \"b\"}", "expected" },
-        { "{\"prompt\": \"a\", \"answer\": \"b\"} x", "text after" }, { "{\"prompt\": \"a\\q\", \"answer\": \"b\"}", "bad escape" },
-        { "{\"prompt\": \"a\", \"prompt\": \"b\", \"answer\": \"c\"}", "twice" }, { "{\"prompt\": \"\\ud800\", \"answer\": \"b\"}", "surrogate" },
-        { "{\"prompt\": \"a\" \"answer\": \"b\"}", "expected ','" }, { "{\"prompt\": \"a\", \"answer\": \"b\", \"z\": }", "missing value" },
-    };
-    for (size_t i = 0; i < UM_ARRAY_LEN(bad); i++) {
-        e.msg[0] = 0;
-        CHECK_MSG(sft_parse_line(bad[i][0], strlen(bad[i][0]), &p, &a, &e) == UM_FAIL, "accepted: %s", bad[i][0]);
-        CHECK_MSG(strstr(e.msg, bad[i][1]) != NULL, "%s: message '%s'", bad[i][0], e.msg);
-        CHECK(p == NULL && a == NULL);
-    }
-    /* never reads past len: the object cut short is unterminated */
-    CHECK(sft_parse_line("{\"prompt\": \"a\", \"answer\": \"b\"}", 20, &p, &a, &e) == UM_FAIL);
-}
-
 /* the sudoku vocabulary, as `unmask-train chars` writes it, in memory */
-static tokenizer *chars_tokenizer(gguf_file **g, uint8_t **buf) {
+typedef struct chars_tok {
+    gguf_file *g;
+    uint8_t   *buf;             /* the GGUF image g reads */
+    tokenizer *tk;
+} chars_tok;
+
+static tokenizer *chars_open(chars_tok *c) {
+    *c = (chars_tok){ 0 };
     bpe_vocab *v = NULL;
     um_err e = { "" };
     if (bpe_chars(&v, "0123456789.\n", 12, &e)) return NULL;
     gguf_writer *w = gguf_writer_new();
     gguf_set_str(w, "general.architecture", "llada");
     size_t size;
-    tokenizer *tk = NULL;
-    if (bpe_write_kv(v, w, &e) == UM_OK && gguf_writer_write_mem(w, buf, &size, &e) == UM_OK &&
-        gguf_open_mem(g, *buf, size, &e) == UM_OK)
-        tok_load(&tk, *g, &e);
+    if (bpe_write_kv(v, w, &e) == UM_OK && gguf_writer_write_mem(w, &c->buf, &size, &e) == UM_OK &&
+        gguf_open_mem(&c->g, c->buf, size, &e) == UM_OK)
+        tok_load(&c->tk, c->g, &e);
     gguf_writer_free(w);
     bpe_free(v);
-    return tk;
+    return c->tk;
+}
+
+static void chars_close(chars_tok *c) {
+    tok_free(c->tk);
+    gguf_close(c->g);
+    free(c->buf);
 }
 
 TEST(train_chars_vocab_one_token_per_cell) {
-    gguf_file *g = NULL;
-    uint8_t *buf = NULL;
-    tokenizer *tk = chars_tokenizer(&g, &buf);
+    chars_tok ct;
+    tokenizer *tk = chars_open(&ct);
     CHECK(tk != NULL);
     CHECK_EQ(tok_n_vocab(tk), 14);
     CHECK_EQ(tok_special(tk)->eos, 12);
@@ -590,7 +571,7 @@ TEST(train_chars_vocab_one_token_per_cell) {
     CHECK(tok_is_eog(tk, 12));
     const gguf_kv *kv;
     um_err e = { "" };
-    CHECK(gguf_get_arr(g, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &kv, &e) == UM_OK);  /* present, empty */
+    CHECK(gguf_get_arr(ct.g, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &kv, &e) == UM_OK);  /* present, empty */
     CHECK_EQ(kv->arr_n, 0);
     const char *puzzle = "5493178.68...493..3...5.9147.6594.3........4..83.....11..98....29...61536..1.37.9";
     int32_t *ids;
@@ -615,9 +596,7 @@ TEST(train_chars_vocab_one_token_per_cell) {
     bpe_free(v);
     CHECK(bpe_chars(&v, "aba", 3, &e) == UM_FAIL && strstr(e.msg, "twice"));
     CHECK(bpe_chars(&v, "", 0, &e) == UM_FAIL);
-    tok_free(tk);
-    gguf_close(g);
-    free(buf);
+    chars_close(&ct);
 }
 
 static char *write_temp(const char *text) {
@@ -631,52 +610,100 @@ static char *write_temp(const char *text) {
     return wr == (ssize_t)n ? path : NULL;
 }
 
+/* The files are read by tasks_load, as `unmask eval` reads its task files: the tests of the
+ * JSON itself are in test_jsonr.c; these check what sft adds (tokens, padding, lengths) and
+ * that every refusal is one line naming the file and line. */
 TEST(train_sft_load) {
-    gguf_file *g = NULL;
-    uint8_t *buf = NULL;
-    tokenizer *tk = chars_tokenizer(&g, &buf);
+    chars_tok ct;
+    tokenizer *tk = chars_open(&ct);
     CHECK(tk != NULL);
     um_err e = { "" };
-    char *path = write_temp("{\"prompt\": \"1.3\", \"answer\": \"123\"}\n\n  \n{\"answer\": \"9\", \"prompt\": \"..\"}\n");
+    /* as sudoku-gen writes them (an extra field), blank lines, any member order, a number answer */
+    char *path = write_temp("{\"prompt\": \"1.3\", \"answer\": \"123\", \"difficulty\": \"easy\"}\n\n  \r\n"
+                            "{\"answer\": \"9\", \"prompt\": \"..\"}\n{\"prompt\": \"4\", \"answer\": 56}");
     CHECK(path != NULL);
     sft_set s;
     CHECK_MSG(sft_load(&s, tk, &path, 1, 0, 64, &e) == UM_OK, "%s", e.msg);
-    CHECK(s.n == 2 && s.T == 7);    /* BOS + 3 + 3 */
-    static const int32_t want[2][7] = { { 12, 1, 10, 3, 1, 2, 3 }, { 12, 10, 10, 9, 12, 12, 12 } };
-    for (int i = 0; i < 2; i++)
+    CHECK(s.n == 3 && s.T == 7);    /* BOS + 3 + 3 */
+    static const int32_t want[3][7] = { { 12, 1, 10, 3, 1, 2, 3 }, { 12, 10, 10, 9, 12, 12, 12 }, { 12, 4, 5, 6, 12, 12, 12 } };
+    for (int i = 0; i < 3; i++)
         for (int j = 0; j < 7; j++) CHECK_EQ(s.seq[i * 7 + j], want[i][j]);
-    CHECK(s.prompt_len[0] == 4 && s.prompt_len[1] == 3);
+    CHECK(s.prompt_len[0] == 4 && s.prompt_len[1] == 3 && s.prompt_len[2] == 2);
+    char where[80];
+    snprintf(where, sizeof where, "%s:1", path);
+    CHECK_STREQ(s.longest, where);
     sft_free(&s);
     CHECK(sft_load(&s, tk, &path, 1, 1, 64, &e) == UM_OK && s.n == 1);   /* max_examples */
     sft_free(&s);
-    CHECK(sft_load(&s, tk, &path, 1, 0, 6, &e) == UM_FAIL);                /* longer than the context */
-    CHECK_MSG(strstr(e.msg, ":1:") && strstr(e.msg, "context"), "%s", e.msg);
-    unlink(path);
-    path = write_temp("{\"prompt\": \"1\", \"answer\": \"2\"}\n{\"prompt\": \"1\"}\n");
-    CHECK(sft_load(&s, tk, &path, 1, 0, 64, &e) == UM_FAIL);
-    CHECK_MSG(strstr(e.msg, ":2: missing \"answer\""), "%s", e.msg);
-    unlink(path);
-    path = write_temp("{\"prompt\": \"1\", \"answer\": \"xyz\"}\n");          /* no token survives */
-    CHECK(sft_load(&s, tk, &path, 1, 0, 64, &e) == UM_FAIL);
-    CHECK_MSG(strstr(e.msg, ":1: empty answer"), "%s", e.msg);
-    unlink(path);
-    path = write_temp("\n");
-    CHECK(sft_load(&s, tk, &path, 1, 0, 64, &e) == UM_FAIL && strstr(e.msg, "no examples"));
+    char *two[2] = { path, path };                                        /* files in order, lines counted per file */
+    CHECK(sft_load(&s, tk, two, 2, 4, 64, &e) == UM_OK && s.n == 4 && s.seq[3 * 7 + 1] == 1);
+    sft_free(&s);
     unlink(path);
     char *missing = "/nonexistent/um.jsonl";
     CHECK(sft_load(&s, tk, &missing, 1, 0, 64, &e) == UM_FAIL);
-    tok_free(tk);
-    gguf_close(g);
-    free(buf);
+    CHECK_CONTAINS(e.msg, "/nonexistent/um.jsonl: ");
+    chars_close(&ct);
+}
+
+TEST(train_sft_load_refuses) {
+    chars_tok ct;
+    tokenizer *tk = chars_open(&ct);
+    CHECK(tk != NULL);
+    static const struct { const char *text, *msg; int max_T; } bad[] = {
+        { "{\"prompt\": \"1\", \"answer\": \"2\"}\nnot json\n", ":2: column 1: expected a JSON object", 64 },
+        { "{\"prompt\": \"1\", \"answer\": \"2\"}\n\n{\"prompt\": \"1\"}\n", ":3: missing \"answer\"", 64 },
+        { "{\"answer\": \"2\"}\n", ":1: missing \"prompt\"", 64 },
+        { "{\"prompt\": 5, \"answer\": \"2\"}\n", ":1: \"prompt\" must be a string, got number", 64 },
+        { "{\"prompt\": \"1\", \"answer\": [2]}\n", ":1: \"answer\" must be a string or a number, got array", 64 },
+        { "{\"prompt\": \"1\", \"answer\": \"2\", \"prompt\": \"3\"}\n", ":1: column ", 64 },   /* a key twice */
+        { "{\"prompt\": \"1\", \"answer\": \"2\"} x\n", ":1: column ", 64 },
+        { "", ": no tasks", 64 },
+        { "\n  \n", ": no tasks", 64 },
+        { "{\"prompt\": \"1\", \"answer\": \"xyz\"}\n", ":1: empty answer", 64 },       /* no token survives */
+        { "{\"prompt\": \"1\", \"answer\": \"2\"}\n{\"prompt\": \"123\", \"answer\": \"456\"}\n",
+          ":2: prompt + answer is 7 tokens, more than the context of 6", 6 },
+    };
+    for (size_t i = 0; i < UM_ARRAY_LEN(bad); i++) {
+        char *path = write_temp(bad[i].text);
+        CHECK(path != NULL);
+        um_err e = { "" };
+        sft_set s;
+        CHECK_MSG(sft_load(&s, tk, &path, 1, 0, bad[i].max_T, &e) == UM_FAIL, "accepted: %s", bad[i].text);
+        char want[128];
+        snprintf(want, sizeof want, "%s%s", path, bad[i].msg);
+        CHECK_MSG(strncmp(e.msg, want, strlen(want)) == 0, "%s: message '%s', want '%s...'", bad[i].text, e.msg, want);
+        CHECK(strchr(e.msg, '\n') == NULL);
+        CHECK(s.n == 0 && s.seq == NULL && s.longest == NULL);
+        unlink(path);
+    }
+    /* held-out sequences padded to another length than the training ones: the first longest
+     * example of each set named */
+    char train[64], held[64];
+    snprintf(train, sizeof train, "%s", write_temp("{\"prompt\": \"1\", \"answer\": \"2\"}\n\n{\"prompt\": \"12\", \"answer\": \"3\"}\n"));
+    snprintf(held, sizeof held, "%s", write_temp("{\"prompt\": \"1\", \"answer\": \"2\"}\n{\"prompt\": \"3\", \"answer\": \"4\"}\n"));
+    char *tp = train, *hp = held;
+    um_err e = { "" };
+    sft_set tr, va, va2;
+    CHECK(sft_load(&tr, tk, &tp, 1, 0, 64, &e) == UM_OK && tr.T == 4);
+    CHECK(sft_load(&va, tk, &hp, 1, 0, 64, &e) == UM_OK && va.T == 3);
+    CHECK(sft_same_length(&tr, &tr, &e) == UM_OK);
+    CHECK(sft_same_length(&tr, &va, &e) == UM_FAIL);
+    char want[256];
+    snprintf(want, sizeof want, "%s:1: the longest held-out example is 3 tokens, the longest training one 4 (%s:3)", held, train);
+    CHECK_MSG(strncmp(e.msg, want, strlen(want)) == 0, "message '%s'", e.msg);
+    CHECK(sft_load(&va2, tk, &tp, 1, 1, 64, &e) == UM_OK && va2.T == 3);   /* the same file cut: shorter too */
+    CHECK(sft_same_length(&va2, &tr, &e) == UM_FAIL && strstr(e.msg, "held-out example is 4 tokens, the longest training one 3"));
+    sft_free(&tr); sft_free(&va); sft_free(&va2);
+    unlink(train); unlink(held);
+    chars_close(&ct);
 }
 
 TEST(train_sft_learns_to_answer) {
     /* answer = the prompt's 4 digits each plus one (mod 10): a conditional task with no
      * answer-side shortcut. Before training greedy solving is near chance (1/13 per cell);
      * after 300 steps nearly every cell is right */
-    gguf_file *g = NULL;
-    uint8_t *buf = NULL;
-    tokenizer *tk = chars_tokenizer(&g, &buf);
+    chars_tok ct;
+    tokenizer *tk = chars_open(&ct);
     CHECK(tk != NULL);
     sft_set s = { 0 };
     const int N = 400, T = 9;       /* BOS, 4 prompt digits, 4 answer digits */
@@ -726,7 +753,5 @@ TEST(train_sft_learns_to_answer) {
     sft_free(&s);
     tm_ws_free(w);
     tm_free(m);
-    tok_free(tk);
-    gguf_close(g);
-    free(buf);
+    chars_close(&ct);
 }

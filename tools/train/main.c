@@ -259,91 +259,164 @@ static double heldout_loss(tm_model *m, tm_ws *w, um_pool *p, const int32_t *ids
     return masked ? sum / masked : 0;
 }
 
-static int cmd_train(opts *o, um_err *e) {
-    if (!o->tok || !o->ckpt) return um_errf(e, "train: --tok and --ckpt are required");
-    corpus c;
-    tokenizer *tk = NULL;
-    tm_model *m = NULL;
-    tm_ws *w = NULL;
-    um_pool *pool = NULL;
-    int32_t *train = NULL, *held = NULL, *in = NULL, *tgt = NULL;
-    float *inv = NULL;
-    FILE *log = NULL;
-    int rc = UM_FAIL;
-    size_t n_train = 0, n_held = 0;
-    if (corpus_load(&c, o->files, o->n_files, e) || tok_load_file(&tk, o->tok, e)) goto out;
-    if (corpus_tokens(&c, tk, false, &train, &n_train, e) || corpus_tokens(&c, tk, true, &held, &n_held, e)) goto out;
-    int64_t step = 0;
-    uint64_t rng[4];
+/* ------------------------------------------------------------------ the training loop */
+
+/* What `train` and `train --sft` share: the model with its workspace, batch buffers, step
+ * and random stream, and the loop around them (LR schedule, Adam, evaluation every
+ * --eval-every steps, the log, a checkpoint every --ckpt-minutes and at the end, the
+ * --minutes cap). Each command brings its data through train_hooks. */
+typedef struct trainer {
+    opts      *o;
+    tm_model  *m;
+    tm_ws     *w;
+    um_pool   *pool;
+    int        B, T;            /* batch: B sequences of T tokens */
+    int32_t   *in, *tgt;        /* (B, T) a step's inputs and targets; scratch for evaluation */
+    float     *wgt;             /* (B) per-sequence loss weights */
+    int64_t    step;            /* steps done */
+    uint64_t   rng[4];          /* the training stream (batches and masks), saved in checkpoints */
+    FILE      *log;
+} trainer;
+
+typedef struct train_hooks {
+    /* Fill t->in, t->tgt, t->wgt with the batch of step t->step; return its loss after the
+     * forward and backward pass (gradients accumulated in t->m). */
+    double (*batch)(trainer *t, void *ctx);
+    /* Evaluate (last: the final evaluation of the run) into the command's part of the stderr
+     * line (shown) and its log columns (cols), each cap bytes. */
+    void (*eval)(trainer *t, void *ctx, bool last, char *shown, char *cols, size_t cap);
+    void *ctx;
+} train_hooks;
+
+/* Resume from --ckpt when it exists (model, step, random stream); otherwise leave t->m NULL. */
+static int trainer_resume(trainer *t, um_err *e) {
     struct stat st;
-    if (!stat(o->ckpt, &st)) {
-        if (tm_load(&m, &step, rng, o->ckpt, e)) goto out;
-        fprintf(stderr, "train: resumed %s at step %" PRId64 "\n", o->ckpt, step);
-    } else {
-        o->c.n_vocab = tok_n_vocab(tk);
-        o->c.mask_id = tok_special(tk)->mask;
-        if (tm_new(&m, &o->c, e)) goto out;
-        tm_init(m, o->seed);
-        tm_rand_seed(rng, o->seed ^ 0x5eedull);
-    }
-    const int T = m->c.n_ctx, B = o->batch;
-    if (n_train < (size_t)T + 1) { um_errf(e, "train: only %zu training tokens", n_train); goto out; }
-    pool = pool_new(o->threads);
-    int nt = pool_threads(pool);
-    if (tm_ws_new(&w, m, B, nt, e)) goto out;
-    in = um_malloc((size_t)B * T * sizeof *in);
-    tgt = um_malloc((size_t)B * T * sizeof *tgt);
-    inv = um_malloc((size_t)B * sizeof *inv);
-    if (!in || !tgt || !inv) { um_errf(e, "out of memory"); goto out; }
-    if (o->log && !(log = fopen(o->log, "a"))) { um_errf(e, "%s: cannot open: %s", o->log, strerror(errno)); goto out; }
-    if (log && step == 0) fprintf(log, "step\tlr\ttrain_loss\tgrad_norm\theldout_loss_t05\ttokens_per_s\telapsed_s\n");
-    int n_win = heldout_windows(held, n_held, T, 16);
-    fprintf(stderr, "train: %" PRId64 " params, %zu train / %zu held-out tokens, batch %d x %d, %d threads\n",
-            m->n_params, n_train, n_held, B, T, nt);
-    double t_start = um_now(), t_ckpt = t_start, t_log = t_start, loss_acc = 0;
+    if (stat(t->o->ckpt, &st)) return UM_OK;
+    if (tm_load(&t->m, &t->step, t->rng, t->o->ckpt, e)) return UM_FAIL;
+    fprintf(stderr, "train: resumed %s at step %" PRId64 "\n", t->o->ckpt, t->step);
+    return UM_OK;
+}
+
+/* A new model of the options' shape over tk's vocabulary, initialised from --seed. */
+static int trainer_new_model(trainer *t, const tokenizer *tk, um_err *e) {
+    opts *o = t->o;
+    o->c.n_vocab = tok_n_vocab(tk);
+    o->c.mask_id = tok_special(tk)->mask;
+    if (tm_new(&t->m, &o->c, e)) return UM_FAIL;
+    tm_init(t->m, o->seed);
+    tm_rand_seed(t->rng, o->seed ^ 0x5eedull);
+    return UM_OK;
+}
+
+/* Threads, workspace and buffers for batches of T tokens; the log (header on a fresh run). */
+static int trainer_start(trainer *t, int T, const char *columns, um_err *e) {
+    const opts *o = t->o;
+    t->B = o->batch;
+    t->T = T;
+    t->pool = pool_new(o->threads);
+    if (tm_ws_new(&t->w, t->m, t->B, pool_threads(t->pool), e)) return UM_FAIL;
+    t->in = um_malloc((size_t)t->B * T * sizeof *t->in);
+    t->tgt = um_malloc((size_t)t->B * T * sizeof *t->tgt);
+    t->wgt = um_malloc((size_t)t->B * sizeof *t->wgt);
+    if (!t->in || !t->tgt || !t->wgt) return um_errf(e, "out of memory");
+    if (o->log && !(t->log = fopen(o->log, "a"))) return um_errf(e, "%s: cannot open: %s", o->log, strerror(errno));
+    if (t->log && t->step == 0) fprintf(t->log, "step\tlr\ttrain_loss\tgrad_norm\t%s\ttokens_per_s\telapsed_s\n", columns);
+    return UM_OK;
+}
+
+static int trainer_run(trainer *t, const train_hooks *h, um_err *e) {
+    const opts *o = t->o;
+    double t_start = um_now(), t_ckpt = t_start, t_log = t_start, loss_acc = 0, t_eval = 0;
     int n_acc = 0;
-    while (step < o->steps) {
-        tm_draw_batch(m, train, n_train, B, T, rng, in, tgt, inv);
-        double loss = tm_step(m, w, pool, in, tgt, inv, B, T, true, NULL);
+    char shown[256], cols[256];
+    while (t->step < o->steps) {
+        double loss = h->batch(t, h->ctx);
         tm_adam adam = o->adam;
-        adam.lr = tm_lr_at(step, o->warmup, o->steps, o->adam.lr, o->lr_min);
-        double gn = tm_adam_update(m, &adam, step + 1);
-        step++;
+        adam.lr = tm_lr_at(t->step, o->warmup, o->steps, o->adam.lr, o->lr_min);
+        double gn = tm_adam_update(t->m, &adam, t->step + 1);
+        t->step++;
         loss_acc += loss;
         n_acc++;
         double now = um_now();
-        bool last = step == o->steps || (o->minutes > 0 && now - t_start > o->minutes * 60);
-        if (step % o->eval_every == 0 || last) {
-            double hl = heldout_loss(m, w, pool, held, n_win, B, 0.5, 7, in, tgt, inv);
-            double tps = (double)n_acc * B * T / (um_now() - t_log);
-            fprintf(stderr, "step %" PRId64 " lr %.2e loss %.4f gnorm %.3f heldout(t=0.5) %.4f  %.0f tok/s\n",
-                    step, adam.lr, loss_acc / n_acc, gn, hl, tps);
-            if (log) {
-                fprintf(log, "%" PRId64 "\t%.3e\t%.4f\t%.3f\t%.4f\t%.0f\t%.0f\n", step, adam.lr, loss_acc / n_acc, gn, hl,
-                        tps, um_now() - t_start);
-                fflush(log);
+        bool last = t->step == o->steps || (o->minutes > 0 && now - t_start > o->minutes * 60);
+        if (t->step % o->eval_every == 0 || last) {
+            double t0 = um_now();
+            h->eval(t, h->ctx, last, shown, cols, sizeof shown);
+            t_eval += um_now() - t0;
+            double tps = (double)n_acc * t->B * t->T / (t0 - t_log);      /* training only */
+            fprintf(stderr, "step %" PRId64 " lr %.2e loss %.4f gnorm %.3f %s  %.0f tok/s\n", t->step, adam.lr,
+                    loss_acc / n_acc, gn, shown, tps);
+            if (t->log) {
+                fprintf(t->log, "%" PRId64 "\t%.3e\t%.4f\t%.3f\t%s\t%.0f\t%.0f\n", t->step, adam.lr, loss_acc / n_acc, gn,
+                        cols, tps, um_now() - t_start);
+                fflush(t->log);
             }
             loss_acc = 0; n_acc = 0; t_log = um_now();
         }
         if (last || now - t_ckpt > o->ckpt_minutes * 60.0) {
-            if (tm_save(m, step, rng, o->ckpt, e)) goto out;
+            if (tm_save(t->m, t->step, t->rng, o->ckpt, e)) return UM_FAIL;
             t_ckpt = now;
         }
         if (last) break;
     }
-    rc = UM_OK;
+    fprintf(stderr, "train: %.0f s, of which evaluation %.0f s\n", um_now() - t_start, t_eval);
+    return UM_OK;
+}
+
+static void trainer_free(trainer *t) {
+    if (t->log) fclose(t->log);
+    free(t->in); free(t->tgt); free(t->wgt);
+    tm_ws_free(t->w);
+    pool_free(t->pool);
+    tm_free(t->m);
+}
+
+/* ------------------------------------------------------------------ text training */
+
+typedef struct text_data {
+    const int32_t *train, *held;    /* token streams (n_train), held-out windows (n_win, T) */
+    size_t n_train;
+    int n_win;
+} text_data;
+
+static double text_batch(trainer *t, void *ctx) {
+    const text_data *d = ctx;
+    tm_draw_batch(t->m, d->train, d->n_train, t->B, t->T, t->rng, t->in, t->tgt, t->wgt);
+    return tm_step(t->m, t->w, t->pool, t->in, t->tgt, t->wgt, t->B, t->T, true, NULL);
+}
+
+static void text_eval(trainer *t, void *ctx, bool last, char *shown, char *cols, size_t cap) {
+    const text_data *d = ctx;
+    double hl = heldout_loss(t->m, t->w, t->pool, d->held, d->n_win, t->B, 0.5, 7, t->in, t->tgt, t->wgt);
+    snprintf(shown, cap, "heldout(t=0.5) %.4f", hl);
+    snprintf(cols, cap, "%.4f", hl);
+}
+
+static int cmd_train(opts *o, um_err *e) {
+    if (!o->tok || !o->ckpt) return um_errf(e, "train: --tok and --ckpt are required");
+    corpus c;
+    tokenizer *tk = NULL;
+    trainer t = { .o = o };
+    int32_t *train = NULL, *held = NULL;
+    int rc = UM_FAIL;
+    size_t n_train = 0, n_held = 0;
+    if (corpus_load(&c, o->files, o->n_files, e) || tok_load_file(&tk, o->tok, e)) goto out;
+    if (corpus_tokens(&c, tk, false, &train, &n_train, e) || corpus_tokens(&c, tk, true, &held, &n_held, e)) goto out;
+    if (trainer_resume(&t, e) || (!t.m && trainer_new_model(&t, tk, e))) goto out;
+    const int T = t.m->c.n_ctx;
+    if (n_train < (size_t)T + 1) { um_errf(e, "train: only %zu training tokens", n_train); goto out; }
+    if (trainer_start(&t, T, "heldout_loss_t05", e)) goto out;
+    text_data d = { train, held, n_train, heldout_windows(held, n_held, T, 16) };
+    fprintf(stderr, "train: %" PRId64 " params, %zu train / %zu held-out tokens, batch %d x %d, %d threads\n",
+            t.m->n_params, n_train, n_held, t.B, T, pool_threads(t.pool));
+    rc = trainer_run(&t, &(train_hooks){ .batch = text_batch, .eval = text_eval, .ctx = &d }, e);
 out:
-    if (log) fclose(log);
-    free(in); free(tgt); free(inv); free(train); free(held);
-    tm_ws_free(w);
-    pool_free(pool);
-    tm_free(m);
+    trainer_free(&t);
+    free(train); free(held);
     tok_free(tk);
     corpus_free(&c);
     return rc;
 }
-
-/* ------------------------------------------------------------------ conditional (SFT) training */
 
 /* --chars with the escapes \n, \t and \\ */
 static int cmd_chars(opts *o, um_err *e) {
@@ -377,6 +450,8 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------ conditional (SFT) training */
+
 /* The example a step trains on: uniform over a prefix that grows to the whole set. */
 static int32_t sft_pick(const opts *o, int64_t step, int32_t n, uint64_t rng[4]) {
     double f = 1.0;
@@ -387,117 +462,78 @@ static int32_t sft_pick(const opts *o, int64_t step, int32_t n, uint64_t rng[4])
     return (int32_t)(tm_rand(rng) % (uint64_t)k);
 }
 
+typedef struct sft_data {
+    const sft_set *train, *held;
+    float *logits;              /* (B, T, n_vocab) evaluation scratch */
+} sft_data;
+
+static double sft_batch(trainer *t, void *ctx) {
+    const sft_set *tr = ((const sft_data *)ctx)->train;
+    const int T = t->T;
+    for (int b = 0; b < t->B; b++) {
+        int32_t k = sft_pick(t->o, t->step, tr->n, t->rng);
+        t->wgt[b] = tm_mask_answer(t->m, tr->seq + (size_t)k * T, T, tr->prompt_len[k], t->rng, t->in + b * T,
+                                   t->tgt + b * T);
+    }
+    return tm_step_norm(t->m, t->w, t->pool, t->in, t->tgt, t->wgt, t->B, T, (double)t->B, true, NULL);
+}
+
+static void sft_report(trainer *t, void *ctx, bool last, char *shown, char *cols, size_t cap) {
+    const sft_data *d = ctx;
+    const opts *o = t->o;
+    sft_eval ev = { 0 };
+    sft_heldout(t->m, t->w, t->pool, d->held, o->heldout_n, t->B, 0.5, 7, t->in, d->logits, &ev);
+    bool solve = last || (o->solve_every > 0 && t->step % o->solve_every == 0);
+    if (!solve) {
+        snprintf(shown, cap, "heldout(t=0.5) %.4f acc %.4f", ev.loss, ev.acc);
+        snprintf(cols, cap, "%.4f\t%.4f\t\t", ev.loss, ev.acc);          /* no solving columns */
+        return;
+    }
+    sft_solve(t->m, t->w, t->pool, d->held, 0, o->solve_n, t->B, t->in, d->logits, &ev);
+    double cells = (double)ev.cells_right / (double)UM_MAX(1, ev.cells);
+    snprintf(shown, cap, "heldout(t=0.5) %.4f acc %.4f solve: cells %.4f solved %d/%d", ev.loss, ev.acc, cells,
+             ev.solved, ev.puzzles);
+    snprintf(cols, cap, "%.4f\t%.4f\t%.4f\t%.4f", ev.loss, ev.acc, cells, (double)ev.solved / (double)UM_MAX(1, ev.puzzles));
+}
+
 static int cmd_train_sft(opts *o, um_err *e) {
     if (!o->tok || !o->ckpt || !o->valid) return um_errf(e, "train --sft: --tok, --ckpt and --valid are required");
     tokenizer *tk = NULL;
-    tm_model *m = NULL;
-    tm_ws *w = NULL;
-    um_pool *pool = NULL;
+    trainer t = { .o = o };
     sft_set tr = { 0 }, va = { 0 };
-    int32_t *in = NULL, *tgt = NULL;
-    float *wgt = NULL, *logits = NULL;
-    FILE *log = NULL;
+    sft_data d = { &tr, &va, NULL };
     int rc = UM_FAIL;
-    int64_t step = 0;
-    uint64_t rng[4];
-    struct stat st;
-    bool resume = !stat(o->ckpt, &st);
-    if (tok_load_file(&tk, o->tok, e)) goto out;
-    if (resume) {
-        if (tm_load(&m, &step, rng, o->ckpt, e)) goto out;
-        fprintf(stderr, "train: resumed %s at step %" PRId64 "\n", o->ckpt, step);
-    } else if (o->init) {
+    if (tok_load_file(&tk, o->tok, e) || trainer_resume(&t, e)) goto out;
+    if (!t.m && o->init) {
         /* fine-tune an exported model: its weights, a fresh optimizer and LR schedule */
-        if (tm_import(&m, o->init, e)) goto out;
-        if (m->c.n_vocab != tok_n_vocab(tk) || m->c.mask_id != tok_special(tk)->mask) {
+        if (tm_import(&t.m, o->init, e)) goto out;
+        if (t.m->c.n_vocab != tok_n_vocab(tk) || t.m->c.mask_id != tok_special(tk)->mask) {
             um_errf(e, "train: --init %s has another vocabulary than --tok %s", o->init, o->tok);
             goto out;
         }
-        tm_rand_seed(rng, o->seed ^ 0x5eedull);
+        tm_rand_seed(t.rng, o->seed ^ 0x5eedull);
         fprintf(stderr, "train: starting from the weights of %s\n", o->init);
     }
-    int max_T = m ? m->c.n_ctx : o->ctx_given ? o->c.n_ctx : 1 << 20;
+    int max_T = t.m ? t.m->c.n_ctx : o->ctx_given ? o->c.n_ctx : 1 << 20;
     if (sft_load(&tr, tk, o->files, o->n_files, o->max_examples, max_T, e) ||
-        sft_load(&va, tk, (char *const *)&o->valid, 1, 0, max_T, e))
+        sft_load(&va, tk, (char *const *)&o->valid, 1, 0, max_T, e) || sft_same_length(&tr, &va, e))
         goto out;
-    if (va.T != tr.T) { um_errf(e, "train: held-out sequences are %d tokens, training ones %d", va.T, tr.T); goto out; }
-    if (!m) {
-        o->c.n_vocab = tok_n_vocab(tk);
-        o->c.mask_id = tok_special(tk)->mask;
+    if (!t.m) {
         if (!o->ctx_given) o->c.n_ctx = tr.T;
-        if (tm_new(&m, &o->c, e)) goto out;
-        tm_init(m, o->seed);
-        tm_rand_seed(rng, o->seed ^ 0x5eedull);
+        if (trainer_new_model(&t, tk, e)) goto out;
     }
-    const int T = tr.T, B = o->batch, V = m->c.n_vocab;
-    pool = pool_new(o->threads);
-    int nt = pool_threads(pool);
-    if (tm_ws_new(&w, m, B, nt, e)) goto out;
-    in = um_malloc((size_t)B * T * sizeof *in);
-    tgt = um_malloc((size_t)B * T * sizeof *tgt);
-    wgt = um_malloc((size_t)B * sizeof *wgt);
-    logits = um_malloc((size_t)B * T * V * sizeof *logits);
-    if (!in || !tgt || !wgt || !logits) { um_errf(e, "out of memory"); goto out; }
-    if (o->log && !(log = fopen(o->log, "a"))) { um_errf(e, "%s: cannot open: %s", o->log, strerror(errno)); goto out; }
-    if (log && step == 0)
-        fprintf(log, "step\tlr\ttrain_loss\tgrad_norm\theldout_loss_t05\theldout_acc_t05\tsolve_cell_acc\tsolve_rate"
-                     "\ttokens_per_s\telapsed_s\n");
+    if (!(d.logits = um_malloc((size_t)o->batch * tr.T * t.m->c.n_vocab * sizeof *d.logits))) {
+        um_errf(e, "out of memory");
+        goto out;
+    }
+    if (trainer_start(&t, tr.T, "heldout_loss_t05\theldout_acc_t05\tsolve_cell_acc\tsolve_rate", e)) goto out;
     fprintf(stderr, "train: %" PRId64 " params, %d training / %d held-out examples of %d tokens, batch %d, %d threads\n",
-            m->n_params, tr.n, va.n, T, B, nt);
-    double t_start = um_now(), t_ckpt = t_start, t_log = t_start, loss_acc = 0, t_eval = 0;
-    int n_acc = 0;
-    while (step < o->steps) {
-        for (int b = 0; b < B; b++) {
-            int32_t k = sft_pick(o, step, tr.n, rng);
-            wgt[b] = tm_mask_answer(m, tr.seq + (size_t)k * T, T, tr.prompt_len[k], rng, in + b * T, tgt + b * T);
-        }
-        double loss = tm_step_norm(m, w, pool, in, tgt, wgt, B, T, (double)B, true, NULL);
-        tm_adam adam = o->adam;
-        adam.lr = tm_lr_at(step, o->warmup, o->steps, o->adam.lr, o->lr_min);
-        double gn = tm_adam_update(m, &adam, step + 1);
-        step++;
-        loss_acc += loss;
-        n_acc++;
-        double now = um_now();
-        bool last = step == o->steps || (o->minutes > 0 && now - t_start > o->minutes * 60);
-        if (step % o->eval_every == 0 || last) {
-            double t0 = um_now();
-            sft_eval ev = { 0 };
-            sft_heldout(m, w, pool, &va, o->heldout_n, B, 0.5, 7, in, logits, &ev);
-            bool solve = last || (o->solve_every > 0 && step % o->solve_every == 0);
-            if (solve) sft_solve(m, w, pool, &va, 0, o->solve_n, B, in, logits, &ev);
-            t_eval += um_now() - t0;
-            double tps = (double)n_acc * B * T / (t0 - t_log);
-            fprintf(stderr, "step %" PRId64 " lr %.2e loss %.4f gnorm %.3f heldout(t=0.5) %.4f acc %.4f", step, adam.lr,
-                    loss_acc / n_acc, gn, ev.loss, ev.acc);
-            if (solve) fprintf(stderr, " solve: cells %.4f solved %d/%d", (double)ev.cells_right / (double)UM_MAX(1, ev.cells),
-                               ev.solved, ev.puzzles);
-            fprintf(stderr, "  %.0f tok/s\n", tps);
-            if (log) {
-                fprintf(log, "%" PRId64 "\t%.3e\t%.4f\t%.3f\t%.4f\t%.4f\t", step, adam.lr, loss_acc / n_acc, gn, ev.loss, ev.acc);
-                if (solve) fprintf(log, "%.4f\t%.4f", (double)ev.cells_right / (double)UM_MAX(1, ev.cells),
-                                   (double)ev.solved / (double)UM_MAX(1, ev.puzzles));
-                else fprintf(log, "\t");
-                fprintf(log, "\t%.0f\t%.0f\n", tps, um_now() - t_start);
-                fflush(log);
-            }
-            loss_acc = 0; n_acc = 0; t_log = um_now();
-        }
-        if (last || now - t_ckpt > o->ckpt_minutes * 60.0) {
-            if (tm_save(m, step, rng, o->ckpt, e)) goto out;
-            t_ckpt = now;
-        }
-        if (last) break;
-    }
-    fprintf(stderr, "train: %.0f s, of which evaluation %.0f s\n", um_now() - t_start, t_eval);
-    rc = UM_OK;
+            t.m->n_params, tr.n, va.n, tr.T, t.B, pool_threads(t.pool));
+    rc = trainer_run(&t, &(train_hooks){ .batch = sft_batch, .eval = sft_report, .ctx = &d }, e);
 out:
-    if (log) fclose(log);
-    free(in); free(tgt); free(wgt); free(logits);
+    trainer_free(&t);
+    free(d.logits);
     sft_free(&tr); sft_free(&va);
-    tm_ws_free(w);
-    pool_free(pool);
-    tm_free(m);
     tok_free(tk);
     return rc;
 }

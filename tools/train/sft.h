@@ -2,8 +2,10 @@
  * sft: prompt/answer examples for conditional (supervised fine-tuning) training, read from
  * JSONL files and tokenized the way unmask builds its canvas.
  *
- * Each line of a file is a JSON object with string fields "prompt" and "answer" (other
- * fields are ignored; blank lines are skipped). An example becomes one sequence of T tokens:
+ * The files are task files as `unmask eval` reads them (tasks.h): each line a JSON object
+ * with a string "prompt" and an "answer" (a string, or a number taken as its text); other
+ * fields are ignored, blank lines skipped, and a file with no example is an error. An
+ * example becomes one sequence of T tokens:
  *   [prompt tokens][answer tokens][<|endoftext|> padding up to T]
  * where the prompt is encoded as `unmask generate` encodes a prompt with no chat template
  * (special tokens parsed, BOS added when the file asks for it, no EOS) and the answer as
@@ -25,13 +27,17 @@ typedef struct sft_set {
     int32_t *seq;               /* (n, T) token ids */
     int32_t *prompt_len;        /* (n) tokens of the prompt part of each sequence */
     int32_t  n, T;
+    char    *longest;           /* "FILE:LINE" of the first example of T tokens (heap) */
 } sft_set;
 
 /* Read at most max_examples (0: all) examples from the files, in file then line order.
  * Fails with "FILE:LINE: ..." on a line that is not such an object, or when an example is
- * longer than max_T tokens. */
+ * longer than max_T tokens; with "FILE: ..." on a file that cannot be read or has no example. */
 int  sft_load(sft_set *out, const tokenizer *tk, char *const *paths, int n_paths, int max_examples, int max_T,
               um_err *e);
+/* Held-out sequences must be as long as the training ones: UM_OK, or a message naming the
+ * longest example of each set. */
+int  sft_same_length(const sft_set *train, const sft_set *held, um_err *e);
 void sft_free(sft_set *s);
 
 typedef struct sft_eval {
@@ -51,9 +57,5 @@ void sft_heldout(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int
  * scoring, one token per step, temperature 0. Adds to ev's cells, cells_right, puzzles, solved. */
 void sft_solve(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, int n, int B, int32_t *in,
                float *logits, sft_eval *ev);
-
-/* The string fields "prompt" and "answer" of one JSON object line (heap, NUL-terminated:
- * free() both). Exposed for tests. */
-int  sft_parse_line(const char *line, size_t len, char **prompt, char **answer, um_err *e);
 
 #endif
