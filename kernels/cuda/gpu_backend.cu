@@ -17,7 +17,7 @@
  * them through every layer as a compact set, and before each attention loads the layer's
  * cached K/V for every position into the ordinary K/V buffers and scatters the active rows'
  * fresh K/V (computed into the cache's own scratch) over them: the stored cache is never
- * written by a partial pass.
+ * written by a partial pass. The cache's buffers: gpu_cache.cu.
  *
  * Invariants: one stream; nothing allocated in run() or run_kv(); every CUDA error becomes a
  * one-line um_err naming the call; the layer structure mirrors forward.c's run_pass line for
@@ -42,6 +42,7 @@ extern "C" {
 #include "util.h"
 }
 #include "gpu_backend.h"
+#include "gpu_cache.h"
 #include "gpu_kernels.cuh"
 #include "gpu_pack.h"
 
@@ -118,26 +119,6 @@ typedef struct gpu_impl {
     uint32_t *st_host;                          /* (4 + 2 * TOPK, T) statistics bits: argmax, p1, p2,
                                                  * entropy (T each), top ids, top p (T * TOPK each) */
 } gpu_impl;
-
-/* The K/V cache of partial passes (backend.h): every layer's K and V, after QK-norm and
- * RoPE, for every canvas position, as the last full pass computed them, in device memory.
- * Partial passes read it and never write it; their own active rows' K/V go to kc/vc. */
-struct um_kvcache {
-    int       kind;                             /* GPU_KV_F32, F16 or Q8_0 */
-    int       n_layer, max_tokens, nkv;         /* nkv: floats of one position's K in one layer */
-    uint64_t  row_bytes;                        /* such a row as stored */
-    uint8_t  *k, *v;                            /* device (n_layer, max_tokens, row_bytes) */
-    float    *kc, *vc;                          /* device (max_tokens, nkv): a partial pass's fresh K/V */
-    int      *pos_d, *qpos_d;                   /* device (max_tokens): carried rows', head rows' positions */
-    float    *drift_d;                          /* device (max_tokens): per active row K drift */
-    int32_t  *tok;                              /* host (max_tokens): the canvas of the last full pass */
-    int       n_tokens;                         /* its length; 0: holds no canvas */
-    int32_t  *slot;                             /* host (max_tokens): position -> active index, or -1 */
-    int32_t  *tok_sel, *hrow, *pos_host, *qpos_host;  /* host (max_tokens) mirrors of a partial pass */
-    float    *drift_host;                       /* host (max_tokens) */
-    uint64_t  bytes;                            /* k and v (what kv_bytes reports; kc, vc and the
-                                                 * index arrays come on top, one layer's worth) */
-};
 
 /* ------------------------------------------------------------------ weights */
 
@@ -746,69 +727,14 @@ static int gpu_reserve(void *impl, int max_tokens, um_err *e) {
 
 /* ------------------------------------------------------------------ K/V cache */
 
-static void gpu_kv_free(um_kvcache *kv) {
-    if (!kv) return;
-    void *dev[] = { kv->k, kv->v, kv->kc, kv->vc, kv->pos_d, kv->qpos_d, kv->drift_d };
-    for (size_t i = 0; i < UM_ARRAY_LEN(dev); i++) cudaFree(dev[i]);   /* waits for work using them */
-    void *host[] = { kv->tok, kv->slot, kv->tok_sel, kv->hrow, kv->pos_host, kv->qpos_host, kv->drift_host };
-    for (size_t i = 0; i < UM_ARRAY_LEN(host); i++) free(host[i]);
-    free(kv);
-}
-
-static uint64_t gpu_kv_bytes(const um_kvcache *kv) { return kv ? kv->bytes : 0; }
-
 static int gpu_kv_new(void *impl, uint32_t type, int max_tokens, um_kvcache **out, um_err *e) {
     gpu_impl *g = (gpu_impl *)impl;
     *out = NULL;
-    const um_hparams *hp = &g->m->hp;
-    const int nkv = hp->n_head_kv * hp->head_dim;
-    const int kind = type == UM_TYPE_F32 ? GPU_KV_F32 : type == UM_TYPE_F16 ? GPU_KV_F16
-                   : type == UM_TYPE_Q8_0 ? GPU_KV_Q8_0 : -1;
-    if (kind < 0) return um_errf(e, "K/V cache type %s: only f32, f16 and q8_0 are supported", um_type_name(type));
-    if (kind == GPU_KV_Q8_0 && nkv % 32)
-        return um_errf(e, "K/V cache type %s stores rows of a multiple of %u values; this model's K rows have %d",
-                       um_type_name(type), um_type_blck(type), nkv);
-    if (max_tokens <= 0) return um_errf(e, "K/V cache: max_tokens must be positive");
-    const uint64_t rb = gpu_kv_row_bytes(kind, nkv), T = (uint64_t)max_tokens;
-    const uint64_t per = (uint64_t)hp->n_layer * T * rb;
-    const uint64_t scratch = 2 * T * (uint64_t)nkv * 4 + 3 * T * 4;
-    char what[128];
-    snprintf(what, sizeof what, "a %s K/V cache of %.2f GiB for %d tokens", um_type_name(type), (double)(2 * per) / GIB,
-             max_tokens);
-    if (mem_check(2 * per + scratch, what, e)) return UM_FAIL;
-    um_kvcache *kv = (um_kvcache *)calloc(1, sizeof *kv);
-    if (!kv) return um_errf(e, "out of memory");
-    kv->kind = kind;
-    kv->n_layer = hp->n_layer;
-    kv->max_tokens = max_tokens;
-    kv->nkv = nkv;
-    kv->row_bytes = rb;
-    kv->bytes = 2 * per;
-    struct { void **p; uint64_t bytes; } want[] = {
-        { (void **)&kv->k, per }, { (void **)&kv->v, per }, { (void **)&kv->kc, T * nkv * 4 },
-        { (void **)&kv->vc, T * nkv * 4 }, { (void **)&kv->pos_d, T * 4 }, { (void **)&kv->qpos_d, T * 4 },
-        { (void **)&kv->drift_d, T * 4 },
-    };
-    for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
-        cudaError_t err = cudaMalloc(want[i].p, want[i].bytes);
-        if (err != cudaSuccess) {
-            gpu_kv_free(kv);
-            return um_errf(e, "CUDA out of memory for %s (%" PRIu64 " bytes): %s", what, want[i].bytes, cudaGetErrorString(err));
-        }
-    }
-    kv->tok = (int32_t *)calloc(T, 4);
-    kv->slot = (int32_t *)malloc(T * 4);
-    kv->tok_sel = (int32_t *)malloc(T * 4);
-    kv->hrow = (int32_t *)malloc(T * 4);
-    kv->pos_host = (int32_t *)malloc(T * 4);
-    kv->qpos_host = (int32_t *)malloc(T * 4);
-    kv->drift_host = (float *)malloc(T * 4);
-    if (!kv->tok || !kv->slot || !kv->tok_sel || !kv->hrow || !kv->pos_host || !kv->qpos_host || !kv->drift_host) {
-        gpu_kv_free(kv);
-        return um_errf(e, "out of memory");
-    }
-    *out = kv;
-    return UM_OK;
+    uint64_t need = 0;
+    char what[96];
+    snprintf(what, sizeof what, "a %s K/V cache for %d tokens", um_type_name(type), max_tokens);
+    if (gpu_cache_plan(&g->m->hp, type, max_tokens, &need, e) || mem_check(need, what, e)) return UM_FAIL;
+    return gpu_cache_new(&g->m->hp, type, max_tokens, out, e);
 }
 
 static int gpu_run_kv(void *impl, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
@@ -914,8 +840,8 @@ extern "C" int gpu_backend_open(um_backend *out, const um_model *m, int max_toke
     out->kernel_name = gpu_kernel_name;
     out->free = gpu_free;
     out->kv_new = gpu_kv_new;
-    out->kv_free = gpu_kv_free;
-    out->kv_bytes = gpu_kv_bytes;
+    out->kv_free = gpu_cache_free;
+    out->kv_bytes = gpu_cache_bytes;
     out->run_kv = gpu_run_kv;
     return UM_OK;
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
-# emu-check: runs the CUDA backend's host code (kernels/cuda/gpu_backend.cu: memory plan, weight
-# repacking and upload, buffers, layer orchestration, row subset, MoE routing flow, row
-# statistics) on the CPU, with the device kernels replaced by their CPU references
+# emu-check: runs the CUDA backend's host code (kernels/cuda/gpu_backend.cu and gpu_cache.cu:
+# memory plan, weight repacking and upload, buffers, layer orchestration, row subset, MoE
+# routing flow, row statistics, the K/V cache) on the CPU, with the device kernels replaced by their CPU references
 # (tests/gpu/emu/), under AddressSanitizer, and compares whole passes with the CPU backend
 # via forward_check (the plain pass and the K/V cache's full and partial passes); engine_check
 # runs the engine on it with --cache dual against the CPU backend, on all four architectures.
@@ -18,11 +18,12 @@ SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=
 FLAGS="-O1 -g $SAN -Itests/gpu/emu $INC -D_GNU_SOURCE"
 LIBS="$(pkg-config --libs ncursesw libutf8proc 2>/dev/null) -lm -lpthread"
 $CXX -std=c++17 $FLAGS -x c++ -c kernels/cuda/gpu_backend.cu -o "$OUT/gpu_backend.o" &&
+$CXX -std=c++17 $FLAGS -x c++ -c kernels/cuda/gpu_cache.cu -o "$OUT/gpu_cache.o" &&
 $CXX -std=c++17 $FLAGS -c tests/gpu/emu/emu_kernels.cpp -o "$OUT/emu_kernels.o" &&
 cc -std=c11 $FLAGS -c tests/gpu/forward_check.c -o "$OUT/forward_check.o" &&
 cc -std=c11 $FLAGS -c tests/gpu/engine_check.c -o "$OUT/engine_check.o" &&
-$CXX $SAN -o "$OUT/forward_check" "$OUT/forward_check.o" "$OUT/gpu_backend.o" "$OUT/emu_kernels.o" $LIBOBJ $LIBS &&
-$CXX $SAN -o "$OUT/engine_check" "$OUT/engine_check.o" "$OUT/gpu_backend.o" "$OUT/emu_kernels.o" $LIBOBJ $LIBS ||
+$CXX $SAN -o "$OUT/forward_check" "$OUT/forward_check.o" "$OUT/gpu_backend.o" "$OUT/gpu_cache.o" "$OUT/emu_kernels.o" $LIBOBJ $LIBS &&
+$CXX $SAN -o "$OUT/engine_check" "$OUT/engine_check.o" "$OUT/gpu_backend.o" "$OUT/gpu_cache.o" "$OUT/emu_kernels.o" $LIBOBJ $LIBS ||
     { echo "emu-check: build failed"; exit 1; }
 pass=0
 fail=0
