@@ -11,9 +11,17 @@
  * back so routing and grouping run on the CPU with ops_moe_route/ops_moe_group (the exact
  * CPU choice, ties included); the expert FFNs then run on the GPU per expert.
  *
- * Invariants: one stream; nothing allocated in run(); every CUDA error becomes a one-line
- * um_err naming the call; the layer structure mirrors forward_run() line for line
- * (including the last layer's row subset), so the two backends differ only by arithmetic.
+ * Partial passes (kv_new / run_kv, forward_run_kv's contract): the K/V cache lives in device
+ * memory (F32, F16 or Q8_0 rows, as on the CPU). A full pass with a cache stores each
+ * layer's K and V after RoPE; a partial pass uploads only the active rows' embeddings, runs
+ * them through every layer as a compact set, and before each attention loads the layer's
+ * cached K/V for every position into the ordinary K/V buffers and scatters the active rows'
+ * fresh K/V (computed into the cache's own scratch) over them: the stored cache is never
+ * written by a partial pass. The cache's buffers: gpu_cache.cu.
+ *
+ * Invariants: one stream; nothing allocated in run() or run_kv(); every CUDA error becomes a
+ * one-line um_err naming the call; the layer structure mirrors forward.c's run_pass line for
+ * line (including the last layer's row subset), so the two backends differ only by arithmetic.
  */
 #include <cuda_runtime.h>
 #include <inttypes.h>
@@ -34,6 +42,7 @@ extern "C" {
 #include "util.h"
 }
 #include "gpu_backend.h"
+#include "gpu_cache.h"
 #include "gpu_kernels.cuh"
 #include "gpu_pack.h"
 
@@ -464,21 +473,39 @@ static int ffn(gpu_impl *g, int il, int n, um_err *e) {
 
 /* ------------------------------------------------------------------ the table */
 
-/* One transformer layer over the canvas of T tokens (n_rows rows wanted at the end). */
-static int run_layer(gpu_impl *g, int il, int T, int n_rows, um_err *e) {
+/* What one pass carries through the layers: every canvas position (a plain or a
+ * cache-filling full pass), or only the active rows of a partial pass, whose attention
+ * reads the cache's K/V for every other position (forward.c's run_pass, the same steps). */
+typedef struct gpu_pass {
+    int         T;              /* canvas tokens: the keys of every attention */
+    int         N;              /* rows carried through the layers (T, or the active count) */
+    int         n_rows;         /* rows for the head, as indices among the carried rows (g->rows) */
+    const int  *cpos;           /* device (N): canvas positions of the carried rows */
+    const int  *qpos;           /* device (n_rows): positions of the head rows (q's RoPE, last layer) */
+    um_kvcache *kv;             /* NULL: no cache */
+    bool        partial;        /* read kv (a full pass with kv stores into it) */
+    bool        drift;          /* partial: measure the active rows' K drift at the last layer */
+} gpu_pass;
+
+/* One transformer layer of pass p. */
+static int run_layer(gpu_impl *g, int il, const gpu_pass *p, um_err *e) {
     const um_model *m = g->m;
     const um_hparams *hp = &m->hp;
     const int E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
     const int NQ = H * HD, NKV = HKV * HD;
     const int neox = m->arch->rope_neox ? 1 : 0;
     const gpu_layer *gl = &g->layers[il];
+    const int N = p->N, T = p->T, n_rows = p->n_rows;
+    um_kvcache *kv = p->kv;
     /* On the last layer only the rows the head needs go past the attention (as forward.c). */
-    const bool subset = il == hp->n_layer - 1 && n_rows < T;
-    const int nq = subset ? n_rows : T;
+    const bool subset = il == hp->n_layer - 1 && n_rows < N;
+    const int nq = subset ? n_rows : N;
+    /* a partial pass computes the active rows' K/V apart, then lays them over the cache's */
+    float *kd = p->partial ? kv->kc : g->k, *vd = p->partial ? kv->vc : g->v;
 
-    KL(gpu_rmsnorm(g->xn, g->x, gl->attn_norm, T, E, hp->norm_eps, g->st), "rmsnorm");
-    gpu_act a = make_act(g, g->xn, T, E);
-    if (linear(g, &gl->wk, &a, g->k, NKV, gl->bk, 0, e) || linear(g, &gl->wv, &a, g->v, NKV, gl->bv, 0, e))
+    KL(gpu_rmsnorm(g->xn, g->x, gl->attn_norm, N, E, hp->norm_eps, g->st), "rmsnorm");
+    gpu_act a = make_act(g, g->xn, N, E);
+    if (linear(g, &gl->wk, &a, kd, NKV, gl->bk, 0, e) || linear(g, &gl->wv, &a, vd, NKV, gl->bv, 0, e))
         return UM_FAIL;
     if (subset) {
         KL(gpu_gather_rows(g->hidden, g->xn, g->rows, n_rows, E, g->st), "gather rows");
@@ -489,10 +516,28 @@ static int run_layer(gpu_impl *g, int il, int T, int n_rows, um_err *e) {
     }
     if (m->arch->qk_norm) {
         KL(gpu_rmsnorm(g->q, g->q, gl->q_norm, nq * H, HD, hp->norm_eps, g->st), "q norm");
-        KL(gpu_rmsnorm(g->k, g->k, gl->k_norm, T * HKV, HD, hp->norm_eps, g->st), "k norm");
+        KL(gpu_rmsnorm(kd, kd, gl->k_norm, N * HKV, HD, hp->norm_eps, g->st), "k norm");
     }
-    KL(gpu_rope(g->q, subset ? g->rows : g->pos, nq, H, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope q");
-    KL(gpu_rope(g->k, g->pos, T, HKV, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope k");
+    KL(gpu_rope(g->q, subset ? p->qpos : p->cpos, nq, H, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope q");
+    KL(gpu_rope(kd, p->cpos, N, HKV, HD, hp->n_rot, neox, g->cos_t, g->sin_t, g->st), "rope k");
+    if (kv) {
+        uint8_t *ck = kv->k + (uint64_t)il * kv->max_tokens * kv->row_bytes;
+        uint8_t *cv = kv->v + (uint64_t)il * kv->max_tokens * kv->row_bytes;
+        if (!p->partial) {
+            KL(gpu_kv_store(ck, g->k, T, NKV, kv->kind, g->st), "store K");
+            KL(gpu_kv_store(cv, g->v, T, NKV, kv->kind, g->st), "store V");
+        } else {
+            /* every position's cached K/V, then the active rows' fresh ones over them */
+            KL(gpu_kv_load(g->k, ck, T, NKV, kv->kind, g->st), "load K");
+            KL(gpu_kv_load(g->v, cv, T, NKV, kv->kind, g->st), "load V");
+            if (p->drift && il == hp->n_layer - 1) {
+                KL(gpu_row_drift(kv->drift_d, kv->kc, g->k, p->cpos, N, NKV, g->st), "K drift");
+                CK(cudaMemcpyAsync(kv->drift_host, kv->drift_d, (size_t)N * 4, cudaMemcpyDeviceToHost, g->st), "drift copy");
+            }
+            KL(gpu_scatter_rows(g->k, kv->kc, p->cpos, N, NKV, g->st), "scatter K");
+            KL(gpu_scatter_rows(g->v, kv->vc, p->cpos, N, NKV, g->st), "scatter V");
+        }
+    }
     KL(gpu_attention(g->att, g->q, g->k, g->v, nq, T, H, HKV, HD, g->st), "attention");
     if (subset) {
         KL(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
@@ -528,7 +573,8 @@ static int run_graph(gpu_impl *g, int T, um_err *e) {
         }
         um_err ce = { "" };
         int rc = UM_OK;
-        for (int il = 0; il < L && !rc; il++) rc = run_layer(g, il, T, T, &ce);
+        const gpu_pass plain = { T, T, T, g->pos, g->rows, NULL, false, false };
+        for (int il = 0; il < L && !rc; il++) rc = run_layer(g, il, &plain, &ce);
         cudaError_t err = cudaStreamEndCapture(g->st, &graph);
         if (!rc && err == cudaSuccess) err = cudaGraphInstantiate(&g->graph, graph, 0);
         if (graph) cudaGraphDestroy(graph);
@@ -545,9 +591,11 @@ static int run_graph(gpu_impl *g, int T, um_err *e) {
 }
 
 /* The whole pass up to the logits of rows[0..n_rows) in g->logits (n_rows, n_vocab), on
- * the stream (not synchronised). */
-static int forward_logits(gpu_impl *g, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows,
-                          um_err *e) {
+ * the stream (not synchronised): a plain pass (kv NULL), a full pass that fills kv (act
+ * NULL), or a partial pass over the active rows act[0..n_act) reading kv (backend.h). The
+ * argument checks and their messages are forward.c's run_pass's. */
+static int forward_logits(gpu_impl *g, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *act,
+                          int n_act, const int32_t *rows, int n_rows, bool drift, um_err *e) {
     const um_model *m = g->m;
     const um_hparams *hp = &m->hp;
     if (n_tokens <= 0 || n_tokens > g->T)
@@ -555,20 +603,60 @@ static int forward_logits(gpu_impl *g, const int32_t *tokens, int n_tokens, cons
     if (n_rows < 0 || n_rows > n_tokens) return um_errf(e, "bad row count %d", n_rows);
     for (int i = 0; i < n_rows; i++)
         if (rows[i] < 0 || rows[i] >= n_tokens) return um_errf(e, "row %d outside the canvas", rows[i]);
+    if (kv && n_tokens > kv->max_tokens)
+        return um_errf(e, "canvas of %d tokens exceeds the K/V cache's %d", n_tokens, kv->max_tokens);
     const int T = n_tokens, E = hp->n_embd;
+    const bool partial = act != NULL;
+    gpu_pass p = { T, T, n_rows, g->pos, g->rows, kv, partial, partial && drift };
+    const int32_t *ctok = tokens;             /* tokens of the carried rows */
+    const int32_t *hrow = rows;               /* head rows among the carried rows */
+    if (partial) {
+        if (kv->n_tokens != T)
+            return um_errf(e, "the K/V cache holds no canvas of %d tokens (a full pass fills it)", T);
+        if (n_act <= 0 || n_act > T) return um_errf(e, "bad active row count %d", n_act);
+        for (int i = 0; i < T; i++) kv->slot[i] = -1;
+        for (int i = 0; i < n_act; i++) {
+            const int q = act[i];
+            if (q < 0 || q >= T) return um_errf(e, "active row %d outside the canvas", q);
+            if (kv->slot[q] >= 0) return um_errf(e, "active row %d given twice", q);
+            kv->slot[q] = i;
+            kv->tok_sel[i] = tokens[q];
+            kv->pos_host[i] = q;
+        }
+        for (int i = 0; i < n_rows; i++) {
+            if (kv->slot[rows[i]] < 0) return um_errf(e, "logits row %d is not an active row", rows[i]);
+            kv->hrow[i] = kv->slot[rows[i]];
+        }
+        p.N = n_act;
+        p.cpos = kv->pos_d;
+        p.qpos = kv->qpos_d;
+        ctok = kv->tok_sel;
+        hrow = kv->hrow;
+    } else if (kv) {
+        kv->n_tokens = 0;                     /* holds no canvas until this pass completes */
+    }
+    const int N = p.N;
 
-    if (ops_embed(NULL, g->x_host, m->tok_embd.data, (um_type)m->tok_embd.type, hp->n_vocab, E, tokens, T, e))
+    if (ops_embed(NULL, g->x_host, m->tok_embd.data, (um_type)m->tok_embd.type, hp->n_vocab, E, ctok, N, e))
         return UM_FAIL;
-    CK(cudaMemcpyAsync(g->x, g->x_host, (size_t)T * E * 4, cudaMemcpyHostToDevice, g->st), "upload embeddings");
-    memcpy(g->rows_host, rows, (size_t)n_rows * 4);
+    CK(cudaMemcpyAsync(g->x, g->x_host, (size_t)N * E * 4, cudaMemcpyHostToDevice, g->st), "upload embeddings");
+    memcpy(g->rows_host, hrow, (size_t)n_rows * 4);
     if (n_rows) CK(cudaMemcpyAsync(g->rows, g->rows_host, (size_t)n_rows * 4, cudaMemcpyHostToDevice, g->st), "upload rows");
+    if (partial) {
+        /* the canvas positions of the carried rows and of the head rows (q's RoPE) */
+        CK(cudaMemcpyAsync(kv->pos_d, kv->pos_host, (size_t)N * 4, cudaMemcpyHostToDevice, g->st), "upload positions");
+        memcpy(kv->qpos_host, rows, (size_t)n_rows * 4);
+        if (n_rows)
+            CK(cudaMemcpyAsync(kv->qpos_d, kv->qpos_host, (size_t)n_rows * 4, cudaMemcpyHostToDevice, g->st), "upload positions");
+    }
 
-    const int done = run_graph(g, T, e);
+    /* the CUDA graph holds the plain pass's layers; cached passes launch layer by layer */
+    const int done = kv ? 0 : run_graph(g, T, e);
     if (done < 0) return UM_FAIL;
     for (int il = done; il < hp->n_layer; il++)
-        if (run_layer(g, il, T, n_rows, e)) return UM_FAIL;
+        if (run_layer(g, il, &p, e)) return UM_FAIL;
     if (n_rows == 0) return UM_OK;
-    if (n_rows < T) CK(cudaMemcpyAsync(g->hidden, g->x, (size_t)n_rows * E * 4, cudaMemcpyDeviceToDevice, g->st), "copy rows");
+    if (n_rows < N) CK(cudaMemcpyAsync(g->hidden, g->x, (size_t)n_rows * E * 4, cudaMemcpyDeviceToDevice, g->st), "copy rows");
     else KL(gpu_gather_rows(g->hidden, g->x, g->rows, n_rows, E, g->st), "gather rows");
     KL(gpu_rmsnorm(g->hidden, g->hidden, g->output_norm, n_rows, E, hp->norm_eps, g->st), "output norm");
     gpu_act ah = make_act(g, g->hidden, n_rows, E);
@@ -578,7 +666,7 @@ static int forward_logits(gpu_impl *g, const int32_t *tokens, int n_tokens, cons
 static int gpu_run(void *impl, const int32_t *tokens, int n_tokens, const int32_t *rows, int n_rows, float *logits,
                    um_err *e) {
     gpu_impl *g = (gpu_impl *)impl;
-    if (forward_logits(g, tokens, n_tokens, rows, n_rows, e)) return UM_FAIL;
+    if (forward_logits(g, NULL, tokens, n_tokens, NULL, 0, rows, n_rows, false, e)) return UM_FAIL;
     if (n_rows)
         CK(cudaMemcpyAsync(logits, g->logits, (size_t)n_rows * g->m->hp.n_vocab * 4, cudaMemcpyDeviceToHost, g->st),
            "logits copy");
@@ -590,7 +678,7 @@ extern "C" int gpu_backend_run_stats(void *impl, const int32_t *tokens, int n_to
                                      float temp, gpu_row_stat *out, um_err *e) {
     gpu_impl *g = (gpu_impl *)impl;
     if (!(temp > 0)) return um_errf(e, "temperature %g: the row statistics need temp > 0", (double)temp);
-    if (forward_logits(g, tokens, n_tokens, rows, n_rows, e)) return UM_FAIL;
+    if (forward_logits(g, NULL, tokens, n_tokens, NULL, 0, rows, n_rows, false, e)) return UM_FAIL;
     if (n_rows) {
         const int V = g->m->hp.n_vocab;
         KL(gpu_row_stats(g->logits, n_rows, V, temp, g->st_arg, g->st_p1, g->st_p2, g->st_ent, GPU_STATS_TOPK,
@@ -635,6 +723,44 @@ static int gpu_reserve(void *impl, int max_tokens, um_err *e) {
     if (mem_check(grow, what, e)) return UM_FAIL;
     CK(cudaStreamSynchronize(g->st), "sync");
     return alloc_acts(g, max_tokens, e);
+}
+
+/* ------------------------------------------------------------------ K/V cache */
+
+static int gpu_kv_new(void *impl, uint32_t type, int max_tokens, um_kvcache **out, um_err *e) {
+    gpu_impl *g = (gpu_impl *)impl;
+    *out = NULL;
+    uint64_t need = 0;
+    char what[96];
+    snprintf(what, sizeof what, "a %s K/V cache for %d tokens", um_type_name(type), max_tokens);
+    if (gpu_cache_plan(&g->m->hp, type, max_tokens, &need, e) || mem_check(need, what, e)) return UM_FAIL;
+    return gpu_cache_new(&g->m->hp, type, max_tokens, out, e);
+}
+
+static int gpu_run_kv(void *impl, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
+                      int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
+    gpu_impl *g = (gpu_impl *)impl;
+    if (!kv) return um_errf(e, "run_kv: no K/V cache");
+    if (kv->nkv != g->m->hp.n_head_kv * g->m->hp.head_dim || kv->n_layer != g->m->hp.n_layer)
+        return um_errf(e, "run_kv: the K/V cache was made for another model");
+    if (drift) *drift = 0;
+    if (forward_logits(g, kv, tokens, n_tokens, active, n_active, rows, n_rows, drift != NULL, e)) return UM_FAIL;
+    if (n_rows)
+        CK(cudaMemcpyAsync(logits, g->logits, (size_t)n_rows * g->m->hp.n_vocab * 4, cudaMemcpyDeviceToHost, g->st),
+           "logits copy");
+    CK(cudaStreamSynchronize(g->st), "forward pass");
+    if (!active) {
+        memcpy(kv->tok, tokens, (size_t)n_tokens * sizeof *tokens);
+        kv->n_tokens = n_tokens;
+    } else if (drift) {
+        /* mean over the active rows whose token is the one the cache was filled with */
+        double sum = 0;
+        int cnt = 0;
+        for (int i = 0; i < n_active; i++)
+            if (tokens[active[i]] == kv->tok[active[i]]) { sum += kv->drift_host[i]; cnt++; }
+        *drift = cnt ? (float)(sum / cnt) : 0.0f;
+    }
+    return UM_OK;
 }
 
 static const char *gpu_kernel_name(void *impl) { return ((gpu_impl *)impl)->kname; }
@@ -713,5 +839,9 @@ extern "C" int gpu_backend_open(um_backend *out, const um_model *m, int max_toke
     out->reserve = gpu_reserve;
     out->kernel_name = gpu_kernel_name;
     out->free = gpu_free;
+    out->kv_new = gpu_kv_new;
+    out->kv_free = gpu_cache_free;
+    out->kv_bytes = gpu_cache_bytes;
+    out->run_kv = gpu_run_kv;
     return UM_OK;
 }

@@ -515,6 +515,110 @@ cudaError_t gpu_moe_combine(float *out, const float *y, const float *w, const in
     return cudaGetLastError();
 }
 
+/* ------------------------------------------------------------------ K/V cache
+ * Store and load convert between float rows and the cache's storage; the partial pass
+ * loads a layer's cached rows, then scatters the active rows' fresh K/V over them. */
+
+/* F32 / F16: one thread per value. */
+__global__ void k_kv_store_flat(void *dst, const float *x, int64_t n, int kind) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (kind == GPU_KV_F32) ((float *)dst)[i] = x[i];
+    else ((unsigned short *)dst)[i] = __half_as_ushort(__float2half_rn(x[i]));
+}
+
+/* Q8_0: one warp per block of 32 values, as quant.c's um_quantize_q8_0 (d = amax / 127,
+ * id = 1 / d in IEEE division, q = roundf(x * id); the block holds d as f16, then q). */
+__global__ void k_kv_store_q8_0(uint8_t *dst, const float *x, int n_rows, int width) {
+    const int nb = width / 32;
+    const int64_t id = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    if (id >= (int64_t)n_rows * nb) return;
+    const int64_t row = id / nb;
+    const int b = (int)(id % nb);
+    const float v = x[row * width + (int64_t)b * 32 + lane];
+    float amax = fabsf(v);
+    for (int o = 16; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float d = __fdiv_rn(amax, 127.0f), inv = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+    uint8_t *blk = dst + (uint64_t)row * (uint64_t)(34 * nb) + (uint64_t)b * 34;
+    if (lane == 0) *(unsigned short *)blk = __half_as_ushort(__float2half_rn(d));
+    blk[2 + lane] = (uint8_t)(int8_t)roundf(__fmul_rn(v, inv));
+}
+
+__global__ void k_kv_load(float *y, const void *src, int64_t n, int kind) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (kind == GPU_KV_F32) y[i] = ((const float *)src)[i];
+    else if (kind == GPU_KV_F16) y[i] = __half2float(__ushort_as_half(((const unsigned short *)src)[i]));
+    else {   /* Q8_0: value i of the contiguous rows is value i % 32 of block i / 32 */
+        const uint8_t *blk = (const uint8_t *)src + (i / 32) * 34;
+        const float d = __half2float(__ushort_as_half(*(const unsigned short *)blk));
+        y[i] = __fmul_rn((float)(int8_t)blk[2 + i % 32], d);
+    }
+}
+
+cudaError_t gpu_kv_store(void *dst, const float *x, int n_rows, int width, int kind, cudaStream_t st) {
+    const int64_t n = (int64_t)n_rows * width;
+    if (n <= 0) return cudaSuccess;
+    if (kind == GPU_KV_Q8_0) {
+        if (width % 32) return cudaErrorInvalidValue;
+        const int64_t blocks = n / 32;
+        k_kv_store_q8_0<<<(unsigned)((blocks + 7) / 8), 256, 0, st>>>((uint8_t *)dst, x, n_rows, width);
+    } else if (kind == GPU_KV_F32 || kind == GPU_KV_F16) {
+        k_kv_store_flat<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(dst, x, n, kind);
+    } else {
+        return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t gpu_kv_load(float *y, const void *src, int n_rows, int width, int kind, cudaStream_t st) {
+    const int64_t n = (int64_t)n_rows * width;
+    if (n <= 0) return cudaSuccess;
+    if ((kind == GPU_KV_Q8_0 && width % 32) || kind < GPU_KV_F32 || kind > GPU_KV_Q8_0) return cudaErrorInvalidValue;
+    k_kv_load<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(y, src, n, kind);
+    return cudaGetLastError();
+}
+
+__global__ void k_scatter_rows(float *dst, const float *src, const int *rows, int n_rows, int width) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n_rows * width) return;
+    const int r = (int)(i / width), c = (int)(i % width);
+    dst[(int64_t)rows[r] * width + c] = src[i];
+}
+
+cudaError_t gpu_scatter_rows(float *dst, const float *src, const int *rows, int n_rows, int width, cudaStream_t st) {
+    const int64_t n = (int64_t)n_rows * width;
+    if (n <= 0) return cudaSuccess;
+    k_scatter_rows<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(dst, src, rows, n_rows, width);
+    return cudaGetLastError();
+}
+
+/* One warp per row; float sums (the host reference sums in double). */
+__global__ void k_row_drift(float *out, const float *fresh, const float *base, const int *rows, int n_rows, int width) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (row >= n_rows) return;
+    const float *a = fresh + (int64_t)row * width, *b = base + (int64_t)rows[row] * width;
+    float dd = 0.0f, rr = 0.0f;
+    for (int i = lane; i < width; i += 32) {
+        const float x = a[i] - b[i];
+        dd += x * x;
+        rr += b[i] * b[i];
+    }
+    for (int o = 16; o; o >>= 1) {
+        dd += __shfl_xor_sync(0xffffffffu, dd, o);
+        rr += __shfl_xor_sync(0xffffffffu, rr, o);
+    }
+    if (lane == 0) out[row] = rr > 0.0f ? sqrtf(dd / rr) : 0.0f;
+}
+
+cudaError_t gpu_row_drift(float *out, const float *fresh, const float *base, const int *rows, int n_rows, int width,
+                          cudaStream_t st) {
+    if (n_rows <= 0) return cudaSuccess;
+    k_row_drift<<<(unsigned)((n_rows + 7) / 8), 256, 0, st>>>(out, fresh, base, rows, n_rows, width);
+    return cudaGetLastError();
+}
+
 /* ------------------------------------------------------------------ attention
  * Block = (query tile of QT, head h), 128 threads. Per key tile: scores S = Q K^T * scale
  * into shared memory, the online-softmax update of each query's running max m and sum l

@@ -81,6 +81,25 @@ cudaError_t gpu_moe_combine(float *out, const float *y, const float *w, const in
 cudaError_t gpu_row_stats(const float *logits, int n_rows, int n_vocab, float temp, int *argmax, float *p_max,
                           float *p_second, float *entropy, int k, int *top_id, float *top_p, cudaStream_t st);
 
+/* K/V cache storage (the partial passes of backend.h): a position's K (or V) row of width
+ * floats stored as F32, F16 (round to nearest even) or Q8_0 (quant.c's reference
+ * quantizer: per 32 values d = amax / 127 kept as f16, q = round(x / d), half away from
+ * zero; 34 bytes per 32). Rows are contiguous, gpu_kv_row_bytes apart. */
+enum { GPU_KV_F32 = 0, GPU_KV_F16 = 1, GPU_KV_Q8_0 = 2 };
+static inline unsigned long long gpu_kv_row_bytes(int kind, int width) {
+    return kind == GPU_KV_F32 ? 4ull * width : kind == GPU_KV_F16 ? 2ull * width : 34ull * (width / 32);
+}
+/* dst (n_rows stored rows) = x (n_rows, width); Q8_0 needs width % 32 == 0. */
+cudaError_t gpu_kv_store(void *dst, const float *x, int n_rows, int width, int kind, cudaStream_t st);
+/* y (n_rows, width) = the stored rows src, dequantized (bit-exact with quant.c's reference). */
+cudaError_t gpu_kv_load(float *y, const void *src, int n_rows, int width, int kind, cudaStream_t st);
+/* dst[rows[i],:] = src[i,:], width floats per row; rows: device ints, distinct. */
+cudaError_t gpu_scatter_rows(float *dst, const float *src, const int *rows, int n_rows, int width, cudaStream_t st);
+/* out[i] = |fresh[i,:] - base[rows[i],:]| / |base[rows[i],:]| (Euclidean norms; 0 when the
+ * base row is zero): how far a recomputed K row moved from its cached one. */
+cudaError_t gpu_row_drift(float *out, const float *fresh, const float *base, const int *rows, int n_rows, int width,
+                          cudaStream_t st);
+
 /* Opt the attention kernel into the shared memory it needs for head_dim (once per device). */
 cudaError_t gpu_kernels_init(int head_dim);
 

@@ -1,13 +1,16 @@
 #!/bin/sh
 # gpu-check: the CUDA backend end to end (make gpu-check runs this).
 #
-#   1. builds unmask with nvcc (the normal Makefile build) and the two harnesses:
-#      build/gpu-check/kernel_check (every kernel vs its CPU reference, then timings) and
-#      build/gpu-check/forward_check (whole forward pass vs the CPU backend);
+#   1. builds unmask with nvcc (the normal Makefile build) and three harnesses:
+#      build/gpu-check/kernel_check (every kernel vs its CPU reference, then timings),
+#      build/gpu-check/forward_check (whole forward pass and the K/V cache's full and
+#      partial passes vs the CPU backend) and build/gpu-check/engine_check (the engine with
+#      --cache dual on the GPU vs the CPU backend);
 #   2. runs kernel_check;
 #   3. writes synthetic models (./unmask synth) for the four architectures in several
 #      weight types and runs forward_check on each (GPU vs CPU fast path and reference);
-#   4. a whole generation with --gpu against the CPU, when `unmask generate` has --gpu;
+#   4. a whole generation with --gpu against the CPU, without and with --cache dual, and
+#      engine_check on Q8_0 models of the four architectures;
 #   5. optional (GPU_CHECK_PEER=1): builds llama.cpp with -DGGML_CUDA=ON from
 #      build/peer/src into build/peer-cuda (long: ~10-30 min) and prints llama-bench's
 #      prompt-processing time for the same file beside forward_check's timing.
@@ -50,6 +53,10 @@ nvcc -O2 -std=c++17 $INC $GENCODE -o "$OUT/kernel_check" tests/gpu/kernel_check.
 cc -O2 -std=c11 -D_GNU_SOURCE $INC -o "$OUT/forward_check" tests/gpu/forward_check.c $LIBOBJ $CUOBJ \
     -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/targets/x86_64-linux/lib" -lcudart -lstdc++ -Wl,-rpath,"$CUDA_HOME/lib64" $LIBS \
     >"$OUT/cc.log" 2>&1 || { cat "$OUT/cc.log"; note "forward_check build failed"; exit 1; }
+# shellcheck disable=SC2086
+cc -O2 -std=c11 -D_GNU_SOURCE $INC -o "$OUT/engine_check" tests/gpu/engine_check.c $LIBOBJ $CUOBJ \
+    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/targets/x86_64-linux/lib" -lcudart -lstdc++ -Wl,-rpath,"$CUDA_HOME/lib64" $LIBS \
+    >"$OUT/cc.log" 2>&1 || { cat "$OUT/cc.log"; note "engine_check build failed"; exit 1; }
 
 desc=$("$OUT/kernel_check" --probe)
 if [ $? -ne 0 ]; then
@@ -88,10 +95,27 @@ if ./unmask generate --help 2>&1 | grep -q -- '--gpu'; then
         note "generation differs (greedy decoding can diverge on near-ties; see $OUT/gen-*.txt)"
         result 1 "generate --gpu vs cpu"
     fi
-    # no partial passes on the GPU yet: a cache mode is refused with a message, not run
-    ./unmask generate -m "$f" -p "hello" --gen 32 --steps 8 --gpu --cache dual >/dev/null 2>"$OUT/gen-cache.err"
-    if [ $? -eq 1 ] && grep -q "needs partial forward passes" "$OUT/gen-cache.err"; then result 0 "--gpu --cache refused"
-    else cat "$OUT/gen-cache.err"; result 1 "--gpu --cache dual should be refused"; fi
+    # partial passes over the K/V cache: the same generation with --cache dual on both
+    ./unmask generate -m "$f" -p "hello" --gen 32 --steps 8 --temp 0 --cache dual >"$OUT/gen-cpu-dual.txt" 2>"$OUT/gen-cpu-dual.err"
+    r1=$?
+    ./unmask generate -m "$f" -p "hello" --gen 32 --steps 8 --temp 0 --cache dual --gpu >"$OUT/gen-gpu-dual.txt" \
+        2>"$OUT/gen-gpu-dual.err"
+    r2=$?
+    if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && cmp -s "$OUT/gen-cpu-dual.txt" "$OUT/gen-gpu-dual.txt"; then result 0 "generate --cache dual"
+    else
+        cat "$OUT/gen-gpu-dual.err"
+        note "generation with --cache dual differs (see $OUT/gen-*-dual.txt)"
+        result 1 "generate --gpu --cache dual vs cpu"
+    fi
+    # the engine with --cache dual, token agreement bounds as in emu-check
+    for spec in tiny-llada:90 tiny-dream:90 tiny-llada-moe:75 tiny-rnd1:90; do
+        shape=${spec%%:*}
+        ef="$OUT/$shape-q8_0.gguf"
+        [ -f "$ef" ] || ./unmask synth --shape "$shape" --type q8_0 -o "$ef" >/dev/null 2>"$OUT/synth.log" ||
+            { cat "$OUT/synth.log"; result 1 "synth $shape q8_0"; continue; }
+        "$OUT/engine_check" "$ef" --min-agree "${spec#*:}"
+        result $? "engine_check $shape q8_0"
+    done
 else
     note "unmask generate has no --gpu flag yet: whole-generation check skipped"
 fi

@@ -10,7 +10,9 @@
  * References: the int8 GEMM against gpu_i8_dot_ref (the same integer-then-scale arithmetic
  * on the host: differences are float summation order only) and, loosely, against the
  * double dot of dequantized weights; f16/bf16/f32 GEMMs against double dots of the same
- * rounded inputs; rmsnorm, rope, attention, swiglu, moe combine against ops_*_ref.
+ * rounded inputs; rmsnorm, rope, attention, swiglu, moe combine against ops_*_ref; the K/V
+ * cache's store and load (F32, F16, Q8_0) byte for byte against quant.c's reference
+ * converters, its row scatter exactly and the K drift against double sums.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -453,6 +455,84 @@ static void check_small(void) {
     cudaFree(ld); cudaFree(pm); cudaFree(p2); cudaFree(en); cudaFree(amd);
 }
 
+/* ------------------------------------------------------------------ K/V cache */
+
+/* Store and load of the cache rows against quant.c's reference converters: the stored bytes
+ * and the loaded floats must be identical (the same float operations: F16 round to nearest
+ * even; Q8_0 d = amax / 127, q = roundf(x * (1 / d)), x = q * f16(d)). A zero block (d = 0)
+ * and a row of large values are included. */
+static void check_kv_store(int kind, int rows, int width) {
+    const uint32_t type = kind == GPU_KV_F32 ? UM_TYPE_F32 : kind == GPU_KV_F16 ? UM_TYPE_F16 : UM_TYPE_Q8_0;
+    const um_type_traits *tr = um_traits(type);
+    const uint64_t rb = gpu_kv_row_bytes(kind, width);
+    char name[64];
+    if (rb != um_row_size(type, width)) {
+        printf("FAIL kv %s row bytes %llu, quant.c says %llu\n", tr->name, (unsigned long long)rb,
+               (unsigned long long)um_row_size(type, width));
+        n_failed++;
+        return;
+    }
+    std::vector<float> x((size_t)rows * width), ref((size_t)rows * width);
+    for (auto &v : x) v = frand() * 4.0f;
+    for (int i = 0; i < 32 && rows > 1; i++) x[(size_t)width + i] = 0.0f;                /* a zero block */
+    for (int i = 0; i < width && rows > 2; i++) x[(size_t)2 * width + i] *= 3000.0f;      /* large values */
+    std::vector<uint8_t> bref((size_t)(rb * rows));
+    for (int r = 0; r < rows; r++) {
+        tr->from_float_ref(&x[(size_t)r * width], &bref[(size_t)(rb * r)], width);
+        tr->to_float_ref(&bref[(size_t)(rb * r)], &ref[(size_t)r * width], width);
+    }
+    float *xd = dev_copy(x.data(), x.size()), *yd = dev_copy<float>(NULL, x.size()), *yd2 = dev_copy<float>(NULL, x.size());
+    uint8_t *sd = dev_copy<uint8_t>(NULL, bref.size()), *bd = dev_copy(bref.data(), bref.size());
+    CU(gpu_kv_store(sd, xd, rows, width, kind, 0));
+    CU(gpu_kv_load(yd, sd, rows, width, kind, 0));
+    CU(gpu_kv_load(yd2, bd, rows, width, kind, 0));     /* the load alone, from the reference's bytes */
+    std::vector<uint8_t> bgot = host_copy(sd, bref.size());
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < bref.size(); i++) if (bgot[i] != bref[i] && !bad++) first = i;
+    printf("%-4s kv store %-5s %dx%d: bytes as quant.c's quantizer (%zu differ)\n", bad ? "FAIL" : "ok", tr->name, rows,
+           width, bad);
+    if (bad) { printf("    byte %zu: gpu %u ref %u\n", first, bgot[first], bref[first]); n_failed++; }
+    else n_passed++;
+    std::vector<float> got = host_copy(yd, x.size()), got2 = host_copy(yd2, x.size());
+    snprintf(name, sizeof name, "kv store+load %s %dx%d", tr->name, rows, width);
+    compare(name, got.data(), ref.data(), ref.size(), 0.0, 0.0);
+    snprintf(name, sizeof name, "kv load %s (reference bytes)", tr->name);
+    compare(name, got2.data(), ref.data(), ref.size(), 0.0, 0.0);
+    cudaFree(xd); cudaFree(yd); cudaFree(yd2); cudaFree(sd); cudaFree(bd);
+}
+
+/* Scatter of the active rows over the loaded cache rows, and the K drift of each active row
+ * against the row it covers (host: double sums; the kernel sums in float). */
+static void check_kv_scatter_drift(void) {
+    const int T = 90, N = 23, W = 256;
+    std::vector<float> base((size_t)T * W), fresh((size_t)N * W);
+    for (auto &v : base) v = frand();
+    for (auto &v : fresh) v = frand();
+    std::vector<int32_t> rows(N);
+    for (int i = 0; i < N; i++) rows[i] = (i * 37 + 11) % T;         /* distinct, out of order */
+    for (int i = 0; i < W; i++) base[(size_t)rows[3] * W + i] = 0.0f;  /* a zero base row: drift 0 */
+    for (int i = 0; i < W; i++) fresh[(size_t)5 * W + i] = base[(size_t)rows[5] * W + i];   /* unchanged: 0 */
+    std::vector<float> dref(N), sref = base;
+    for (int i = 0; i < N; i++) {
+        double dd = 0, rr = 0;
+        for (int c = 0; c < W; c++) {
+            const double d = (double)fresh[(size_t)i * W + c] - base[(size_t)rows[i] * W + c];
+            dd += d * d;
+            rr += (double)base[(size_t)rows[i] * W + c] * base[(size_t)rows[i] * W + c];
+        }
+        dref[i] = rr > 0 ? (float)sqrt(dd / rr) : 0.0f;
+        memcpy(&sref[(size_t)rows[i] * W], &fresh[(size_t)i * W], W * 4);
+    }
+    float *bd = dev_copy(base.data(), base.size()), *fd = dev_copy(fresh.data(), fresh.size()), *dd = dev_copy<float>(NULL, N);
+    int *rd = dev_copy((const int *)rows.data(), rows.size());
+    CU(gpu_row_drift(dd, fd, bd, rd, N, W, 0));
+    CU(gpu_scatter_rows(bd, fd, rd, N, W, 0));
+    std::vector<float> dgot = host_copy(dd, N), sgot = host_copy(bd, base.size());
+    compare("kv row drift", dgot.data(), dref.data(), N, 1e-6, 1e-5);   /* float sums of 256 squares */
+    compare("kv scatter rows", sgot.data(), sref.data(), sref.size(), 0.0, 0.0);
+    cudaFree(bd); cudaFree(fd); cudaFree(dd); cudaFree(rd);
+}
+
 /* ------------------------------------------------------------------ timings */
 
 typedef struct bench_gemm { gpu_mat W; gpu_act A; float *y; } bench_gemm;
@@ -536,6 +616,11 @@ int main(int argc, char **argv) {
     check_attention(37, 130, 4, 4, 128);
     check_attention(17, 17, 2, 1, 256);
     check_small();
+    for (int kind = GPU_KV_F32; kind <= GPU_KV_Q8_0; kind++) {
+        check_kv_store(kind, 37, 1024);       /* LLaDA-8B's K row is 4096 values; Dream-7B's 512 */
+        check_kv_store(kind, 5, 64);
+    }
+    check_kv_scatter_drift();
     printf("kernel_check: %d passed, %d failed\n", n_passed, n_failed);
     if (bench && !n_failed) {
         /* LLaDA-8B shapes for a 256-token canvas */

@@ -201,3 +201,47 @@ cudaError_t gpu_gemm_grouped(const gpu_mat *W, int n_group, const int *offs, int
     }
     return cudaSuccess;
 }
+
+/* K/V cache storage through quant.c's reference row converters (what the device kernels
+ * are checked against in kernel_check.cu). */
+static const um_type_traits *kv_traits(int kind, int width) {
+    if (kind == GPU_KV_Q8_0 && width % 32) return NULL;
+    return um_traits(kind == GPU_KV_F32 ? UM_TYPE_F32 : kind == GPU_KV_F16 ? UM_TYPE_F16
+                     : kind == GPU_KV_Q8_0 ? UM_TYPE_Q8_0 : UM_TYPE_COUNT);
+}
+
+cudaError_t gpu_kv_store(void *dst, const float *x, int n_rows, int width, int kind, cudaStream_t st) {
+    const um_type_traits *tr = kv_traits(kind, width);
+    if (!tr) return cudaErrorInvalidValue;
+    const uint64_t rb = gpu_kv_row_bytes(kind, width);
+    for (int r = 0; r < n_rows; r++) tr->from_float_ref(x + (int64_t)r * width, (uint8_t *)dst + rb * (uint64_t)r, width);
+    return cudaSuccess;
+}
+
+cudaError_t gpu_kv_load(float *y, const void *src, int n_rows, int width, int kind, cudaStream_t st) {
+    const um_type_traits *tr = kv_traits(kind, width);
+    if (!tr) return cudaErrorInvalidValue;
+    const uint64_t rb = gpu_kv_row_bytes(kind, width);
+    for (int r = 0; r < n_rows; r++) tr->to_float_ref((const uint8_t *)src + rb * (uint64_t)r, y + (int64_t)r * width, width);
+    return cudaSuccess;
+}
+
+cudaError_t gpu_scatter_rows(float *dst, const float *src, const int *rows, int n_rows, int width, cudaStream_t st) {
+    for (int i = 0; i < n_rows; i++) memmove(dst + (int64_t)rows[i] * width, src + (int64_t)i * width, (size_t)width * 4);
+    return cudaSuccess;
+}
+
+cudaError_t gpu_row_drift(float *out, const float *fresh, const float *base, const int *rows, int n_rows, int width,
+                          cudaStream_t st) {
+    for (int i = 0; i < n_rows; i++) {
+        const float *a = fresh + (int64_t)i * width, *b = base + (int64_t)rows[i] * width;
+        double dd = 0, rr = 0;
+        for (int c = 0; c < width; c++) {
+            const double x = (double)a[c] - b[c];
+            dd += x * x;
+            rr += (double)b[c] * b[c];
+        }
+        out[i] = rr > 0 ? (float)sqrt(dd / rr) : 0.0f;
+    }
+    return cudaSuccess;
+}
