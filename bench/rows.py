@@ -39,6 +39,7 @@ def derive(raw):
         gmacs, gbs = cpu_rate * 1e-9, cpu_rate * nbytes / macs * 1e-9
         share_peak, share_bw = gmacs / (peak1 * t), gbs / stream[t]["cpu"]
         out.append({"type": c["type"], "n_in": c["n_in"], "n_out": c["n_out"], "rows": c["rows"], "threads": t,
+                    "bits_per_weight": round(8 * c["matrix_bytes"] / (c["n_in"] * c["n_out"]), 4),
                     "runs": len(c["wall_s"]), "ms_per_matrix": 1e3 * wall / v,
                     "gmacs_cpu": round(gmacs, 2), "gbs_cpu": round(gbs, 3),
                     "gmacs_wall": round(macs / wall * 1e-9, 2), "gbs_wall": round(nbytes / wall * 1e-9, 3),
