@@ -40,6 +40,15 @@ AI __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 #endif
 }
 
+/* Keeps v in a register at this point of a chain of additions. Without VNNI the chains are
+ * vpaddd / vpaddw, which GCC re-associates into a tree over all of a block's products: that
+ * needs more than 16 registers and spills every few instructions. */
+#if MM_VNNI
+#define IN_REG(v) ((void)0)
+#else
+#define IN_REG(v) __asm__("" : "+x"(v))
+#endif
+
 AI __m256i bcast32(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
@@ -150,9 +159,7 @@ AI void q4k_block(const int T, const uint8_t *ub, const uint8_t *tab, int64_t ns
                 v = _mm256_load_si256((const __m256i *)(qv + g * 64));
                 UNROLL for (int u = 0; u < T; u++) {
                     ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(v, bcast32(p.q[u] + k + g * 4)));
-                    /* in a register here: else GCC re-associates the sums into a tree of all
-                     * 8 x T products, which does not fit in 16 registers and spills */
-                    __asm__("" : "+x"(ps[u]));
+                    IN_REG(ps[u]);
                 }
             }
             const __m256i sc = _mm256_loadu_si256((const __m256i *)(tb + jj * 32));
@@ -190,7 +197,10 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_set1_epi32(((const int32_t *)p.corr[u])[sb * 16 + jj]);
             UNROLL for (int g = 0; g < 4; g++) {
                 __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 64));
-                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
+                UNROLL for (int u = 0; u < T; u++) {
+                    is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
+                    IN_REG(is[u]);
+                }
             }
             __m256 sc = _mm256_loadu_ps(dsc + jj * 16);
             UNROLL for (int u = 0; u < T; u++)
@@ -218,8 +228,10 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 #else
             __m256i wq = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
             __m256i aw = _mm256_abs_epi8(wq);
-            UNROLL for (int u = 0; u < T; u++)
+            UNROLL for (int u = 0; u < T; u++) {
                 is[u] = dpbusd(is[u], aw, _mm256_sign_epi8(bcast32(p.q[u] + b * 32 + s * 4), wq));
+                IN_REG(is[u]);
+            }
 #endif
         }
         __m256 d = _mm256_loadu_ps(tab + b * 16 + h * 8);
