@@ -211,9 +211,10 @@ def rows_table():
     bw = ", ".join(f"{d['stream_gbs'][str(t)]['cpu']:.1f}" for t in threads)
     out += ["", f"Kernel {d['kernel']} on {m['cpu']} ({m['cores']} cores, {' '.join(m['flags'])}), "
             f"{d['date'][:10]}, unmask commit {d['versions']['commit']}. Rates per CPU-second (MACs or bytes / "
-            f"(process CPU seconds / threads)), medians of {len(la)} interleaved rounds. Yardsticks on {thr} threads: "
+            f"(process CPU seconds / threads)), medians of {len(la)} interleaved rounds; each share is the median of "
+            f"a run's rate over the yardstick measured in its own round. Best yardsticks on {thr} threads: "
             f"int8 peak {pk} GMAC/s (bench/peak.c, {d['peak_family']}), stream read {bw} GB/s (bench/stream.c, "
-            f"{d['stream_isa']}, {d['arena_bytes'] >> 20} MiB buffer, best per CPU-second). The larger share is at "
+            f"{d['stream_isa']}, {d['arena_bytes'] >> 20} MiB buffer, per CPU-second). The larger share is at "
             f"least {_pct(d['target_larger_share'])} in {met} of {len(larger)} cases (range "
             f"{_pct(min(larger))}-{_pct(max(larger))}). Load average before the rounds: "
             f"{min(la):.1f}-{max(la):.1f}." + (f" {d['notes']}" if d.get("notes") else "")]

@@ -15,11 +15,12 @@
  * byte is valid), so one arena serves every case without a repack per view. The kernels'
  * time does not depend on the code values.
  *
- * Rounds interleave everything: per round, the stream read on each thread count, then one
- * run of every case (the order reversed every other round), then the load average. The
- * int8 peak of the kernel's family is measured before the first round and after the last
- * (best of both; N threads = N x one core, as gemm.c). Output: one JSON object with the raw
- * runs (wall and process CPU seconds of each); rows.py derives medians, rates and shares.
+ * Rounds interleave everything: per round the load average, the stream read on each thread
+ * count (best of 3), the int8 peak of the kernel's family on one core (best of 3; N threads
+ * = N x one core, as gemm.c), then one run of every case (the order reversed every other
+ * round). The peak is also measured before the first round and after the last. Output: one
+ * JSON object with the raw runs (wall and process CPU seconds of each); rows.py derives
+ * medians, rates and shares.
  *
  * Usage: rows [--types q4_K,q6_K,q8_0] [--shapes 4096x4096,...] [--rows 16,32,64]
  *             [--threads 1,2] [--rounds 7] [--arena-mib N] [--run-mib 64] [--peak-reps 5]
@@ -224,7 +225,9 @@ int main(int argc, char **argv) {
             if (!stream_measure(arena, arena_bytes, t, 3, &sr)) { fprintf(stderr, "rows: cannot start threads\n"); return 1; }
             printf("%s\"%d\": {\"wall\": %.2f, \"cpu\": %.2f}", t > 1 ? ", " : "", t, sr.wall_gbs, sr.cpu_gbs);
         }
-        printf("}}");
+        /* the peak of this round too: the shares divide each round's rates by its own
+         * yardsticks, which cancels what the machine's other tenants do to both */
+        printf("}, \"peak_gmacs_one_core\": %.1f}", peak_measure(pf, 1, 3));
         fflush(stdout);
         for (int k = 0; k < nc; k++) {
             row_case *c = &cases[r % 2 ? nc - 1 - k : k];
