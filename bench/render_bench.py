@@ -236,12 +236,22 @@ def rows_roofline():
                          f"memory-bound below {ridge * b / 8:.1f} rows" for ty, b in sorted(bpw.items()))
     cases = [c for c in d["cases"] if c["threads"] == t]
     n_mem = sum(c["bound"] == "memory" for c in cases)
+    by_type = ", ".join(f"{ty} {_pct(min(x))}-{_pct(max(x))}" for ty in sorted(bpw)
+                        for x in [[c["larger_share"] for c in d["cases"] if c["type"] == ty]])
+    fam = d.get("families_gmacs_one_core", {})
+    int32 = (f" Without VNNI the kernel's yardstick is {d['peak_family']} ({fam[d['peak_family']]:.0f} GMAC/s on one "
+             f"core before the rounds); the int32 sequence (avx2) ran at {fam['avx2']:.0f}."
+             if d["peak_family"] == "avx2-i16" and "avx2" in fam else "")
+    pr, la = d.get("peak_gmacs_per_round_one_core", []), d["load_avg_per_round"]
+    rounds = (f" In the rounds the one-core peak ranged from {min(pr):.0f} to {max(pr):.0f} GMAC/s at load averages "
+              f"of {min(la):.1f}-{max(la):.1f}." if pr else "")
     return (f"On the machine of `bench/results/rows.json` ({d['machine']['cpu']}, kernel {d['kernel']}, {t} threads) "
             f"the int8 peak is {peak:.0f} GMAC/s and the weights stream in at {bw:.1f} GB/s: a product is bound by "
             f"memory only where it does fewer than {ridge:.1f} multiply-accumulates per byte of weights (the ridge of "
             f"the roofline). A matrix of b bits per weight multiplied by R rows does 8R/b per byte: {per_type}. "
             f"Measured, {n_mem} of the {len(cases)} {t}-thread cases are memory-bound; the others reach a larger "
-            f"share of the int8 peak than of the bandwidth.")
+            f"share of the int8 peak than of the bandwidth. The larger share by weight type, both thread counts: "
+            f"{by_type} (the issue's target: {_pct(d['target_larger_share'])}).{int32}{rounds}")
 
 
 RENDERERS = {"bench-forward": forward_table, "bench-e2e": e2e_table, "bench-targets": targets_table,

@@ -205,6 +205,9 @@ int main(int argc, char **argv) {
     const peak_family *pf = peak_family_for(kernel, 0);
     if (!pf || !peak_supported(pf)) { fprintf(stderr, "rows: no int8 peak loop for the %s kernel\n", kernel); return 1; }
     double peak_before = peak_measure(pf, 1, peak_reps);
+    double fam_peak[PEAK_N_FAMILIES] = { 0 };      /* every family this CPU has, for the record */
+    for (int f = 0; f < PEAK_N_FAMILIES; f++)
+        if (peak_supported(&peak_families[f])) fam_peak[f] = &peak_families[f] == pf ? peak_before : peak_measure(&peak_families[f], 1, peak_reps);
 
     /* warm-up: every case once (pool threads, scratch and arena pages, clocks) */
     for (int i = 0; i < nc; i++) run_case(&cases[i], arena, arena_bytes, pools[cases[i].threads], x, y, scratch, false);
@@ -213,8 +216,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nc; i++) max_thr = UM_MAX(max_thr, cases[i].threads);
     printf("{\n  \"cpu\": \"%s\",\n  \"flags\": \"%s\",\n  \"kernel\": \"%s\",\n  \"peak_family\": \"%s\",\n"
            "  \"stream_isa\": \"%s\",\n  \"llc_bytes\": %zu,\n  \"arena_bytes\": %zu,\n  \"run_min_bytes\": %zu,\n"
-           "  \"rounds\": [",
+           "  \"families_gmacs_one_core\": {",
            cpu->brand, flags, kernel, pf->name, isa, stream_llc_bytes(), arena_bytes, run_bytes);
+    for (int f = 0, first = 1; f < PEAK_N_FAMILIES; f++)
+        if (fam_peak[f] > 0) { printf("%s\"%s\": %.1f", first ? "" : ", ", peak_families[f].name, fam_peak[f]); first = 0; }
+    printf("},\n  \"rounds\": [");
     for (int r = 0; r < rounds; r++) {
         double la[3] = { 0 };
         FILE *f = fopen("/proc/loadavg", "r");

@@ -77,6 +77,8 @@ def main():
                 "stream_isa": raw["stream_isa"], "llc_bytes": raw["llc_bytes"], "arena_bytes": raw["arena_bytes"],
                 "run_min_bytes": raw["run_min_bytes"], "target_larger_share": TARGET,
                 "peak_gmacs": d["peak_gmacs"], "peak_gmacs_one_core": raw["peak_gmacs_one_core"],
+                "peak_gmacs_per_round_one_core": [r["peak_gmacs_one_core"] for r in raw["rounds"]],
+                "families_gmacs_one_core": raw["families_gmacs_one_core"],
                 "stream_gbs": d["stream_gbs"], "load_avg_per_round": loads,
                 "method": "rounds interleave the stream read and the int8 peak (best of 3 each per round) and "
                           "one run of every case (order reversed every other round); a run multiplies the rows "

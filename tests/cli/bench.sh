@@ -177,6 +177,7 @@ def case(ty, rows, t, peak_share, bw_share):
 d = {"kernel": "avx2", "peak_family": "avx2-i16", "stream_isa": "avx2", "arena_bytes": 1 << 30, "target_larger_share": 0.7,
      "peak_gmacs": {"1": 150.0, "2": 300.0}, "stream_gbs": {"1": {"cpu": 15.0, "wall": 14.0}, "2": {"cpu": 30.0, "wall": 20.0}},
      "load_avg_per_round": [1.0, 2.5], "notes": "A test note.", "date": "2026-12-01T00:00:00Z",
+     "families_gmacs_one_core": {"avx2": 90.0, "avx2-i16": 148.0}, "peak_gmacs_per_round_one_core": [120.0, 150.0],
      "machine": {"cpu": "Test CPU", "cores": 2, "flags": ["avx2"], "amx": False}, "versions": {"commit": "abc1234"},
      "cases": [case("q4_K", 16, 1, 0.75, 0.10), case("q4_K", 16, 2, 0.60, 0.80), case("q8_0", 16, 1, 0.20, 0.10),
                case("q8_0", 16, 2, 0.30, 0.10)]}
@@ -191,6 +192,8 @@ r = R.rows_roofline()
 assert "fewer than 10.0 multiply-accumulates per byte" in r, r
 assert "q4_K (4.50 bits per weight): 1.78 per byte per row, 28 at 16 rows, memory-bound below 5.6 rows" in r, r
 assert "1 of the 2 2-thread cases are memory-bound" in r, r
+assert "both thread counts: q4_K 75%-80%, q8_0 20%-30% (the issue's target: 70%)" in r, r
+assert "the int32 sequence (avx2) ran at 90." in r and "ranged from 120 to 150 GMAC/s" in r, r
 print("ok")
 PY
 then ok bench-rows-renderer; else fail bench-rows-renderer "$(tail -c 600 "$TMP/out7")"; fi
