@@ -114,7 +114,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm check-peer demo-model sudoku-model gpu-check emu-check
+.PHONY: check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm bench-rows check-peer demo-model sudoku-model gpu-check emu-check
 # pkg-config runs when make reads this file, so on a fresh machine it runs before
 # ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
 # installs first and then builds in a second make, which reads the flags afresh.
@@ -274,6 +274,11 @@ bench: all
 
 bench-gemm:
 	@bench/gemm.sh
+
+# Weight products over 16-64 rows against the int8 peak and the stream-read bandwidth
+# (bench/rows.py; ROWS_NOTE: what else ran on the machine, recorded in the result).
+bench-rows:
+	@python3 bench/rows.py --note "$(ROWS_NOTE)"
 
 # CUDA backend checks (docs/cuda.md): every kernel against the CPU reference, whole forward
 # passes and a generation against the CPU backend, then a benchmark. Needs an NVIDIA GPU;

@@ -88,15 +88,6 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static const peak_family *family_of(um_kernel k, bool float_type) {
-    const char *name = k == UM_KERNEL_AVX512 || k == UM_KERNEL_AMX ? (float_type ? "f32-512" : "avx512")
-                     : k == UM_KERNEL_AVXVNNI ? (float_type ? "f32-256" : "avxvnni")
-                     : (float_type ? "f32-256" : "avx2");
-    for (int i = 0; i < PEAK_N_FAMILIES; i++)
-        if (strcmp(peak_families[i].name, name) == 0) return &peak_families[i];
-    return NULL;
-}
-
 int main(int argc, char **argv) {
     char types[8][32], shapes[8][32], toks[8][32], thr[4][32], kerns[8][32];
     int n_types = parse_list("q4_K,q6_K,q8_0,f16", types, 8);
@@ -208,8 +199,8 @@ int main(int argc, char **argv) {
                         double best = times[0], median = times[reps / 2];
                         double cpu_rate = macs * reps / (cpu_total / nth) * 1e-9;
                         bool fl = type == UM_TYPE_F16 || type == UM_TYPE_BF16 || type == UM_TYPE_F32;
-                        const peak_family *pf = family_of(k, false);
-                        const peak_family *pff = family_of(k, true);
+                        const peak_family *pf = peak_family_for(matmul_kernel_name(k), 0);
+                        const peak_family *pff = peak_family_for(matmul_kernel_name(k), 1);
                         double pk = pf ? peak[pf - peak_families][nth] : 0, pkf = pff ? peak[pff - peak_families][nth] : 0;
                         printf("%s\n    {\"type\": \"%s\", \"n_in\": %lld, \"n_out\": %lld, \"kernel\": \"%s\", "
                                "\"threads\": %d, \"n_tokens\": %lld, \"reps\": %d, \"best_s\": %.6f, \"median_s\": %.6f, "

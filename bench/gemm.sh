@@ -7,12 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/results/gemm.json}
 shift || true
-make -s -j2 build/release/unit_tests >/dev/null
-objs="$(ls build/release/kernels/cpu/matmul*.o) build/release/src/format/quant.o build/release/src/format/quant_types.o
-      build/release/src/base/pool.o build/release/src/base/cpu.o build/release/src/base/util.o"
-inc=$(make -s print-inc)
-cc -std=c11 -D_GNU_SOURCE -O2 -g -pthread $inc -Ibench -o build/release/peak bench/peak.c
-cc -std=c11 -D_GNU_SOURCE -O2 -g -pthread $inc -Ibench -o build/release/gemm bench/gemm.c $objs -lm
+bench/build-tools.sh
 mkdir -p "$(dirname "$out")"
 tmp=$(mktemp)
 {

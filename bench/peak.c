@@ -5,11 +5,15 @@
  *
  *   avx512  vpdpbusd zmm: 64 MACs per instruction
  *   avxvnni vpdpbusd ymm: 32 MACs
- *   avx2    vpmaddubsw + vpmaddwd + vpaddd ymm: 32 MACs per 3 instructions (what the AVX2
- *           kernel must do without VNNI)
+ *   avx2    vpmaddubsw + vpmaddwd + vpaddd ymm: 32 MACs per 3 instructions (int32 sums,
+ *           what an AVX2 product of 8-bit weights must do without VNNI)
+ *   avx2-i16 vpmaddubsw + vpaddw ymm: 32 MACs per 2 instructions, one of them a multiply
+ *           (int16 sums: the most AVX2 does; reachable where the products fit in int16, as
+ *           4-bit codes' do, widened to int32 only once per many products)
  *   f32-512 vfmadd231ps zmm: 16 MACs      f32-256 vfmadd231ps ymm: 8 MACs
  *
- * Build: cc -O2 -pthread bench/peak.c -o build/release/peak (bench/gemm.sh does).
+ * Build: bench/build-tools.sh. Usage: peak [MAX_THREADS [KERNEL]] (KERNEL: a matmul kernel
+ * name; the output then names the families that kernel is measured against).
  * Output: one JSON object, GMAC/s per family and thread count. With PEAK_NO_MAIN defined
  * this file is a library for gemm.c.
  */
@@ -86,6 +90,32 @@ __attribute__((target("avx2"))) static double loop_avx2(volatile int *sink) {
     return (double)ITERS * 6 * 32;
 }
 
+__attribute__((target("avx2"))) static double loop_avx2_i16(volatile int *sink) {
+    /* 6 chains: 3 weight operands x 2 activation operands, 6 distinct products (no CSE);
+     * only the vpaddw is on a chain, so 6 keep two multiplies in flight per cycle */
+#define ACC6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define D(i) __m256i a##i = _mm256_set1_epi16(i);
+    ACC6(D)
+#undef D
+    __m256i u0 = _mm256_set1_epi8(3), u1 = _mm256_set1_epi8(5), u2 = _mm256_set1_epi8(7);
+    __m256i s0 = _mm256_set1_epi8(-2), s1 = _mm256_set1_epi8(1);
+    for (long it = 0; it < ITERS; it++) {
+        a0 = _mm256_add_epi16(a0, _mm256_maddubs_epi16(u0, s0));
+        a1 = _mm256_add_epi16(a1, _mm256_maddubs_epi16(u1, s0));
+        a2 = _mm256_add_epi16(a2, _mm256_maddubs_epi16(u2, s0));
+        a3 = _mm256_add_epi16(a3, _mm256_maddubs_epi16(u0, s1));
+        a4 = _mm256_add_epi16(a4, _mm256_maddubs_epi16(u1, s1));
+        a5 = _mm256_add_epi16(a5, _mm256_maddubs_epi16(u2, s1));
+        __asm__ volatile("" : "+x"(u0), "+x"(u1), "+x"(u2), "+x"(s0), "+x"(s1));
+    }
+    __m256i t = _mm256_setzero_si256();
+#define D(i) t = _mm256_add_epi16(t, a##i);
+    ACC6(D)
+#undef D
+    *sink = _mm256_extract_epi16(t, 0) + _mm256_extract_epi16(t, 9);
+    return (double)ITERS * 6 * 32;
+}
+
 __attribute__((target("avx512f"))) static double loop_f32_512(volatile int *sink) {
 #define D(i) __m512 a##i = _mm512_set1_ps((float)i);
     ACC12(D)
@@ -138,6 +168,7 @@ static const peak_family peak_families[] = {
     { "avx512", loop_avx512, "avx512vnni" },
     { "avxvnni", loop_avxvnni, "avxvnni" },
     { "avx2", loop_avx2, "avx2" },
+    { "avx2-i16", loop_avx2_i16, "avx2" },
     { "f32-512", loop_f32_512, "avx512f" },
     { "f32-256", loop_f32_256, "fma" },
 };
@@ -154,6 +185,20 @@ static int peak_supported(const peak_family *f) {
     if (strcmp(f->cpu_flag, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
     if (strcmp(f->cpu_flag, "fma") == 0) return __builtin_cpu_supports("fma");
     return __builtin_cpu_supports("avx2");
+}
+
+/* The peak a GEMM kernel's int8 (or, float_type, f32) products are measured against, by
+ * kernel name (matmul_kernel_name): the fastest multiply-accumulate its instruction set
+ * has, the yardstick gemm.c, rows.c and profile.py divide by. NULL if not built. Without
+ * VNNI that is avx2-i16 (int16 sums), not the slower int32 sequence of avx2: 4-bit
+ * products fit in int16, so a kernel may reach it (see docs/perf.md). */
+static const peak_family *peak_family_for(const char *kernel, int float_type) {
+    const char *name = !strcmp(kernel, "avx512") || !strcmp(kernel, "amx") ? (float_type ? "f32-512" : "avx512")
+                     : !strcmp(kernel, "avxvnni") ? (float_type ? "f32-256" : "avxvnni")
+                     : (float_type ? "f32-256" : "avx2-i16");
+    for (int i = 0; i < PEAK_N_FAMILIES; i++)
+        if (strcmp(peak_families[i].name, name) == 0) return &peak_families[i];
+    return NULL;
 }
 
 typedef struct peak_arg {
@@ -201,7 +246,12 @@ static double peak_measure(const peak_family *f, int n_threads, int reps) {
 #ifndef PEAK_NO_MAIN
 int main(int argc, char **argv) {
     int max_threads = argc > 1 ? atoi(argv[1]) : 2;
-    printf("{\n  \"unit\": \"GMAC/s\",\n  \"method\": \"best of 5 runs of 12 independent accumulators, no loads\"");
+    printf("{\n  \"unit\": \"GMAC/s\",\n  \"method\": \"best of 5 runs of 6-12 independent accumulators, no loads\"");
+    if (argc > 2) {     /* KERNEL: name the families that kernel is measured against */
+        const peak_family *i8 = peak_family_for(argv[2], 0), *f32 = peak_family_for(argv[2], 1);
+        printf(",\n  \"kernel\": \"%s\",\n  \"int8_family\": \"%s\",\n  \"f32_family\": \"%s\"", argv[2],
+               i8 ? i8->name : "", f32 ? f32->name : "");
+    }
     for (int i = 0; i < PEAK_N_FAMILIES; i++) {
         if (!peak_supported(&peak_families[i])) continue;
         printf(",\n  \"%s\": {", peak_families[i].name);

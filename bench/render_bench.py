@@ -1,5 +1,5 @@
 """render_bench.py: README tables for the benchmark results (bench/results/forward-*.json,
-e2e-*.json, profile-*.json, gemm.json), loaded by tools/render-readme.py. Every figure comes
+e2e-*.json, profile-*.json, gemm.json, rows.json), loaded by tools/render-readme.py. Every figure comes
 from a file; nothing here is typed by hand. Files under bench/results/archive/ are not read."""
 import glob
 import json
@@ -164,11 +164,96 @@ def gemm_table():
         out.append(f"| {r['type']} | {r['n_in']} -> {r['n_out']} | " + " | ".join(cells) + " |")
     pk = d["peak_gmacs"]
     peaks = ", ".join(f"{name} {pk[k]['2']:.0f}" for k, name in (("avx512", "int8 AVX-512 VNNI"), ("avxvnni", "AVX-VNNI"),
-                                                                  ("avx2", "AVX2"), ("f32-512", "f32 FMA-512")) if k in pk)
+                                                                  ("avx2", "AVX2"), ("avx2-i16", "AVX2 int16 sums"),
+                                                                  ("f32-512", "f32 FMA-512")) if k in pk)
     out += ["", f"160 tokens, 2 threads, GMAC/s per CPU-second. Peaks measured by bench/peak.c ({d['peak_method']}): "
             f"{peaks} GMAC/s on 2 threads. {d['cpu']}, {d['date']}."]
     return "\n".join(out)
 
 
+def _rows():
+    path = os.path.join(RES, "rows.json")
+    return json.load(open(path)) if os.path.exists(path) else None
+
+
+def _pct(x):
+    return f"{100 * x:.0f}%"
+
+
+def rows_table():
+    """bench/results/rows.json (bench/rows.py): weight products over few rows against the int8
+    peak and the stream-read bandwidth, one line per weight type x shape x rows, both thread
+    counts side by side."""
+    d = _rows()
+    if not d:
+        return "_no results yet: run `make bench-rows`_"
+    threads = sorted({c["threads"] for c in d["cases"]})
+    thr = " / ".join(str(t) for t in threads)
+    out = [f"| weights | shape (in -> out) | rows | ms per matrix ({thr} threads) | GMAC/s (share of int8 peak) | "
+           f"GB/s of weights (share of read bandwidth) | bound: the larger share |",
+           "|---|---|---:|---:|---:|---:|---|"]
+    keys = []
+    for c in d["cases"]:
+        k = (c["type"], c["n_in"], c["n_out"], c["rows"])
+        if k not in keys:
+            keys.append(k)
+    for k in keys:
+        cs = [next(c for c in d["cases"] if (c["type"], c["n_in"], c["n_out"], c["rows"]) == k and c["threads"] == t)
+              for t in threads]
+        out.append(f"| {k[0]} | {k[1]} -> {k[2]} | {k[3]} | " + " / ".join(f"{c['ms_per_matrix']:.1f}" for c in cs) +
+                   " | " + " / ".join(f"{c['gmacs_cpu']:.0f} ({_pct(c['share_int8_peak'])})" for c in cs) +
+                   " | " + " / ".join(f"{c['gbs_cpu']:.2f} ({_pct(c['share_stream'])})" for c in cs) +
+                   " | " + " / ".join(f"{c['bound']} {_pct(c['larger_share'])}" for c in cs) + " |")
+    larger = [c["larger_share"] for c in d["cases"]]
+    met = sum(x >= d["target_larger_share"] for x in larger)
+    m, la = d["machine"], d["load_avg_per_round"]
+    pk = ", ".join(f"{d['peak_gmacs'][str(t)]:.0f}" for t in threads)
+    bw = ", ".join(f"{d['stream_gbs'][str(t)]['cpu']:.1f}" for t in threads)
+    out += ["", f"Kernel {d['kernel']} on {m['cpu']} ({m['cores']} cores, {' '.join(m['flags'])}), "
+            f"{d['date'][:10]}, unmask commit {d['versions']['commit']}. Rates per CPU-second (MACs or bytes / "
+            f"(process CPU seconds / threads)), medians of {len(la)} interleaved rounds; each share is the median of "
+            f"a run's rate over the yardstick measured in its own round. Best yardsticks on {thr} threads: "
+            f"int8 peak {pk} GMAC/s (bench/peak.c, {d['peak_family']}), stream read {bw} GB/s (bench/stream.c, "
+            f"{d['stream_isa']}, {d['arena_bytes'] >> 20} MiB buffer, per CPU-second). The larger share is at "
+            f"least {_pct(d['target_larger_share'])} in {met} of {len(larger)} cases (range "
+            f"{_pct(min(larger))}-{_pct(max(larger))}). Load average before the rounds: "
+            f"{min(la):.1f}-{max(la):.1f}." + (f" {d['notes']}" if d.get("notes") else "")]
+    return "\n".join(out)
+
+
+def rows_roofline():
+    """The roofline paragraph of docs/perf.md, from the same file: where the two bounds cross."""
+    d = _rows()
+    if not d:
+        return "_no results yet: run `make bench-rows`_"
+    t = max(int(x) for x in d["peak_gmacs"])
+    peak, bw = d["peak_gmacs"][str(t)], d["stream_gbs"][str(t)]["cpu"]
+    ridge = peak / bw          # MACs per byte where the two bounds meet
+    bpw = {}
+    for c in d["cases"]:
+        bpw[c["type"]] = c["bits_per_weight"]
+    per_type = "; ".join(f"{ty} ({b:.2f} bits per weight): {8 / b:.2f} per byte per row, {16 * 8 / b:.0f} at 16 rows, "
+                         f"memory-bound below {ridge * b / 8:.1f} rows" for ty, b in sorted(bpw.items()))
+    cases = [c for c in d["cases"] if c["threads"] == t]
+    n_mem = sum(c["bound"] == "memory" for c in cases)
+    by_type = ", ".join(f"{ty} {_pct(min(x))}-{_pct(max(x))}" for ty in sorted(bpw)
+                        for x in [[c["larger_share"] for c in d["cases"] if c["type"] == ty]])
+    fam = d.get("families_gmacs_one_core", {})
+    int32 = (f" Without VNNI the kernel's yardstick is {d['peak_family']} ({fam[d['peak_family']]:.0f} GMAC/s on one "
+             f"core before the rounds); the int32 sequence (avx2) ran at {fam['avx2']:.0f}."
+             if d["peak_family"] == "avx2-i16" and "avx2" in fam else "")
+    pr, la = d.get("peak_gmacs_per_round_one_core", []), d["load_avg_per_round"]
+    rounds = (f" In the rounds the one-core peak ranged from {min(pr):.0f} to {max(pr):.0f} GMAC/s at load averages "
+              f"of {min(la):.1f}-{max(la):.1f}." if pr else "")
+    return (f"On the machine of `bench/results/rows.json` ({d['machine']['cpu']}, kernel {d['kernel']}, {t} threads) "
+            f"the int8 peak is {peak:.0f} GMAC/s and the weights stream in at {bw:.1f} GB/s: a product is bound by "
+            f"memory only where it does fewer than {ridge:.1f} multiply-accumulates per byte of weights (the ridge of "
+            f"the roofline). A matrix of b bits per weight multiplied by R rows does 8R/b per byte: {per_type}. "
+            f"Measured, {n_mem} of the {len(cases)} {t}-thread cases are memory-bound; the others reach a larger "
+            f"share of the int8 peak than of the bandwidth. The larger share by weight type, both thread counts: "
+            f"{by_type} (the issue's target: {_pct(d['target_larger_share'])}).{int32}{rounds}")
+
+
 RENDERERS = {"bench-forward": forward_table, "bench-e2e": e2e_table, "bench-targets": targets_table,
-             "bench-profile": profile_table, "bench-gemm": gemm_table}
+             "bench-profile": profile_table, "bench-gemm": gemm_table, "bench-rows": rows_table,
+             "bench-rows-roofline": rows_roofline}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""render-readme.py: render the result tables of README.md, docs/sudoku.md and docs/decoding.md from the
+"""render-readme.py: render the result tables of README.md, docs/sudoku.md, docs/decoding.md and docs/perf.md from the
 committed files under bench/results/. Each table sits between `<!-- BEGIN name -->` and `<!-- END name -->`;
 a renderer per name turns the JSON into Markdown. With --check nothing is written and the
 exit status is 1 when a file differs from what the results say (make test runs this), so
@@ -65,7 +65,7 @@ def render(text):
 
 
 # the files whose tables are rendered
-FILES = ["README.md", "docs/sudoku.md", "docs/decoding.md"]
+FILES = ["README.md", "docs/sudoku.md", "docs/decoding.md", "docs/perf.md"]
 
 
 def main():

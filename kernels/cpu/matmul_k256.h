@@ -11,6 +11,16 @@
  * Without VNNI, vpmaddubsw saturates at 32767: fine for Q4_K (codes <= 15) and Q6_K
  * (<= 63), but Q8_0's offset codes reach 255, so Q8_0 uses |w| x sign(a, w) instead and
  * ignores the -128 * sum(q) correction.
+ *
+ * Q4_K without VNNI sums its products in int16: a vpmaddubsw lane holds 2 products of at
+ * most 15 x 127, so the 8 groups of a 32-column sub-block add up to at most 16 x 15 x 127 =
+ * 30480 < 32767 with vpaddw, and one vpmaddwd per sub-block multiplies them by the
+ * sub-block's 6-bit integer scale into int32 (instead of a vpmaddwd and a vpaddd per
+ * group: vpmaddwd takes a multiplier slot, so this nearly halves the multiplies). The
+ * super-block's sum stays exact in int32 (8 x 63 x 30480 < 2^24, so even its conversion
+ * to f32 is exact); the mins term is an integer sum too (vpmaddwd of the int16 mins with
+ * the activations' int16 sums per 32), as in the 512-bit kernel. bench/peak.c's avx2-i16
+ * is this loop's ceiling.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -29,6 +39,15 @@ AI __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 #endif
 }
+
+/* Keeps v in a register at this point of a chain of additions. Without VNNI the chains are
+ * vpaddd / vpaddw, which GCC re-associates into a tree over all of a block's products: that
+ * needs more than 16 registers and spills every few instructions. */
+#if MM_VNNI
+#define IN_REG(v) ((void)0)
+#else
+#define IN_REG(v) __asm__("" : "+x"(v))
+#endif
 
 AI __m256i bcast32(const int8_t *p) {
     int32_t v;
@@ -51,6 +70,7 @@ AI void tok_init(const int T, const mm_job *j, int64_t t, tok_ptrs *p) {
     }
 }
 
+#if MM_VNNI
 /* ub: the unpacked panel (mm_unpack_panel_avx2); h: panel half (rows h*8 .. h*8+7) */
 AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, int h, float *y) {
@@ -79,6 +99,88 @@ AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
     }
     UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
 }
+#else
+/* Q4_K tables of the int16 loop, per super-block and panel half (8 rows), Q4K_TAB bytes:
+ *   [0, 256)    8 vectors, sub-block j: int16 lanes 2r and 2r+1 = the 6-bit scale of row r
+ *   [256, 384)  4 vectors, pair p: int16 lane 2r = the 6-bit min of sub-block 2p of row r,
+ *               lane 2r+1 = that of sub-block 2p+1
+ *   [384, 416)  d of rows 0..7 (f32)     [416, 448) dmin of rows 0..7 (f32)
+ * 896 bytes per 256 columns, within mm_tables_bytes (4 per column). */
+#define Q4K_TAB 448
+
+static void q4k_tables(const um_matmul_weights *w, int64_t panel, uint8_t *tab) {
+    const uint8_t *base = (const uint8_t *)w->data + panel * UM_MATMUL_PANEL * w->row_bytes;
+    const __m256i m63 = _mm256_set1_epi32(63), m15 = _mm256_set1_epi32(15);
+    for (int64_t sb = 0; sb < w->n_in / 256; sb++) {
+        const uint8_t *o = base + sb * 16 * sizeof(um_block_q4_K);
+        for (int h = 0; h < 2; h++) {
+            uint8_t *t = tab + (sb * 2 + h) * Q4K_TAB;
+            const uint8_t *q = o + 2112 + h * 8;
+            __m256i Q[12], sc[8], mn[8];
+            for (int i = 0; i < 12; i++) Q[i] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + i * 16)));
+            for (int jj = 0; jj < 8; jj++) {     /* the 6-bit unpacking of mm_panel_tables (matmul_shared.c) */
+                if (jj < 4) {
+                    sc[jj] = _mm256_and_si256(Q[jj], m63);
+                    mn[jj] = _mm256_and_si256(Q[jj + 4], m63);
+                } else {
+                    sc[jj] = _mm256_or_si256(_mm256_and_si256(Q[jj + 4], m15), _mm256_slli_epi32(_mm256_srli_epi32(Q[jj - 4], 6), 4));
+                    mn[jj] = _mm256_or_si256(_mm256_srli_epi32(Q[jj + 4], 4), _mm256_slli_epi32(_mm256_srli_epi32(Q[jj], 6), 4));
+                }
+                _mm256_storeu_si256((__m256i *)(t + jj * 32), _mm256_or_si256(sc[jj], _mm256_slli_epi32(sc[jj], 16)));
+            }
+            for (int pp = 0; pp < 4; pp++)
+                _mm256_storeu_si256((__m256i *)(t + 256 + pp * 32), _mm256_or_si256(mn[2 * pp], _mm256_slli_epi32(mn[2 * pp + 1], 16)));
+            _mm256_storeu_ps((float *)(t + 384), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 2048 + h * 16))));
+            _mm256_storeu_ps((float *)(t + 416), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 2080 + h * 16))));
+        }
+    }
+}
+
+/* ub: the unpacked panel (mm_unpack_panel_avx2); tab: q4k_tables; h: panel half */
+AI void q4k_block(const int T, const uint8_t *ub, const uint8_t *tab, int64_t nsb, const mm_job *j,
+                  int64_t t, int h, float *y) {
+    tok_ptrs p;
+    tok_init(T, j, t, &p);
+    const int8_t *bsum[TB];      /* int16 sums of the activations per 32 columns */
+    UNROLL for (int u = 0; u < T; u++) bsum[u] = (const int8_t *)p.corr[u] + (size_t)(j->w->n_in / 32) * sizeof(float);
+    __m256 acc[TB];
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *tb = tab + (sb * 2 + h) * Q4K_TAB;
+        __m256i is[TB], ms[TB];
+        UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
+        for (int jj = 0; jj < 8; jj++) {
+            const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64 + h * 32;
+            const size_t k = (size_t)sb * 256 + jj * 32;
+            __m256i ps[TB];
+            __m256i v = _mm256_load_si256((const __m256i *)qv);
+            UNROLL for (int u = 0; u < T; u++) ps[u] = _mm256_maddubs_epi16(v, bcast32(p.q[u] + k));
+            UNROLL for (int g = 1; g < 8; g++) {
+                v = _mm256_load_si256((const __m256i *)(qv + g * 64));
+                UNROLL for (int u = 0; u < T; u++) {
+                    ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(v, bcast32(p.q[u] + k + g * 4)));
+                    IN_REG(ps[u]);
+                }
+            }
+            const __m256i sc = _mm256_loadu_si256((const __m256i *)(tb + jj * 32));
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(ps[u], sc));
+        }
+        UNROLL for (int u = 0; u < T; u++) ms[u] = _mm256_setzero_si256();
+        UNROLL for (int pp = 0; pp < 4; pp++) {
+            const __m256i mn = _mm256_loadu_si256((const __m256i *)(tb + 256 + pp * 32));
+            UNROLL for (int u = 0; u < T; u++)
+                ms[u] = _mm256_add_epi32(ms[u], _mm256_madd_epi16(mn, bcast32(bsum[u] + (sb * 8 + pp * 2) * 2)));
+        }
+        const __m256 d = _mm256_loadu_ps((const float *)(tb + 384)), dm = _mm256_loadu_ps((const float *)(tb + 416));
+        UNROLL for (int u = 0; u < T; u++) {
+            __m256 s = _mm256_set1_ps(p.scale[u][sb]);
+            acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]), _mm256_mul_ps(d, s), acc[u]);
+            acc[u] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms[u]), _mm256_mul_ps(dm, s), acc[u]);
+        }
+    }
+    UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+}
+#endif
 
 AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, int h, float *y) {
@@ -95,7 +197,10 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_set1_epi32(((const int32_t *)p.corr[u])[sb * 16 + jj]);
             UNROLL for (int g = 0; g < 4; g++) {
                 __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 64));
-                UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
+                UNROLL for (int u = 0; u < T; u++) {
+                    is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
+                    IN_REG(is[u]);
+                }
             }
             __m256 sc = _mm256_loadu_ps(dsc + jj * 16);
             UNROLL for (int u = 0; u < T; u++)
@@ -123,8 +228,10 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 #else
             __m256i wq = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
             __m256i aw = _mm256_abs_epi8(wq);
-            UNROLL for (int u = 0; u < T; u++)
+            UNROLL for (int u = 0; u < T; u++) {
                 is[u] = dpbusd(is[u], aw, _mm256_sign_epi8(bcast32(p.q[u] + b * 32 + s * 4), wq));
+                IN_REG(is[u]);
+            }
 #endif
         }
         __m256 d = _mm256_loadu_ps(tab + b * 16 + h * 8);
@@ -141,7 +248,12 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
+#if MM_VNNI
     mm_panel_tables_avx2(w, panel, tab);
+#else
+    if (w->type == UM_TYPE_Q4_K) q4k_tables(w, panel, (uint8_t *)tab);
+    else mm_panel_tables_avx2(w, panel, tab);
+#endif
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);
@@ -159,7 +271,7 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
         if (pn)
             for (size_t e = UM_MIN(pf + pf_step, pbytes); pf < e; pf += 64) _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
         for (int h = 0; h < 2; h++) {
-            if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, tab, nb, j, t, h, y) }
+            if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, (const void *)tab, nb, j, t, h, y) }
             else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
             else { CASES(q8_0_block, pb, tab, nb, j, t, h, y) }
         }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench.sh: the benchmark tooling's own logic, without running a benchmark: the parser of
-# llama-diffusion-cli's timing line (on a line that llama.cpp printed), and the README
+# llama-diffusion-cli's timing line (on a line that llama.cpp printed), the README
 # renderer's targets and ratios on hand-made result files (the verdicts must follow the
-# numbers: a ratio above a target is "no", at or below it "yes").
+# numbers: a ratio above a target is "no", at or below it "yes"), and that the measurement
+# programs (peak, stream, rows) build and give sane figures on tiny inputs.
 . "$(dirname "$0")/lib.sh"
 SUITE=bench
 mkdir -p "$TMP/res"
@@ -107,4 +108,93 @@ assert "peer build A (rows of llada-8b-q4_k_m)" in t and "peer build B (rows of 
 print("ok")
 PY
 then ok bench-renderer-names-each-peer; else fail bench-renderer-names-each-peer "$(tail -c 600 "$TMP/out3")"; fi
+
+# the stand-alone measurement tools build and give sane figures (no timing threshold): the
+# stream read a positive bandwidth below any machine's, the peak a positive rate for the
+# family it names, and rows (a tiny case, one round) raw runs that rows.py turns into shares
+if [ "${UNMASK_VARIANT:-release}" != release ]; then
+  skip bench-tools "they build against the release objects (this is the ${UNMASK_VARIANT} run)"
+elif ! bench/build-tools.sh >"$TMP/build" 2>&1; then
+  fail bench-tools-build "$(tail -c 600 "$TMP/build")"
+else
+  ok bench-tools-build
+  if build/release/stream 2 64 2 >"$TMP/stream.json" 2>"$TMP/stream.err" && python3 - "$TMP/stream.json" >"$TMP/out4" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["unit"] == "GB/s" and d["isa"] in ("avx2", "avx512"), d
+assert d["buffer_bytes"] == 64 << 20 and d["llc_bytes"] > 0, d
+for t in ("1", "2"):
+    for k in ("wall", "cpu"):
+        assert 0.01 < d[t][k] < 10000, (t, k, d[t][k])
+print("ok")
+PY
+  then ok bench-stream-sane; else fail bench-stream-sane "$(cat "$TMP/stream.err"; tail -c 600 "$TMP/out4")"; fi
+  if build/release/peak 1 avx2 >"$TMP/peak.json" && python3 - "$TMP/peak.json" >"$TMP/out5" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["int8_family"] == "avx2-i16" and d["f32_family"] == "f32-256", d
+assert d["avx2-i16"]["1"] > 0 and d["avx2"]["1"] > 0, d
+print("ok")
+PY
+  then ok bench-peak-names-family; else fail bench-peak-names-family "$(tail -c 600 "$TMP/out5")"; fi
+  if build/release/rows --types q4_K,q8_0 --shapes 256x32 --rows 3,16 --threads 1,2 --rounds 2 --arena-mib 4 \
+       --run-mib 1 --peak-reps 1 >"$TMP/rows.json" 2>"$TMP/rows.err" && python3 - "$TMP/rows.json" >"$TMP/out6" 2>&1 <<'PY'
+import json, sys
+sys.path.insert(0, "bench")
+import rows
+raw = json.load(open(sys.argv[1]))
+assert len(raw["rounds"]) == 2 and len(raw["cases"]) == 8, raw
+for c in raw["cases"]:
+    assert len(c["wall_s"]) == 2 and all(x > 0 for x in c["wall_s"] + c["cpu_s"]), c
+    assert c["views_per_run"] >= 1 and c["matrix_bytes"] == 256 * 32 * (144 if c["type"] == "q4_K" else 272) // 256, c
+d = rows.derive(raw)
+assert len(d["cases"]) == 8
+for c in d["cases"]:
+    assert c["gmacs_cpu"] > 0 and c["gbs_cpu"] > 0 and c["share_int8_peak"] > 0 and c["share_stream"] > 0, c
+    assert c["larger_share"] == max(c["share_int8_peak"], c["share_stream"]), c
+    assert c["bound"] == ("compute" if c["share_int8_peak"] >= c["share_stream"] else "memory"), c
+    assert abs(c["bits_per_weight"] - (4.5 if c["type"] == "q4_K" else 8.5)) < 1e-9, c
+print("ok")
+PY
+  then ok bench-rows-runs-and-derives; else fail bench-rows-runs-and-derives "$(tail -c 300 "$TMP/rows.err"; tail -c 600 "$TMP/out6")"; fi
+  expect_rc bench-rows-rejects-bad-shape 2 build/release/rows --shapes 100x16 --rounds 1
+  expect_rc bench-rows-rejects-bad-type 2 build/release/rows --types f16 --rounds 1
+fi
+
+# the rows table and the roofline paragraph on a hand-made result: the bound is the larger
+# share, the count of cases at the target follows the shares, the ridge is peak / bandwidth
+if python3 - "$TMP/res3" >"$TMP/out7" 2>&1 <<'PY'
+import json, os, sys
+sys.path.insert(0, "bench")
+import render_bench as R
+res = sys.argv[1]; os.makedirs(res)
+R.RES = res
+def case(ty, rows, t, peak_share, bw_share):
+    return {"type": ty, "n_in": 4096, "n_out": 4096, "rows": rows, "threads": t, "bits_per_weight": 4.5 if ty == "q4_K" else 8.5,
+            "ms_per_matrix": 1.0, "gmacs_cpu": 100.0 * t, "gbs_cpu": 2.0 * t, "share_int8_peak": peak_share,
+            "share_stream": bw_share, "bound": "compute" if peak_share >= bw_share else "memory",
+            "larger_share": max(peak_share, bw_share)}
+d = {"kernel": "avx2", "peak_family": "avx2-i16", "stream_isa": "avx2", "arena_bytes": 1 << 30, "target_larger_share": 0.7,
+     "peak_gmacs": {"1": 150.0, "2": 300.0}, "stream_gbs": {"1": {"cpu": 15.0, "wall": 14.0}, "2": {"cpu": 30.0, "wall": 20.0}},
+     "load_avg_per_round": [1.0, 2.5], "notes": "A test note.", "date": "2026-12-01T00:00:00Z",
+     "families_gmacs_one_core": {"avx2": 90.0, "avx2-i16": 148.0}, "peak_gmacs_per_round_one_core": [120.0, 150.0],
+     "machine": {"cpu": "Test CPU", "cores": 2, "flags": ["avx2"], "amx": False}, "versions": {"commit": "abc1234"},
+     "cases": [case("q4_K", 16, 1, 0.75, 0.10), case("q4_K", 16, 2, 0.60, 0.80), case("q8_0", 16, 1, 0.20, 0.10),
+               case("q8_0", 16, 2, 0.30, 0.10)]}
+json.dump(d, open(os.path.join(res, "rows.json"), "w"))
+t = R.rows_table()
+rows = [l for l in t.splitlines() if l.startswith("| q")]
+assert len(rows) == 2, t
+assert rows[0].endswith("| compute 75% / memory 80% |") and rows[1].endswith("| compute 20% / compute 30% |"), rows
+assert "(75%) / 200 (60%)" in rows[0] and "2.00 (10%) / 4.00 (80%)" in rows[0], rows[0]
+assert "least 70% in 2 of 4 cases (range 20%-80%)" in t and "A test note." in t and "150, 300 GMAC/s" in t, t
+r = R.rows_roofline()
+assert "fewer than 10.0 multiply-accumulates per byte" in r, r
+assert "q4_K (4.50 bits per weight): 1.78 per byte per row, 28 at 16 rows, memory-bound below 5.6 rows" in r, r
+assert "1 of the 2 2-thread cases are memory-bound" in r, r
+assert "both thread counts: q4_K 75%-80%, q8_0 20%-30% (the issue's target: 70%)" in r, r
+assert "the int32 sequence (avx2) ran at 90." in r and "ranged from 120 to 150 GMAC/s" in r, r
+print("ok")
+PY
+then ok bench-rows-renderer; else fail bench-rows-renderer "$(tail -c 600 "$TMP/out7")"; fi
 finish
