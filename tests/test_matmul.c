@@ -418,3 +418,52 @@ TEST(matmul_pack_panel_matches_reference) {
         free(src); free(a); free(b);
     }
 }
+
+/* The largest sums the integer kernels can meet: Q4_K codes all 15 with every 6-bit scale at
+ * 63, against activations that all quantize to +127 or all to -127. The AVX2 kernel without
+ * VNNI adds 16 products of a 32-column sub-block in int16 (16 x 15 x 127 = 30480, just under
+ * 32767); a sum one step wider, or a saturating add, would be off here by thousands, while the
+ * exact product is known in closed form. Also mixed signs per column, and dmin != 0. */
+TEST(matmul_q4k_extreme_sums_do_not_overflow) {
+    const int64_t n_in = 512, n_out = 16, n_tokens = 3;
+    mcase c = { .type = UM_TYPE_Q4_K, .n_in = n_in, .n_out = n_out };
+    const um_type_traits *tr = um_traits(UM_TYPE_Q4_K);
+    size_t rb = (size_t)(n_in / 256) * sizeof(um_block_q4_K);
+    c.bytes = rb * (size_t)n_out;
+    c.raw = um_malloc_aligned(c.bytes);
+    c.wf = malloc(sizeof(float) * (size_t)(n_in * n_out));
+    for (int64_t r = 0; r < n_out; r++)
+        for (int64_t b = 0; b < n_in / 256; b++) {
+            um_block_q4_K *blk = (um_block_q4_K *)((uint8_t *)c.raw + (size_t)r * rb) + b;
+            blk->d = um_fp32_to_fp16(r % 2 ? 0.5f : 1.0f);
+            blk->dmin = um_fp32_to_fp16(r % 4 >= 2 ? 0.25f : 0.0f);
+            memset(blk->scales, 0xFF, sizeof blk->scales);   /* every scale and min 63 */
+            memset(blk->qs, 0xFF, sizeof blk->qs);           /* every code 15 */
+        }
+    for (int64_t r = 0; r < n_out; r++) tr->to_float_ref((uint8_t *)c.raw + (size_t)r * rb, c.wf + r * n_in, n_in);
+    float *x = malloc(sizeof(float) * (size_t)(n_tokens * n_in));
+    for (int64_t k = 0; k < n_in; k++) {
+        x[k] = 1.0f;                                /* all +127 */
+        x[n_in + k] = -2.0f;                        /* all -127 */
+        x[2 * n_in + k] = k % 3 ? 3.0f : -3.0f;     /* +-127 mixed */
+    }
+    for (int k = UM_KERNEL_REF; k < UM_KERNEL_COUNT; k++) {
+        if (!matmul_kernel_available((um_kernel)k)) continue;
+        float *y = malloc(sizeof(float) * (size_t)(n_tokens * n_out));
+        um_err e;
+        CHECK_MSG(run_kernel(&c, (um_kernel)k, true, NULL, x, n_tokens, y, &e) == UM_OK, "%s", e.msg);
+        for (int64_t t = 0; t < n_tokens; t++)
+            for (int64_t r = 0; r < n_out; r++) {
+                double s = 0, sa = 0;   /* the activations are exact in int8 here: no rounding */
+                for (int64_t i = 0; i < n_in; i++) {
+                    s += (double)c.wf[r * n_in + i] * x[t * n_in + i];
+                    sa += fabs((double)c.wf[r * n_in + i] * x[t * n_in + i]);
+                }
+                CHECK_MSG(fabs(y[t * n_out + r] - s) <= 2e-5 * sa + 1e-6, "q4_K/%s token %lld row %lld: %.8g, want %.8g",
+                          matmul_kernel_name((um_kernel)k), (long long)t, (long long)r, y[t * n_out + r], s);
+            }
+        free(y);
+    }
+    free(x);
+    free_case(&c);
+}
