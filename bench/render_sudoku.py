@@ -24,12 +24,12 @@ def render_sudoku_train():
            f"{d['date'][:10]}. Held-out: easy puzzles of the validation split; loss and accuracy over "
            "answer cells masked at rate 0.5 (fixed masks); solving: every answer cell masked, one cell "
            "committed per step in confidence order, greedy.", "",
-           "| step | minutes | lr | train loss | held-out loss | held-out cell accuracy | solving: cells right | solving: puzzles solved |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| stage | step | minutes | lr | train loss | held-out loss | held-out cell accuracy | solving: cells right | solving: puzzles solved |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for i in sorted(keep):
         r = curve[i]
         solve = ("—", "—") if r.get("solve_rate") is None else (f"{100 * r['solve_cell_acc']:.1f}%", f"{100 * r['solve_rate']:.1f}%")
-        out.append(f"| {r['step']} | {r.get('elapsed_total_s', r['elapsed_s']) / 60:.0f} | {r['lr']:.1e} | {r['train_loss']:.3f} | "
+        out.append(f"| {r.get('stage', 1)} | {r['step']} | {r.get('elapsed_total_s', r['elapsed_s']) / 60:.0f} | {r['lr']:.1e} | {r['train_loss']:.3f} | "
                    f"{r['heldout_loss_t05']:.3f} | {100 * r['heldout_acc_t05']:.1f}% | {solve[0]} | {solve[1]} |")
     f = d.get("final_eval")
     if f and "puzzles" in f:
