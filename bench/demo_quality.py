@@ -27,11 +27,13 @@ BASE = ["--no-chat", "--gen", "64", "--block", "32", "--temp", "0", "-t", "1"]
 METHODS = [
     ("exact", "exact: one token per step", ["--steps", "64"]),
     ("half-steps", "fixed: two tokens per step (--steps 32)", ["--steps", "32"]),
+    ("exact-entropy", "fixed: entropy order, one token per step", ["--steps", "64", "--alg", "entropy"]),
     ("threshold-0.9", "parallel: --threshold 0.9", ["--threshold", "0.9"]),
     ("threshold-0.5", "parallel: --threshold 0.5", ["--threshold", "0.5"]),
     ("threshold-0.2", "parallel: --threshold 0.2", ["--threshold", "0.2"]),
     ("factor-1", "parallel: --factor 1", ["--factor", "1"]),
     ("factor-4", "parallel: --factor 4", ["--factor", "4"]),
+    ("eb-0.01", "parallel: --eb-gamma 0.01", ["--eb-gamma", "0.01"]),
     ("eb-1", "parallel: --eb-gamma 1", ["--eb-gamma", "1"]),
     ("eb-4", "parallel: --eb-gamma 4", ["--eb-gamma", "4"]),
     ("prefix", "cache: --cache prefix", ["--steps", "64", "--cache", "prefix"]),
@@ -42,6 +44,8 @@ METHODS = [
      ["--steps", "64", "--cache", "dual", "--cache-drift", "0.05"]),
     ("dual-threshold-0.5", "both: --cache dual --threshold 0.5", ["--cache", "dual", "--threshold", "0.5"]),
     ("dual-factor-4", "both: --cache dual --factor 4", ["--cache", "dual", "--factor", "4"]),
+    ("dual-eb-0.01", "both: --cache dual --eb-gamma 0.01", ["--cache", "dual", "--eb-gamma", "0.01"]),
+    ("fast", "both: --fast (--eb-gamma 0.01 --cache dual --cache-drift 0.05)", ["--fast"]),
 ]
 
 

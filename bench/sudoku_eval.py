@@ -57,7 +57,11 @@ def configs():
          ("dual-threshold-0.9", "both: --cache dual --threshold 0.9", ["--cache", "dual", "--threshold", "0.9"]),
          ("dual-threshold-0.7", "both: --cache dual --threshold 0.7", ["--cache", "dual", "--threshold", "0.7"]),
          ("refresh-9-threshold-0.7", "both: --cache-refresh 9 --threshold 0.7",
-          ["--cache-refresh", "9", "--threshold", "0.7"])]
+          ["--cache-refresh", "9", "--threshold", "0.7"]),
+         ("dual-eb-0.01", "both: --cache dual --eb-gamma 0.01", ["--cache", "dual", "--eb-gamma", "0.01"]),
+         ("dual-eb-0.1", "both: --cache dual --eb-gamma 0.1", ["--cache", "dual", "--eb-gamma", "0.1"]),
+         ("drift-eb-0.01", "both: --cache dual --cache-drift 0.05 --eb-gamma 0.01",
+          ["--cache", "dual", "--cache-drift", "0.05", "--eb-gamma", "0.01"])]
     for i, label, flags in m:
         out.append({"id": "easy-" + i, "group": "methods", "difficulty": "easy", "label": label, "flags": flags})
     return out

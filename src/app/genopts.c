@@ -62,8 +62,9 @@ void genopts_usage(FILE *f) {
         "  --cfg W            classifier-free guidance weight (0 = off)\n"
         "  --seed N           random seed (default 42)\n"
         "  --stop-at-eos      stop once a finished block is all end-of-text\n"
-        "  --fast             the fastest measured setting: --cache dual --threshold 0.9; flags\n"
-        "                     naming a schedule or a cache setting replace that part\n"
+        "  --fast             the best measured trade-off: --eb-gamma 0.01 --cache dual\n"
+        "                     --cache-drift 0.05; a flag naming a schedule or a cache mode or\n"
+        "                     refresh rule replaces that part\n"
         "cache (approximate; default none = exact):\n"
         "  --cache MODE       none, prefix or dual (Fast-dLLM): a full pass fills a K/V cache at\n"
         "                     each block's start; then prefix recomputes the block and all after\n"
@@ -228,8 +229,11 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
               : g->block > 0 ? UM_SCHED_BLOCK : -1;
     /* --fast: the measured best combination (docs/decoding.md, "--fast"); a flag that names
      * a schedule or a cache setting replaces that part of it */
-    if (g->fast && sched == GENOPTS_FAST_SCHEDULE && g->threshold < 0) s->threshold = GENOPTS_FAST_THRESHOLD;
-    if (g->fast && g->cache < 0 && g->cache_refresh <= 0 && g->cache_drift <= 0) s->cache = GENOPTS_FAST_CACHE;
+    if (g->fast && sched == GENOPTS_FAST_SCHEDULE && g->eb_gamma < 0) s->eb_gamma = GENOPTS_FAST_EB_GAMMA;
+    if (g->fast && g->cache < 0 && g->cache_refresh <= 0 && g->cache_drift <= 0) {
+        s->cache = GENOPTS_FAST_CACHE;
+        s->cache_drift = GENOPTS_FAST_DRIFT;
+    }
     if (sched >= 0) s->schedule = (um_schedule)sched;
     if (g->block > 0) s->block_len = g->block;
     if (sched == UM_SCHED_TIMESTEP && g->block <= 0) s->block_len = 0;   /* Dream: one block */

@@ -111,26 +111,27 @@ expect_grep "--schedule block with --eb-gamma names both" 'choose different sche
 expect_rc "--schedule eb with --eb-gamma is fine" 0 "$BIN" generate "${F[@]}" -q --schedule eb --eb-gamma 1
 
 # ---------------------------------------------------------------- --fast
-# --fast is the documented combination (--cache dual --threshold 0.9: docs/decoding.md), the
-# same run to the byte; a flag naming a schedule or a cache setting replaces that part only
+# --fast is the documented combination (--eb-gamma 0.01 --cache dual --cache-drift 0.05:
+# docs/decoding.md), the same run to the byte; a flag naming a schedule or a cache mode or
+# refresh rule replaces that part only (--cache-type, storage, keeps the rest)
 "$BIN" generate "${F[@]}" --json -q --fast 2>/dev/null | strip >"$TMP/fast.json"
-"$BIN" generate "${F[@]}" --json -q --cache dual --threshold 0.9 2>/dev/null | strip >"$TMP/fast-spelled.json"
-if [ -s "$TMP/fast.json" ] && cmp -s "$TMP/fast.json" "$TMP/fast-spelled.json"; then ok "--fast is --cache dual --threshold 0.9"
-else fail "--fast is --cache dual --threshold 0.9" "$(diff "$TMP/fast.json" "$TMP/fast-spelled.json" | head -c 300)"; fi
+"$BIN" generate "${F[@]}" --json -q --eb-gamma 0.01 --cache dual --cache-drift 0.05 2>/dev/null | strip >"$TMP/fast-spelled.json"
+if [ -s "$TMP/fast.json" ] && cmp -s "$TMP/fast.json" "$TMP/fast-spelled.json"; then ok "--fast is --eb-gamma 0.01 --cache dual --cache-drift 0.05"
+else fail "--fast is --eb-gamma 0.01 --cache dual --cache-drift 0.05" "$(diff "$TMP/fast.json" "$TMP/fast-spelled.json" | head -c 300)"; fi
 "$BIN" generate "${F[@]}" --json -q --fast --cache none --factor 2 >"$TMP/fast-over.json" 2>/dev/null
 if python3 -c "
 import json, sys
 s = json.load(open(sys.argv[1]))['settings']
-assert (s['schedule'], s['cache'], s['factor']) == ('factor', 'none', 2), s
+assert (s['schedule'], s['cache'], s['factor'], s['cache_drift']) == ('factor', 'none', 2, 0), s
 " "$TMP/fast-over.json" 2>"$TMP/perr"; then ok "--fast: --cache none and --factor replace its parts"
 else fail "--fast: --cache none and --factor replace its parts" "$(tail -1 "$TMP/perr")"; fi
 "$BIN" generate "${F[@]}" --json -q --fast --cache-type q8_0 --threshold 0.5 >"$TMP/fast-over2.json" 2>/dev/null
 if python3 -c "
 import json, sys
 s = json.load(open(sys.argv[1]))['settings']
-assert (s['schedule'], s['cache'], s['cache_type'], round(s['threshold'], 3)) == ('threshold', 'dual', 'q8_0', 0.5), s
-" "$TMP/fast-over2.json" 2>"$TMP/perr"; then ok "--fast: --threshold 0.5 and --cache-type keep the dual cache"
-else fail "--fast: --threshold 0.5 and --cache-type keep the dual cache" "$(tail -1 "$TMP/perr")"; fi
+assert (s['schedule'], s['cache'], s['cache_type'], round(s['threshold'], 3), round(s['cache_drift'], 3)) == ('threshold', 'dual', 'q8_0', 0.5, 0.05), s
+" "$TMP/fast-over2.json" 2>"$TMP/perr"; then ok "--fast: --threshold 0.5 and --cache-type keep the drift-refreshed dual cache"
+else fail "--fast: --threshold 0.5 and --cache-type keep the drift-refreshed dual cache" "$(tail -1 "$TMP/perr")"; fi
 expect_rc "--fast reaches eval" 0 "$BIN" eval -M sudoku --sudoku 2 -t 2 --fast --json
 expect_grep "--fast in eval runs the dual cache" '"cache":"dual"' "$TMP/out"
 
