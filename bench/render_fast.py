@@ -60,13 +60,14 @@ def render_sudoku_methods():
            "some rows). Both puzzles: of the puzzles exact decoding solves, the share this method solves too.", "",
            "| method | flags | solved | forward passes | full-pass equivalents | cells per pass | both solved |",
            "|---|---|---:|---:|---:|---:|---:|"]
-    ids = ["easy-confidence"] + [k for k, c in cfg.items() if c["group"] == "methods"]
+    ids = ["easy-confidence", "easy-threshold-0.9"] + [k for k, c in cfg.items() if c["group"] == "methods"]
     for k in ids:
         r = res.get(k)
         if not r:
             continue
-        label = "exact: one cell per step" if k == "easy-confidence" else cfg[k]["label"].split(":")[0]
-        flags = " ".join(cfg[k]["flags"]) if k != "easy-confidence" else "(none)"
+        label = ("exact: one cell per step" if k == "easy-confidence" else
+                 "parallel" if cfg[k]["group"] == "yardstick" else cfg[k]["label"].split(":")[0])
+        flags = " ".join(cfg[k]["flags"]) if k != "easy-confidence" else "--alg confidence"
         both = "—"
         if exact and k != "easy-confidence":
             ex = [i for i, c in enumerate(exact["solved"]) if c == "1"]
