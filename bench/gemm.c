@@ -30,16 +30,12 @@
 #include "quant.h"
 #include "util.h"
 
+#include "benchutil.h"
+
 static double cpu_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 88172645463325252ull;
-static inline uint64_t next_rand(void) {
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-    return rng;
 }
 
 /* Random valid weights: random code bytes, f16 scales kept small and finite. */
@@ -66,21 +62,6 @@ static void *make_weights(uint32_t type, int64_t n_in, int64_t n_out, size_t *by
         }
     }
     return p;
-}
-
-static int parse_list(const char *s, char out[][32], int max) {
-    int n = 0;
-    while (*s && n < max) {
-        const char *c = strchr(s, ',');
-        size_t len = c ? (size_t)(c - s) : strlen(s);
-        if (len >= 32) len = 31;
-        memcpy(out[n], s, len);
-        out[n][len] = '\0';
-        n++;
-        if (!c) break;
-        s = c + 1;
-    }
-    return n;
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -40,31 +40,12 @@
 #include "quant.h"
 #include "util.h"
 
+#include "benchutil.h"
+
 #define MAX_LIST 8
 #define MAX_THREADS 4
 
 static double process_cpu(void) { return stream_clock(CLOCK_PROCESS_CPUTIME_ID); }
-
-static uint64_t rng = 88172645463325252ull;
-static inline uint64_t next_rand(void) {
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-    return rng;
-}
-
-static int parse_list(const char *s, char out[][32], int max) {
-    int n = 0;
-    while (*s && n < max) {
-        const char *c = strchr(s, ',');
-        size_t len = c ? (size_t)(c - s) : strlen(s);
-        if (len >= 32) len = 31;
-        memcpy(out[n], s, len);
-        out[n][len] = '\0';
-        n++;
-        if (!c) break;
-        s = c + 1;
-    }
-    return n;
-}
 
 typedef struct row_case {
     char      type_name[32];
