@@ -115,6 +115,25 @@ def unmask_best_kernel():
     return json.loads(out)["kernel"]
 
 
+def cpu_has(flag):
+    """Whether /proc/cpuinfo lists FLAG (e.g. avx512f) for this CPU."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return flag in line.split()
+    except OSError:
+        pass
+    return False
+
+
+def second_kernel(best):
+    """The extra runtime forward.py and e2e.py measure beside unmask's own choice: the AVX-512
+    kernels where unmask chose another one (AMX) and the CPU has AVX-512; none otherwise (an
+    AVX2-only CPU such as Zen 3 has nothing to compare)."""
+    return "avx512" if best != "avx512" and cpu_has("avx512f") and cpu_has("avx512bw") else None
+
+
 def warm_page_cache(path):
     """Read the whole file once, so that the first run of the first round does not pay for
     disk reads the others skip (a cold first llama.cpp run once measured 80 s of load for a

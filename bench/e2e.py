@@ -17,7 +17,8 @@ Measures ms/step (each runtime's own generation timer / steps), tokens/s (128 / 
 time), load time (process wall time minus generation time for llama.cpp; unmask's own load +
 prepare timer) and peak RSS (/usr/bin/time). Two more unmask runs use fast decoding:
 `--cache dual` (same schedule; the time of the steps that reuse the cache is reported apart
-from the refreshes) and `--fast` (dual cache, --threshold 0.9), with their ratios to llama.cpp
+from the refreshes) and `--fast` (--eb-gamma 0.01 --cache dual --cache-drift 0.05, the
+constants of src/app/genopts.h: fewer steps when the model is sure), with their ratios to llama.cpp
 (ratio_cached) and peak RSS against the file plus the reported cache (--no-cache leaves them
 out). Writes bench/results/e2e-NAME-tN.json.
 """
@@ -59,10 +60,10 @@ def main():
                   "-t", str(peer_threads)], {}),
         "unmask": (um, {}),
     }
-    if best != "avx512":
+    if B.second_kernel(best):
         runtimes["unmask-avx512"] = (um, {"UNMASK_KERNEL": "avx512"})
     # fast decoding (docs/decoding.md): the same schedule with Fast-dLLM's dual cache, and --fast
-    # (the dual cache with --threshold 0.9: fewer steps when the model is sure)
+    # (the dual cache with the entropy-bounded schedule: fewer steps when the model is sure)
     if not a.no_cache:
         runtimes["unmask-dual"] = (um + ["--cache", "dual"], {})
         runtimes["unmask-fast"] = ([x for x in um if x not in ("--steps", str(a.steps))] + ["--fast"], {})

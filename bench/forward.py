@@ -54,7 +54,7 @@ def main():
         "unmask": ([B.UNMASK, "logits", "-m", a.model, "--tokens", toks, "-t", str(a.threads),
                     "--reps", str(a.passes)], {}),
     }
-    if best != "avx512":
+    if B.second_kernel(best):
         runtimes["unmask-avx512"] = (runtimes["unmask"][0], {"UNMASK_KERNEL": "avx512"})
     res = B.header("forward")
     res.update({"model": a.name, "file": os.path.basename(a.model), "file_bytes": os.path.getsize(a.model),

@@ -24,9 +24,35 @@ def _ms(x):
     return f"{x:,.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
 
 
+def _simd(m):
+    """The widest integer SIMD a result's machine had, from its recorded CPU flags."""
+    f = set(m.get("flags", []))
+    if "avx512_vnni" in f:
+        return "AVX-512 VNNI"
+    if "avx512bw" in f:
+        return "AVX-512"
+    return "AVX2" if "avx2" in f else "no AVX2"
+
+
+def _cpu(m):
+    return f"{m['cpu']} ({_simd(m)}, {'AMX' if m['amx'] else 'no AMX'})"
+
+
 def _where(d, rows=None):
     m, v = d["machine"], d["versions"]
     rows = rows or [d]
+    # rows measured on different machines (the CPU changes between sessions) name each one
+    by_cpu = {}
+    for x in rows:
+        key = (_cpu(x["machine"]), x["date"][:10])
+        models = by_cpu.setdefault(key, [])
+        if f"{x['model']} t{x['threads']}" not in models:
+            models.append(f"{x['model']} t{x['threads']}")
+    if len(by_cpu) > 1:
+        machine = "machines: " + "; ".join(f"{c} {day} (rows of {', '.join(ms)})" for (c, day), ms in by_cpu.items())
+        machine += f", {m['cores']} cores each"
+    else:
+        machine = f"{_cpu(m)}, {m['cores']} cores, {d['date'][:10]}"
     commits = sorted({x["versions"]["commit"] for x in rows})
     dirty = any(x["versions"].get("sources_as_committed") is False for x in rows)
     # results taken with different peer builds each name theirs, with the models they cover
@@ -37,8 +63,7 @@ def _where(d, rows=None):
             models.append(x["model"])
     peer = (f"peer {v['peer']}" if len(by_peer) == 1 else
             "peers " + "; ".join(f"{p} (rows of {', '.join(ms)})" for p, ms in by_peer.items()))
-    return (f"{m['cpu']}, {m['cores']} cores ({'AMX' if m['amx'] else 'no AMX'}), {d['date'][:10]}; "
-            f"{peer} (llama.cpp's AMX path crashes on AMX machines, llama.cpp issue #20824); "
+    return (f"{machine}; {peer} (llama.cpp's AMX path crashes on AMX machines, llama.cpp issue #20824); "
             f"unmask commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}"
             f"{' with uncommitted source changes' if dirty else ''}")
 
@@ -112,6 +137,53 @@ def targets_table():
                        f"{'yes' if avx <= TARGET_AVX512 else '**no**'} |")
         rss = max(med[w]["rss_over_file"] for w in med if w != "peer")
         out.append(f"| {d['model']} | peak RSS <= {TARGET_RSS}x file size | {rss:.2f}x | {'yes' if rss <= TARGET_RSS else '**no**'} |")
+    return "\n".join(out)
+
+
+# Issue 17's gates on the 8B-class files at 2 threads: a step reusing the dual cache, a whole
+# 32-step generation with --cache dual (both against llama.cpp), peak RSS / (file + cache).
+TARGET_CACHED_STEP, TARGET_CACHED_GEN = 0.08, 0.15
+FLAGS = {"unmask": "unmask (exact)", "unmask-dual": "unmask `--cache dual`", "unmask-fast": "unmask `--fast`"}
+
+
+def cached_table():
+    rows = [d for d in _load("e2e-*.json") if d.get("ratio_cached")]
+    if not rows:
+        return "_no results yet: run `make bench` (bench/e2e.py runs --cache dual and --fast)_"
+    out = ["| model | runtime | steps | ms per step (cache-reusing steps) | generation s | tok/s | "
+           "step / llama.cpp step | generation / llama.cpp | peak RSS / (file + cache) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    gates = ["| model | target | measured | met |", "|---|---|---:|---|"]
+    for d in rows:
+        med, p = d["median"], d["median"]["peer"]
+        out.append(f"| {d['model']} | llama.cpp | {d['steps']} | {_ms(p['ms_per_step'])} | {p['generate_ms'] / 1000:.1f} | "
+                   f"{p['tokens_per_s']:.2f} | 1 | 1 | {p['rss_over_file']:.2f} (no cache) |")
+        for who in ("unmask", "unmask-dual", "unmask-fast"):
+            if who not in med:
+                continue
+            u, rc = med[who], d["ratio_cached"].get(who, {})
+            step = (f"{_ms(u['ms_per_step'])} ({_ms(u['partial_step_ms'])})" if "partial_step_ms" in u
+                    else _ms(u["ms_per_step"]))
+            step_ratio = (f"{rc['partial_step']:.3f}x" if rc.get("partial_step") else f"{d['ratio_ms_per_step'][who]:.2f}x")
+            rss = u.get("rss_over_file_plus_cache", u["rss_over_file"])
+            out.append(f"| {d['model']} | {FLAGS[who]} "
+                       f"| {u.get('steps_run', d['steps']):.0f} | {step} | {u['generate_ms'] / 1000:.1f} | {u['tokens_per_s']:.2f} | "
+                       f"{step_ratio} | **{u['generate_ms'] / p['generate_ms']:.3f}x** | {rss:.2f} |")
+        if d["threads"] == 2 and "unmask-dual" in d["ratio_cached"]:
+            rc, u = d["ratio_cached"]["unmask-dual"], med["unmask-dual"]
+            rss = u.get("rss_over_file_plus_cache", u["rss_over_file"])
+            for what, x, t in (("a step reusing the dual cache", rc["partial_step"], TARGET_CACHED_STEP),
+                               ("a 32-step generation with --cache dual", rc["generation"], TARGET_CACHED_GEN),
+                               ("peak RSS / (file + cache)", rss, TARGET_RSS)):
+                unit = "" if what.startswith("peak") else " x llama.cpp"
+                gates.append(f"| {d['model']} | {what} <= {t}{unit} | {x:.3f} | {'yes' if x <= t else '**no**'} |")
+            if "unmask-fast" in d["ratio_cached"]:
+                f = d["ratio_cached"]["unmask-fast"]["tokens_per_s_over_peer"]
+                gates.append(f"| {d['model']} | --fast tokens/s against llama.cpp (reported, no target) | {f:.1f}x | - |")
+    out += ["", f"The runs of the table above, same files, same rounds (threads {', '.join(sorted({str(x['threads']) for x in rows}))}, "
+            f"llama.cpp at its best thread count). The runtime column gives unmask's flags beyond the exact run's; "
+            f"`--fast` chooses its own steps (the steps column is the median run). llama.cpp has no cache: every step "
+            f"is a full pass. {_where(rows[0], rows)}.", "", "Issue 17's targets:", ""] + gates
     return "\n".join(out)
 
 
@@ -255,5 +327,6 @@ def rows_roofline():
 
 
 RENDERERS = {"bench-forward": forward_table, "bench-e2e": e2e_table, "bench-targets": targets_table,
+             "bench-cached": cached_table,
              "bench-profile": profile_table, "bench-gemm": gemm_table, "bench-rows": rows_table,
              "bench-rows-roofline": rows_roofline}
