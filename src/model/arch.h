@@ -27,6 +27,9 @@ typedef struct um_arch {
     bool         shift_logits;  /* default when diffusion.shift_logits is absent: score i by row i-1 */
     bool         output_optional; /* output.weight may be missing: tied to token_embd */
     const char  *default_chat;  /* chat template used when the file's is not recognised */
+    bool         block_causal;  /* attention is block-causal over the canvas (LLaDA 2.x): each block of
+                                   hp.block_size positions sees itself and every earlier block, so the
+                                   K/V of finished blocks are final and the block cache is exact */
 } um_arch;
 
 /* The table entry for general.architecture, or NULL. */

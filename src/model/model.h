@@ -46,6 +46,7 @@ typedef struct um_hparams {
     float   expert_weights_scale; /* 0 or 1 = none */
     bool    shift_logits;
     int32_t mask_id;            /* -1 if the file has none */
+    int32_t block_size;         /* block-causal attention block length (arch->block_causal), else 0 */
 } um_hparams;
 
 typedef struct um_layer {
