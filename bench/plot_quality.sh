@@ -64,24 +64,20 @@ set style line 2 pt 7 ps 1.3 lc rgb "#777777"
 set style line 3 pt 7 ps 1.3 lc rgb "#1f77b4"
 set style line 4 pt 9 ps 1.5 lc rgb "#d62728"
 set style line 5 pt 13 ps 1.5 lc rgb "#2ca02c"
+# one panel: points of the five kinds from data file F, column X against column 3, labelled
+panel(F, X) = sprintf('plot for [i=0:4] "%s" index i using %d:3 with points ls (i+1) title word("exact fixed parallel cache both", i+1), "%s" using %d:3:4 with labels font ",8" offset 0,0.8 notitle', F, X, F, X)
 set title "sudoku, easy puzzles: solved"
-set xlabel "forward passes per puzzle"
 set ylabel "puzzles solved (%)"
-plot for [i=0:4] "$TMP/sudoku.dat" index i using 1:3 with points ls (i+1) title word("exact fixed parallel cache both", i+1), \
-     "$TMP/sudoku.dat" using 1:3:4 with labels font ",8" offset 0,0.8 notitle
-set title "sudoku, easy puzzles: solved"
+set xlabel "forward passes per puzzle"
+eval panel("$TMP/sudoku.dat", 1)
 set xlabel "full-pass equivalents per puzzle (rows computed / 163)"
-plot for [i=0:4] "$TMP/sudoku.dat" index i using 2:3 with points ls (i+1) title word("exact fixed parallel cache both", i+1), \
-     "$TMP/sudoku.dat" using 2:3:4 with labels font ",8" offset 0,0.8 notitle
+eval panel("$TMP/sudoku.dat", 2)
 set title "demo model: agreement with exact decoding"
-set xlabel "forward passes per generation (64 tokens)"
 set ylabel "same token as exact decoding (%)"
-plot for [i=0:4] "$TMP/demo.dat" index i using 1:3 with points ls (i+1) title word("exact fixed parallel cache both", i+1), \
-     "$TMP/demo.dat" using 1:3:4 with labels font ",8" offset 0,0.8 notitle
-set title "demo model: agreement with exact decoding"
+set xlabel "forward passes per generation (64 tokens)"
+eval panel("$TMP/demo.dat", 1)
 set xlabel "full-pass equivalents per generation"
-plot for [i=0:4] "$TMP/demo.dat" index i using 2:3 with points ls (i+1) title word("exact fixed parallel cache both", i+1), \
-     "$TMP/demo.dat" using 2:3:4 with labels font ",8" offset 0,0.8 notitle
+eval panel("$TMP/demo.dat", 2)
 unset multiplot
 EOF
 mv "$OUT.tmp" "$OUT"
