@@ -14,7 +14,6 @@ Writes bench/results/NAME (default demo-quality.json).
 import concurrent.futures
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -49,8 +48,12 @@ METHODS = [
 ]
 
 
-def words(text):
-    return [w.strip("'") for w in re.sub(r"[^a-z'\n ]", " ", text.lower()).split() if w.strip("'")]
+def dict_share(text):
+    """(words, of them in the dictionary): tools/dict-share.sh, the definition the demo test and
+    tools/train/eval.sh use too."""
+    out = subprocess.run([os.path.join(benchlib.ROOT, "tools", "dict-share.sh"), DICT], input=text,
+                         capture_output=True, text=True, check=True).stdout.split()
+    return int(out[0]), int(out[1])
 
 
 def generate(prompt, flags):
@@ -72,7 +75,6 @@ def main():
                              cwd=benchlib.ROOT).stdout.splitlines()
     if not os.path.exists(DICT):
         raise SystemExit(f"demo_quality: {DICT} missing (apt-get install wamerican)")
-    dictionary = {w.strip().lower() for w in open(DICT, errors="replace")}
     res = benchlib.header("demo-quality")
     res["versions"].pop("peer", None)
     res["versions"].pop("peer_cmake_options", None)
@@ -91,9 +93,9 @@ def main():
             gen, gref = r["tokens"][n:], ref["tokens"][n:]
             agree += sum(1 for x, y in zip(gen, gref) if x == y)
             total += len(gref)
-            w = words(r["answer"])
-            nwords += len(w)
-            found += sum(1 for x in w if x in dictionary)
+            nw, nf = dict_share(r["answer"])
+            nwords += nw
+            found += nf
             passes += int(r["forward_passes"])
             rows += int(r["rows_computed"])
             cache_bytes = max(cache_bytes, int(r["cache_bytes"]))

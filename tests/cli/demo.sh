@@ -9,9 +9,7 @@ expect_rc generate-without-model-flag 0 "$BIN" generate -q -p "Once upon a time 
 cp "$TMP/out" "$TMP/answer"
 dict=/usr/share/dict/american-english
 if [ -r $dict ]; then
-  read -r total found < <(tr -c "A-Za-z'\n" ' ' <"$TMP/answer" | tr ' ' '\n' | sed "s/^'*//; s/'*$//" | grep -v '^$' |
-    tr 'A-Z' 'a-z' | sort | uniq -c | awk -v d=$dict 'BEGIN{while((getline w < d)>0) ok[tolower(w)]=1}
-      {t+=$1; if ($2 in ok) f+=$1} END{print t+0, f+0}')
+  read -r total found < <(tools/dict-share.sh $dict <"$TMP/answer")
   if [ "$total" -ge 20 ] && [ $((found * 100)) -ge $((total * 80)) ]; then ok "english: $found of $total words in the dictionary"
   else fail english "$found of $total words in the dictionary: $(head -c 300 "$TMP/answer")"; fi
 else

@@ -33,11 +33,8 @@ while IFS= read -r prompt; do
 done < "$OUT/prompts.txt"
 
 if [ -r "$DICT" ]; then
-    tr 'A-Z' 'a-z' < "$DICT" | sort -u > "$OUT/dict.txt"
-    tr 'A-Z' 'a-z' < "$OUT/generated.txt" | tr -c "a-z'\n" ' ' | tr ' ' '\n' | sed "s/^'*//; s/'*\$//" |
-        grep -v '^$' > "$OUT/words.txt" || true
-    total=$(wc -l < "$OUT/words.txt")
-    found=$(grep -cxFf "$OUT/dict.txt" "$OUT/words.txt" || true)
+    set -- $("$(dirname "$0")/../dict-share.sh" "$DICT" < "$OUT/generated.txt")
+    total=$1 found=$2
     echo "dictionary words: $found of $total generated words are in $DICT" \
          "($(awk -v f="$found" -v t="$total" 'BEGIN { printf "%.1f%%", t ? 100 * f / t : 0 }'))"
 else
