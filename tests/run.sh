@@ -23,7 +23,7 @@ else
 fi
 
 for t in tests/cli/*.sh; do
-  [ "$(basename "$t")" = lib.sh ] && continue
+  case $(basename "$t") in lib.sh|tmuxlib.sh) continue ;; esac   # sourced libraries, not suites
   [ -e "$t" ] || continue
   bash "$t" | tee "$log"
   line=$(grep -E '^[a-z0-9_-]+: [0-9]+ passed' "$log" | tail -n 1)

@@ -34,27 +34,15 @@ expect_grep "--ui-help lists the Tab key (the key table)" '^  Tab +--compare: mo
 "$BIN" record --help >"$TMP/help"
 expect_grep "record --help lists --compare" '^  --compare FLAGS ' "$TMP/help"
 
-if ! command -v tmux >/dev/null 2>&1; then skip compare "tmux not installed"; finish; exit 0; fi
-SOCK=unmask-cmp-$$
-SLOW=1; [ "${UNMASK_VARIANT:-release}" = release ] || SLOW=4
-cat >"$TMP/tmux.conf" <<'EOF'
-set -g default-terminal "tmux-256color"
-set -g remain-on-exit on
-set -g status off
-EOF
-T() { tmux -u -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
-trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8 TSAN_OPTIONS=log_path=$TMP/tsan"
-T new-session -d -s keep "sleep 600"
+. "$(dirname "$0")/tmuxlib.sh"
+tmux_begin cmp compare
 start() {  # start W H ARGS... (ARGS are shell words: quote --compare values with '...')
   local w=$1 h=$2; shift 2
   T kill-session -t ui 2>/dev/null
   rm -f "$TMP/rc"
   T new-session -d -s ui -x "$w" -y "$h" "$RUN $BIN $*; echo \$? >$TMP/rc"
 }
-cap()  { T capture-pane -p -t ui; }
 cape() { T capture-pane -p -e -t ui; }
-wait_for() { local i n=$((50 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 screen_has() { cap | grep -qF -- "$1"; }
 # pane_steps: the step of every pane header on screen, one per line ("1 3" = pane 1 at step 3)
 pane_steps() { cap | grep -oE '[▸ ][1-4] [^·│]* · step [0-9]+/' | sed -E 's/^.([1-4]) .* step ([0-9]+)\//\1 \2/'; }

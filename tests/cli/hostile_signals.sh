@@ -20,7 +20,7 @@ HAVE_GIFSICLE=1; command -v gifsicle >/dev/null 2>&1 || HAVE_GIFSICLE=0
 # the output module removes its temporary files on crash signals, through the sigexit hook
 # main() registers (src/base/outfile.h, src/base/sigexit.h)
 
-wait_for() { local i n=$((50 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
+. "$(dirname "$0")/tmuxlib.sh"    # wait_for here; the tmux server only for the visualizer part
 # wait_exit PID SECONDS: wait for a background child; its status in $rc (137 + a failure if killed)
 wait_exit() {
   local i n=$(($2 * 10 * SLOW))
@@ -131,18 +131,7 @@ check_record_rejects "120 KB prompt" -p "$BIG"
 check_record_rejects "--eps 1" -p hi --eps 1
 
 # ================================================================ the visualizer (tmux)
-if ! command -v tmux >/dev/null 2>&1; then
-  skip "visualizer signals" "tmux not installed"; finish; exit 0
-fi
-SOCK=unmask-hostile-$$
-cat >"$TMP/tmux.conf" <<'EOF'
-set -g default-terminal "tmux-256color"
-set -g remain-on-exit on
-set -g status off
-EOF
-T() { tmux -u -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
-trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-T new-session -d -s keep "sleep 600"
+tmux_begin hostile "visualizer signals"
 # the pane runs ui.sh: stty before, unmask (argv from $TMP/args, under timeout), its status,
 # stty after; then it stays open so tmux still reports the terminal's state
 cat >"$TMP/ui.sh" <<EOF
@@ -164,7 +153,6 @@ start() {  # start DIR ARGS... : a 100x30 session running unmask ARGS in DIR
   printf '%s\0' "$@" >"$TMP/args"
   T new-session -d -s ui -x 100 -y 30 "bash $TMP/ui.sh $d"
 }
-cap() { T capture-pane -p -t ui; }
 status_line() { cap | sed -n '$p'; }
 screen_has() { cap | grep -qF -- "$1"; }
 # the same text where the view may have wrapped it across lines: compared without spaces and newlines

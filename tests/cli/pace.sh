@@ -80,20 +80,8 @@ else
 fi
 
 # ---------------------------------------------------------------- the visualizer on the bundled model
-if ! command -v tmux >/dev/null 2>&1; then
-  skip "pace: visualizer" "tmux not installed"; finish; exit 0
-fi
-SOCK=unmask-pace-$$
-SLOW=1; [ "${UNMASK_VARIANT:-release}" = release ] || SLOW=4     # sanitizer builds run slower
-cat >"$TMP/tmux.conf" <<'EOF'
-set -g default-terminal "tmux-256color"
-set -g remain-on-exit on
-set -g status off
-EOF
-T() { tmux -u -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
-trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8 TSAN_OPTIONS=log_path=$TMP/tsan"
-T new-session -d -s keep "sleep 600"
+. "$(dirname "$0")/tmuxlib.sh"
+tmux_begin pace "pace: visualizer"
 start() {  # start NAME ARGS... : a 120x30 session NAME running unmask ARGS in the repository root
   local s=$1; shift
   T kill-session -t "$s" 2>/dev/null
@@ -102,8 +90,6 @@ start() {  # start NAME ARGS... : a 120x30 session NAME running unmask ARGS in t
 status_of() { T capture-pane -p -t "$1" | sed -n '$p'; }
 step_of() { status_of "$1" | sed -n 's/^ *step \([0-9]*\)\/.*/\1/p'; }
 masks_of() { status_of "$1" | sed -n 's/.* masks \([0-9]*\) .*/\1/p'; }
-wait_for() { local i n=$((50 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
-long_wait() { local i n=$((300 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 has() { status_of "$1" | grep -qF -- "$2"; }
 lacks() { ! status_of "$1" | grep -qF -- "$2"; }
 step_is() { [ "$(step_of "$1")" = "$2" ]; }

@@ -275,20 +275,8 @@ screen "grid: the demo model's 81 words in the grid, the prompt as text" "$TMP/d
 screen "grid: 40 generated positions: text, and the status line says why" "$TMP/f.cast" norule row 29 'grid9: 40 generated, needs 81'
 
 # ---------------------------------------------------------------- the visualizer: g, --gif, --cast
-if ! command -v tmux >/dev/null 2>&1; then
-  skip "record: visualizer" "tmux not installed"; finish; exit 0
-fi
-SOCK=unmask-rec-$$
-SLOW=1; [ "${UNMASK_VARIANT:-release}" = release ] || SLOW=4
-cat >"$TMP/tmux.conf" <<'EOF'
-set -g default-terminal "tmux-256color"
-set -g remain-on-exit on
-set -g status off
-EOF
-T() { tmux -u -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
-trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8"
-T new-session -d -s keep "sleep 600"
+. "$(dirname "$0")/tmuxlib.sh"
+tmux_begin rec "record: visualizer"
 mkdir -p "$TMP/run"
 start() {  # start ARGS... : 100x30 session running unmask ARGS in $TMP/run
   T kill-session -t ui 2>/dev/null
@@ -296,9 +284,7 @@ start() {  # start ARGS... : 100x30 session running unmask ARGS in $TMP/run
   T new-session -d -s ui -x 100 -y 30 \
     "cd $TMP/run; stty -g >$TMP/stty.before; $RUN $BIN $* 2>$TMP/ui.err; echo \$? >$TMP/rc; stty -g >$TMP/stty.after"
 }
-cap() { T capture-pane -p -t ui; }
 status_line() { cap | sed -n '$p'; }
-wait_for() { local i n=$((50 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 screen_has() { cap | grep -qF -- "$1"; }
 status_has() { status_line | grep -qF -- "$1"; }
 status_lacks() { ! status_line | grep -qF -- "$1"; }
@@ -380,4 +366,5 @@ if [ "$(cat "$TMP/rc" 2>/dev/null)" = 1 ] && grep -q 'nonexistent-dir/x.gif' "$T
 then ok "--gif into a missing directory: exit 1, names it, terminal restored"
 else fail "--gif bad path" "rc $(cat "$TMP/rc" 2>/dev/null): $(cat "$TMP/ui.err")"; fi
 T kill-session -t ui 2>/dev/null
+if ls "$TMP"/tsan* >/dev/null 2>&1; then fail "ThreadSanitizer reports" "$(head -30 "$TMP"/tsan*)"; fi
 finish

@@ -5,22 +5,10 @@
 SUITE=tui
 . "$(dirname "$0")/lib.sh"
 
-if ! command -v tmux >/dev/null 2>&1; then
-  skip tui "tmux not installed"; finish; exit 0
-fi
 case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
-SOCK=unmask-test-$$
-SLOW=1; [ "${UNMASK_VARIANT:-release}" = release ] || SLOW=4     # sanitizer builds run slower
-cat >"$TMP/tmux.conf" <<'EOF'
-set -g default-terminal "tmux-256color"
-set -g remain-on-exit on
-set -g status off
-EOF
-T() { tmux -u -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
-trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-# ThreadSanitizer builds write their reports to $TMP/tsan.PID (checked at the end)
-RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8 TSAN_OPTIONS=log_path=$TMP/tsan"
-T new-session -d -s keep "sleep 600"      # keeps the server up between sessions
+# ThreadSanitizer builds write their reports to $TMP/tsan.PID (RUN, tmuxlib.sh; checked at the end)
+. "$(dirname "$0")/tmuxlib.sh"
+tmux_begin test tui
 
 start() {  # start W H ARGS... : fresh session running unmask ARGS, wrapped to record tty state and rc
   local w=$1 h=$2; shift 2
@@ -29,12 +17,10 @@ start() {  # start W H ARGS... : fresh session running unmask ARGS, wrapped to r
   T new-session -d -s ui -x "$w" -y "$h" \
     "stty -g >$TMP/stty.before; $RUN $BIN $*; echo \$? >$TMP/rc; stty -g >$TMP/stty.after"
 }
-cap()  { T capture-pane -p -t ui; }
 cape() { T capture-pane -p -e -t ui; }
 status_line() { cap | sed -n '$p'; }
 step_now() { status_line | sed -n 's/^ *step \([0-9]*\)\/.*/\1/p'; }
 # wait_for NAME CMD... : retry CMD (a test) for up to 5 s (x SLOW)
-wait_for() { local i n=$((50 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 screen_has() { cap | grep -qF -- "$1"; }
 screen_lacks() { ! cap | grep -qF -- "$1"; }
 step_is() { [ "$(step_now)" = "$1" ]; }
@@ -87,8 +73,12 @@ expect_rc "--theme with a bad file: exit 1" 1 "$BIN" --demo-ui --theme "$TMP/bad
 expect_grep "--theme error names FILE:LINE" 'bad.theme:2: bad colour' "$TMP/err"
 
 # ---------------------------------------------------------------- start, masks, steps advance
-start 100 30 --demo-ui --delay-ms 150 --seed 7 -p "'漢字😀x café'"
-if wait_for step_is 1 || wait_for screen_has "step "; then ok "starts and draws a status line"; else fail "starts" "$(cap)"; fi
+# 300 ms a step (32 steps, about 10 s): the checks below must see masks left and the counter
+# moving even when a loaded machine makes every poll slow (waiting for exactly step 1 could
+# miss it and time out after the run had finished)
+start 100 30 --demo-ui --delay-ms 300 --seed 7 -p "'漢字😀x café'"
+step_from() { local k; k=$(step_now); [ -n "$k" ] && [ "$k" -ge "$1" ]; }
+if wait_for step_from 1; then ok "starts and draws a status line"; else fail "starts" "$(cap)"; fi
 if cap | sed -n '2,20p' | grep -q '░'; then ok "mask glyphs on the canvas"; else fail "mask glyphs" "$(cap)"; fi
 s1=$(step_now); sleep 1; s2=$(step_now)
 if [ -n "$s1" ] && [ -n "$s2" ] && [ "$s2" -gt "$s1" ]; then ok "step counter advances ($s1 -> $s2)"; else fail "step counter advances" "$s1 -> $s2"; fi

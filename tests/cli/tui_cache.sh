@@ -9,23 +9,11 @@
 SUITE=tui_cache
 . "$(dirname "$0")/lib.sh"
 
-if ! command -v tmux >/dev/null 2>&1; then
-  skip tui_cache "tmux not installed"; finish; exit 0
-fi
 case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 ROOT=${UNMASK_ROOT:-$PWD}
 DEMO=$ROOT/models/unmask-demo.gguf
-SOCK=unmask-cache-test-$$
-SLOW=1; [ "${UNMASK_VARIANT:-release}" = release ] || SLOW=4
-cat >"$TMP/tmux.conf" <<'EOF'
-set -g default-terminal "tmux-256color"
-set -g remain-on-exit on
-set -g status off
-EOF
-T() { tmux -u -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
-trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-RUN="env -u NO_COLOR LANG=C.UTF-8 LC_ALL=C.UTF-8 TSAN_OPTIONS=log_path=$TMP/tsan"
-T new-session -d -s keep "sleep 600"
+. "$(dirname "$0")/tmuxlib.sh"
+tmux_begin cache tui_cache
 
 start() {  # start W H ARGS... : a fresh session running unmask ARGS
   local w=$1 h=$2; shift 2
@@ -34,12 +22,10 @@ start() {  # start W H ARGS... : a fresh session running unmask ARGS
   T new-session -d -s ui -x "$w" -y "$h" "$RUN $BIN $*; echo \$? >$TMP/rc"
 }
 quit() { T send-keys -t ui q; wait_for test -s "$TMP/rc"; }
-cap() { T capture-pane -p -t ui; }
 header() { cap | sed -n 1p; }
 legend() { cap | tail -n 2 | head -n 1; }
 status_line() { cap | sed -n '$p'; }
 step_now() { status_line | sed -n 's/^ *step \([0-9]*\)\/.*/\1/p'; }
-wait_for() { local i n=$((50 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 settled() { status_line | grep -q 'PAUSED *$' && ! status_line | grep -q finishing; }
 step_is() { [ "$(step_now)" = "$1" ] && settled; }
 has() { cap | grep -qF -- "$1"; }
