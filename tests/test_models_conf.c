@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include "harness.h"
 #include "models_conf.h"
+#include "chat.h"
 #include "view.h"
 
 static int parse(models_conf *mc, const char *text, um_err *e) {
@@ -152,4 +153,22 @@ TEST(models_conf_prompt_and_layout) {
     CHECK_EQ(VIEW_LAYOUT_COUNT, 2);                             /* the names the view takes */
     CHECK_STREQ(view_layout_keys[VIEW_LAYOUT_TEXT], "text");
     CHECK_STREQ(view_layout_keys[VIEW_LAYOUT_GRID9], "grid9");
+}
+
+/* The shipped models.conf: it parses, has a preset for every family unmask runs, and each
+ * preset's chat_template is a template chat.c knows (a typo would only fail at run time). */
+TEST(models_conf_shipped_presets) {
+    models_conf mc;
+    um_err e = { "" };
+    CHECK_MSG(models_conf_load(&mc, "models.conf", &e) == UM_OK, "%s", e.msg);
+    const char *families[] = { "llada-8b", "llada-1.5", "dream-7b", "llada-moe", "rnd1", "llada2-mini", "llada2-flash" };
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        CHECK_MSG(models_conf_get(&mc, families[i]) != NULL, "no [%s] preset", families[i]);
+    for (int i = 0; i < mc.n; i++) {
+        um_chat c;
+        const models_preset *p = &mc.presets[i];
+        CHECK_MSG(!p->chat_template[0] || chat_from_name(p->chat_template, &c, &e) == UM_OK,
+                  "[%s]: %s", p->name, e.msg);
+    }
+    models_conf_free(&mc);
 }
