@@ -20,7 +20,8 @@ prepare timer) and peak RSS (/usr/bin/time). Two more unmask runs use fast decod
 from the refreshes) and `--fast` (--eb-gamma 0.01 --cache dual --cache-drift 0.05, the
 constants of src/app/genopts.h: fewer steps when the model is sure), with their ratios to llama.cpp
 (ratio_cached) and peak RSS against the file plus the reported cache (--no-cache leaves them
-out). Writes bench/results/e2e-NAME-tN.json.
+out). Writes bench/results/e2e-NAME-tN.json; with --only and no exact unmask runtime,
+bench/results/cached-NAME-tN.json (read by the README's fast-decoding table only).
 """
 import argparse
 import json
@@ -46,6 +47,8 @@ def main():
     ap.add_argument("--block", type=int, default=32)
     ap.add_argument("--prompt", default=B.PROMPT)
     ap.add_argument("--no-cache", action="store_true", help="leave out the --cache dual and --fast runs")
+    ap.add_argument("--only", default="", help="comma-separated runtimes to keep beside llama.cpp "
+                    "(unmask, unmask-avx512, unmask-dual, unmask-fast; default: all), for a shorter run")
     a = ap.parse_args()
     peer_threads = a.peer_threads or a.threads
     os.makedirs(B.WORK, exist_ok=True)
@@ -67,6 +70,12 @@ def main():
     if not a.no_cache:
         runtimes["unmask-dual"] = (um + ["--cache", "dual"], {})
         runtimes["unmask-fast"] = ([x for x in um if x not in ("--steps", str(a.steps))] + ["--fast"], {})
+    if a.only:
+        keep = {"peer"} | set(a.only.split(","))
+        unknown = keep - set(runtimes)
+        if unknown:
+            sys.exit(f"e2e: --only: unknown runtime(s) {', '.join(sorted(unknown))} (have {', '.join(runtimes)})")
+        runtimes = {k: v for k, v in runtimes.items() if k in keep}
     res = B.header("e2e")
     res.update({"model": a.name, "file": os.path.basename(a.model), "file_bytes": os.path.getsize(a.model),
                 "prompt": a.prompt, "prompt_tokens": n_prompt, "generated_tokens": a.gen, "canvas": canvas,
@@ -125,7 +134,10 @@ def main():
                                  "generation": med[who]["generate_ms"] / peer_gen,
                                  "tokens_per_s_over_peer": med[who]["tokens_per_s"] / med["peer"]["tokens_per_s"]}
                            for who in ("unmask-dual", "unmask-fast") if who in med}
-    B.finish(res, f"e2e-{a.name}-t{a.threads}.json", ("median", "ratio_ms_per_step", "ratio_cached"))
+    # a run without the exact unmask runtime (--only) is kept apart from the full comparison:
+    # the README's exact-decoding tables read e2e-*.json, the fast-decoding table both
+    kind = "e2e" if "unmask" in runtimes else "cached"
+    B.finish(res, f"{kind}-{a.name}-t{a.threads}.json", ("median", "ratio_ms_per_step", "ratio_cached"))
 
 
 if __name__ == "__main__":

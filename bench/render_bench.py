@@ -147,7 +147,7 @@ FLAGS = {"unmask": "unmask (exact)", "unmask-dual": "unmask `--cache dual`", "un
 
 
 def cached_table():
-    rows = [d for d in _load("e2e-*.json") if d.get("ratio_cached")]
+    rows = [d for d in _load("e2e-*.json") + _load("cached-*.json") if d.get("ratio_cached")]
     if not rows:
         return "_no results yet: run `make bench` (bench/e2e.py runs --cache dual and --fast)_"
     out = ["| model | runtime | steps | ms per step (cache-reusing steps) | generation s | tok/s | "

@@ -37,7 +37,8 @@ void genopts_usage(FILE *f) {
         "                     past it a generation runs only with --ctx, with a warning)\n"
         "prompt:\n"
         "  -p TEXT            the prompt (default: the preset's prompt, if it has one)\n"
-        "  --chat-template T  llada, llada-moe, dream, chatml, rnd1 or none (default: detected)\n"
+        "  --chat-template T  llada, llada-moe, llada2, dream, chatml, rnd1 or none (default: detected)\n"
+        "  --chat-template-file F  the chat template in file F (format: docs/models.md)\n"
         "  --no-chat          use the prompt as it is (same as --chat-template none)\n"
         "  --system TEXT      system prompt\n"
         "decoding:\n"
@@ -152,7 +153,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     if (!strcmp(a, "--json")) { g->json = true; return 1; }
     if (!strcmp(a, "--gpu")) { g->eng.gpu = true; return 1; }
     static const char *const with_value[] = {
-        "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--system", "--gen", "--steps", "--block", "--eps",
+        "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--chat-template-file", "--system", "--gen", "--steps", "--block", "--eps",
         "--threshold", "--alg", "--schedule", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
         "--factor", "--eb-gamma", "--cache", "--cache-type", "--cache-refresh", "--cache-drift",
     };
@@ -167,6 +168,7 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     else if (!strcmp(a, "-M")) g->preset = v;
     else if (!strcmp(a, "-p")) g->prompt = v;
     else if (!strcmp(a, "--chat-template")) g->eng.chat_template = v;
+    else if (!strcmp(a, "--chat-template-file")) g->eng.chat_template_file = v;
     else if (!strcmp(a, "--system")) g->eng.system = v;
     else if (!strcmp(a, "--alg")) {
         um_score sc;
@@ -296,7 +298,7 @@ int genopts_resolve(um_genopts *g, um_err *e) {
     else return um_errf(e, "no model given (-m FILE or -M PRESET) and the bundled model models/unmask-demo.gguf "
                            "was not found (make demo-model builds it)");
     if (!g->prompt && g->have_preset && g->pre.prompt[0]) g->prompt = g->pre.prompt;   /* points into g */
-    if (g->no_chat) g->eng.chat_template = "none";
+    if (g->no_chat) { g->eng.chat_template = "none"; g->eng.chat_template_file = NULL; }
     else if (!g->eng.chat_template && g->have_preset && g->pre.chat_template[0]) g->eng.chat_template = g->pre.chat_template;
     return UM_OK;
 }
@@ -305,7 +307,7 @@ int genopts_resolve(um_genopts *g, um_err *e) {
 
 int genopts_parse_compare(um_genopts *g, char *flags, const char *prog) {
     static const char *const refused[] = {
-        "-m", "-M", "-p", "-t", "--ctx", "--gpu", "--chat-template", "--system", "--no-chat", "--json",
+        "-m", "-M", "-p", "-t", "--ctx", "--gpu", "--chat-template", "--chat-template-file", "--system", "--no-chat", "--json",
     };
     char *argv[COMPARE_MAX_ARGS + 1];
     int argc = 0;

@@ -40,6 +40,7 @@ struct um_engine {
     um_pool      *pool;
     um_backend    be;           /* where the forward pass runs (CPU or CUDA) */
     um_chat       chat;
+    chat_custom  *chat_file;     /* --chat-template-file; NULL when none */
     char         *system;
     int           n_ctx;        /* the limit: opts.n_ctx when given, else the trained context */
     bool          ctx_explicit; /* opts.n_ctx was given */
@@ -143,6 +144,8 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
     *out = NULL;
     um_engine *en = um_calloc(1, sizeof *en);
     if (!en) return um_errf(e, "out of memory");
+    /* a template file is read before the model is mapped: its errors come at once */
+    if (o->chat_template_file && chat_template_load_file(o->chat_template_file, &en->chat_file, e)) goto fail;
     if (o->progress) o->progress(o->progress_ctx, "mapping model", 0, 1);
     gguf_file *g;                 /* model_open in two steps: gguf_open's messages name the file already */
     if (gguf_open(&g, o->model_path, e)) goto fail;
@@ -240,6 +243,7 @@ void engine_close(um_engine *en) {
     tok_free(en->tok);
     model_close(en->model);
     free(en->system);
+    chat_custom_free(en->chat_file);
     free(en);
 }
 
@@ -425,9 +429,10 @@ int engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err
         if (bos_len < sizeof bos_buf) { memcpy(bos_buf, bos_text, bos_len); bos_buf[bos_len] = '\0'; bos_text = bos_buf; }
         else bos_text = NULL;
     }
-    if (chat_format(en->chat, en->system, prompt, bos_text, &text, e)) return UM_FAIL;
+    if (en->chat_file ? chat_custom_format(en->chat_file, en->system, prompt, bos_text, &text, e)
+                      : chat_format(en->chat, en->system, prompt, bos_text, &text, e)) return UM_FAIL;
     /* BOS: the template's text already holds it, or the tokenizer adds it as the file says */
-    unsigned flags = TOK_PARSE_SPECIAL | (chat_has_bos(en->chat) ? 0 : TOK_ADD_SPECIAL);
+    unsigned flags = TOK_PARSE_SPECIAL | ((en->chat_file ? chat_custom_has_bos(en->chat_file) : chat_has_bos(en->chat)) ? 0 : TOK_ADD_SPECIAL);
     int32_t *ids = NULL;
     size_t n = 0;
     int rc = tok_encode(en->tok, text, strlen(text), flags, &ids, &n, e);

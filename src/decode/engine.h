@@ -144,6 +144,7 @@ typedef struct um_engine_opts {
     int         n_ctx;          /* <= 0: the model's trained context is the limit; > 0: this is
                                    (above the trained context a run gets a warning) */
     const char *chat_template;  /* NULL: detect; "none": raw prompt */
+    const char *chat_template_file; /* NULL: none; else a template file (chat.h), used instead */
     const char *system;         /* system prompt, NULL for the family's default */
     void      (*progress)(void *ctx, const char *what, int done, int total);
     void       *progress_ctx;
