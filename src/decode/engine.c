@@ -11,7 +11,12 @@
  *            with a cache: a full pass that refills it (refresh), or a partial pass over
  *            the positions masked at the last refresh within the cache's region, plus rows
  *   picks  = sampler_pick(row) for each eligible position, in parallel, keyed RNG streams
- *   commit = schedule_select(scores)
+ *   edits  = with settings.edit (LLaDA 2.1), the block's committed positions whose pick
+ *            differs with probability > edit_threshold take it (they were eligible rows too)
+ *   commit = schedule_select(scores)   (threshold: at least the LLaDA 2.0 quota of the
+ *            block's in-block step, schedule_threshold_quota)
+ *   then   = a block just filled with editing on: up to post_steps edit-only steps on it;
+ *            eos_early_stop: stop at the first end of text with all before it committed
  * Deterministic for a given seed whatever the thread count: every random draw comes from a
  * stream keyed by (seed, step, position, purpose).
  */
