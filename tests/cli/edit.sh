@@ -196,6 +196,12 @@ T send-keys -t ui "["
 if wait_for bash -c "tmux -u -L $SOCK capture-pane -p -t ui | sed -n '\$p' | grep -q 'REWIND' " && status_line | grep -qF "edits 0  "; then
   ok "visualizer: rewound one step, no edit"
 else fail "visualizer rewind" "$(status_line)"; fi
+T send-keys -t ui x                                       # editing off from the next step
+if wait_for bash -c "tmux -u -L $SOCK capture-pane -p -t ui | sed -n '\$p' | grep -qF 'token editing off: from the next step'"; then
+  ok "visualizer: x turns editing off"; else fail "x off" "$(status_line)"; fi
+T send-keys -t ui x
+if wait_for bash -c "tmux -u -L $SOCK capture-pane -p -t ui | sed -n '\$p' | grep -qF 'token editing on (p > 0.30, 4 post steps)'"; then
+  ok "visualizer: x turns it on again, with its thresholds"; else fail "x on" "$(status_line)"; fi
 T send-keys -t ui q
 wait_for test -s "$TMP/rc"
 finish
