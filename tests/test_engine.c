@@ -282,6 +282,7 @@ TEST(engine_family_defaults_block_causal) {
     CHECK(s.block_aligned);
     CHECK_EQ(s.block_steps, 32);
     CHECK_EQ(s.cache, UM_CACHE_PREFIX);
+    CHECK_EQ(s.cache_type, UM_KV_F32);
     CHECK(s.eos_early_stop);
     CHECK(!s.edit);
     CHECK(s.temperature == 0.0f);

@@ -306,6 +306,7 @@ void engine_family_defaults(const char *a, bool block_causal, int32_t block_size
         s->gumbel = false;
         s->eos_early_stop = true;
         s->cache = can_cache ? UM_CACHE_PREFIX : UM_CACHE_NONE;
+        s->cache_type = UM_KV_F32;      /* f16 would round the cached K/V: f32 keeps it bit-exact */
     } else if (!strcmp(a, "dream") || !strcmp(a, "rnd1")) {
         /* Dream's README: timestep schedule with eps, entropy ordering; RND1's sampler keeps
          * floor(N (S-k-1)/S) masks after step k (the linear schedule) */
