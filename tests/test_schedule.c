@@ -468,3 +468,84 @@ TEST(schedule_names_round_trip) {
     CHECK(schedule_from_name(NULL, &sh, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "block|timestep|threshold|linear|factor|eb");
 }
+
+/* ---------------------------------------------------------------- LLaDA 2.x */
+
+/* LLaDA 2.0's quota (modeling_llada2_moe.py _get_num_transfer_tokens(block_length, steps)):
+ * block_length // steps each, the first block_length % steps steps one more; by hand. */
+TEST(schedule_threshold_quota_llada2) {
+    um_settings s = base(UM_SCHED_THRESHOLD, 64, 64, 32);
+    um_plan p = { .start = 10, .end = 42, .masks_left = 32 };
+    CHECK_EQ(schedule_threshold_quota(&s, &p, 0), 1);       /* block_steps 0: at least one */
+    CHECK_EQ(schedule_threshold_quota(&s, &p, 40), 1);
+    s.block_steps = 8;                                       /* 32 / 8 = 4 every step */
+    for (int k = 0; k < 8; k++) CHECK_EQ(schedule_threshold_quota(&s, &p, k), 4);
+    s.block_len = 10; s.block_steps = 4;                     /* 10 = 3 + 3 + 2 + 2 */
+    p.masks_left = 10;
+    int want[4] = { 3, 3, 2, 2 };
+    for (int k = 0; k < 4; k++) CHECK_EQ(schedule_threshold_quota(&s, &p, k), want[k]);
+    p.masks_left = 2;                                        /* never more than the masks */
+    CHECK_EQ(schedule_threshold_quota(&s, &p, 0), 2);
+    p.masks_left = 7;                                        /* past its steps: all that is left */
+    CHECK_EQ(schedule_threshold_quota(&s, &p, 4), 7);
+    s.block_len = 32; s.block_steps = 64;                    /* more steps than tokens: 1 then 0 */
+    p.masks_left = 32;
+    CHECK_EQ(schedule_threshold_quota(&s, &p, 31), 1);
+    CHECK_EQ(schedule_threshold_quota(&s, &p, 32), 0);
+    p.done = true;
+    CHECK_EQ(schedule_threshold_quota(&s, &p, 0), 0);
+}
+
+/* The threshold rule with a quota: all that pass when at least quota pass, else the quota best
+ * (LLaDA 2.0's generate: "if num_high_confidence >= num_to_transfer ... else topk"). */
+TEST(schedule_select_threshold_with_quota) {
+    um_settings s = base(UM_SCHED_THRESHOLD, 6, 6, 0);
+    s.threshold = 0.9f;
+    um_plan p = { .count = 3, .masks_left = 6 };
+    um_scored it[6];
+    fill(it, (float[]){ 0.2f, 0.95f, 0.4f, 0.3f, 0.5f, 0.1f }, 6, 0);   /* one passes: the 3 best */
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 6), 3);
+    CHECK_EQ(it[0].pos, 1); CHECK_EQ(it[1].pos, 2); CHECK_EQ(it[2].pos, 4);
+    fill(it, (float[]){ 0.99f, 0.95f, 0.4f, 0.93f, 0.91f, 0.1f }, 6, 0); /* four pass: all four */
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 6), 4);
+    CHECK_EQ(it[0].pos, 0); CHECK_EQ(it[3].pos, 4);
+    p.count = 0;                                             /* a zero quota: only those that pass */
+    fill(it, (float[]){ 0.2f, 0.3f, 0.4f, 0.3f, 0.5f, 0.1f }, 6, 0);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 6), 0);
+    p.count = 9;                                             /* a quota past the masks: all */
+    fill(it, (float[]){ 0.2f, 0.3f, 0.4f, 0.3f, 0.5f, 0.1f }, 6, 0);
+    CHECK_EQ(schedule_select(&s, &p, 0, it, 6), 6);
+}
+
+/* Aligned blocks (block-causal models): boundaries at multiples of the block length from
+ * canvas position 0, so the first block is what the prompt's last block leaves to generate. */
+TEST(schedule_plan_aligned_blocks) {
+    bool m[25];
+    for (int i = 0; i < 25; i++) m[i] = i >= 5;              /* prompt 5, gen 20, block 8 */
+    um_settings s = base(UM_SCHED_THRESHOLD, 20, 20, 8);
+    s.block_aligned = true;
+    um_plan p;
+    int want[5][2] = { { 5, 8 }, { 8, 16 }, { 16, 24 }, { 24, 25 } };
+    for (int b = 0; b < 4; b++) {
+        CHECK(schedule_plan(&s, 5, 20, m, b, &p, NULL) == UM_OK);
+        CHECK_EQ(p.n_blocks, 4);
+        CHECK_EQ(p.block, b);
+        CHECK_EQ(p.start, want[b][0]);
+        CHECK_EQ(p.end, want[b][1]);
+        CHECK_EQ(p.masks_left, want[b][1] - want[b][0]);
+        for (int i = p.start; i < p.end; i++) m[i] = false;
+    }
+    CHECK(schedule_plan(&s, 5, 20, m, 4, &p, NULL) == UM_OK);
+    CHECK(p.done);
+    for (int i = 0; i < 25; i++) m[i] = i >= 16;             /* prompt on a boundary: whole blocks */
+    CHECK(schedule_plan(&s, 16, 9, m, 0, &p, NULL) == UM_OK);
+    CHECK_EQ(p.n_blocks, 2);
+    CHECK_EQ(p.start, 16);
+    CHECK_EQ(p.end, 24);
+    s.block_aligned = false;                                 /* unaligned: from the prompt's end */
+    for (int i = 0; i < 25; i++) m[i] = i >= 5;
+    CHECK(schedule_plan(&s, 5, 20, m, 0, &p, NULL) == UM_OK);
+    CHECK_EQ(p.n_blocks, 3);
+    CHECK_EQ(p.start, 5);
+    CHECK_EQ(p.end, 13);
+}

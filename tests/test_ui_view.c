@@ -498,3 +498,72 @@ TEST(ui_view_cache_heat_stale_vs_recomputed) {
     free(s0);
     view_ctx_free(&ctx);
 }
+
+static bool frame_has(frame *f, const char *needle) {
+    for (int y = 0; y < f->h; y++) if (strstr(row(f, y), needle)) return true;
+    return false;
+}
+
+/* Token editing: a replaced token is drawn in the theme's edited role, not as a fresh commit;
+ * the legend names it, the status line counts the step's edits ("(post)" on an edit-only
+ * step), the inspector says "edited at step S: OLD -> NEW"; rewound to the step before, the
+ * old token is back and nothing is marked. */
+TEST(ui_view_token_edit_is_distinct) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    um_err e = { "" };
+    int32_t t1[] = { AB, X, X, CD, M, M };                    /* step 1: "xxcd" committed */
+    int32_t t2[] = { AB, X, E, CD, X, M };                    /* step 2: pos 2 x -> e (edit), pos 4 fresh */
+    um_snapshot *a = snap(t1, 6, 1), *b = snap(t2, 6, 1);
+    a->step = 1;
+    a->settings.edit = true;
+    b->step = 2;
+    b->settings.edit = true;
+    b->n_edited = 1;
+    b->pos[2].edited = true; b->pos[2].edit_step = 2; b->pos[2].edit_from = X; b->pos[2].n_edits = 1;
+    b->pos[4].fresh = true; b->pos[4].commit_step = 2;
+    um_snapshot *hist[2] = { a, b };
+    CHECK(frame_init(&f, 140, 30, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = hist, .n_hist = 2, .shown = 1, .th = &th, .depth = 256, .cursor = 2 };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    /* row 2 after the prompt "ab": x e cd x ░ -> columns 0, 1, 2-3, 4 */
+    const frame_cell *ed = frame_at(&f, 1, 2), *fr = frame_at(&f, 4, 2), *old = frame_at(&f, 0, 2);
+    CHECK_EQ(ed->pos, 2);
+    CHECK_STREQ(ed->text, "e");
+    CHECK_EQ(fr->pos, 4);
+    CHECK_EQ(old->pos, 1);
+    CHECK(v.cursor == 2);
+    v.cursor = -1;                                           /* the cursor's style would hide it */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    ed = frame_at(&f, 1, 2); fr = frame_at(&f, 4, 2); old = frame_at(&f, 0, 2);
+    frame_style er = th.role[THEME_EDITED], fs = th.role[THEME_FRESH];
+    CHECK_EQ(ed->bg, er.bg);                                  /* the edited role's background */
+    CHECK((ed->attrs & er.attrs) == er.attrs);
+    CHECK(ed->bg != fr->bg);                                  /* not drawn as a fresh commit */
+    CHECK((fr->attrs & fs.attrs) == fs.attrs);
+    CHECK(!(ed->attrs & FRAME_UNDERLINE));
+    CHECK(old->bg != er.bg);                                  /* an untouched commit: no mark */
+    CHECK_CONTAINS(row(&f, 28), "edited");                   /* legend */
+    CHECK_CONTAINS(row(&f, 29), "masks 1  edits 1  rows");   /* status */
+    v.cursor = 2;                                            /* the inspector on the edited position */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_MSG(frame_has(&f, "edited at step 2: x -> e"), "%s", row(&f, 3));
+    b->post_step = true;                                     /* an edit-only step after the block */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), "edits 1 (post)");
+    v.shown = 0;                                             /* rewound: the old token, no mark */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_STREQ(frame_at(&f, 1, 2)->text, "x");
+    CHECK(frame_at(&f, 1, 2)->bg != er.bg);
+    CHECK(!frame_has(&f, "edited at step"));
+    CHECK_CONTAINS(row(&f, 29), "edits 0  rows");
+    v.depth = 0;                                             /* no colours: the mark still shows */
+    v.shown = 1;
+    v.cursor = -1;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK(frame_at(&f, 1, 2)->attrs & FRAME_REVERSE);
+    CHECK(!(frame_at(&f, 4, 2)->attrs & FRAME_REVERSE));
+    frame_free(&f);
+    free(a); free(b);
+    view_ctx_free(&ctx);
+}

@@ -96,6 +96,14 @@ void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, 
     fr.attrs |= role(v, THEME_FRESH).attrs;
     x = frame_puts(f, x, y, f->w, "new", fr);
     x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
+    if (s && (s->settings.edit || s->n_edited > 0)) {      /* token editing on: its mark */
+        frame_style ed = ui_heat_style(v, 1.0f, role(v, THEME_TEXT)), er = role(v, THEME_EDITED);
+        if (er.fg != FRAME_DEFAULT) ed.fg = er.fg;
+        if (er.bg != FRAME_DEFAULT) ed.bg = er.bg;
+        ed.attrs |= er.attrs | (v->depth == 0 ? FRAME_REVERSE : 0);
+        x = frame_puts(f, x, y, f->w, "tok", ed);
+        x = frame_puts(f, x + 1, y, f->w, "edited", pn) + 2;
+    }
     if (grid) {
         frame_style cf = role(v, THEME_CONFLICT);
         if (v->depth == 0) cf.attrs |= FRAME_REVERSE;

@@ -24,6 +24,7 @@ const ui_key ui_keys[] = {
     { { 't' },                     "t  T",         UI_ACT_TEMP_DOWN,  "temperature -0.1 / +0.1" },
     { { 'T' },                     NULL,           UI_ACT_TEMP_UP,    NULL },
     { { 'k' },                     "k",            UI_ACT_CACHE,      "cycle the K/V cache: none, prefix, dual" },
+    { { 'x' },                     "x",            UI_ACT_TOKEN_EDIT, "token editing (LLaDA 2.1) on / off" },
     { { 'r' },                     "r  R",         UI_ACT_RESTART,    "restart with the same seed / a new seed" },
     { { 'R' },                     NULL,           UI_ACT_RESEED,     NULL },
     { { 'e' },                     "e",            UI_ACT_EDIT,       "edit the prompt, Enter restarts, Esc cancels" },

@@ -24,7 +24,7 @@ static const char *const role_names[THEME_N_ROLES] = {
     [THEME_TITLE] = "title",     [THEME_STATUS] = "status",   [THEME_RUNNING] = "running",
     [THEME_PAUSED] = "paused",   [THEME_BAR] = "bar",         [THEME_PLANNED] = "planned",
     [THEME_MARK] = "mark",       [THEME_MESSAGE] = "message", [THEME_HELP] = "help",
-    [THEME_CONFLICT] = "conflict", [THEME_DIFF] = "diff",
+    [THEME_CONFLICT] = "conflict", [THEME_DIFF] = "diff",       [THEME_EDITED] = "edited",
 };
 
 const char *theme_role_name(theme_role r) { return r < THEME_N_ROLES ? role_names[r] : "?"; }
@@ -58,6 +58,7 @@ void theme_builtin(theme *t) {
     t->role[THEME_HELP]    = (frame_style){ 0xeeeeee, 0x262626, 0 };
     t->role[THEME_CONFLICT] = (frame_style){ 0xffffff, 0xaf0000, FRAME_BOLD };
     t->role[THEME_DIFF]    = (frame_style){ D, 0x5f00af, 0 };
+    t->role[THEME_EDITED]  = (frame_style){ D, 0x875f00, FRAME_BOLD | FRAME_ITALIC };
 }
 #undef D
 

@@ -41,6 +41,7 @@ typedef enum theme_role {
     THEME_HELP,          /* the help overlay */
     THEME_CONFLICT,      /* grid layout: a committed digit that breaks a sudoku rule */
     THEME_DIFF,          /* --compare: a token that differs from the first pane's */
+    THEME_EDITED,        /* token editing: a committed token replaced in the shown step */
     THEME_N_ROLES
 } theme_role;
 

@@ -168,11 +168,12 @@ static frame_style pos_style(const view_state *v, const um_snapshot *s, int32_t 
         return role(v, THEME_MASK);
     }
     frame_style st = ui_heat_style(v, isnan(h) ? 1.0f : h, role(v, THEME_TEXT));
-    if (p->fresh) {
-        frame_style fr = role(v, THEME_FRESH);
+    if (p->fresh || p->edited) {        /* a replaced token is not a fresh commit: its own role */
+        frame_style fr = role(v, p->edited ? THEME_EDITED : THEME_FRESH);
         st.attrs |= fr.attrs;
         if (fr.bg != FRAME_DEFAULT) st.bg = fr.bg;
         if (fr.fg != FRAME_DEFAULT) st.fg = fr.fg;
+        if (p->edited && v->depth == 0) st.attrs |= FRAME_REVERSE;   /* no colours: still shows */
     }
     return st;
 }
@@ -448,6 +449,25 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
     else if (p->masked) snprintf(buf, sizeof buf, "masked at step %d", s->step);
     else snprintf(buf, sizeof buf, "committed step %d, p %.3f%s", p->commit_step, p->commit_conf, p->fresh ? " (new)" : "");
     frame_puts(f, x0, y++, lim, buf, pn);
+    if (!p->masked && !p->is_prompt && p->n_edits > 0 && y < y0 + h) {
+        /* token editing: the latest replacement, "edited at step S: OLD -> NEW" */
+        char from[PIECE_MAX * 2], to[PIECE_MAX * 2];
+        len = piece(v, p->edit_from, raw, sizeof raw);
+        view_piece_label(raw, len, from, sizeof from);
+        len = piece(v, p->token, raw, sizeof raw);
+        view_piece_label(raw, len, to, sizeof to);
+        char times[32] = "";
+        if (p->n_edits > 1) snprintf(times, sizeof times, " (%d edits)", p->n_edits);
+        snprintf(buf, sizeof buf, "edited at step %d: %.64s -> %.64s%s", p->edit_step, from, to, times);
+        frame_style es = pn;
+        if (p->edited) {
+            frame_style er = role(v, THEME_EDITED);
+            es.attrs |= er.attrs;
+            if (er.bg != FRAME_DEFAULT) es.bg = er.bg;
+            if (v->depth == 0) es.attrs |= FRAME_REVERSE;
+        }
+        frame_puts(f, x0, y++, lim, buf, es);
+    }
     if (!p->has_view || y >= y0 + h) return;
     snprintf(buf, sizeof buf, "top-%d at step %d, H %.2f nats", UM_TOPK, s->step, p->entropy);
     frame_puts(f, x0, y++, lim, buf, dim);
@@ -595,8 +615,11 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     if (s->passes > 0)
         snprintf(rows, sizeof rows, "%d/%lld%s", s->rows_computed, (long long)s->passes * s->n_canvas,
                  s->cache_refreshed ? " refresh" : "");
-    snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d  rows %s  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
-             s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, rows, ms_step, tps,
+    char edits[48] = "";                            /* token editing: this step's replacements */
+    if (s->settings.edit || s->n_edited > 0)
+        snprintf(edits, sizeof edits, "  edits %d%s", s->n_edited, s->post_step ? " (post)" : "");
+    snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d%s  rows %s  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
+             s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, edits, rows, ms_step, tps,
              schedule_name(se->schedule), schedule_score_name(se->score),
              (double)se->temperature, (unsigned long long)se->seed);
     theme_role br;

@@ -165,6 +165,19 @@ int cmd_generate(int argc, char **argv) {
                 jsonw_obj_end(&j);
             }
             jsonw_arr_end(&j);
+            /* token editing: committed tokens replaced at this step, old and new */
+            jsonw_key(&j, "post_step"); jsonw_bool(&j, sn->post_step);
+            jsonw_key(&j, "edits"); jsonw_arr_begin(&j);
+            for (int p = sn->n_prompt; p < sn->n_canvas; p++) {
+                if (!sn->pos[p].edited) continue;
+                jsonw_obj_begin(&j);
+                jsonw_key(&j, "pos"); jsonw_int(&j, p);
+                jsonw_key(&j, "from"); jsonw_int(&j, sn->pos[p].edit_from);
+                jsonw_key(&j, "token"); jsonw_int(&j, sn->pos[p].token);
+                jsonw_key(&j, "conf"); jsonw_num(&j, sn->pos[p].commit_conf);
+                jsonw_obj_end(&j);
+            }
+            jsonw_arr_end(&j);
             jsonw_obj_end(&j);
         }
         jsonw_arr_end(&j);

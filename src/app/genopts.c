@@ -24,6 +24,9 @@ void genopts_init(um_genopts *g) {
     g->schedule = g->score = -1;
     g->seed = -1;
     g->gumbel = -1;
+    g->eos_early_stop = g->edit = -1;
+    g->block_steps = g->post_steps = -1;
+    g->edit_threshold = -1;
 }
 
 void genopts_usage(FILE *f) {
@@ -63,6 +66,18 @@ void genopts_usage(FILE *f) {
         "  --cfg W            classifier-free guidance weight (0 = off)\n"
         "  --seed N           random seed (default 42)\n"
         "  --stop-at-eos      stop once a finished block is all end-of-text\n"
+        "  --eos-early-stop   stop once every position up to the first end-of-text is\n"
+        "                     committed (LLaDA 2.x; default for block-causal models)\n"
+        "  --no-eos-early-stop  don't\n"
+        "  --block-steps S    threshold schedule with LLaDA 2.0's quota: at in-block step k\n"
+        "                     commit at least B/S (+1 for k < B%%S) besides all above the threshold\n"
+        "block diffusion editing (LLaDA 2.1; any model):\n"
+        "  --edit             replace committed tokens of the active block: LLaDA 2.1's\n"
+        "                     defaults, --edit-threshold 0.9 --post-steps 16\n"
+        "  --edit-threshold P replace a committed token when the model prefers another with\n"
+        "                     probability > P (implies --edit)\n"
+        "  --post-steps N     at most N edit-only steps once a block is full (implies --edit)\n"
+        "  --no-edit          no editing\n"
         "  --fast             the best measured trade-off: --eb-gamma 0.01 --cache dual\n"
         "                     --cache-drift 0.05; a flag naming a schedule or a cache mode or\n"
         "                     refresh rule replaces that part\n"
@@ -98,6 +113,12 @@ void genopts_json_settings(jsonw *j, const um_settings *s) {
     jsonw_key(j, "cache_type"); jsonw_str(j, engine_kv_store_name(s->cache_type));
     jsonw_key(j, "cache_refresh"); jsonw_int(j, s->cache_refresh);
     jsonw_key(j, "cache_drift"); jsonw_num(j, s->cache_drift);
+    jsonw_key(j, "block_aligned"); jsonw_bool(j, s->block_aligned);
+    jsonw_key(j, "block_steps"); jsonw_int(j, s->block_steps);
+    jsonw_key(j, "eos_early_stop"); jsonw_bool(j, s->eos_early_stop);
+    jsonw_key(j, "edit"); jsonw_bool(j, s->edit);
+    jsonw_key(j, "edit_threshold"); jsonw_num(j, s->edit_threshold);
+    jsonw_key(j, "post_steps"); jsonw_int(j, s->post_steps);
     jsonw_obj_end(j);
 }
 
@@ -119,6 +140,7 @@ static int check_schedule(const um_genopts *g, const char *a, const char *prog) 
     const struct { const char *flag; int sched; bool given; } by_value[] = {
         { "--eps", UM_SCHED_TIMESTEP, g->eps >= 0 },
         { "--threshold", UM_SCHED_THRESHOLD, g->threshold >= 0 },
+        { "--block-steps", UM_SCHED_THRESHOLD, g->block_steps >= 0 },
         { "--factor", UM_SCHED_FACTOR, g->factor >= 0 },
         { "--eb-gamma", UM_SCHED_EB, g->eb_gamma >= 0 },
     };
@@ -150,12 +172,17 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     if (!strcmp(a, "--no-gumbel")) { g->gumbel = 0; return 1; }
     if (!strcmp(a, "--stop-at-eos")) { g->stop_at_eos = true; return 1; }
     if (!strcmp(a, "--fast")) { g->fast = true; return 1; }
+    if (!strcmp(a, "--eos-early-stop")) { g->eos_early_stop = 1; return 1; }
+    if (!strcmp(a, "--no-eos-early-stop")) { g->eos_early_stop = 0; return 1; }
+    if (!strcmp(a, "--edit")) { g->edit = 1; return 1; }
+    if (!strcmp(a, "--no-edit")) { g->edit = 0; return 1; }
     if (!strcmp(a, "--json")) { g->json = true; return 1; }
     if (!strcmp(a, "--gpu")) { g->eng.gpu = true; return 1; }
     static const char *const with_value[] = {
         "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--chat-template-file", "--system", "--gen", "--steps", "--block", "--eps",
         "--threshold", "--alg", "--schedule", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
         "--factor", "--eb-gamma", "--cache", "--cache-type", "--cache-refresh", "--cache-drift",
+        "--block-steps", "--edit-threshold", "--post-steps",
     };
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
@@ -210,6 +237,9 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     else if (!strcmp(a, "--eb-gamma")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->eb_gamma);
     else if (!strcmp(a, "--cache-refresh")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->cache_refresh);
     else if (!strcmp(a, "--cache-drift")) bad = num_arg_f32(prog, a, v, 0, 1e6, NUM_LO_OPEN, &g->cache_drift);
+    else if (!strcmp(a, "--block-steps")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->block_steps);
+    else if (!strcmp(a, "--edit-threshold")) bad = num_arg_f32(prog, a, v, 0, 1, 0, &g->edit_threshold);
+    else if (!strcmp(a, "--post-steps")) bad = num_arg_i32(prog, a, v, 0, MAX_GEN, &g->post_steps);
     if (bad) return -1;
     return check_schedule(g, a, prog) ? -1 : 1;
 }
@@ -224,7 +254,7 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     /* the schedule the flags name (they agree: check_schedule); --block alone: blocks */
     int sched = g->schedule >= 0 ? g->schedule
               : g->eps >= 0 ? UM_SCHED_TIMESTEP
-              : g->threshold >= 0 ? UM_SCHED_THRESHOLD
+              : g->threshold >= 0 || g->block_steps >= 0 ? UM_SCHED_THRESHOLD
               : g->factor >= 0 ? UM_SCHED_FACTOR
               : g->eb_gamma >= 0 ? UM_SCHED_EB
               : g->fast ? GENOPTS_FAST_SCHEDULE
@@ -257,7 +287,13 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->seed >= 0) s->seed = (uint64_t)g->seed;
     if (g->gumbel >= 0) s->gumbel = g->gumbel;
     if (g->stop_at_eos) s->stop_at_eos = true;
-    if (s->block_len > s->n_gen) s->block_len = s->n_gen;
+    if (g->eos_early_stop >= 0) s->eos_early_stop = g->eos_early_stop;
+    if (g->block_steps >= 0) s->block_steps = g->block_steps;
+    /* editing: --edit-threshold or --post-steps turn it on with the other at LLaDA 2.1's default */
+    if (g->edit_threshold >= 0) { s->edit = true; s->edit_threshold = g->edit_threshold; }
+    if (g->post_steps >= 0) { s->edit = true; s->post_steps = g->post_steps; }
+    if (g->edit >= 0) s->edit = g->edit;
+    if (!s->block_aligned && s->block_len > s->n_gen) s->block_len = s->n_gen;   /* aligned: the attention's block */
 }
 
 void genopts_progress_stderr(void *quiet, const char *what, int done, int total) {

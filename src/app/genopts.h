@@ -44,6 +44,11 @@ typedef struct um_genopts {
     long long      seed;            /* -1 = default */
     int            gumbel;          /* -1 default, 0 off, 1 on */
     bool           stop_at_eos;
+    int            eos_early_stop;    /* -1 default, 0 off, 1 on */
+    int32_t        block_steps;       /* --block-steps; -1 = not given */
+    int            edit;              /* --edit / --no-edit; -1 = not given */
+    float          edit_threshold;    /* -1 = not given; given: editing on */
+    int32_t        post_steps;        /* -1 = not given; given: editing on */
     bool           fast;           /* --fast: GENOPTS_FAST_* unless flags name those parts */
     bool           json;
     /* filled by genopts_resolve */

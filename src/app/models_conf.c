@@ -212,5 +212,5 @@ void models_conf_apply(const models_preset *p, um_settings *s) {
     if (p->schedule >= 0) s->schedule = (um_schedule)p->schedule;
     if (p->scoring >= 0) s->score = (um_score)p->scoring;
     if (!isnan(p->temperature)) s->temperature = p->temperature;
-    if (s->block_len > s->n_gen) s->block_len = s->n_gen;
+    if (!s->block_aligned && s->block_len > s->n_gen) s->block_len = s->n_gen;   /* aligned: the attention's block */
 }

@@ -112,6 +112,20 @@ void stepstream_step(stepstream *ss, const um_snapshot *sn) {
         jsonw_obj_end(&j);
     }
     jsonw_arr_end(&j);
+    /* token editing: committed tokens replaced at this step (from the old token to the new) */
+    jsonw_key(&j, "edits"); jsonw_arr_begin(&j);
+    for (int32_t p = sn->n_prompt; p < sn->n_canvas; p++) {
+        const um_pos *ps = &sn->pos[p];
+        if (!ps->edited) continue;
+        jsonw_obj_begin(&j);
+        jsonw_key(&j, "pos"); jsonw_int(&j, p);
+        jsonw_key(&j, "from"); jsonw_int(&j, ps->edit_from);
+        jsonw_key(&j, "token"); jsonw_int(&j, ps->token);
+        put_piece(&j, ss->en, ps->token);
+        jsonw_key(&j, "conf"); jsonw_num(&j, ps->commit_conf);
+        jsonw_obj_end(&j);
+    }
+    jsonw_arr_end(&j);
     /* --stop-at-eos: positions set to end-of-text at this step without being committed */
     jsonw_key(&j, "filled"); jsonw_arr_begin(&j);
     for (int32_t p = sn->n_prompt; p < sn->n_canvas; p++) {

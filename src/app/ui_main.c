@@ -447,6 +447,12 @@ static void act(app *a, ui_action action) {
         snprintf(what, sizeof what, "cache %s", engine_cache_name(n.cache));
         change(a, n, what);
         break;
+    case UI_ACT_TOKEN_EDIT:                 /* LLaDA 2.1 token editing, its thresholds as set */
+        n.edit = !n.edit;
+        if (n.edit) snprintf(what, sizeof what, "token editing on (p > %.2f, %d post steps)", (double)n.edit_threshold, n.post_steps);
+        else snprintf(what, sizeof what, "token editing off");
+        change(a, n, what);
+        break;
     case UI_ACT_RESTART:
     case UI_ACT_RESEED:
         for (int k = 0; action == UI_ACT_RESEED && k < a->n_panes; k++)

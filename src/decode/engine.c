@@ -11,7 +11,12 @@
  *            with a cache: a full pass that refills it (refresh), or a partial pass over
  *            the positions masked at the last refresh within the cache's region, plus rows
  *   picks  = sampler_pick(row) for each eligible position, in parallel, keyed RNG streams
- *   commit = schedule_select(scores)
+ *   edits  = with settings.edit (LLaDA 2.1), the block's committed positions whose pick
+ *            differs with probability > edit_threshold take it (they were eligible rows too)
+ *   commit = schedule_select(scores)   (threshold: at least the LLaDA 2.0 quota of the
+ *            block's in-block step, schedule_threshold_quota)
+ *   then   = a block just filled with editing on: up to post_steps edit-only steps on it;
+ *            eos_early_stop: stop at the first end of text with all before it committed
  * Deterministic for a given seed whatever the thread count: every random draw comes from a
  * stream keyed by (seed, step, position, purpose).
  */
@@ -67,6 +72,12 @@ struct um_engine {
     um_pick      *picks;
     um_scored    *scored;
     int32_t      *committed;
+    int32_t       attn_block;   /* block-causal attention's block length (hp.block_size), else 0 */
+    /* the active block's own state (docs/decoding.md, "Block diffusion (LLaDA 2.x) and editing") */
+    int32_t       blk_start;    /* canvas start of the block blk_steps counts for (-1: none) */
+    int32_t       blk_steps;    /* steps run on that block: the quota's in-block step */
+    int32_t       post_left;    /* editing: edit-only steps left on the block that just filled */
+    int32_t       post_block, post_start, post_end;
     int32_t      *active;       /* (n_canvas) rows of a partial pass */
     bool         *kv_masked;    /* (n_canvas) masked at the last refresh */
     bool         *in_active;    /* (n_canvas) scratch: position already in active[] */
@@ -95,6 +106,8 @@ um_snapshot *engine_snapshot(um_engine *en) {
 typedef struct step_work {
     int32_t passes, rows;
     bool    refreshed;
+    int32_t n_edited;           /* committed tokens replaced */
+    bool    post;               /* an edit-only step */
 } step_work;
 
 static int publish(um_engine *en, const um_plan *plan, int n_committed, int planned, double fwd_ms, double smp_ms,
@@ -115,6 +128,8 @@ static int publish(um_engine *en, const um_plan *plan, int n_committed, int plan
         s->passes = w->passes;
         s->rows_computed = w->rows;
         s->cache_refreshed = w->refreshed;
+        s->n_edited = w->n_edited;
+        s->post_step = w->post;
     }
     s->passes_total = en->passes;
     s->cache_bytes = engine_cache_bytes(en);
@@ -125,7 +140,7 @@ static int publish(um_engine *en, const um_plan *plan, int n_committed, int plan
     s->block = plan ? plan->block : 0;
     s->n_blocks = plan ? plan->n_blocks : 1;
     /* planned total: steps done plus what the schedule says is left */
-    s->n_steps = schedule_adaptive(en->set.schedule) ? en->steps_done + (left > 0 ? 1 : 0)
+    s->n_steps = schedule_adaptive(en->set.schedule) ? en->steps_done + (left > 0 || en->post_left > 0 ? 1 : 0)
                                                          : UM_MAX(en->set.steps, en->steps_done);
     if (en->done) s->n_steps = en->steps_done;
     snapshot_unref(en->snap);
@@ -201,6 +216,7 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
         if (!(en->ws[i] = sampler_ws_new(m->hp.n_vocab))) { um_errf(e, "out of memory"); goto fail; }
     snprintf(en->quant, sizeof en->quant, "%s", um_type_name(m->ftype_main));
     snprintf(en->isa, sizeof en->isa, "%s", en->be.kernel_name(en->be.impl));
+    en->attn_block = m->arch->block_causal && m->hp.block_size > 0 ? m->hp.block_size : 0;
     engine_default_settings(en, &en->set);
     en->done = true;
     *out = en;
@@ -263,7 +279,7 @@ void engine_get_info(const um_engine *en, um_engine_info *info) {
     info->can_cache = en->be.run_kv != NULL;
 }
 
-void engine_default_settings(const um_engine *en, um_settings *s) {
+void engine_family_defaults(const char *a, bool block_causal, int32_t block_size, bool can_cache, um_settings *s) {
     memset(s, 0, sizeof *s);
     s->n_gen = 128;
     s->steps = 128;
@@ -274,8 +290,28 @@ void engine_default_settings(const um_engine *en, um_settings *s) {
     s->eb_gamma = 1.0f;
     s->top_p = 1.0f;
     s->seed = 42;
-    const char *a = en->model->arch->name;
-    if (!strcmp(a, "dream") || !strcmp(a, "rnd1")) {
+    s->edit_threshold = UM_EDIT_THRESHOLD_DEFAULT;
+    s->post_steps = UM_POST_STEPS_DEFAULT;
+    if (block_causal) {
+        /* LLaDA 2.x (modeling_llada2_moe.py generate(), LLaDA2.0-mini and LLaDA2.1-mini):
+         * blocks of block_length aligned to canvas position 0, in each the masks whose
+         * confidence passes threshold 0.95 with at least get_num_transfer_tokens(32, steps 32)
+         * = 1 per step, greedy at temperature 0, stop at end of text. Finished blocks and the
+         * prompt never change and attend only to themselves and earlier blocks, so their K/V
+         * are final: the prefix cache is exact here and on by default (docs/decoding.md).
+         * Editing (LLaDA 2.1) stays off until asked: LLaDA 2.0 was not trained for it. */
+        s->schedule = UM_SCHED_THRESHOLD;
+        s->score = UM_SCORE_CONFIDENCE;
+        s->threshold = 0.95f;
+        s->block_len = block_size > 0 ? block_size : 32;
+        s->block_aligned = true;
+        s->block_steps = 32;
+        s->temperature = 0.0f;
+        s->gumbel = false;
+        s->eos_early_stop = true;
+        s->cache = can_cache ? UM_CACHE_PREFIX : UM_CACHE_NONE;
+        s->cache_type = UM_KV_F32;      /* f16 would round the cached K/V: f32 keeps it bit-exact */
+    } else if (!strcmp(a, "dream") || !strcmp(a, "rnd1")) {
         /* Dream's README: timestep schedule with eps, entropy ordering; RND1's sampler keeps
          * floor(N (S-k-1)/S) masks after step k (the linear schedule) */
         s->schedule = !strcmp(a, "dream") ? UM_SCHED_TIMESTEP : UM_SCHED_LINEAR;
@@ -291,6 +327,11 @@ void engine_default_settings(const um_engine *en, um_settings *s) {
         s->temperature = 0.0f;
         s->gumbel = true;
     }
+}
+
+void engine_default_settings(const um_engine *en, um_settings *s) {
+    const um_model *m = en->model;
+    engine_family_defaults(m->arch->name, m->arch->block_causal, m->hp.block_size, en->be.run_kv != NULL, s);
 }
 
 const um_settings *engine_settings(const um_engine *en) { return &en->set; }
@@ -346,6 +387,8 @@ static int check_settings(const um_engine *en, const um_settings *s, um_err *e) 
     if (s->eb_gamma < 0) return um_errf(e, "--eb-gamma must be >= 0");
     if (s->cache >= UM_CACHE_COUNT || s->cache_type >= UM_KV_STORE_COUNT) return um_errf(e, "unknown cache mode or type");
     if (s->cache_refresh < 0 || s->cache_drift < 0) return um_errf(e, "--cache-refresh and --cache-drift must be >= 0");
+    if (!(s->edit_threshold >= 0 && s->edit_threshold <= 1)) return um_errf(e, "--edit-threshold must be in [0, 1]");
+    if (s->post_steps < 0 || s->block_steps < 0) return um_errf(e, "--post-steps and --block-steps must be >= 0");
     if (s->cache != UM_CACHE_NONE && !en->be.run_kv)
         return um_errf(e, "--cache %s needs partial forward passes, which the %s backend does not run yet "
                        "(use --cache none, or the CPU backend)", engine_cache_name(s->cache), en->be.name);
@@ -391,6 +434,9 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
     en->rows_total = 0;
     en->kv_valid = false;
     en->done = false;
+    en->blk_start = -1;
+    en->blk_steps = 0;
+    en->post_left = 0;
     memset(en->pos, 0, (size_t)total * sizeof *en->pos);
     for (int i = 0; i < en->n_canvas; i++) {
         bool prompt = i < n;
@@ -400,6 +446,8 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
         en->pos[i].masked = !prompt;
         en->pos[i].is_prompt = prompt;
         en->pos[i].commit_step = -1;
+        en->pos[i].edit_step = -1;
+        en->pos[i].edit_from = -1;
     }
     if (s->cfg > 0 && !en->logits_u) {
         en->logits_u = um_malloc_aligned((size_t)en->cap * (size_t)V * sizeof(float));
@@ -523,10 +571,17 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
         return UM_OK;
     }
     const int hi = s->cache == UM_CACHE_PREFIX ? T : plan->end;
+    /* Block-causal attention: the active block's attention block (from its multiple of
+     * attn_block, so the prompt's tail in it too) is recomputed whole, since its positions see
+     * each other; everything before it is final. With editing, committed tokens of the active
+     * block change too, so the whole block is recomputed. */
+    const int lo = en->attn_block > 0 ? plan->start - plan->start % en->attn_block : plan->start;
     int na = 0;
     memset(en->in_active, 0, (size_t)T * sizeof *en->in_active);
-    for (int i = plan->start; i < hi; i++)
-        if (en->kv_masked[i]) { en->active[na++] = i; en->in_active[i] = true; }
+    for (int i = lo; i < hi; i++) {
+        bool whole = i < plan->end && (en->attn_block > 0 || (s->edit && i >= plan->start));
+        if (whole || en->kv_masked[i]) { en->active[na++] = i; en->in_active[i] = true; }
+    }
     for (int i = 0; i < n; i++)
         if (!en->in_active[en->rows[i]]) { en->active[na++] = en->rows[i]; en->in_active[en->rows[i]] = true; }
     float drift = 0;
@@ -548,16 +603,61 @@ static bool block_all_eog(const um_engine *en, const um_plan *p) {
     return p->end > p->start;
 }
 
+/* LLaDA 2.x's end-of-text stop (eos_early_stop): the first end-of-generation token of the
+ * generated part, when every position before it is committed; -1 otherwise. */
+static int32_t first_final_eog(const um_engine *en) {
+    for (int32_t i = en->n_prompt; i < en->n_canvas; i++) {
+        if (en->masked[i]) return -1;
+        if (tok_is_eog(en->tok, en->tokens[i])) return i;
+    }
+    return -1;
+}
+
+/* Stop the run: every mask left becomes the end-of-text token, committed at this step. */
+static void fill_eos(um_engine *en, int32_t from) {
+    int32_t eos = tok_special(en->tok)->eos;
+    for (int i = from; i < en->n_canvas; i++)
+        if (en->masked[i]) {
+            en->tokens[i] = eos;
+            en->masked[i] = false;
+            en->pos[i].token = eos;
+            en->pos[i].masked = false;
+            en->pos[i].commit_step = en->steps_done;
+            en->pos[i].commit_conf = 0;
+        }
+    en->post_left = 0;
+}
+
+static bool range_has_mask(const um_engine *en, int32_t lo, int32_t hi) {
+    for (int32_t i = lo; i < hi; i++) if (en->masked[i]) return true;
+    return false;
+}
+
 int engine_step(um_engine *en, um_err *e) {
     if (en->done || !en->snap) return 0;
     um_plan plan;
     const int n_gen = en->n_canvas - en->n_prompt;
     if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e)) return UM_FAIL;
-    if (plan.done) {
+    if (!en->set.edit) en->post_left = 0;          /* editing switched off mid-run */
+    const bool post = en->post_left > 0;
+    if (post) {
+        /* LLaDA 2.1: an edit-only step on the block that just filled, before the next one */
+        plan.block = en->post_block;
+        plan.start = en->post_start;
+        plan.end = en->post_end;
+        plan.masks_left = 0;
+        plan.count = 0;
+        plan.done = false;
+    } else if (plan.done) {
         en->done = true;
         return publish(en, &plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
+    } else {
+        if (plan.start != en->blk_start) { en->blk_start = plan.start; en->blk_steps = 0; }
+        if (en->set.schedule == UM_SCHED_THRESHOLD) plan.count = schedule_threshold_quota(&en->set, &plan, en->blk_steps);
     }
     const bool shift = en->model->hp.shift_logits;
+    /* elig[0..n_mask): the masks of the active block; then, with editing, its committed
+       generated positions (LLaDA 2.1: every non-mask, non-prompt position of the block) */
     int n = 0;
     for (int i = plan.start; i < plan.end; i++) {
         if (!en->masked[i]) continue;
@@ -565,9 +665,17 @@ int engine_step(um_engine *en, um_err *e) {
         en->rows[n] = shift ? i - 1 : i;
         n++;
     }
+    const int n_mask = n;
+    if (en->set.edit)
+        for (int i = plan.start; i < plan.end; i++) {
+            if (en->masked[i] || i < en->n_prompt) continue;
+            en->elig[n] = i;
+            en->rows[n] = shift ? i - 1 : i;
+            n++;
+        }
     /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
     double t0 = um_now();
-    step_work work = { 0 };
+    step_work work = { .post = post };
     if (step_forward(en, &plan, n, &work, e)) return UM_FAIL;
     en->passes += work.passes;
     en->rows_total += work.rows;
@@ -578,7 +686,7 @@ int engine_step(um_engine *en, um_err *e) {
     pick_job job = { .en = en, .n = n, .step = step };
     pool_for(en->pool, n, pick_one, &job);
     if (job.failed) { *e = job.err; return UM_FAIL; }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n_mask; i++) {
         en->scored[i].pos = en->elig[i];
         en->scored[i].score = schedule_score(en->set.score, &en->picks[i], en->set.seed, step, en->elig[i]);
         en->scored[i].entropy = -en->picks[i].neg_entropy;
@@ -593,13 +701,30 @@ int engine_step(um_engine *en, um_err *e) {
         for (int k = 0; k < pk->n_top && k < UM_TOPK; k++) p->top[k] = pk->top[k];
         p->entropy = pk->entropy;
     }
-    for (int i = 0; i < en->n_canvas; i++) en->pos[i].fresh = false;
-    int32_t k = schedule_select(&en->set, &plan, step, en->scored, n);
+    for (int i = 0; i < en->n_canvas; i++) en->pos[i].fresh = en->pos[i].edited = false;
+    /* T2T first, from the tokens as they were before this step (the commits below touch only
+       masks): LLaDA 2.1 replaces a committed token whose model choice differs and has
+       probability > editing_threshold */
+    for (int i = n_mask; i < n; i++) {
+        const um_pick *pk = &en->picks[i];
+        int32_t p = en->elig[i];
+        if (pk->token == en->tokens[p] || !(pk->prob > en->set.edit_threshold)) continue;
+        um_pos *ps = &en->pos[p];
+        ps->edit_from = en->tokens[p];
+        ps->edit_step = (int32_t)step + 1;
+        ps->n_edits++;
+        ps->edited = true;
+        ps->token = pk->token;
+        ps->commit_conf = pk->prob;
+        en->tokens[p] = pk->token;
+        work.n_edited++;
+    }
+    int32_t k = schedule_select(&en->set, &plan, step, en->scored, n_mask);
     /* picks are indexed like elig[]; find each committed position's pick */
     for (int c = 0; c < k; c++) {
         int32_t p = en->scored[c].pos;
         int idx = -1;
-        for (int i = 0; i < n; i++) if (en->elig[i] == p) { idx = i; break; }
+        for (int i = 0; i < n_mask; i++) if (en->elig[i] == p) { idx = i; break; }
         const um_pick *pk = &en->picks[idx];
         en->tokens[p] = pk->token;
         en->masked[p] = false;
@@ -612,24 +737,38 @@ int engine_step(um_engine *en, um_err *e) {
         en->committed[c] = p;
     }
     en->steps_done++;
+    if (!post) en->blk_steps++;
     double t2 = um_now();
-    /* done when no mask is left; optionally stop once a finished block is all end-of-text */
+    /* editing: after the step that fills a block, up to post_steps edit-only steps on it,
+       ending after one that edits nothing (LLaDA 2.1 max_post_steps) */
+    if (post) {
+        en->post_left--;
+        if (work.n_edited == 0) en->post_left = 0;
+    } else if (en->set.edit && en->set.post_steps > 0 && !range_has_mask(en, plan.start, plan.end)) {
+        en->post_left = en->set.post_steps;
+        en->post_block = plan.block;
+        en->post_start = plan.start;
+        en->post_end = plan.end;
+    }
+    /* done when no mask is left and no post step is due; optionally stop once a finished
+       block is all end-of-text, or (LLaDA 2.x) at the first end of text with everything before
+       it committed -- with editing only once the block and its post steps are done, since an
+       edit may still replace that token */
     um_plan after;
     if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &after, e)) return UM_FAIL;
-    if (!after.done && en->set.stop_at_eos && after.block > plan.block && block_all_eog(en, &plan)) {
-        int32_t eos = tok_special(en->tok)->eos;
-        for (int i = plan.end; i < en->n_canvas; i++)
-            if (en->masked[i]) {
-                en->tokens[i] = eos;
-                en->masked[i] = false;
-                en->pos[i].token = eos;
-                en->pos[i].masked = false;
-                en->pos[i].commit_step = en->steps_done;
-                en->pos[i].commit_conf = 0;
-            }
+    if (!post && !after.done && en->set.stop_at_eos && after.block > plan.block && block_all_eog(en, &plan)) {
+        fill_eos(en, plan.end);
         after.done = true;
     }
-    en->done = after.done;
+    if (en->set.eos_early_stop && !(after.done && en->post_left == 0) &&
+        (!en->set.edit || (en->post_left == 0 && !range_has_mask(en, plan.start, plan.end)))) {
+        int32_t eog = first_final_eog(en);
+        if (eog >= 0) {
+            fill_eos(en, eog + 1);
+            after.done = true;
+        }
+    }
+    en->done = after.done && en->post_left == 0;
     if (publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, &work, e)) return UM_FAIL;
     return 1;
 }

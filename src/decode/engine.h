@@ -71,6 +71,22 @@ typedef struct um_settings {
     float       cfg;             /* classifier-free guidance weight, 0 = off */
     uint64_t    seed;
     bool        stop_at_eos;     /* stop once the active block is all EOS */
+    bool        eos_early_stop;  /* LLaDA 2.x: stop once every generated position up to the first
+                                    end-of-text token is committed (with editing: checked when a
+                                    block and its post steps are done); the rest becomes EOS */
+    /* LLaDA 2.x block diffusion (docs/decoding.md, "Block diffusion (LLaDA 2.x) and editing") */
+    bool        block_aligned;   /* blocks start at multiples of block_len from canvas position 0
+                                    (the prompt's tail shares the first block), as block-causal
+                                    attention lays them out; false: blocks start at the prompt's end */
+    int32_t     block_steps;     /* threshold schedule: > 0: at in-block step k commit at least
+                                    quota(k) = block_len/S (+1 for k < block_len%S), LLaDA 2.0's
+                                    get_num_transfer_tokens; 0: at least one */
+    bool        edit;            /* LLaDA 2.1 token editing: a committed token of the active block
+                                    is replaced when the model's choice there differs and has
+                                    probability > edit_threshold */
+    float       edit_threshold;
+    int32_t     post_steps;      /* editing: at most this many edit-only steps once a block has no
+                                    mask (ending early after a step with no edit) */
     /* K/V cache: a full pass (the refresh) fills it at the start of each block, and when
        cache_refresh steps have passed since the last one (> 0), or when the last partial
        pass measured a drift above cache_drift (> 0); the steps in between recompute only
@@ -100,6 +116,11 @@ typedef struct um_pos {
     float   entropy;             /* nats, of the full distribution */
     bool    cached;              /* this step read its K/V from the cache, last computed at the
                                     last refresh (false on full passes) */
+    /* token editing (settings.edit): a committed token replaced, never a fresh commit */
+    bool    edited;              /* replaced in this snapshot's step */
+    int32_t edit_step;           /* step of the latest replacement (valid when n_edits > 0) */
+    int32_t edit_from;           /* the token it replaced then (valid when n_edits > 0) */
+    int32_t n_edits;             /* replacements so far */
 } um_pos;
 
 /* One immutable snapshot. Made by snapshot_new (snapshot.h), freed when the last ref is dropped. */
@@ -111,6 +132,8 @@ typedef struct um_snapshot {
     int32_t        masks_left;
     int32_t        n_committed; /* positions committed in this step */
     int32_t        planned;      /* positions the schedule planned to commit this step */
+    int32_t        n_edited;     /* committed tokens replaced in this step (pos[].edited) */
+    bool           post_step;    /* an edit-only step after the block filled (settings.post_steps) */
     bool           done;
     double         forward_ms, sample_ms;
     int32_t        passes;       /* forward passes this step (2 with guidance) */
@@ -160,6 +183,13 @@ void engine_close(um_engine *en);
 void engine_get_info(const um_engine *en, um_engine_info *info);
 /* The family's official defaults (steps, block, schedule, scoring, temperature...). */
 void engine_default_settings(const um_engine *en, um_settings *s);
+/* The same from what decides them: the architecture's name, whether its attention is
+ * block-causal and its block size (model.h), and whether the backend runs partial passes
+ * (the cache a block-causal family turns on). Tests call it without a model. */
+void engine_family_defaults(const char *arch, bool block_causal, int32_t block_size, bool can_cache, um_settings *s);
+/* LLaDA 2.1's generate() defaults for token editing: editing_threshold 0.9, max_post_steps 16. */
+#define UM_EDIT_THRESHOLD_DEFAULT 0.9f
+#define UM_POST_STEPS_DEFAULT     16
 
 /* Lay out a new canvas: prompt (chat template applied unless disabled) + s->n_gen masks.
  * The context rule, for every caller: a canvas longer than the model's trained context

@@ -43,13 +43,19 @@ int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const b
     if (s->schedule == UM_SCHED_TIMESTEP && !(s->eps >= 0.0f && s->eps < 1.0f))
         return um_errf(e, "schedule: eps must be in [0, 1) (got %g)", (double)s->eps);
 
-    const int32_t B = block_len_of(s, n_gen);
-    const int32_t nb = (n_gen + B - 1) / B;
+    /* aligned blocks (block-causal models): block boundaries at multiples of B from canvas
+       position 0, so the first block holds the prompt's tail (off positions) and is shorter */
+    const bool aligned = s->block_aligned && s->block_len > 0;
+    const int32_t B = aligned ? s->block_len : block_len_of(s, n_gen);
+    const int32_t off = aligned ? n_prompt % B : 0;
+    const int32_t nb = (int32_t)(((int64_t)off + n_gen + B - 1) / B);
     *out = (um_plan){ .n_blocks = nb, .block = nb, .start = n_prompt + n_gen, .end = n_prompt + n_gen };
 
     int32_t b = 0, R = 0;
     for (; b < nb; b++) {
-        int32_t lo = n_prompt + b * B, hi = lo + B < n_prompt + n_gen ? lo + B : n_prompt + n_gen;
+        int64_t lo64 = (int64_t)n_prompt + (int64_t)b * B - off, hi64 = lo64 + B;
+        int32_t lo = lo64 < n_prompt ? n_prompt : (int32_t)lo64;
+        int32_t hi = hi64 < (int64_t)n_prompt + n_gen ? (int32_t)hi64 : n_prompt + n_gen;
         R = 0;
         for (int32_t i = lo; i < hi; i++)
             R += masked[i] ? 1 : 0;
@@ -126,6 +132,20 @@ int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const b
     return UM_OK;
 }
 
+int32_t schedule_threshold_quota(const um_settings *s, const um_plan *plan, int32_t block_step) {
+    if (plan->done || plan->masks_left <= 0)
+        return 0;
+    if (s->block_steps <= 0)
+        return 1;
+    /* LLaDA 2.0 modeling_llada2_moe.py _get_num_transfer_tokens(block_length, steps): the
+       block's full length (the prompt's share included) split over its steps, the first
+       block_length % steps steps taking one more; past its steps, all that is left */
+    const int32_t S = s->block_steps;
+    const int32_t B = s->block_len > 0 ? s->block_len : plan->end - plan->start;
+    int32_t q = block_step < S ? B / S + (block_step < B % S ? 1 : 0) : plan->masks_left;
+    return q < plan->masks_left ? q : plan->masks_left;
+}
+
 /* ---------------------------------------------------------------- scores and selection */
 
 float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t step, int64_t pos) {
@@ -195,13 +215,20 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
         return 0;
     int32_t k;
     if (s->schedule == UM_SCHED_THRESHOLD) {
-        /* Fast-dLLM: the best always commits; the others when score >= tau */
+        /* Fast-dLLM: every position with score >= tau, and at least the plan's count (1, or
+           LLaDA 2.0's quota: its generate() commits the positions above the threshold when
+           there are at least quota of them, else the quota best) */
         for (int32_t i = 0; i < n; i++)
             items[i].key = items[i].score;
         sort_items(items, n, key_before);
-        k = 1;
+        k = 0;
         while (k < n && items[k].score >= s->threshold)
             k++;
+        int32_t least = plan->count < n ? plan->count : n;
+        if (k < least)
+            k = least;
+        if (k == 0)
+            return 0;
     } else if (s->schedule == UM_SCHED_FACTOR) {
         /* Fast-dLLM's get_transfer_index_dynamic: the (i+1)-th best (items[i]) must reach
            1 - factor/(i+2); the first always commits */

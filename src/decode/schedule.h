@@ -14,7 +14,12 @@
  *   UM_SCHED_LINEAR     RND1: after in-block step k of S, floor(N (S-k-1)/S) of the block's
  *                       N positions stay masked; the block's last step commits the rest.
  *   UM_SCHED_THRESHOLD  Fast-dLLM: commit every eligible position whose score >= threshold,
- *                       at least the best one; a block takes as many steps as it needs.
+ *                       at least the plan's count (the best one; LLaDA 2.0's quota with
+ *                       block_steps, schedule_threshold_quota); a block takes as many steps
+ *                       as it needs.
+ * With settings.block_aligned (block-causal models, LLaDA 2.x) block boundaries sit at
+ * multiples of block_len from canvas position 0, so the first block is the part of the
+ * prompt's last block that is generated.
  *   UM_SCHED_FACTOR     Fast-dLLM's factor rule: the n best, n the largest such that the
  *                       i-th best scores >= 1 - factor/(i+1) for every i <= n; at least one.
  *   UM_SCHED_EB         EB-sampler: positions by increasing entropy, the most such that the
@@ -47,7 +52,8 @@ typedef struct um_plan {
     int32_t start, end;          /* canvas range [start, end) of the active block */
     int32_t masks_left;          /* masked positions in the active block (the eligible ones) */
     int32_t steps_left;          /* steps the active block has left, this one included (>= 1) */
-    int32_t count;               /* block/timestep: positions to commit now; threshold: 1 (the minimum) */
+    int32_t count;               /* block/timestep: positions to commit now; threshold: 1 (the minimum;
+                                    the engine may raise it, schedule_threshold_quota) */
     double  p_transfer;          /* origin score: commit probability of each eligible position */
     bool    done;                /* no mask left in the generated part */
 } um_plan;
@@ -59,6 +65,13 @@ typedef struct um_plan {
  */
 int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const bool *masked,
                int32_t steps_done, um_plan *out, um_err *e);
+
+/* The threshold schedule's least count at in-block step block_step (the steps already run
+ * on the active block): 1, or with settings.block_steps S > 0 LLaDA 2.0's quota
+ * block_len/S (+1 for the first block_len%S steps; every mask left from step S on), never
+ * more than the block's masks. The engine counts the in-block steps and puts this into
+ * plan.count before schedule_select. */
+int32_t schedule_threshold_quota(const um_settings *s, const um_plan *plan, int32_t block_step);
 
 /* One eligible position handed to schedule_select. */
 typedef struct um_scored {
@@ -76,7 +89,7 @@ float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t st
  * Choose which of the n eligible positions commit at this step. items is reordered:
  * the first k (the return value) are the committed ones, in ascending position order.
  *   origin (block/timestep schedules): each commits independently with p_transfer;
- *   threshold schedule: score >= settings.threshold, or else the single best;
+ *   threshold schedule: score >= settings.threshold, and at least plan->count (the best);
  *   factor schedule: the n best while the n-th scores >= 1 - factor/(n+1), at least one;
  *   eb schedule: by entropy ascending, the longest run whose entropies' sum minus its
  *   largest is <= eb_gamma (at least one);
