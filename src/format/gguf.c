@@ -14,12 +14,12 @@
  * is aligned, and overlaps no other; keys and tensor names are unique. Messages name the
  * problem and end with "(at byte N)", N being where the offending item starts.
  *
- * Split models: each part is parsed and checked as a file of its own; the first part then
- * takes over the other parts (struct fields `extra`), its tensor table becomes every part's
+ * Split models (gguf_split.c): each part is opened here as a file of its own; the first part
+ * then takes over the others (gguf_impl.h, `extra`), its tensor table becomes every part's
  * tensors in part order and its name index covers them all, so lookups, counts and the
  * per-tensor data pointers work unchanged for callers.
  */
-#include "gguf.h"
+#include "gguf_impl.h"
 #include "infile.h"
 #include "outfile.h"
 #include "quant.h"
@@ -36,26 +36,6 @@
 /* Smallest encodings, used to bound counts by the bytes left before allocating. */
 #define MIN_KV_BYTES     13u    /* key length u64 + type u32 + 1-byte value */
 #define MIN_TENSOR_BYTES 32u    /* name length u64 + n_dims u32 + 1 dim u64 + type u32 + offset u64 */
-
-struct gguf_file {
-    const uint8_t *base;        /* the whole file (mapping or caller buffer) */
-    uint64_t       size;        /* bytes */
-    bool           mapped;      /* base came from mmap and must be unmapped */
-    char          *path;        /* "" for memory files */
-    uint32_t       version;
-    uint64_t       alignment;   /* power of two */
-    uint64_t       data_off;    /* start of the tensor data section, aligned */
-    uint64_t       n_kv;
-    gguf_kv       *kv;          /* (n_kv) */
-    uint64_t       n_tensors;
-    gguf_tensor   *tensors;     /* (n_tensors) */
-    uint32_t      *kv_hash;     /* (kv_hash_n) open addressing, index + 1, 0 = empty */
-    uint32_t      *t_hash;      /* (t_hash_n) same for tensor names */
-    uint64_t       kv_hash_n, t_hash_n;   /* powers of two, > 2 * count */
-    uint64_t       n_own;       /* tensors whose data lies in this file itself */
-    uint32_t       n_parts;     /* 1 + n_extra: a split model's parts (first is this file) */
-    gguf_file    **extra;       /* (n_parts - 1) parts 2..N, owned; NULL for a plain file */
-};
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -80,10 +60,8 @@ bool gguf_str_eq(gguf_str s, const char *c) {
     return s.len == n && memcmp(s.ptr, c, n) == 0;
 }
 
-/* A view made printable for messages: at most 80 bytes, odd bytes as \xNN. */
-typedef struct { char s[336]; } shown;
-static shown show(gguf_str v) {
-    shown o;
+gguf_shown gguf_show(gguf_str v) {
+    gguf_shown o;
     size_t j = 0;
     for (uint64_t i = 0; i < v.len && j < sizeof o.s - 8; i++) {
         unsigned char c = (unsigned char)v.ptr[i];
@@ -234,7 +212,7 @@ static int rd_value(struct rd *r, gguf_kv *kv) {
 static int rd_kv(struct rd *r, gguf_kv *kv) {
     kv->offset = r->off;
     if (rd_str(r, &kv->key, GGUF_MAX_NAME, "key")) return UM_FAIL;
-    return rd_value(r, kv) ? um_err_prefix(r->e, "key '%s'", show(kv->key).s) : UM_OK;
+    return rd_value(r, kv) ? um_err_prefix(r->e, "key '%s'", gguf_show(kv->key).s) : UM_OK;
 }
 
 /* The rest of a tensor info after its name; at is where the record starts. Messages are
@@ -271,7 +249,7 @@ static int rd_dims(struct rd *r, gguf_tensor *t, uint64_t at) {
 static int rd_tensor(struct rd *r, gguf_tensor *t) {
     uint64_t at = r->off;
     if (rd_str(r, &t->name, GGUF_MAX_NAME, "tensor name")) return UM_FAIL;
-    return rd_dims(r, t, at) ? um_err_prefix(r->e, "tensor '%s'", show(t->name).s) : UM_OK;
+    return rd_dims(r, t, at) ? um_err_prefix(r->e, "tensor '%s'", gguf_show(t->name).s) : UM_OK;
 }
 
 /* ------------------------------------------------------------------ reader */
@@ -283,23 +261,30 @@ static int cmp_by_offset(const void *a, const void *b, void *ctx) {
     return x != y ? (x < y ? -1 : 1) : (i > j) - (i < j);      /* ties in file order */
 }
 
-/* Index the names; fail on a duplicate. */
-static int build_index(gguf_file *g, bool tensors, um_err *e) {
+/* Index the names; fail on a duplicate (parts: see gguf_index_tensors). */
+static int build_index(gguf_file *g, bool tensors, gguf_file *const *parts, um_err *e) {
     uint64_t n = tensors ? g->n_tensors : g->n_kv, tn = hash_size(n);
     uint32_t *table = um_calloc(tn, sizeof *table);
     if (!table) return um_errf(e, "out of memory indexing %llu names", (unsigned long long)n);
-    if (tensors) g->t_hash = table, g->t_hash_n = tn;
+    if (tensors) free(g->t_hash), g->t_hash = table, g->t_hash_n = tn;
     else         g->kv_hash = table, g->kv_hash_n = tn;
     for (uint64_t i = 0; i < n; i++) {
         gguf_str s = tensors ? g->tensors[i].name : g->kv[i].key;
         uint64_t slot = hash_slot(g, table, tn, tensors ? t_name : kv_name, s.ptr, s.len);
+        if (table[slot] && parts)
+            return um_errf(e, "tensor '%s' is in two parts of the split model: %s and %s", gguf_show(s).s,
+                           parts[g->tensors[table[slot] - 1].part]->path, parts[g->tensors[i].part]->path);
         if (table[slot])
-            return um_errf(e, "duplicate %s '%s' (at byte %llu)", tensors ? "tensor name" : "key", show(s).s,
+            return um_errf(e, "duplicate %s '%s' (at byte %llu)", tensors ? "tensor name" : "key", gguf_show(s).s,
                            (unsigned long long)(tensors ? (uint64_t)((const uint8_t *)s.ptr - g->base) - 8
                                                         : g->kv[i].offset));
         table[slot] = (uint32_t)i + 1;
     }
     return UM_OK;
+}
+
+int gguf_index_tensors(gguf_file *g, gguf_file *const *parts, um_err *e) {
+    return build_index(g, true, parts, e);
 }
 
 static int check_alignment(gguf_file *g, um_err *e) {
@@ -321,7 +306,7 @@ static int check_tensor_data(gguf_file *g, const uint64_t *info_off, um_err *e) 
     uint64_t A = g->alignment;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
-        shown nm = show(t->name);
+        gguf_shown nm = gguf_show(t->name);
         uint64_t beg, end;
         if (t->offset % A)
             return um_errf(e, "tensor '%s': data offset %llu is not a multiple of the alignment %llu (at byte %llu)",
@@ -348,8 +333,8 @@ static int check_tensor_data(gguf_file *g, const uint64_t *info_off, um_err *e) 
         if (last >= 0 && t->offset < last_end) {
             const gguf_tensor *p = &g->tensors[last];
             rc = um_errf(e, "tensor '%s': data [%llu, %llu) overlaps tensor '%s' [%llu, %llu) (at byte %llu)",
-                         show(t->name).s, (unsigned long long)(g->data_off + t->offset),
-                         (unsigned long long)(g->data_off + t->offset + t->size), show(p->name).s,
+                         gguf_show(t->name).s, (unsigned long long)(g->data_off + t->offset),
+                         (unsigned long long)(g->data_off + t->offset + t->size), gguf_show(p->name).s,
                          (unsigned long long)(g->data_off + p->offset), (unsigned long long)(g->data_off + last_end),
                          (unsigned long long)info_off[order[k]]);
         }
@@ -386,12 +371,12 @@ static int parse(gguf_file *g, um_err *e) {
     if (!g->kv || !g->tensors || !info_off) { um_errf(e, "out of memory"); goto out; }
     for (uint64_t i = 0; i < g->n_kv; i++)
         if (rd_kv(&r, &g->kv[i])) goto out;
-    if (build_index(g, false, e) || check_alignment(g, e)) goto out;
+    if (build_index(g, false, NULL, e) || check_alignment(g, e)) goto out;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         info_off[i] = r.off;
         if (rd_tensor(&r, &g->tensors[i])) goto out;
     }
-    if (build_index(g, true, e)) goto out;
+    if (build_index(g, true, NULL, e)) goto out;
     g->data_off = (r.off + g->alignment - 1) & ~(g->alignment - 1);   /* r.off < 2^63, no wrap */
     rc = check_tensor_data(g, info_off, e);
 out:
@@ -417,7 +402,7 @@ int gguf_open_mem(gguf_file **out, const void *data, size_t size, um_err *e) {
     return UM_OK;
 }
 
-static int open_one(gguf_file **out, const char *path, um_err *e) {
+int gguf_open_one(gguf_file **out, const char *path, um_err *e) {
     *out = NULL;
     struct stat st;
     int fd = infile_open(path, &st, e);
@@ -465,184 +450,6 @@ void gguf_close(gguf_file *g) {
     free(g->path);
     if (g->mapped) munmap((void *)g->base, g->size);
     free(g);
-}
-
-/* ------------------------------------------------------------------ split models
- * llama.cpp's conventions (v0.4.0 sources, read and cited, not copied):
- *  - src/llama.cpp llama_split_path: a part is "%s-%05d-of-%05d.gguf" of the prefix,
- *    split_no + 1 and split_count; llama_split_prefix: the prefix is the path less exactly
- *    that suffix, and must not be empty.
- *  - src/llama-model-loader.cpp, llama_model_loader's constructor: split.count (u16) > 1
- *    makes a split model; the file opened must have split.no 0 ("model must be loaded with
- *    the first split"); the others are named from its prefix (llama_get_list_splits), each
- *    must carry split.no equal to its index; a tensor name twice over all parts is an error
- *    ("tensor '%s' is duplicated"); split.tensors.count of the first part must equal the
- *    tensors found ("corrupted model: %d tensors expected but %d found").
- *  - tools/gguf-split/gguf-split.cpp, split_strategy: every part gets split.no, split.count
- *    and split.tensors.count, only the first every other key; each part's tensor data lies in
- *    that part.
- * unmask also opens the model from a part other than the first, and checks that every part
- * agrees with the first on split.count and (where present) split.tensors.count, so a part of
- * another split of the same name is caught rather than mixed in.
- */
-
-#define SPLIT_PATH_MAX 4096
-
-/* An integer split key of part p (path for messages) into [0, max]. */
-static int split_key(const gguf_file *p, const char *key, uint64_t max, uint64_t *v, um_err *e) {
-    const gguf_kv *kv = gguf_find_kv(p, key);
-    if (!kv) return um_errf(e, "%s: key '%s' missing in a part of a split model", p->path, key);
-    if (!is_int_type(kv->type))
-        return um_errf(e, "%s: key '%s' has type %s, expected an integer", p->path, key, gguf_type_name(kv->type));
-    if ((is_signed_type(kv->type) && kv->v.i < 0) || kv->v.u > max)
-        return um_errf(e, "%s: key '%s' = %lld is out of range 0..%llu", p->path, key,
-                       is_signed_type(kv->type) ? (long long)kv->v.i : (long long)kv->v.u, (unsigned long long)max);
-    *v = kv->v.u;
-    return UM_OK;
-}
-
-int gguf_split_path(char *buf, size_t cap, const char *prefix, uint32_t no, uint32_t count) {
-    int n = snprintf(buf, cap, "%s-%05u-of-%05u.gguf", prefix, no + 1, count);
-    return n >= 0 && (size_t)n < cap ? UM_OK : UM_FAIL;
-}
-
-int gguf_split_prefix(char *buf, size_t cap, const char *path, uint32_t no, uint32_t count) {
-    char suffix[48];
-    snprintf(suffix, sizeof suffix, "-%05u-of-%05u.gguf", no + 1, count);
-    size_t n = strlen(path), k = strlen(suffix);
-    if (n <= k || strcmp(path + n - k, suffix) || n - k >= cap) return UM_FAIL;
-    memcpy(buf, path, n - k);
-    buf[n - k] = 0;
-    return UM_OK;
-}
-
-/* The merged name index over every part's tensors; a duplicate names both parts. */
-static int merge_index(gguf_file *g, gguf_file *const *parts, um_err *e) {
-    uint64_t tn = hash_size(g->n_tensors);
-    uint32_t *table = um_calloc(tn, sizeof *table);
-    if (!table) return um_errf(e, "out of memory indexing %llu names", (unsigned long long)g->n_tensors);
-    free(g->t_hash);
-    g->t_hash = table, g->t_hash_n = tn;
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const gguf_tensor *t = &g->tensors[i];
-        uint64_t slot = hash_slot(g, table, tn, t_name, t->name.ptr, t->name.len);
-        if (table[slot]) {
-            const gguf_tensor *o = &g->tensors[table[slot] - 1];
-            return um_errf(e, "tensor '%s' is in two parts of the split model: %s and %s", show(t->name).s,
-                           parts[o->part]->path, parts[t->part]->path);
-        }
-        table[slot] = (uint32_t)i + 1;
-    }
-    return UM_OK;
-}
-
-/* parts[0..count) are open and each agrees on split.no and split.count; make parts[0] the
- * whole model. On failure the caller still owns every part. */
-static int merge_parts(gguf_file *const *parts, uint32_t count, um_err *e) {
-    gguf_file *g = parts[0];
-    uint64_t want, total = 0;
-    if (split_key(g, GGUF_KEY_SPLIT_TENSORS, INT32_MAX, &want, e)) return UM_FAIL;
-    for (uint32_t i = 0; i < count; i++) {
-        uint64_t w;
-        if (gguf_find_kv(parts[i], GGUF_KEY_SPLIT_TENSORS)) {
-            if (split_key(parts[i], GGUF_KEY_SPLIT_TENSORS, INT32_MAX, &w, e)) return UM_FAIL;
-            if (w != want)
-                return um_errf(e, "%s: split.tensors.count is %llu, but the first part %s says %llu "
-                               "(a part of another split?)", parts[i]->path, (unsigned long long)w,
-                               g->path, (unsigned long long)want);
-        }
-        total += parts[i]->n_own;
-    }
-    if (total != want)
-        return um_errf(e, "%s: split.tensors.count is %llu, but the %u parts hold %llu tensors", g->path,
-                       (unsigned long long)want, count, (unsigned long long)total);
-    if (total > GGUF_MAX_TENSORS)          /* each part is within it; the sum may not be */
-        return um_errf(e, "%s: %llu tensors over all parts exceed the limit %u", g->path,
-                       (unsigned long long)total, GGUF_MAX_TENSORS);
-    gguf_tensor *all = um_calloc(total ? total : 1, sizeof *all);   /* (total) in part order */
-    if (!all) return um_errf(e, "out of memory for %llu tensors", (unsigned long long)total);
-    uint64_t k = 0;
-    for (uint32_t i = 0; i < count; i++)
-        for (uint64_t j = 0; j < parts[i]->n_own; j++) {
-            all[k] = parts[i]->tensors[j];
-            all[k++].part = i;
-        }
-    free(g->tensors);
-    g->tensors = all;
-    g->n_tensors = total;
-    return merge_index(g, parts, e);
-}
-
-/* g (opened from path) has split.count; open the rest and merge. Takes ownership of g. */
-static int open_split(gguf_file **out, gguf_file *g, const char *path, um_err *e) {
-    gguf_file **parts = NULL;   /* (count) parts[i] is part i + 1 */
-    uint64_t count, no;
-    char prefix[SPLIT_PATH_MAX], pp[SPLIT_PATH_MAX];
-    if (split_key(g, GGUF_KEY_SPLIT_COUNT, GGUF_SPLIT_MAX, &count, e)) goto fail_g;
-    if (count == 0) { um_errf(e, "%s: split.count is 0", path); goto fail_g; }
-    if (count == 1) { *out = g; return UM_OK; }           /* one part: a plain file */
-    if (split_key(g, GGUF_KEY_SPLIT_NO, count - 1, &no, e)) goto fail_g;
-    if (gguf_split_prefix(prefix, sizeof prefix, path, (uint32_t)no, (uint32_t)count)) {
-        um_errf(e, "%s: part %llu of a %llu-part split model, but its name does not end in "
-                "-%05llu-of-%05llu.gguf (renamed part?)", path, (unsigned long long)no + 1,
-                (unsigned long long)count, (unsigned long long)no + 1, (unsigned long long)count);
-        goto fail_g;
-    }
-    parts = um_calloc(count, sizeof *parts);
-    if (!parts) { um_errf(e, "out of memory"); goto fail_g; }
-    parts[no] = g;
-    for (uint32_t i = 0; i < count; i++) {
-        uint64_t c, n;
-        if (!parts[i]) {
-            if (gguf_split_path(pp, sizeof pp, prefix, i, (uint32_t)count)) {
-                um_errf(e, "%s: part file name too long", path);
-                goto fail;
-            }
-            if (open_one(&parts[i], pp, e)) {
-                um_err_prefix(e, "part %u of %llu of the split model %s", i + 1, (unsigned long long)count, path);
-                goto fail;
-            }
-        }
-        if (split_key(parts[i], GGUF_KEY_SPLIT_COUNT, GGUF_SPLIT_MAX, &c, e)) goto fail;
-        if (c != count) {
-            um_errf(e, "%s: split.count is %llu, but %s says %llu (a part of another split?)", parts[i]->path,
-                    (unsigned long long)c, path, (unsigned long long)count);
-            goto fail;
-        }
-        if (split_key(parts[i], GGUF_KEY_SPLIT_NO, GGUF_SPLIT_MAX, &n, e)) goto fail;
-        if (n != i) {
-            um_errf(e, "%s: split.no is %llu, but its name makes it part %u of %llu (0-based split.no %u)",
-                    parts[i]->path, (unsigned long long)n, i + 1, (unsigned long long)count, i);
-            goto fail;
-        }
-    }
-    if (merge_parts(parts, (uint32_t)count, e)) goto fail;
-    g = parts[0];
-    g->extra = um_malloc((count - 1) * sizeof *g->extra);
-    if (!g->extra) { um_errf(e, "out of memory"); goto fail; }
-    memcpy(g->extra, parts + 1, (count - 1) * sizeof *g->extra);
-    g->n_parts = (uint32_t)count;
-    free(parts);
-    *out = g;
-    return UM_OK;
-fail:
-    for (uint64_t i = 0; i < count; i++) gguf_close(parts[i]);
-    free(parts);
-    return UM_FAIL;
-fail_g:
-    gguf_close(g);
-    return UM_FAIL;
-}
-
-int gguf_open(gguf_file **out, const char *path, um_err *e) {
-    gguf_file *g;
-    *out = NULL;
-    if (open_one(&g, path, e)) return UM_FAIL;
-    if (!gguf_find_kv(g, GGUF_KEY_SPLIT_COUNT)) {
-        *out = g;
-        return UM_OK;
-    }
-    return open_split(out, g, path, e);
 }
 
 uint32_t gguf_version(const gguf_file *g)     { return g->version; }
@@ -1051,75 +858,5 @@ int gguf_writer_write_mem(gguf_writer *w, uint8_t **data, size_t *size, um_err *
     if (rc != UM_OK) { free(p); p = NULL, n = 0; }
     *data = (uint8_t *)p;
     *size = n;
-    return rc;
-}
-
-/* ------------------------------------------------------------------ split writer
- * gguf-split's layout (tools/gguf-split/gguf-split.cpp, split_strategy and write()): parts in
- * file order of the tensors; the first part gets gguf_set_kv(all keys), then every part
- * split.no (u16), split.count (u16, set once as a placeholder and again at the end: ggml's
- * gguf_set_val_* removes and re-appends a key, so it comes last), split.tensors.count (i32);
- * the meta data is padded to the alignment, each tensor's data to 32 bytes. ggml writes a
- * tensor's n_dims as ggml_n_dims (trailing dimensions of 1 dropped, at least 1).
- */
-
-int gguf_split_plan(const gguf_file *g, uint64_t max_tensors, uint64_t max_bytes,
-                    uint32_t *part_of, uint32_t *n_parts, um_err *e) {
-    uint64_t cur = 0, in_part = 0;     /* padded data bytes / tensors in the current part */
-    uint32_t part = 0;
-    *n_parts = 0;
-    if ((max_tensors == 0) == (max_bytes == 0))
-        return um_errf(e, "give exactly one of a tensor count and a size per part");
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const gguf_tensor *t = &g->tensors[i];
-        uint64_t nb = align_up(t->size, GGUF_DEFAULT_ALIGNMENT), next = cur + nb;
-        bool split = max_bytes ? next > max_bytes : i > 0 && i % max_tensors == 0;
-        if (split) {
-            if (in_part == 0)
-                return um_errf(e, "a part would hold no tensor: tensor '%s' needs %llu bytes, more than "
-                               "the %llu bytes per part", show(t->name).s, (unsigned long long)nb,
-                               (unsigned long long)max_bytes);
-            if (part + 1 >= GGUF_SPLIT_MAX)
-                return um_errf(e, "more than %u parts", GGUF_SPLIT_MAX);
-            part++, cur = nb, in_part = 0;
-        } else {
-            cur = next;
-        }
-        part_of[i] = part;
-        in_part++;
-    }
-    *n_parts = part + 1;
-    return UM_OK;
-}
-
-int gguf_split_write_part(const gguf_file *g, const uint32_t *part_of, uint32_t n_parts,
-                          uint32_t part, const char *path, um_err *e) {
-    gguf_writer *w = gguf_writer_new();
-    if (!w) return um_errf(e, "out of memory");
-    int rc = UM_FAIL;
-    if ((part == 0 && gguf_copy_kv(w, g, NULL)) || gguf_set_u16(w, GGUF_KEY_SPLIT_NO, (uint16_t)part) ||
-        gguf_set_i32(w, GGUF_KEY_SPLIT_TENSORS, (int32_t)g->n_tensors) ||
-        gguf_set_u16(w, GGUF_KEY_SPLIT_COUNT, (uint16_t)n_parts)) {
-        um_errf(e, "out of memory");
-        goto out;
-    }
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const gguf_tensor *t = &g->tensors[i];
-        if (part_of[i] != part) continue;
-        if (memchr(t->name.ptr, 0, t->name.len)) {
-            um_errf(e, "tensor '%s': name holds a NUL byte", show(t->name).s);
-            goto out;
-        }
-        char *name = strndup(t->name.ptr, t->name.len);
-        uint32_t n_dims = GGUF_MAX_DIMS;
-        while (n_dims > 1 && t->ne[n_dims - 1] == 1) n_dims--;          /* ggml_n_dims */
-        int bad = !name ? um_errf(e, "out of memory")
-                        : gguf_add_tensor(w, name, t->type, n_dims, t->ne, t->data, t->size, e);
-        free(name);
-        if (bad) goto out;
-    }
-    rc = gguf_writer_write(w, path, e);
-out:
-    gguf_writer_free(w);
     return rc;
 }

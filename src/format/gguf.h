@@ -17,6 +17,7 @@
  * first part's, the tensors are every part's in part order (each gguf_tensor says which part
  * holds its data; its offset is relative to that part's data section), names are unique over
  * all parts and their number equals split.tensors.count. A plain file is one part.
+ * (gguf.c parses one file and writes; gguf_split.c opens, joins parts and writes parts.)
  */
 #ifndef UM_GGUF_H
 #define UM_GGUF_H
