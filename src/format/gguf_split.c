@@ -107,7 +107,14 @@ static int open_split(gguf_file **out, gguf_file *g, const char *path, um_err *e
     if (count == 0) { um_errf(e, "%s: split.count is 0", path); goto fail_g; }
     if (count == 1) { *out = g; return UM_OK; }           /* one part: a plain file */
     if (split_key(g, GGUF_KEY_SPLIT_NO, count - 1, &no, e)) goto fail_g;
-    if (gguf_split_prefix(prefix, sizeof prefix, path, (uint32_t)no, (uint32_t)count)) {
+    /* the name given, else where it links to (a link named otherwise, e.g. model.gguf) */
+    bool named = gguf_split_prefix(prefix, sizeof prefix, path, (uint32_t)no, (uint32_t)count) == UM_OK;
+    if (!named) {
+        char *real = realpath(path, NULL);
+        named = real && gguf_split_prefix(prefix, sizeof prefix, real, (uint32_t)no, (uint32_t)count) == UM_OK;
+        free(real);
+    }
+    if (!named) {
         um_errf(e, "%s: part %llu of a %llu-part split model, but its name does not end in "
                 "-%05llu-of-%05llu.gguf (renamed part?)", path, (unsigned long long)no + 1,
                 (unsigned long long)count, (unsigned long long)no + 1, (unsigned long long)count);

@@ -86,6 +86,10 @@ expect_grep other-split-msg "three-00002-of-00003.gguf: split.count is 2, but .*
 cp "$D/three-00002-of-00003.gguf" "$TMP/mix/renamed.gguf"
 expect_rc renamed-part 1 "$BIN" generate -m "$TMP/mix/renamed.gguf" "${GEN[@]}"
 expect_grep renamed-part-msg "renamed.gguf: part 2 of a 3-part split model, but its name does not end in -00002-of-00003.gguf" "$TMP/err"
+# a link named otherwise finds the parts where it points (the name there is right)
+ln -s "$D/three-00002-of-00003.gguf" "$TMP/mix/alias.gguf"
+"$BIN" generate -m "$TMP/mix/alias.gguf" "${GEN[@]}" >"$TMP/g1" 2>&1
+cmp -s "$TMP/g0" "$TMP/g1" && ok link-to-part || fail link-to-part "$(head -c 300 "$TMP/g1")"
 # a truncated part
 cp "$D"/three-*.gguf "$TMP/mix/"
 head -c 100000 "$D/three-00003-of-00003.gguf" >"$TMP/mix/three-00003-of-00003.gguf"
