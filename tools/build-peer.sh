@@ -22,6 +22,11 @@ opts="-DGGML_AVX=$(has avx) -DGGML_AVX2=$(has avx2) -DGGML_FMA=$(has fma) -DGGML
 opts=$(echo $opts)
 if [ -x bin/llama-diffusion-cli ] && [ -x bin/llama-quantize ] && [ -f lib/libllama.so ] &&
    [ "$(cat CONFIG 2>/dev/null)" = "$opts" ]; then
+  # llama-gguf-split (split models, tests/cli/split.sh) came later: an older build gets just it
+  if [ ! -x bin/llama-gguf-split ] && [ -d build ]; then
+    cmake --build build -j"$(nproc)" --target llama-gguf-split
+    cp build/bin/llama-gguf-split bin/
+  fi
   echo "peer: llama.cpp already built in $dir"; exit 0
 fi
 for tool in npm git cmake g++; do
@@ -38,9 +43,9 @@ rm -rf build bin lib include CONFIG
 # shellcheck disable=SC2086
 cmake -S src -B build -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=ON \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF $opts -DGGML_CUDA=OFF >/dev/null
-cmake --build build -j"$(nproc)" --target llama-diffusion-cli llama-quantize llama-tokenize llama ggml
+cmake --build build -j"$(nproc)" --target llama-diffusion-cli llama-quantize llama-tokenize llama-gguf-split llama ggml
 mkdir -p bin lib include
-cp build/bin/llama-diffusion-cli build/bin/llama-quantize build/bin/llama-tokenize bin/
+cp build/bin/llama-diffusion-cli build/bin/llama-quantize build/bin/llama-tokenize build/bin/llama-gguf-split bin/
 find build -name '*.so*' -exec cp -P {} lib/ \;
 cp src/include/llama.h src/ggml/include/*.h include/
 echo "v0.4.0 ($(git -C src rev-parse --short HEAD))" > VERSION

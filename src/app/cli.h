@@ -14,5 +14,6 @@ int cmd_synth(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_split(int argc, char **argv);
 
 #endif

@@ -2,6 +2,8 @@
  * cmd_info: `unmask info FILE.gguf [--json]` describes a GGUF file: format, general
  * metadata, the architecture's hyper-parameters (every "<arch>.*" key), a tokenizer
  * summary, the tensor table, totals, and whether unmask can run it (and if not, why).
+ * A split model (gguf.h) is described as one file, opened from any of its parts, with its
+ * parts listed (path, bytes, tensors whose data each holds) after the first line.
  * "Can run" is decided by the model loader itself (model_open: architecture, hyper-parameters,
  * every required tensor with its shape and a type unmask computes with), so info never
  * promises more than `unmask generate` will do.
@@ -168,6 +170,15 @@ static void print_text(const info *in, FILE *f) {
     fprintf(f, "%s: GGUF v%u, %llu bytes, %llu keys, %llu tensors, alignment %llu\n", gguf_path(g), gguf_version(g),
             (unsigned long long)gguf_file_size(g), (unsigned long long)gguf_n_kv(g),
             (unsigned long long)gguf_n_tensors(g), (unsigned long long)gguf_alignment(g));
+    if (gguf_n_parts(g) > 1) {
+        fprintf(f, "\nparts (split model, %u files)\n", gguf_n_parts(g));
+        for (uint32_t i = 0; i < gguf_n_parts(g); i++) {
+            gguf_part p = gguf_part_at(g, i);
+            fputs("  ", f);
+            put_text(f, cstr(p.path), 200);
+            fprintf(f, "  %llu bytes, %llu tensors\n", (unsigned long long)p.size, (unsigned long long)p.n_tensors);
+        }
+    }
     fprintf(f, "\ngeneral\n");
     for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
         const gguf_kv *kv = gguf_kv_at(g, i);
@@ -248,7 +259,14 @@ static void print_json(const info *in, FILE *f) {
     fprintf(f, ", \"version\": %u, \"file_size\": %llu, \"alignment\": %llu, \"n_kv\": %llu, \"n_tensors\": %llu",
             gguf_version(g), (unsigned long long)gguf_file_size(g), (unsigned long long)gguf_alignment(g),
             (unsigned long long)gguf_n_kv(g), (unsigned long long)gguf_n_tensors(g));
-    fputs(",\n \"architecture\": ", f);
+    fputs(",\n \"parts\": [", f);
+    for (uint32_t i = 0; i < gguf_n_parts(g); i++) {
+        gguf_part p = gguf_part_at(g, i);
+        fputs(i ? ", {\"path\": " : "{\"path\": ", f);
+        put_json_str(f, cstr(p.path));
+        fprintf(f, ", \"bytes\": %llu, \"n_tensors\": %llu}", (unsigned long long)p.size, (unsigned long long)p.n_tensors);
+    }
+    fputs("],\n \"architecture\": ", f);
     if (in->arch[0]) put_json_str(f, cstr(in->arch));
     else fputs("null", f);
 
@@ -313,7 +331,8 @@ static void print_json(const info *in, FILE *f) {
         put_json_str(f, t->name);
         fprintf(f, ", \"type\": \"%s\", \"shape\": [", um_type_name(t->type));
         for (uint32_t d = 0; d < t->n_dims; d++) fprintf(f, d ? ", %llu" : "%llu", (unsigned long long)t->ne[d]);
-        fprintf(f, "], \"bytes\": %llu, \"offset\": %llu}", (unsigned long long)t->size, (unsigned long long)t->offset);
+        fprintf(f, "], \"bytes\": %llu, \"part\": %u, \"offset\": %llu}", (unsigned long long)t->size, t->part,
+                (unsigned long long)t->offset);
     }
     fprintf(f, "],\n \"totals\": {\"params\": %llu, \"bytes\": %llu, \"bytes_per_weight\": ",
             (unsigned long long)in->params, (unsigned long long)in->bytes);
@@ -334,7 +353,8 @@ static void usage(FILE *f) {
         "\n"
         "Describe a GGUF file: format version, general metadata, the architecture's\n"
         "hyper-parameters, a tokenizer summary, every tensor (name, type, shape, bytes),\n"
-        "totals, and whether unmask can run it (and if not, why).\n"
+        "totals, and whether unmask can run it (and if not, why). Any part of a split\n"
+        "model (NAME-00001-of-0000N.gguf) describes the whole model and lists its parts.\n"
         "\n"
         "options:\n"
         "  --json      print the same as one JSON object\n"

@@ -26,6 +26,7 @@ static const struct um_command {
     { "tokenize", cmd_tokenize, "print the token ids (and pieces) of a text under a GGUF file's tokenizer" },
     { "record",   cmd_record,   "run a whole generation headless and record it as a GIF and/or asciicast" },
     { "quantize", cmd_quantize, "convert a GGUF model's weights to Q4_K_M, Q5_K_M, Q6_K, Q8_0, F16..." },
+    { "split",    cmd_split,    "write a model as parts in llama.cpp's gguf-split layout (NAME-00001-of-0000N.gguf)" },
 };
 
 static void usage(FILE *f) {

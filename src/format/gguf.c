@@ -13,8 +13,13 @@
  * allocated. After parsing, every tensor's [offset, offset + size) lies inside the file,
  * is aligned, and overlaps no other; keys and tensor names are unique. Messages name the
  * problem and end with "(at byte N)", N being where the offending item starts.
+ *
+ * Split models (gguf_split.c): each part is opened here as a file of its own; the first part
+ * then takes over the others (gguf_impl.h, `extra`), its tensor table becomes every part's
+ * tensors in part order and its name index covers them all, so lookups, counts and the
+ * per-tensor data pointers work unchanged for callers.
  */
-#include "gguf.h"
+#include "gguf_impl.h"
 #include "infile.h"
 #include "outfile.h"
 #include "quant.h"
@@ -31,23 +36,6 @@
 /* Smallest encodings, used to bound counts by the bytes left before allocating. */
 #define MIN_KV_BYTES     13u    /* key length u64 + type u32 + 1-byte value */
 #define MIN_TENSOR_BYTES 32u    /* name length u64 + n_dims u32 + 1 dim u64 + type u32 + offset u64 */
-
-struct gguf_file {
-    const uint8_t *base;        /* the whole file (mapping or caller buffer) */
-    uint64_t       size;        /* bytes */
-    bool           mapped;      /* base came from mmap and must be unmapped */
-    char          *path;        /* "" for memory files */
-    uint32_t       version;
-    uint64_t       alignment;   /* power of two */
-    uint64_t       data_off;    /* start of the tensor data section, aligned */
-    uint64_t       n_kv;
-    gguf_kv       *kv;          /* (n_kv) */
-    uint64_t       n_tensors;
-    gguf_tensor   *tensors;     /* (n_tensors) */
-    uint32_t      *kv_hash;     /* (kv_hash_n) open addressing, index + 1, 0 = empty */
-    uint32_t      *t_hash;      /* (t_hash_n) same for tensor names */
-    uint64_t       kv_hash_n, t_hash_n;   /* powers of two, > 2 * count */
-};
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -72,10 +60,8 @@ bool gguf_str_eq(gguf_str s, const char *c) {
     return s.len == n && memcmp(s.ptr, c, n) == 0;
 }
 
-/* A view made printable for messages: at most 80 bytes, odd bytes as \xNN. */
-typedef struct { char s[336]; } shown;
-static shown show(gguf_str v) {
-    shown o;
+gguf_shown gguf_show(gguf_str v) {
+    gguf_shown o;
     size_t j = 0;
     for (uint64_t i = 0; i < v.len && j < sizeof o.s - 8; i++) {
         unsigned char c = (unsigned char)v.ptr[i];
@@ -226,7 +212,7 @@ static int rd_value(struct rd *r, gguf_kv *kv) {
 static int rd_kv(struct rd *r, gguf_kv *kv) {
     kv->offset = r->off;
     if (rd_str(r, &kv->key, GGUF_MAX_NAME, "key")) return UM_FAIL;
-    return rd_value(r, kv) ? um_err_prefix(r->e, "key '%s'", show(kv->key).s) : UM_OK;
+    return rd_value(r, kv) ? um_err_prefix(r->e, "key '%s'", gguf_show(kv->key).s) : UM_OK;
 }
 
 /* The rest of a tensor info after its name; at is where the record starts. Messages are
@@ -263,7 +249,7 @@ static int rd_dims(struct rd *r, gguf_tensor *t, uint64_t at) {
 static int rd_tensor(struct rd *r, gguf_tensor *t) {
     uint64_t at = r->off;
     if (rd_str(r, &t->name, GGUF_MAX_NAME, "tensor name")) return UM_FAIL;
-    return rd_dims(r, t, at) ? um_err_prefix(r->e, "tensor '%s'", show(t->name).s) : UM_OK;
+    return rd_dims(r, t, at) ? um_err_prefix(r->e, "tensor '%s'", gguf_show(t->name).s) : UM_OK;
 }
 
 /* ------------------------------------------------------------------ reader */
@@ -275,23 +261,30 @@ static int cmp_by_offset(const void *a, const void *b, void *ctx) {
     return x != y ? (x < y ? -1 : 1) : (i > j) - (i < j);      /* ties in file order */
 }
 
-/* Index the names; fail on a duplicate. */
-static int build_index(gguf_file *g, bool tensors, um_err *e) {
+/* Index the names; fail on a duplicate (parts: see gguf_index_tensors). */
+static int build_index(gguf_file *g, bool tensors, gguf_file *const *parts, um_err *e) {
     uint64_t n = tensors ? g->n_tensors : g->n_kv, tn = hash_size(n);
     uint32_t *table = um_calloc(tn, sizeof *table);
     if (!table) return um_errf(e, "out of memory indexing %llu names", (unsigned long long)n);
-    if (tensors) g->t_hash = table, g->t_hash_n = tn;
+    if (tensors) free(g->t_hash), g->t_hash = table, g->t_hash_n = tn;
     else         g->kv_hash = table, g->kv_hash_n = tn;
     for (uint64_t i = 0; i < n; i++) {
         gguf_str s = tensors ? g->tensors[i].name : g->kv[i].key;
         uint64_t slot = hash_slot(g, table, tn, tensors ? t_name : kv_name, s.ptr, s.len);
+        if (table[slot] && parts)
+            return um_errf(e, "tensor '%s' is in two parts of the split model: %s and %s", gguf_show(s).s,
+                           parts[g->tensors[table[slot] - 1].part]->path, parts[g->tensors[i].part]->path);
         if (table[slot])
-            return um_errf(e, "duplicate %s '%s' (at byte %llu)", tensors ? "tensor name" : "key", show(s).s,
+            return um_errf(e, "duplicate %s '%s' (at byte %llu)", tensors ? "tensor name" : "key", gguf_show(s).s,
                            (unsigned long long)(tensors ? (uint64_t)((const uint8_t *)s.ptr - g->base) - 8
                                                         : g->kv[i].offset));
         table[slot] = (uint32_t)i + 1;
     }
     return UM_OK;
+}
+
+int gguf_index_tensors(gguf_file *g, gguf_file *const *parts, um_err *e) {
+    return build_index(g, true, parts, e);
 }
 
 static int check_alignment(gguf_file *g, um_err *e) {
@@ -313,7 +306,7 @@ static int check_tensor_data(gguf_file *g, const uint64_t *info_off, um_err *e) 
     uint64_t A = g->alignment;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
-        shown nm = show(t->name);
+        gguf_shown nm = gguf_show(t->name);
         uint64_t beg, end;
         if (t->offset % A)
             return um_errf(e, "tensor '%s': data offset %llu is not a multiple of the alignment %llu (at byte %llu)",
@@ -340,8 +333,8 @@ static int check_tensor_data(gguf_file *g, const uint64_t *info_off, um_err *e) 
         if (last >= 0 && t->offset < last_end) {
             const gguf_tensor *p = &g->tensors[last];
             rc = um_errf(e, "tensor '%s': data [%llu, %llu) overlaps tensor '%s' [%llu, %llu) (at byte %llu)",
-                         show(t->name).s, (unsigned long long)(g->data_off + t->offset),
-                         (unsigned long long)(g->data_off + t->offset + t->size), show(p->name).s,
+                         gguf_show(t->name).s, (unsigned long long)(g->data_off + t->offset),
+                         (unsigned long long)(g->data_off + t->offset + t->size), gguf_show(p->name).s,
                          (unsigned long long)(g->data_off + p->offset), (unsigned long long)(g->data_off + last_end),
                          (unsigned long long)info_off[order[k]]);
         }
@@ -378,12 +371,12 @@ static int parse(gguf_file *g, um_err *e) {
     if (!g->kv || !g->tensors || !info_off) { um_errf(e, "out of memory"); goto out; }
     for (uint64_t i = 0; i < g->n_kv; i++)
         if (rd_kv(&r, &g->kv[i])) goto out;
-    if (build_index(g, false, e) || check_alignment(g, e)) goto out;
+    if (build_index(g, false, NULL, e) || check_alignment(g, e)) goto out;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         info_off[i] = r.off;
         if (rd_tensor(&r, &g->tensors[i])) goto out;
     }
-    if (build_index(g, true, e)) goto out;
+    if (build_index(g, true, NULL, e)) goto out;
     g->data_off = (r.off + g->alignment - 1) & ~(g->alignment - 1);   /* r.off < 2^63, no wrap */
     rc = check_tensor_data(g, info_off, e);
 out:
@@ -403,11 +396,13 @@ int gguf_open_mem(gguf_file **out, const void *data, size_t size, um_err *e) {
         gguf_close(g);
         return UM_FAIL;
     }
+    g->n_own = g->n_tensors;
+    g->n_parts = 1;
     *out = g;
     return UM_OK;
 }
 
-int gguf_open(gguf_file **out, const char *path, um_err *e) {
+int gguf_open_one(gguf_file **out, const char *path, um_err *e) {
     *out = NULL;
     struct stat st;
     int fd = infile_open(path, &st, e);
@@ -437,12 +432,16 @@ int gguf_open(gguf_file **out, const char *path, um_err *e) {
         gguf_close(g);
         return UM_FAIL;
     }
+    g->n_own = g->n_tensors;
+    g->n_parts = 1;
     *out = g;
     return UM_OK;
 }
 
 void gguf_close(gguf_file *g) {
     if (!g) return;
+    for (uint32_t i = 0; g->extra && i + 1 < g->n_parts; i++) gguf_close(g->extra[i]);
+    free(g->extra);
     for (uint64_t i = 0; g->kv && i < g->n_kv; i++) free(g->kv[i].arr_str);
     free(g->kv);
     free(g->tensors);
@@ -454,7 +453,17 @@ void gguf_close(gguf_file *g) {
 }
 
 uint32_t gguf_version(const gguf_file *g)     { return g->version; }
-uint64_t gguf_file_size(const gguf_file *g)   { return g->size; }
+uint64_t gguf_file_size(const gguf_file *g) {
+    uint64_t n = g->size;
+    for (uint32_t i = 0; i + 1 < g->n_parts; i++) n += g->extra[i]->size;
+    return n;
+}
+uint32_t gguf_n_parts(const gguf_file *g)     { return g->n_parts; }
+
+gguf_part gguf_part_at(const gguf_file *g, uint32_t i) {
+    const gguf_file *p = i == 0 || i >= g->n_parts ? g : g->extra[i - 1];
+    return (gguf_part){ p->path, p->size, p->n_own, p->data_off };
+}
 uint64_t gguf_alignment(const gguf_file *g)   { return g->alignment; }
 uint64_t gguf_data_offset(const gguf_file *g) { return g->data_off; }
 const char *gguf_path(const gguf_file *g)     { return g->path; }
@@ -725,7 +734,8 @@ int gguf_copy_kv(gguf_writer *w, const gguf_file *src, const char *const *skip) 
         const gguf_kv *kv = &src->kv[i];
         char *key = strndup(kv->key.ptr, kv->key.len);
         if (!key) return UM_FAIL;
-        bool skipped = false;
+        bool skipped = !strcmp(key, GGUF_KEY_SPLIT_NO) || !strcmp(key, GGUF_KEY_SPLIT_COUNT) ||
+                       !strcmp(key, GGUF_KEY_SPLIT_TENSORS);
         for (const char *const *s = skip; s && *s && !skipped; s++) skipped = !strcmp(*s, key);
         int rc = UM_OK;
         if (skipped) {

@@ -9,6 +9,15 @@
  *
  * Writer: builds a v3 file in memory-light fashion (metadata is kept, tensor data is
  * referenced by pointer until gguf_writer_write) honouring general.alignment.
+ *
+ * Split models (llama.cpp's gguf-split layout): parts named PREFIX-00001-of-0000N.gguf, each a
+ * complete GGUF file with split.no (u16, 0-based), split.count (u16) and split.tensors.count
+ * (i32, tensors over all parts); the first part carries every other key. gguf_open given ANY
+ * part's name opens and validates all N parts and presents them as one file: the keys are the
+ * first part's, the tensors are every part's in part order (each gguf_tensor says which part
+ * holds its data; its offset is relative to that part's data section), names are unique over
+ * all parts and their number equals split.tensors.count. A plain file is one part.
+ * (gguf.c parses one file and writes; gguf_split.c opens, joins parts and writes parts.)
  */
 #ifndef UM_GGUF_H
 #define UM_GGUF_H
@@ -73,32 +82,52 @@ typedef struct gguf_tensor {
     uint32_t    n_dims;
     uint64_t    ne[GGUF_MAX_DIMS];  /* elements per dim, ne[0] fastest; unused dims = 1 */
     uint32_t    type;               /* ggml type id (see quant.h) */
-    uint64_t    offset;             /* relative to the data section start */
+    uint64_t    offset;             /* relative to the data section start of its part */
     uint64_t    size;               /* bytes, computed from type and shape */
     uint64_t    n_elements;
     const void *data;               /* in the mapping (reader) */
+    uint32_t    part;               /* part holding the data (0 unless a split model) */
 } gguf_tensor;
+
+/* One part of a (split) model, for listing. */
+typedef struct gguf_part {
+    const char *path;
+    uint64_t    size;               /* bytes of this part's file */
+    uint64_t    n_tensors;          /* tensors whose data lies in this part */
+    uint64_t    data_offset;        /* start of this part's tensor data section */
+} gguf_part;
+
+/* Split-model keys and file names (llama.cpp: src/llama-arch.cpp LLM_KV_SPLIT_*,
+ * src/llama.cpp llama_split_path "%s-%05d-of-%05d.gguf" with split_no + 1). */
+#define GGUF_KEY_SPLIT_NO       "split.no"
+#define GGUF_KEY_SPLIT_COUNT    "split.count"
+#define GGUF_KEY_SPLIT_TENSORS  "split.tensors.count"
+#define GGUF_SPLIT_MAX          65535u      /* split.count is a u16 */
 
 typedef struct gguf_file gguf_file;
 
 /* Open (under infile.h's rule: a regular file, never blocking) and validate. On failure *out
- * is NULL and e holds "<path>: <problem> (at byte N)". */
+ * is NULL and e holds "<path>: <problem> (at byte N)". A part of a split model opens the
+ * whole model (see above); a missing or mismatched part fails naming that part's path. */
 int  gguf_open(gguf_file **out, const char *path, um_err *e);
-/* Same, over a caller-owned buffer (fuzzing, tests). The buffer must outlive the file. */
+/* Same, over a caller-owned buffer (fuzzing, tests). The buffer must outlive the file.
+ * Always one part: split keys are not followed. */
 int  gguf_open_mem(gguf_file **out, const void *data, size_t size, um_err *e);
 void gguf_close(gguf_file *g);
 
 uint32_t           gguf_version(const gguf_file *g);
-uint64_t           gguf_file_size(const gguf_file *g);
-uint64_t           gguf_alignment(const gguf_file *g);
-uint64_t           gguf_data_offset(const gguf_file *g);   /* start of tensor data section */
-const char        *gguf_path(const gguf_file *g);          /* "" for memory files */
+uint64_t           gguf_file_size(const gguf_file *g);     /* bytes, summed over all parts */
+uint64_t           gguf_alignment(const gguf_file *g);     /* the first part's */
+uint64_t           gguf_data_offset(const gguf_file *g);   /* start of (the first part's) tensor data */
+const char        *gguf_path(const gguf_file *g);          /* the first part's; "" for memory files */
+uint32_t           gguf_n_parts(const gguf_file *g);       /* 1 unless a split model */
+gguf_part          gguf_part_at(const gguf_file *g, uint32_t i);   /* i < gguf_n_parts */
 
 uint64_t           gguf_n_kv(const gguf_file *g);
 const gguf_kv     *gguf_kv_at(const gguf_file *g, uint64_t i);
 const gguf_kv     *gguf_find_kv(const gguf_file *g, const char *key);   /* NULL if absent */
 
-uint64_t           gguf_n_tensors(const gguf_file *g);
+uint64_t           gguf_n_tensors(const gguf_file *g);     /* over all parts */
 const gguf_tensor *gguf_tensor_at(const gguf_file *g, uint64_t i);
 const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name);
 
@@ -148,7 +177,9 @@ int gguf_set_str(gguf_writer *w, const char *key, const char *v);
 /* Numeric array: n elements of elem_type packed little-endian in data (copied). */
 int gguf_set_arr(gguf_writer *w, const char *key, gguf_type elem_type, const void *data, uint64_t n);
 int gguf_set_arr_str(gguf_writer *w, const char *key, const char *const *strs, uint64_t n);
-/* Copy every key of an open file (except those in skip, NULL-terminated list). */
+/* Copy every key of an open file (except those in skip, NULL-terminated list, and the three
+ * split.* keys: a copy is a new file, and a writer of parts sets them itself, as llama.cpp's
+ * quantizer removes them, src/llama-quant.cpp gguf_remove_key(... LLM_KV_SPLIT_*)). */
 int gguf_copy_kv(gguf_writer *w, const gguf_file *src, const char *const *skip);
 
 /* Tensor: data must stay valid until gguf_writer_write (not copied). size is checked
@@ -162,5 +193,29 @@ int gguf_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_
 int gguf_writer_write(gguf_writer *w, const char *path, um_err *e);
 /* Same bytes into a malloc'd buffer (caller frees); for tests and fuzz seeds. */
 int gguf_writer_write_mem(gguf_writer *w, uint8_t **data, size_t *size, um_err *e);
+
+/* ------------------------------------------------------------------ split files */
+
+/* PREFIX-%05d-of-%05d.gguf for 0-based part no of count (llama_split_path). UM_FAIL if it
+ * does not fit in cap. */
+int gguf_split_path(char *buf, size_t cap, const char *prefix, uint32_t no, uint32_t count);
+/* The PREFIX of a part's path, if path ends in the suffix of part no of count
+ * (llama_split_prefix); UM_FAIL otherwise or if it does not fit. */
+int gguf_split_prefix(char *buf, size_t cap, const char *path, uint32_t no, uint32_t count);
+
+/* gguf-split's plan (tools/gguf-split/gguf-split.cpp, split_strategy): tensors in file order,
+ * a new part when max_tensors > 0 and the index is a positive multiple of it, or when
+ * max_bytes > 0 and the part's data (each tensor padded to 32 bytes) would exceed it. Fills
+ * part_of (n_tensors entries) and *n_parts; fails if a part would hold no tensor (a tensor
+ * larger than max_bytes first) or more than GGUF_SPLIT_MAX parts result. Exactly one of
+ * max_tensors and max_bytes is nonzero. */
+int gguf_split_plan(const gguf_file *g, uint64_t max_tensors, uint64_t max_bytes,
+                    uint32_t *part_of, uint32_t *n_parts, um_err *e);
+/* Write part `part` of that plan to path (through outfile.h): the first part gets every key
+ * of g (less split.*), each part then split.no, split.tensors.count, split.count in that
+ * order, and its tensors with n_dims as ggml writes it (trailing 1s dropped), so the bytes
+ * equal gguf-split's for the same input and options. */
+int gguf_split_write_part(const gguf_file *g, const uint32_t *part_of, uint32_t n_parts,
+                          uint32_t part, const char *path, um_err *e);
 
 #endif
