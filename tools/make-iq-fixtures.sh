@@ -1,0 +1,36 @@
+#!/bin/sh
+# Regenerate tests/data/iq/ from llama.cpp (the peer build): IQ1/IQ2/IQ3 and ternary blocks as
+# llama-quantize writes them, and the floats ggml's own dequantizers give for them.
+# Needs: the peer (make peer, or PEER=/path/to/build/peer), a C compiler and ./unmask (for
+# `unmask synth`). The unit tests only read the committed fixtures; they never need the peer.
+#
+#   1. unmask synth --shape tiny-llada --type f16        a small random-weight model
+#   2. tools/iq-fixtures.c imatrix                       a legacy imatrix for every matrix
+#                                                        (IQ2_XXS/IQ2_XS/IQ1_S/IQ1_M need one)
+#   3. llama-quantize --imatrix --pure ... FTYPE         each type (IQ2_S blocks: ftype IQ2_M, whose
+#                                                        default type it is), token_embd/output q8_0
+#   4. tools/iq-fixtures.c blocks                        4 blocks of blk.0.attn_q.weight and 4
+#                                                        random blocks, with ggml's to_float values
+set -e
+cd "$(dirname "$0")/.."
+PEER=${PEER:-/work/main/build/peer}
+UNMASK=${UNMASK:-./unmask}
+OUT=tests/data/iq
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cc -O1 -std=c11 -I"$PEER/include" -o "$TMP/iq-fixtures" tools/iq-fixtures.c \
+   -L"$PEER/lib" -Wl,-rpath,"$PEER/lib" -lggml-base -lm
+"$UNMASK" synth --shape tiny-llada --type f16 -o "$TMP/src.gguf" >/dev/null 2>&1
+"$TMP/iq-fixtures" imatrix "$TMP/src.gguf" "$TMP/imatrix.dat"
+mkdir -p "$OUT"
+# ftype name for llama-quantize, ggml type id, fixture name
+for spec in IQ2_XXS:16:iq2_xxs IQ2_XS:17:iq2_xs IQ2_M:22:iq2_s IQ3_XXS:18:iq3_xxs IQ3_S:21:iq3_s \
+            IQ1_S:19:iq1_s IQ1_M:29:iq1_m TQ1_0:34:tq1_0 TQ2_0:35:tq2_0; do
+    ft=${spec%%:*}; rest=${spec#*:}; id=${rest%%:*}; name=${rest#*:}
+    nice -n 19 "$PEER/bin/llama-quantize" --imatrix "$TMP/imatrix.dat" --pure \
+        --token-embedding-type q8_0 --output-tensor-type q8_0 \
+        "$TMP/src.gguf" "$TMP/$name.gguf" "$ft" 1 >"$TMP/$name.log" 2>&1 \
+        || { tail -20 "$TMP/$name.log"; exit 1; }
+    "$TMP/iq-fixtures" blocks "$TMP/$name.gguf" blk.0.attn_q.weight "$id" "$OUT/$name.bin"
+done
+echo "wrote $OUT ($(sed -n 1p "$PEER/VERSION"))"
