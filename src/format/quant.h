@@ -272,6 +272,16 @@ static inline int um_iq4_xs_scale(int ib, const um_block_iq4_xs *b) {
 /* The IQ4_NL / IQ4_XS codebook: 4-bit index -> int8 level. */
 extern const int8_t um_iq4nl_values[16];
 
+/* The lattice and ternary formats (IQ2_XXS..IQ1_M, TQ1_0, TQ2_0) in integer form: block =
+ * scale * sum over 16-element groups g of mult[g] * q (q in element order, |q| <= 62, mult
+ * odd <= 31). Equal to the reference dequantizer up to float rounding; what int8 kernels use.
+ * Returns -1 (and writes nothing) for any other type. */
+int um_iq_levels(uint32_t type, const void *block, int8_t q[UM_QK_K], uint8_t mult[UM_QK_K / 16], float *scale);
+static inline bool um_is_iq_lattice(uint32_t t) {
+    return t == UM_TYPE_IQ2_XXS || t == UM_TYPE_IQ2_XS || t == UM_TYPE_IQ2_S || t == UM_TYPE_IQ3_XXS ||
+           t == UM_TYPE_IQ3_S || t == UM_TYPE_IQ1_S || t == UM_TYPE_IQ1_M || t == UM_TYPE_TQ1_0 || t == UM_TYPE_TQ2_0;
+}
+
 /* Activation quantizers (reference, bit-exact with llama.cpp's quantize_row_*_ref). */
 void um_quantize_q8_0(const float *x, um_block_q8_0 *y, int64_t n);
 void um_quantize_q8_1(const float *x, um_block_q8_1 *y, int64_t n);

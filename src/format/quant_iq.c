@@ -173,6 +173,9 @@ static void tq2_0_levels(const um_block_tq2_0 *b, iq_levels *L) {
 
 enum { K_IQ2, K_IQ3_XXS, K_IQ3_S, K_IQ1, K_TQ };
 
+/* Block scale per unit of d in the integer form: d * factor * (2s+1) * q (TQ: d * q). */
+static const float factor[] = { [K_IQ2] = 0.125f, [K_IQ3_XXS] = 0.25f, [K_IQ3_S] = 1.f, [K_IQ1] = 0.125f, [K_TQ] = 1.f };
+
 /* The float multiplier of 16 elements, exactly as llama.cpp rounds it. */
 static inline float sub_scale(int kind, float d, int s) {
     switch (kind) {
@@ -202,7 +205,6 @@ static float levels_dot(int kind, const iq_levels *L, const um_block_q8_K *a) {
         for (int j = 0; j < 16; j++) t += L->q[16 * g + j] * a->qs[16 * g + j];
         isum += (kind == K_TQ ? 1 : 2 * L->s[g] + 1) * t;
     }
-    static const float factor[] = { [K_IQ2] = 0.125f, [K_IQ3_XXS] = 0.25f, [K_IQ3_S] = 1.f, [K_IQ1] = 0.125f, [K_TQ] = 1.f };
     return L->d * a->d * factor[kind] * (float)isum;
 }
 
@@ -237,8 +239,8 @@ IQ_FORMAT(iq1_m,   K_IQ1)
 IQ_FORMAT(tq1_0,   K_TQ)
 IQ_FORMAT(tq2_0,   K_TQ)
 
-/* Levels of one block, for kernels and tests that want the integer form (see quant_impl.h). */
-int quant_iq_levels(uint32_t type, const void *block, int8_t q[UM_QK_K], uint8_t s[UM_QK_K / 16], float *d) {
+/* The integer form of one block, for the matmul kernels (declared in quant.h). */
+int um_iq_levels(uint32_t type, const void *block, int8_t q[UM_QK_K], uint8_t mult[UM_QK_K / 16], float *scale) {
     iq_levels L;
     int kind;
     switch (type) {
@@ -254,7 +256,7 @@ int quant_iq_levels(uint32_t type, const void *block, int8_t q[UM_QK_K], uint8_t
     default: return -1;
     }
     memcpy(q, L.q, sizeof L.q);
-    memcpy(s, L.s, sizeof L.s);
-    *d = L.d;
-    return kind;
+    for (int g = 0; g < UM_QK_K / 16; g++) mult[g] = (uint8_t)(kind == K_TQ ? 1 : 2 * L.s[g] + 1);
+    *scale = L.d * factor[kind];
+    return 0;
 }
