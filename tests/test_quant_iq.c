@@ -208,3 +208,59 @@ TEST(quant_iq_vec_dot_sees_every_block) {
         CHECK_MSG(changed > base, "%s: last block ignored (%g vs %g)", t->name, changed, base);
     }
 }
+
+/* ------------------------------------------------------------------ ternary quantizers */
+
+/* TQ1_0 / TQ2_0 write exactly the bytes llama-quantize wrote for the same source values
+ * (tests/data/iq/source.f32: the f16 inputs of section A's 4 blocks). */
+TEST(quant_tq_quantize_matches_llama_quantize) {
+    char *src;
+    size_t len;
+    um_err e;
+    CHECK_MSG(infile_read("tests/data/iq/source.f32", 1 << 20, &src, &len, &e) == UM_OK, "%s", e.msg);
+    if (th_failed()) return;
+    CHECK_EQ(len, 4u * 1024);
+    const char *names[] = { "tq1_0", "tq2_0" };
+    for (int i = 0; i < 2; i++) {
+        fixture f;
+        CHECK(load_fixture(names[i], &f));
+        if (!f.buf) continue;
+        const um_type_traits *t = um_traits(f.type);
+        uint8_t out[4 * 66];
+        CHECK(t && t->from_float_ref && f.n_a == 1024 && f.bytes_a <= sizeof out);
+        if (!th_failed()) {
+            t->from_float_ref((const float *)src, out, 1024);
+            long diff = -1;
+            for (uint32_t k = 0; k < f.bytes_a && diff < 0; k++) if (out[k] != f.qa[k]) diff = (long)k;
+            CHECK_MSG(diff < 0, "%s: byte %ld is %u, llama-quantize wrote %u", t->name, diff,
+                      diff < 0 ? 0 : out[diff], diff < 0 ? 0 : f.qa[diff]);
+        }
+        free(f.buf);
+    }
+    free(src);
+}
+
+/* Ternary round trip: every value becomes -d, 0 or d with d = max |x|, the nearest of the three. */
+TEST(quant_tq_round_trip) {
+    static float x[512], y[512];
+    static uint8_t q[2 * 66];
+    uint32_t s = 3;
+    for (int i = 0; i < 512; i++) x[i] = (float)((int)(xs32(&s) % 2001) - 1000) * 1e-3f;
+    x[7] = 1.5f;                                            /* the first block's max */
+    for (int k = 0; k < 2; k++) {
+        const um_type_traits *t = um_traits(k ? UM_TYPE_TQ2_0 : UM_TYPE_TQ1_0);
+        t->from_float_ref(x, q, 512);
+        t->to_float_ref(q, y, 512);
+        for (int b = 0; b < 2; b++) {
+            float d = 0;
+            for (int i = 0; i < 256; i++) d = fmaxf(d, fabsf(x[256 * b + i]));
+            d = um_fp16_to_fp32(um_fp32_to_fp16(d));
+            for (int i = 256 * b; i < 256 * b + 256; i++) {
+                float want = fabsf(x[i]) < 0.5f * d ? 0 : x[i] < 0 ? -d : d;
+                if (fabsf(fabsf(x[i]) - 0.5f * d) < 1e-3f * d) continue;   /* ties: rounding of x/d */
+                CHECK_MSG(y[i] == want, "%s element %d: %g -> %g, want %g", t->name, i, x[i], y[i], want);
+                if (th_failed()) return;
+            }
+        }
+    }
+}

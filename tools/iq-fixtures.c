@@ -11,6 +11,9 @@
  *       random blocks, and writes them with the floats ggml's own to_float gives for them
  *       (ggml_get_type_traits(type)->to_float), in the UMQ1 layout of tests/data/quant:
  *       "UMQ1", u32 type, n_a, bytes_a, n_b, bytes_b; blocks A, floats A, blocks B, floats B.
+ *   iq-fixtures source SRC.gguf TENSOR OUT.f32
+ *       The source values (f16 widened by ggml, or f32) of the same 4 blocks of TENSOR, the
+ *       input llama-quantize quantized into section A (for the quantizers' tests).
  *
  * Every expected value comes from llama.cpp's code, none from unmask's.
  */
@@ -120,9 +123,41 @@ static int cmd_blocks(const char *path, const char *tensor, int type, const char
     return 0;
 }
 
+/* The source floats (F16 or F32 tensor) of the same 4 blocks cmd_blocks takes. */
+static int cmd_source(const char *path, const char *tensor, const char *out) {
+    struct ggml_context *meta = NULL;
+    struct gguf_init_params p = { .no_alloc = true, .ctx = &meta };
+    struct gguf_context *g = gguf_init_from_file(path, p);
+    if (!g) return die("cannot read the source model");
+    int64_t id = gguf_find_tensor(g, tensor);
+    if (id < 0) return die("tensor not found");
+    enum ggml_type t = gguf_get_tensor_type(g, id);
+    if (t != GGML_TYPE_F16 && t != GGML_TYPE_F32) return die("source tensor is not f16/f32");
+    size_t es = t == GGML_TYPE_F16 ? 2 : 4, nb = gguf_get_tensor_size(g, id) / es / 256;
+    FILE *f = fopen(path, "rb"), *o = fopen(out, "wb");
+    if (!f || !o) return die("cannot open");
+    for (size_t k = 0; k < N_BLOCKS; k++) {
+        size_t blk = k * (nb - 1) / (N_BLOCKS - 1);
+        uint8_t raw[256 * 4];
+        float v[256];
+        if (fseek(f, (long)(gguf_get_data_offset(g) + gguf_get_tensor_offset(g, id) + blk * 256 * es), SEEK_SET) ||
+            fread(raw, es, 256, f) != 256)
+            return die("short read");
+        if (t == GGML_TYPE_F16) ggml_fp16_to_fp32_row((const ggml_fp16_t *)raw, v, 256);
+        else memcpy(v, raw, sizeof v);
+        fwrite(v, 4, 256, o);
+    }
+    fclose(f); fclose(o);
+    gguf_free(g);
+    ggml_free(meta);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "source")) return cmd_source(argv[2], argv[3], argv[4]);
     if (argc == 4 && !strcmp(argv[1], "imatrix")) return cmd_imatrix(argv[2], argv[3]);
     if (argc == 6 && !strcmp(argv[1], "blocks")) return cmd_blocks(argv[2], argv[3], atoi(argv[4]), argv[5]);
-    fprintf(stderr, "usage: iq-fixtures imatrix SRC.gguf OUT.dat | blocks QUANT.gguf TENSOR TYPE_ID OUT.bin\n");
+    fprintf(stderr, "usage: iq-fixtures imatrix SRC.gguf OUT.dat | blocks QUANT.gguf TENSOR TYPE_ID OUT.bin |"
+                    " source SRC.gguf TENSOR OUT.f32\n");
     return 2;
 }

@@ -10,7 +10,8 @@
 #   3. llama-quantize --imatrix --pure ... FTYPE         each type (IQ2_S blocks: ftype IQ2_M, whose
 #                                                        default type it is), token_embd/output q8_0
 #   4. tools/iq-fixtures.c blocks                        4 blocks of blk.0.attn_q.weight and 4
-#                                                        random blocks, with ggml's to_float values
+#                                                        random blocks, with ggml's to_float values;
+#                                                        source.f32: those 4 blocks' input values
 set -e
 cd "$(dirname "$0")/.."
 PEER=${PEER:-/work/main/build/peer}
@@ -23,6 +24,7 @@ cc -O1 -std=c11 -I"$PEER/include" -o "$TMP/iq-fixtures" tools/iq-fixtures.c \
 "$UNMASK" synth --shape tiny-llada --type f16 -o "$TMP/src.gguf" >/dev/null 2>&1
 "$TMP/iq-fixtures" imatrix "$TMP/src.gguf" "$TMP/imatrix.dat"
 mkdir -p "$OUT"
+"$TMP/iq-fixtures" source "$TMP/src.gguf" blk.0.attn_q.weight "$OUT/source.f32"
 # ftype name for llama-quantize, ggml type id, fixture name
 for spec in IQ2_XXS:16:iq2_xxs IQ2_XS:17:iq2_xs IQ2_M:22:iq2_s IQ3_XXS:18:iq3_xxs IQ3_S:21:iq3_s \
             IQ1_S:19:iq1_s IQ1_M:29:iq1_m TQ1_0:34:tq1_0 TQ2_0:35:tq2_0; do

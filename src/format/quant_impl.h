@@ -72,5 +72,7 @@ QUANT_IQ_DECL(iq1_m)
 QUANT_IQ_DECL(tq1_0)
 QUANT_IQ_DECL(tq2_0)
 #undef QUANT_IQ_DECL
+void quant_tq1_0_from_float(const float *x, void *dst, int64_t n);
+void quant_tq2_0_from_float(const float *x, void *dst, int64_t n);
 
 #endif

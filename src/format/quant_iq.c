@@ -24,6 +24,8 @@
  */
 #include "quant_impl.h"
 
+#include <math.h>
+
 /* Bit-exactness needs each product rounded on its own (see quant_impl.h). */
 
 typedef struct iq_levels {
@@ -238,6 +240,51 @@ IQ_FORMAT(iq1_s,   K_IQ1)
 IQ_FORMAT(iq1_m,   K_IQ1)
 IQ_FORMAT(tq1_0,   K_TQ)
 IQ_FORMAT(tq2_0,   K_TQ)
+
+/* ================================================================== ternary quantizers
+ * The same bytes as llama.cpp's quantize_row_tq1_0_ref / tq2_0_ref (what llama-quantize
+ * writes: both ignore an importance matrix): d = max |x|, t = round-half-away(x / d) in
+ * -1..1. TQ1_0 packs 5 trits as the base-3 number t0..t4 (t0 most significant) scaled to a
+ * byte by ceiling division, qh's 4 trits shifted up one place; tq1_0_levels reads them back.
+ */
+static uint8_t trit_of(float v, float id) { return (uint8_t)(lroundf(v * id) + 1); }
+
+static float tq_scale(const float *x, um_half *d) {
+    float amax = 0;
+    for (int j = 0; j < UM_QK_K; j++) amax = fmaxf(amax, fabsf(x[j]));
+    *d = f2h(amax);
+    return amax ? 1.0f / amax : 0.0f;
+}
+
+static uint8_t pack_trits(const float *x, int stride, int n, float id) {
+    unsigned q = 0;
+    for (int k = 0; k < n; k++) q = q * 3 + trit_of(x[k * stride], id);
+    if (n == 4) q *= 3;                          /* qh: the first trit in the top place */
+    return (uint8_t)((q * 256 + 242) / 243);
+}
+
+void quant_tq1_0_from_float(const float *x, void *dst, int64_t n) {
+    um_block_tq1_0 *b = dst;
+    for (int64_t i = 0; i < n / UM_QK_K; i++, b++, x += UM_QK_K) {
+        const float id = tq_scale(x, &b->d);
+        for (int m = 0; m < 32; m++) b->qs[m] = pack_trits(x + m, 32, 5, id);             /* 0..160 */
+        for (int m = 0; m < 16; m++) b->qs[32 + m] = pack_trits(x + 160 + m, 16, 5, id);  /* ..240 */
+        for (int m = 0; m < 4; m++) b->qh[m] = pack_trits(x + 240 + m, 4, 4, id);         /* ..256 */
+    }
+}
+
+void quant_tq2_0_from_float(const float *x, void *dst, int64_t n) {
+    um_block_tq2_0 *b = dst;
+    for (int64_t i = 0; i < n / UM_QK_K; i++, b++, x += UM_QK_K) {
+        const float id = tq_scale(x, &b->d);
+        for (int half = 0; half < 2; half++)
+            for (int m = 0; m < 32; m++) {
+                uint8_t q = 0;
+                for (int k = 0; k < 4; k++) q |= (uint8_t)(trit_of(x[128 * half + 32 * k + m], id) << (2 * k));
+                b->qs[32 * half + m] = q;
+            }
+    }
+}
 
 /* The integer form of one block, for the matmul kernels (declared in quant.h). */
 int um_iq_levels(uint32_t type, const void *block, int8_t q[UM_QK_K], uint8_t mult[UM_QK_K / 16], float *scale) {
