@@ -35,4 +35,17 @@ for spec in IQ2_XXS:16:iq2_xxs IQ2_XS:17:iq2_xs IQ2_M:22:iq2_s IQ3_XXS:18:iq3_xx
         || { tail -20 "$TMP/$name.log"; exit 1; }
     "$TMP/iq-fixtures" blocks "$TMP/$name.gguf" blk.0.attn_q.weight "$id" "$OUT/$name.bin"
 done
+# synth-tq.txt: sha256 of what llama-quantize makes of `unmask synth` models with the ternary
+# mixtures (no imatrix: TQ ignores one), for tests/cli/quantize_tq.sh (same bytes from unmask quantize)
+{
+  echo "# unmask synth model, source type, mixture, sha256 of the synth output, sha256 of what"
+  echo "# llama-quantize (llama.cpp $(sed -n 1p "$PEER/VERSION")) makes of it. Made by tools/make-iq-fixtures.sh."
+  for spec in tiny-llada:f16:TQ1_0 tiny-dream:bf16:TQ2_0 tiny-llada-moe:f32:TQ2_0 tiny-rnd1:f16:TQ1_0; do
+    shape=${spec%%:*}; rest=${spec#*:}; ty=${rest%%:*}; mix=${rest#*:}
+    "$UNMASK" synth --shape "$shape" --type "$ty" -o "$TMP/s.gguf" >/dev/null 2>&1
+    nice -n 19 "$PEER/bin/llama-quantize" "$TMP/s.gguf" "$TMP/q.gguf" "$mix" 1 >"$TMP/q.log" 2>&1 \
+        || { tail -20 "$TMP/q.log"; exit 1; }
+    echo "$shape $ty $mix $(sha256sum <"$TMP/s.gguf" | cut -d' ' -f1) $(sha256sum <"$TMP/q.gguf" | cut -d' ' -f1)"
+  done
+} >"$OUT/synth-tq.txt"
 echo "wrote $OUT ($(sed -n 1p "$PEER/VERSION"))"

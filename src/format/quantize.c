@@ -32,6 +32,7 @@ enum {
     FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9,
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15,
     FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32,
+    FT_TQ1_0 = 36, FT_TQ2_0 = 37,
 };
 
 static const um_mixture mixtures[] = {
@@ -51,6 +52,8 @@ static const um_mixture mixtures[] = {
     { "Q5_1",   FT_Q5_1,   UM_TYPE_Q5_1,   "Q5_1, Q6_K head (6.0 bpw)" },
     { "IQ4_NL", FT_IQ4_NL, UM_TYPE_IQ4_NL, "4-bit codebook, blocks of 32 (4.5 bpw)" },
     { "IQ4_XS", FT_IQ4_XS, UM_TYPE_IQ4_XS, "4-bit codebook, 6-bit sub-scales (4.25 bpw)" },
+    { "TQ1_0",  FT_TQ1_0,  UM_TYPE_TQ1_0,  "ternary, for models trained ternary (BitNet); Q4_K token_embd (1.69 bpw)" },
+    { "TQ2_0",  FT_TQ2_0,  UM_TYPE_TQ2_0,  "ternary, 2 bits per weight; Q4_K token_embd (2.06 bpw)" },
     { "F16",    FT_F16,    UM_TYPE_F16,    "IEEE half for every 2-D weight" },
     { "BF16",   FT_BF16,   UM_TYPE_BF16,   "bfloat16 for every 2-D weight" },
     { "F32",    FT_ALL_F32, UM_TYPE_F32,   "float32 for every 2-D weight" },
@@ -171,7 +174,9 @@ static int mixture_type(rule_state *s, const um_quant_tensor *t, category cat, u
         if (s->falcon || t->ne[0] % um_type_blck(nt) != 0) nt = UM_TYPE_Q8_0;
         else if (nt != UM_TYPE_Q8_0) nt = UM_TYPE_Q6_K;
     } else if (cat == CAT_TOKEN_EMBD) {
-        /* only the IQ1/IQ2/IQ3/TQ mixtures (not offered) change token_embd */
+        /* of the mixtures offered, only the ternary ones change token_embd (the IQ1/IQ2/IQ3
+         * ones, not offered, do too) */
+        if (ft == FT_TQ1_0 || ft == FT_TQ2_0) nt = UM_TYPE_Q4_K;
     } else if (is_attn_v(cat)) {
         const int i = s->i_attn_v, n = s->n_attn_v;
         if (ft == FT_Q2_K) nt = n_gqa(s->m) >= 4 ? UM_TYPE_Q4_K : UM_TYPE_Q3_K;
@@ -235,7 +240,7 @@ static int fallback(const um_quant_tensor *t, uint32_t *type, um_err *e) {
     if (ncols % um_type_blck(nt) == 0) return UM_OK;
     switch (nt) {
     case UM_TYPE_IQ4_XS: nt = UM_TYPE_IQ4_NL; break;
-    case UM_TYPE_Q2_K: case UM_TYPE_Q3_K: nt = UM_TYPE_Q4_0; break;
+    case UM_TYPE_Q2_K: case UM_TYPE_Q3_K: case UM_TYPE_TQ1_0: case UM_TYPE_TQ2_0: nt = UM_TYPE_Q4_0; break;
     case UM_TYPE_Q4_K: nt = UM_TYPE_Q5_0; break;
     case UM_TYPE_Q5_K: nt = UM_TYPE_Q5_1; break;
     case UM_TYPE_Q6_K: nt = UM_TYPE_Q8_0; break;
