@@ -491,3 +491,13 @@ TEST(matmul_q4k_extreme_sums_do_not_overflow) {
     free(x);
     free_case(&c);
 }
+
+/* The IQ/TQ integer path with many panels (no token slabs, next-panel prefetch) and the
+ * expert-sized token counts of MoE layers. */
+TEST(matmul_iq_many_panels) {
+    static const uint32_t types[] = { UM_TYPE_IQ2_XXS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_S, UM_TYPE_IQ1_S, UM_TYPE_TQ2_0 };
+    static const int64_t toks[] = { 3, 16, 40 };
+    um_pool *p = pool_new(2);
+    sweep_types(types, UM_ARRAY_LEN(types), 512, 256, toks, 3, p);
+    pool_free(p);
+}
