@@ -264,3 +264,73 @@ TEST(quant_tq_round_trip) {
         }
     }
 }
+
+/* ------------------------------------------------------------------ lattice quantizers */
+
+/* Deterministic weight-like data (test_quant.c's make_data: sums of 4 uniforms, some rows
+ * scaled), for comparing errors with numbers measured on the same values. */
+static void make_data(float *x, int n, uint32_t seed) {
+    uint32_t s = seed;
+    for (int i = 0; i < n; i++) {
+        float acc = 0;
+        for (int k = 0; k < 4; k++) {
+            s = s * 1664525u + 1013904223u;
+            acc += (float)(s >> 8) / 16777216.0f - 0.5f;
+        }
+        x[i] = acc * 0.05f * (1 + (i / 512) % 3);
+    }
+}
+
+/* The simple quantizers (quant_iq_search.c) against llama.cpp's own on the same 4096 values:
+ * normalised RMS error of quantize -> dequantize. llama: ggml_quantize_chunk of the peer
+ * (v0.4.0) on exactly this data, without an importance matrix where it allows that, with an
+ * all-ones one where it demands one (IQ2_XXS, IQ2_XS). Limit: 1.25x llama.cpp's error, so a
+ * wrong level, sign, scale or packing (which gives errors near or above 1) fails. */
+TEST(quant_iq_quantizers_error_near_llama_cpp) {
+    static const struct { uint32_t type; double llama; } ref[] = {
+        { UM_TYPE_IQ2_XXS, 0.3449 }, { UM_TYPE_IQ2_XS, 0.2924 }, { UM_TYPE_IQ2_S, 0.2564 },
+        { UM_TYPE_IQ3_XXS, 0.2076 }, { UM_TYPE_IQ3_S, 0.1624 },
+    };
+    enum { N = 4096 };
+    static float x[N], y[N];
+    static uint8_t q[N];
+    make_data(x, N, 12345);
+    double sx = 0;
+    for (int i = 0; i < N; i++) sx += (double)x[i] * x[i];
+    for (size_t k = 0; k < UM_ARRAY_LEN(ref); k++) {
+        const um_type_traits *t = um_traits(ref[k].type);
+        CHECK(t && t->from_float_ref);
+        if (!t || !t->from_float_ref) continue;
+        t->from_float_ref(x, q, N);
+        t->to_float_ref(q, y, N);
+        double se = 0;
+        for (int i = 0; i < N; i++) se += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+        double nrmse = sqrt(se / sx);
+        printf("    %-8s nrmse %.4f (llama.cpp %.4f)\n", t->name, nrmse, ref[k].llama);
+        CHECK_MSG(nrmse <= 1.25 * ref[k].llama, "%s: normalised RMS error %.4f > 1.25 x llama.cpp's %.4f",
+                  t->name, nrmse, ref[k].llama);
+    }
+}
+
+/* Zero and constant blocks: zeros stay exact zeros; a constant block keeps its sign and,
+ * on average, its value (not per element: the grids hold few constant points). */
+TEST(quant_iq_quantizers_edge_blocks) {
+    static float x[512], y[512];
+    static uint8_t q[512];
+    for (int i = 0; i < 256; i++) { x[i] = 0; x[256 + i] = -0.3f; }
+    const uint32_t types[] = { UM_TYPE_IQ2_XXS, UM_TYPE_IQ2_XS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_XXS, UM_TYPE_IQ3_S };
+    for (size_t k = 0; k < UM_ARRAY_LEN(types); k++) {
+        const um_type_traits *t = um_traits(types[k]);
+        t->from_float_ref(x, q, 512);
+        t->to_float_ref(q, y, 512);
+        for (int i = 0; i < 256; i++) CHECK_MSG(y[i] == 0, "%s: zero block gives %g at %d", t->name, y[i], i);
+        double mean = 0;
+        for (int i = 256; i < 512; i++) {
+            CHECK_MSG(y[i] < 0, "%s: constant -0.3 gives %g at %d", t->name, y[i], i);
+            mean += y[i] / 256.0;
+        }
+        /* least squares over unequal levels shrinks the mean: a (sum g)^2 / (n sum g^2) */
+        CHECK_MSG(fabs(mean + 0.3) < 0.05, "%s: constant -0.3 block averages %g", t->name, mean);
+        if (th_failed()) return;
+    }
+}

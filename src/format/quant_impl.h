@@ -73,6 +73,12 @@ QUANT_IQ_DECL(tq1_0)
 QUANT_IQ_DECL(tq2_0)
 #undef QUANT_IQ_DECL
 void quant_tq1_0_from_float(const float *x, void *dst, int64_t n);
+/* Simple nearest-grid-point quantizers (quant_iq_search.c; not llama.cpp's search). */
+void quant_iq2_xxs_from_float(const float *x, void *dst, int64_t n);
+void quant_iq2_xs_from_float(const float *x, void *dst, int64_t n);
+void quant_iq2_s_from_float(const float *x, void *dst, int64_t n);
+void quant_iq3_xxs_from_float(const float *x, void *dst, int64_t n);
+void quant_iq3_s_from_float(const float *x, void *dst, int64_t n);
 void quant_tq2_0_from_float(const float *x, void *dst, int64_t n);
 
 #endif
