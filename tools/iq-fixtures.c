@@ -11,6 +11,8 @@
  *       random blocks, and writes them with the floats ggml's own to_float gives for them
  *       (ggml_get_type_traits(type)->to_float), in the UMQ1 layout of tests/data/quant:
  *       "UMQ1", u32 type, n_a, bytes_a, n_b, bytes_b; blocks A, floats A, blocks B, floats B.
+ *   iq-fixtures types FILE.gguf
+ *       Every tensor's name and ggml type, one per line (what llama-quantize chose).
  *   iq-fixtures source SRC.gguf TENSOR OUT.f32
  *       The source values (f16 widened by ggml, or f32) of the same 4 blocks of TENSOR, the
  *       input llama-quantize quantized into section A (for the quantizers' tests).
@@ -153,11 +155,23 @@ static int cmd_source(const char *path, const char *tensor, const char *out) {
     return 0;
 }
 
+/* "NAME TYPE" of every tensor of a GGUF file, in file order. */
+static int cmd_types(const char *path) {
+    struct gguf_init_params p = { .no_alloc = true, .ctx = NULL };
+    struct gguf_context *g = gguf_init_from_file(path, p);
+    if (!g) return die("cannot read the model");
+    for (int64_t i = 0; i < gguf_get_n_tensors(g); i++)
+        printf("%s %s\n", gguf_get_tensor_name(g, i), ggml_type_name(gguf_get_tensor_type(g, i)));
+    gguf_free(g);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "types")) return cmd_types(argv[2]);
     if (argc == 5 && !strcmp(argv[1], "source")) return cmd_source(argv[2], argv[3], argv[4]);
     if (argc == 4 && !strcmp(argv[1], "imatrix")) return cmd_imatrix(argv[2], argv[3]);
     if (argc == 6 && !strcmp(argv[1], "blocks")) return cmd_blocks(argv[2], argv[3], atoi(argv[4]), argv[5]);
     fprintf(stderr, "usage: iq-fixtures imatrix SRC.gguf OUT.dat | blocks QUANT.gguf TENSOR TYPE_ID OUT.bin |"
-                    " source SRC.gguf TENSOR OUT.f32\n");
+                    " source SRC.gguf TENSOR OUT.f32 | types FILE.gguf\n");
     return 2;
 }

@@ -48,4 +48,21 @@ done
     echo "$shape $ty $mix $(sha256sum <"$TMP/s.gguf" | cut -d' ' -f1) $(sha256sum <"$TMP/q.gguf" | cut -d' ' -f1)"
   done
 } >"$OUT/synth-tq.txt"
+# mixtures-iq.txt: the per-tensor types llama-quantize picks for the IQ mixtures on the four
+# synth shapes (f16 sources; with the imatrix where llama-quantize demands one), for
+# tests/cli/quantize_iq.sh (unmask quantize must pick the same)
+{
+  echo "# SHAPE MIXTURE TENSOR TYPE: llama-quantize (llama.cpp $(sed -n 1p "$PEER/VERSION")) on unmask synth"
+  echo "# models (f16). Made by tools/make-iq-fixtures.sh."
+  for shape in tiny-llada tiny-dream tiny-llada-moe tiny-rnd1; do
+    "$UNMASK" synth --shape "$shape" --type f16 -o "$TMP/s.gguf" >/dev/null 2>&1
+    "$TMP/iq-fixtures" imatrix "$TMP/s.gguf" "$TMP/im.dat"
+    for mix in IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_S IQ3_M; do
+      case $mix in IQ3_S|IQ3_M) im= ;; *) im="--imatrix $TMP/im.dat" ;; esac
+      nice -n 19 "$PEER/bin/llama-quantize" $im "$TMP/s.gguf" "$TMP/q.gguf" "$mix" 1 >"$TMP/q.log" 2>&1 \
+          || { tail -20 "$TMP/q.log"; exit 1; }
+      "$TMP/iq-fixtures" types "$TMP/q.gguf" | sed "s/^/$shape $mix /"
+    done
+  done
+} >"$OUT/mixtures-iq.txt"
 echo "wrote $OUT ($(sed -n 1p "$PEER/VERSION"))"
