@@ -284,12 +284,14 @@ static void make_data(float *x, int n, uint32_t seed) {
 /* The simple quantizers (quant_iq_search.c) against llama.cpp's own on the same 4096 values:
  * normalised RMS error of quantize -> dequantize. llama: ggml_quantize_chunk of the peer
  * (v0.4.0) on exactly this data, without an importance matrix where it allows that, with an
- * all-ones one where it demands one (IQ2_XXS, IQ2_XS). Limit: 1.25x llama.cpp's error, so a
+ * all-ones one where it demands one (IQ2_XXS, IQ2_XS, IQ1_S; IQ1_M: with one, as
+ * llama-quantize demands). Limit: 1.25x llama.cpp's error, so a
  * wrong level, sign, scale or packing (which gives errors near or above 1) fails. */
 TEST(quant_iq_quantizers_error_near_llama_cpp) {
     static const struct { uint32_t type; double llama; } ref[] = {
         { UM_TYPE_IQ2_XXS, 0.3449 }, { UM_TYPE_IQ2_XS, 0.2924 }, { UM_TYPE_IQ2_S, 0.2564 },
-        { UM_TYPE_IQ3_XXS, 0.2076 }, { UM_TYPE_IQ3_S, 0.1624 },
+        { UM_TYPE_IQ3_XXS, 0.2076 }, { UM_TYPE_IQ3_S, 0.1624 }, { UM_TYPE_IQ1_S, 0.4708 },
+        { UM_TYPE_IQ1_M, 0.4467 },
     };
     enum { N = 4096 };
     static float x[N], y[N];
@@ -318,7 +320,8 @@ TEST(quant_iq_quantizers_edge_blocks) {
     static float x[512], y[512];
     static uint8_t q[512];
     for (int i = 0; i < 256; i++) { x[i] = 0; x[256 + i] = -0.3f; }
-    const uint32_t types[] = { UM_TYPE_IQ2_XXS, UM_TYPE_IQ2_XS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_XXS, UM_TYPE_IQ3_S };
+    const uint32_t types[] = { UM_TYPE_IQ2_XXS, UM_TYPE_IQ2_XS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_XXS, UM_TYPE_IQ3_S,
+                               UM_TYPE_IQ1_S, UM_TYPE_IQ1_M };
     for (size_t k = 0; k < UM_ARRAY_LEN(types); k++) {
         const um_type_traits *t = um_traits(types[k]);
         t->from_float_ref(x, q, 512);

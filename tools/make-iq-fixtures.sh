@@ -57,7 +57,7 @@ done
   for shape in tiny-llada tiny-dream tiny-llada-moe tiny-rnd1; do
     "$UNMASK" synth --shape "$shape" --type f16 -o "$TMP/s.gguf" >/dev/null 2>&1
     "$TMP/iq-fixtures" imatrix "$TMP/s.gguf" "$TMP/im.dat"
-    for mix in IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_S IQ3_M; do
+    for mix in IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_S IQ3_M IQ1_S IQ1_M; do
       case $mix in IQ3_S|IQ3_M) im= ;; *) im="--imatrix $TMP/im.dat" ;; esac
       nice -n 19 "$PEER/bin/llama-quantize" $im "$TMP/s.gguf" "$TMP/q.gguf" "$mix" 1 >"$TMP/q.log" 2>&1 \
           || { tail -20 "$TMP/q.log"; exit 1; }

@@ -79,6 +79,8 @@ void quant_iq2_xs_from_float(const float *x, void *dst, int64_t n);
 void quant_iq2_s_from_float(const float *x, void *dst, int64_t n);
 void quant_iq3_xxs_from_float(const float *x, void *dst, int64_t n);
 void quant_iq3_s_from_float(const float *x, void *dst, int64_t n);
+void quant_iq1_s_from_float(const float *x, void *dst, int64_t n);
+void quant_iq1_m_from_float(const float *x, void *dst, int64_t n);
 void quant_tq2_0_from_float(const float *x, void *dst, int64_t n);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * quant_iq_search: simple quantizers for the lattice formats IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS
- * and IQ3_S. NOT llama.cpp's algorithm (its search over grid neighbours with an importance
+ * quant_iq_search: simple quantizers for the lattice formats IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+ * IQ3_S, IQ1_S and IQ1_M (the last two: their own section below). NOT llama.cpp's algorithm (its search over grid neighbours with an importance
  * matrix gives other bytes and a somewhat lower error); a plain, correct nearest-grid-point
  * search, so unmask can write these formats and llama-quantize's IQ3_XXS / IQ3_M / IQ2_M
  * mixtures (what they contain, not the same bytes).
@@ -239,6 +239,151 @@ static void quantize_rows(int k, const float *x, void *dst, int64_t n) {
         }
     }
 }
+
+/* ================================================================== IQ1_S / IQ1_M
+ * x = d (2s+1) (g + delta), g in {-1, 0, 1} from a grid of 2048 points of 8, delta = +-1/8
+ * (IQ1_S: one sign per 32 weights, 3-bit s per 32; IQ1_M: a sign per 8, 3-bit s per 16).
+ * Same search as above with signed levels: per trial scale and shift sign, each group takes
+ * the grid point nearest to x / scale - delta (per-coordinate rounding to -1/0/1, then the
+ * nearest-point table of the 3^8 lattice), then the least-squares scale.
+ */
+static uint16_t *iq1_map;                    /* (6561) nearest grid point of each cell */
+static pthread_once_t iq1_once = PTHREAD_ONCE_INIT;
+
+static void build_iq1_map(void) {
+    iq1_map = malloc(sizeof(uint16_t) * 6561);
+    if (!iq1_map) return;
+    for (int c = 0; c < 6561; c++) {
+        int v[8], cc = c;
+        for (int j = 0; j < 8; j++) { v[j] = cc % 3 - 1; cc /= 3; }
+        int best = 0, best_d = 1 << 30;
+        for (int p = 0; p < UM_IQ1S_NGRID; p++) {
+            int d = 0;
+            for (int j = 0; j < 8; j++) { int t = v[j] - (int8_t)(um_iq1s_grid[p] >> (8 * j)); d += t * t; }
+            if (d < best_d) { best_d = d; best = p; }
+        }
+        iq1_map[c] = (uint16_t)best;
+    }
+}
+
+static inline int iq1_level(int p, int j) { return (int8_t)(um_iq1s_grid[p] >> (8 * j)); }
+
+/* Grid point for 8 weights at scale sigma and shift delta, and its weighted error. */
+static int iq1_point(const float *x, const float *w, float sigma, float delta, float *err) {
+    int cell = 0, mul = 1;
+    for (int j = 0; j < 8; j++) {
+        float t = x[j] / sigma - delta;
+        cell += (t < -0.5f ? 0 : t > 0.5f ? 2 : 1) * mul;
+        mul *= 3;
+    }
+    int p = iq1_map[cell];
+    float e = 0;
+    for (int j = 0; j < 8; j++) { float r = x[j] - sigma * (iq1_level(p, j) + delta); e += w[j] * r * r; }
+    *err = e;
+    return p;
+}
+
+/* One scale group of n (16 or 32) weights whose shift signs come in runs of `run` (8 or 32):
+ * points and shift signs at scale sigma; returns the least-squares scale for them. */
+static float iq1_fit(const float *x, const float *w, int n, int run, float sigma, int *pts, bool *neg, float *err) {
+    double num = 0, den = 0, e = 0;
+    for (int r = 0; r < n / run; r++) {
+        float best = INFINITY;
+        for (int sgn = 0; sgn < 2; sgn++) {
+            const float delta = sgn ? -UM_IQ1S_DELTA : UM_IQ1S_DELTA;
+            float tot = 0;
+            int p[4];
+            for (int g = 0; g < run / 8; g++) {
+                float eg;
+                p[g] = iq1_point(x + r * run + 8 * g, w + r * run + 8 * g, sigma, delta, &eg);
+                tot += eg;
+            }
+            if (tot < best) {
+                best = tot;
+                neg[r] = sgn;
+                for (int g = 0; g < run / 8; g++) pts[r * run / 8 + g] = p[g];
+            }
+        }
+        e += best;
+    }
+    for (int i = 0; i < n; i++) {
+        double v = iq1_level(pts[i / 8], i % 8) + (neg[i / run] ? -UM_IQ1S_DELTA : UM_IQ1S_DELTA);
+        num += w[i] * x[i] * v;
+        den += w[i] * v * v;
+    }
+    *err = (float)e;
+    return den > 0 ? (float)(num / den) : 0.f;
+}
+
+static void quantize_iq1(bool m, const float *x, void *dst, int64_t n) {
+    pthread_once(&iq1_once, build_iq1_map);
+    const int sub = m ? 16 : 32, run = m ? 8 : 32, n_sub = UM_QK_K / sub;
+    const uint32_t bytes = um_type_bytes(m ? UM_TYPE_IQ1_M : UM_TYPE_IQ1_S);
+    uint8_t *out = dst;
+    for (int64_t i = 0; i < n / UM_QK_K; i++, x += UM_QK_K, out += bytes) {
+        memset(out, 0, bytes);
+        if (!iq1_map) continue;
+        float w[UM_QK_K], sig[16];
+        double sum2 = 0;
+        for (int k = 0; k < UM_QK_K; k++) sum2 += (double)x[k] * x[k];
+        for (int k = 0; k < UM_QK_K; k++) w[k] = (float)(2 * sum2 / UM_QK_K) + x[k] * x[k];
+        int pts[32], tp[4];
+        bool neg[32], tn[4];
+        float max_sig = 0;
+        for (int b = 0; b < n_sub; b++) {
+            float amax = 0, best = INFINITY, err;
+            for (int k = 0; k < sub; k++) amax = fmaxf(amax, fabsf(x[b * sub + k]));
+            sig[b] = 0;
+            if (amax <= 0) continue;
+            for (int k = -4; k <= 4; k++) {
+                float sgm = iq1_fit(x + b * sub, w + b * sub, sub, run, amax / 1.125f * (1.0f + 0.1f * k), tp, tn, &err);
+                if (sgm > 0 && err < best) { best = err; sig[b] = sgm; }
+            }
+            max_sig = fmaxf(max_sig, sig[b]);
+        }
+        const um_half dh = f2h(max_sig / 15.0f);
+        const float d = h2f(dh);
+        uint8_t s[16];
+        for (int b = 0; b < n_sub; b++) {
+            s[b] = (uint8_t)(d > 0 ? clampi(nearest_int((sig[b] / d - 1) * 0.5f), 0, 7) : 0);
+            float err, sq = d * (2 * s[b] + 1);
+            if (sq > 0) iq1_fit(x + b * sub, w + b * sub, sub, run, sq, pts + b * sub / 8, neg + b * sub / run, &err);
+            else for (int g = 0; g < sub / 8; g++) { pts[b * sub / 8 + g] = 0; if (g * 8 % run == 0) neg[(b * sub + g * 8) / run] = false; }
+        }
+        if (!m) {                                /* d, qs[32], qh[8] (u16) */
+            um_block_iq1_s *o = (um_block_iq1_s *)out;
+            o->d = dh;
+            for (int ib = 0; ib < 8; ib++) {
+                uint16_t h = (uint16_t)(s[ib] << 12 | (neg[ib] ? 0x8000 : 0));
+                for (int l = 0; l < 4; l++) {
+                    o->qs[4 * ib + l] = (uint8_t)pts[4 * ib + l];
+                    h |= (uint16_t)((pts[4 * ib + l] >> 8) << (3 * l));
+                }
+                uint8_t *qh = (uint8_t *)&o->qh[ib];
+                qh[0] = (uint8_t)h; qh[1] = (uint8_t)(h >> 8);
+            }
+        } else {                                 /* qs[32], qh[16], scales[8] (+ d's nibbles) */
+            um_block_iq1_m *o = (um_block_iq1_m *)out;
+            uint16_t sc[4] = { 0 };
+            for (int ib = 0; ib < 8; ib++) {
+                sc[ib / 2] |= (uint16_t)((s[2 * ib] | s[2 * ib + 1] << 3) << (6 * (ib % 2)));
+                for (int l = 0; l < 4; l++) {
+                    o->qs[4 * ib + l] = (uint8_t)pts[4 * ib + l];
+                    uint8_t h = (uint8_t)((pts[4 * ib + l] >> 8) | (neg[4 * ib + l] ? 8 : 0));
+                    o->qh[2 * ib + l / 2] |= (uint8_t)(h << (4 * (l % 2)));
+                }
+            }
+            for (int k = 0; k < 4; k++) {
+                sc[k] |= (uint16_t)(((dh >> (4 * k)) & 0xF) << 12);
+                o->scales[2 * k] = (uint8_t)sc[k];
+                o->scales[2 * k + 1] = (uint8_t)(sc[k] >> 8);
+            }
+        }
+    }
+}
+
+void quant_iq1_s_from_float(const float *x, void *dst, int64_t n) { quantize_iq1(false, x, dst, n); }
+void quant_iq1_m_from_float(const float *x, void *dst, int64_t n) { quantize_iq1(true, x, dst, n); }
 
 void quant_iq2_xxs_from_float(const float *x, void *dst, int64_t n) { quantize_rows(F_IQ2_XXS, x, dst, n); }
 void quant_iq2_xs_from_float(const float *x, void *dst, int64_t n)  { quantize_rows(F_IQ2_XS, x, dst, n); }

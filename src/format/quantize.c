@@ -33,8 +33,7 @@ enum {
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15,
     FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32,
     FT_IQ2_XXS = 19, FT_IQ2_XS = 20, FT_IQ3_XXS = 23, FT_IQ3_S = 26, FT_IQ3_M = 27, FT_IQ2_S = 28,
-    FT_IQ2_M = 29, FT_TQ1_0 = 36, FT_TQ2_0 = 37,
-    FT_IQ1_S = 24, FT_IQ1_M = 31,       /* not offered (no quantizer); named by the rules */
+    FT_IQ2_M = 29, FT_TQ1_0 = 36, FT_TQ2_0 = 37, FT_IQ1_S = 24, FT_IQ1_M = 31,
 };
 
 static const um_mixture mixtures[] = {
@@ -61,6 +60,8 @@ static const um_mixture mixtures[] = {
     { "IQ2_S",  FT_IQ2_S,  UM_TYPE_IQ2_XS, "IQ2_XS lattice, IQ3_S token_embd/attn_v/attn_output (2.5 bpw)" },
     { "IQ2_XS", FT_IQ2_XS, UM_TYPE_IQ2_XS, "IQ2_XS lattice, Q2_K token_embd/attn_v, Q5_K head (2.3 bpw)" },
     { "IQ2_XXS", FT_IQ2_XXS, UM_TYPE_IQ2_XXS, "IQ2_XXS lattice, Q2_K token_embd/attn_v, Q5_K head (2.1 bpw)" },
+    { "IQ1_M",  FT_IQ1_M,  UM_TYPE_IQ1_M,  "IQ1_M lattice, IQ2_XXS attn_output, Q2_K token_embd (1.8 bpw)" },
+    { "IQ1_S",  FT_IQ1_S,  UM_TYPE_IQ1_S,  "IQ1_S lattice, IQ2_XXS attn_output, Q2_K token_embd (1.6 bpw)" },
     { "TQ1_0",  FT_TQ1_0,  UM_TYPE_TQ1_0,  "ternary, for models trained ternary (BitNet); Q4_K token_embd (1.69 bpw)" },
     { "TQ2_0",  FT_TQ2_0,  UM_TYPE_TQ2_0,  "ternary, 2 bits per weight; Q4_K token_embd (2.06 bpw)" },
     { "F16",    FT_F16,    UM_TYPE_F16,    "IEEE half for every 2-D weight" },

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# quantize_iq.sh: `unmask quantize` to the IQ2/IQ3 mixtures picks, tensor by tensor, the types
+# quantize_iq.sh: `unmask quantize` to the IQ1/IQ2/IQ3 mixtures picks, tensor by tensor, the types
 # llama-quantize picks (tests/data/iq/mixtures-iq.txt: llama-quantize's choices on the four
 # synth shapes, made by tools/make-iq-fixtures.sh), and the files run. The bytes differ from
 # llama-quantize's (unmask's lattice quantizer is its own, docs/quant.md), so only types are
@@ -9,7 +9,7 @@ SUITE=quantize_iq
 D=tests/data/iq
 
 expect_rc "help lists the IQ mixtures" 0 "$BIN" quantize --help
-for m in "IQ2_XXS +19" "IQ2_XS +20" "IQ3_XXS +23" "IQ3_S +26" "IQ3_M +27" "IQ2_S +28" "IQ2_M +29"; do
+for m in "IQ2_XXS +19" "IQ2_XS +20" "IQ3_XXS +23" "IQ1_S +24" "IQ3_S +26" "IQ3_M +27" "IQ2_S +28" "IQ2_M +29" "IQ1_M +31"; do
   expect_grep "help lists $m" "$m" "$TMP/out"
 done
 
@@ -18,7 +18,7 @@ for shape in tiny-llada tiny-dream tiny-llada-moe tiny-rnd1; do
   if ! "$BIN" synth --shape "$shape" --type f16 -o "$TMP/s.gguf" >/dev/null 2>&1; then
     fail "synth $shape" "unmask synth failed"; continue
   fi
-  for mix in IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_S IQ3_M; do
+  for mix in IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_S IQ3_M IQ1_S IQ1_M; do
     name="$shape $mix"
     awk -v s="$shape" -v m="$mix" '$1 == s && $2 == m { print $3, $4 }' $D/mixtures-iq.txt | sort >"$TMP/want"
     if [ ! -s "$TMP/want" ]; then fail "$name" "no expected types in $D/mixtures-iq.txt"; continue; fi
