@@ -58,7 +58,12 @@ static void *make_weights(uint32_t type, int64_t n_in, int64_t n_out, size_t *by
             memcpy(blk, &v, 2);
             break;
         }
-        default: break;
+        default:                 /* the IQ lattices with d first (IQ1_M's is scattered: left random) */
+            if (um_is_iq_lattice(type) && type != UM_TYPE_IQ1_M) {
+                size_t off = type == UM_TYPE_TQ1_0 ? 52 : type == UM_TYPE_TQ2_0 ? 64 : 0;
+                memcpy(blk + off, &small, 2);
+            }
+            break;
         }
     }
     return p;

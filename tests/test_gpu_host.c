@@ -110,7 +110,7 @@ TEST(gpu_pack_float_rows_are_padded) {
 
 TEST(gpu_layout_rejects_what_it_cannot_compute) {
     CHECK_EQ(gpu_layout_for(UM_TYPE_Q8_K, 256, 4).kind, GPU_KIND_NONE);      /* activation-only */
-    CHECK_EQ(gpu_layout_for(UM_TYPE_IQ2_XXS, 256, 4).kind, GPU_KIND_NONE);   /* no reference */
+    CHECK_EQ(gpu_layout_for(UM_TYPE_MXFP4, 256, 4).kind, GPU_KIND_NONE);     /* no reference */
     CHECK_EQ(gpu_layout_for(UM_TYPE_Q4_K, 128, 4).kind, GPU_KIND_NONE);      /* not whole blocks */
     CHECK_EQ(gpu_layout_for(UM_TYPE_Q8_0, 0, 4).kind, GPU_KIND_NONE);
     CHECK_EQ(gpu_layout_for(99, 32, 4).kind, GPU_KIND_NONE);

@@ -42,9 +42,25 @@ typedef struct mcase {
     size_t  bytes;
 } mcase;
 
+/* Formats with no quantizer (the IQ1/IQ2/IQ3 lattices, TQ): random code bytes with a block
+ * scale of 2^-7 .. 2^-6, so every index, sign and sub-block scale value appears. */
+static void random_blocks(const um_type_traits *tr, uint8_t *b, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks * tr->bytes; i++) b[i] = (uint8_t)(rnd() * 128.f + 128.f);
+    for (size_t k = 0; k < n_blocks; k++) {
+        uint8_t *blk = b + k * tr->bytes;
+        uint16_t h = (uint16_t)(0x2000 | (blk[0] << 2 & 0x3ff));
+        if (tr->type == UM_TYPE_IQ1_M) {         /* fp16 bits in the top nibbles of 4 u16 */
+            for (int i = 0; i < 4; i++) blk[49 + 2 * i] = (uint8_t)((blk[49 + 2 * i] & 0x0F) | ((h >> (4 * i)) & 0xF) << 4);
+        } else {
+            size_t off = tr->type == UM_TYPE_TQ1_0 ? 52 : tr->type == UM_TYPE_TQ2_0 ? 64 : 0;
+            memcpy(blk + off, &h, 2);
+        }
+    }
+}
+
 static int make_case(mcase *c, uint32_t type, int64_t n_in, int64_t n_out, uint64_t seed) {
     const um_type_traits *tr = um_traits(type);
-    if (!tr || !tr->from_float_ref) return UM_FAIL;
+    if (!tr || !tr->to_float_ref) return UM_FAIL;
     c->type = type; c->n_in = n_in; c->n_out = n_out;
     c->bytes = (size_t)(n_in / tr->blck) * tr->bytes * (size_t)n_out;
     c->raw = um_malloc_aligned(c->bytes);
@@ -55,7 +71,8 @@ static int make_case(mcase *c, uint32_t type, int64_t n_in, int64_t n_out, uint6
     for (int64_t r = 0; r < n_out; r++) {
         float scale = 0.02f + 0.05f * (float)(r % 7), offset = 0.3f * rnd() * scale;
         for (int64_t k = 0; k < n_in; k++) tmp[k] = scale * rnd() + offset;
-        tr->from_float_ref(tmp, (uint8_t *)c->raw + r * rb, n_in);
+        if (tr->from_float_ref) tr->from_float_ref(tmp, (uint8_t *)c->raw + r * rb, n_in);
+        else random_blocks(tr, (uint8_t *)c->raw + r * rb, (size_t)(n_in / tr->blck));
         tr->to_float_ref((uint8_t *)c->raw + r * rb, c->wf + r * n_in, n_in);
     }
     free(tmp);
@@ -93,7 +110,9 @@ static int run_kernel(const mcase *c, um_kernel k, bool repack, um_pool *p, cons
 
 static bool is_kquant(uint32_t t) {
     return t == UM_TYPE_Q2_K || t == UM_TYPE_Q3_K || t == UM_TYPE_Q4_K || t == UM_TYPE_Q5_K ||
-           t == UM_TYPE_Q6_K || t == UM_TYPE_IQ4_XS;
+           t == UM_TYPE_Q6_K || t == UM_TYPE_IQ4_XS || t == UM_TYPE_IQ2_XXS || t == UM_TYPE_IQ2_XS ||
+           t == UM_TYPE_IQ2_S || t == UM_TYPE_IQ3_XXS || t == UM_TYPE_IQ3_S || t == UM_TYPE_IQ1_S ||
+           t == UM_TYPE_IQ1_M || t == UM_TYPE_TQ1_0 || t == UM_TYPE_TQ2_0;
 }
 
 /* Bound on |y - y_exact| for a kernel that quantizes activations (see the file comment). */
@@ -173,7 +192,8 @@ static double *exact_truth(const mcase *c, const float *x, int64_t n_tokens) {
 static const uint32_t all_types[] = {
     UM_TYPE_F32, UM_TYPE_F16, UM_TYPE_BF16, UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1, UM_TYPE_Q5_0,
     UM_TYPE_Q5_1, UM_TYPE_Q2_K, UM_TYPE_Q3_K, UM_TYPE_Q4_K, UM_TYPE_Q5_K, UM_TYPE_Q6_K,
-    UM_TYPE_IQ4_NL, UM_TYPE_IQ4_XS,
+    UM_TYPE_IQ4_NL, UM_TYPE_IQ4_XS, UM_TYPE_IQ2_XXS, UM_TYPE_IQ2_XS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_XXS,
+    UM_TYPE_IQ3_S, UM_TYPE_IQ1_S, UM_TYPE_IQ1_M, UM_TYPE_TQ1_0, UM_TYPE_TQ2_0,
 };
 
 /* Every format in types x every available kernel x (repacked, file layout) x n_tokens. */
@@ -233,7 +253,10 @@ TEST(matmul_every_format_larger_shape) {
 /* The integer kernels against their own quantized activations: tight, catches layout bugs
  * that the activation-error bound could hide on small values. */
 TEST(matmul_int_kernels_match_quantized_activations) {
-    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    /* the IQ/TQ formats take the integer path on the AVX2 kernel only (matmul_impl.h) */
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0, UM_TYPE_IQ2_XXS,
+        UM_TYPE_IQ2_XS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_XXS, UM_TYPE_IQ3_S, UM_TYPE_IQ1_S, UM_TYPE_IQ1_M,
+        UM_TYPE_TQ1_0, UM_TYPE_TQ2_0 };
     const int64_t n_in = 512, n_out = 32, n_tokens = 19;
     for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
         mcase c;
@@ -256,7 +279,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
                 mm_quantize_act_avx2(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX2 activation quantizer differs", um_type_name(types[ti]));
             }
-            if (matmul_kernel_available(UM_KERNEL_AVX512)) {
+            if (matmul_kernel_available(UM_KERNEL_AVX512) && !um_is_iq_lattice(types[ti])) {
                 size_t used = off_corr + (size_t)n_in / 16 * 4;
                 memset(row2, 0, row_bytes);
                 mm_quantize_act_avx512(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
@@ -273,6 +296,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
         }
         for (int k = UM_KERNEL_AVX2; k < UM_KERNEL_COUNT; k++) {
             if (!matmul_kernel_available((um_kernel)k)) continue;
+            if (um_is_iq_lattice(c.type) && k != UM_KERNEL_AVX2) continue;
             float *y = malloc(sizeof(float) * (size_t)(n_tokens * n_out));
             um_err e;
             CHECK_MSG(run_kernel(&c, (um_kernel)k, true, NULL, x, n_tokens, y, &e) == UM_OK, "%s", e.msg);
@@ -466,4 +490,14 @@ TEST(matmul_q4k_extreme_sums_do_not_overflow) {
     }
     free(x);
     free_case(&c);
+}
+
+/* The IQ/TQ integer path with many panels (no token slabs, next-panel prefetch) and the
+ * expert-sized token counts of MoE layers. */
+TEST(matmul_iq_many_panels) {
+    static const uint32_t types[] = { UM_TYPE_IQ2_XXS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_S, UM_TYPE_IQ1_S, UM_TYPE_TQ2_0 };
+    static const int64_t toks[] = { 3, 16, 40 };
+    um_pool *p = pool_new(2);
+    sweep_types(types, UM_ARRAY_LEN(types), 512, 256, toks, 3, p);
+    pool_free(p);
 }

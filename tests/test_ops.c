@@ -549,7 +549,7 @@ TEST(ops_embed_float_tables) {
     CHECK_CONTAINS(e.msg, "token id -1");
     CHECK(ops_embed(pool, out, tab32, UM_TYPE_Q8_0, V, 40, tok, 1, &e) == UM_FAIL);   /* 40 % 32 */
     CHECK_CONTAINS(e.msg, "multiple");
-    CHECK(ops_embed(pool, out, tab32, UM_TYPE_IQ2_XXS, V, 256, tok, 1, &e) == UM_FAIL);
+    CHECK(ops_embed(pool, out, tab32, UM_TYPE_MXFP4, V, 256, tok, 1, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "cannot dequantize");
     pool_free(pool);
 }

@@ -87,7 +87,7 @@ TEST(quant_traits_table) {
         const um_type_traits *a = um_traits(t->vec_dot_type);
         CHECK(a && a->from_float_ref && a->blck == t->blck * (a->blck / t->blck));
     }
-    CHECK(um_traits(UM_TYPE_IQ2_XXS) == NULL);
+    CHECK(um_traits(UM_TYPE_MXFP4) == NULL);
     CHECK(um_traits(UM_TYPE_I8) == NULL);
     CHECK(um_traits(4) == NULL);             /* removed Q4_2 */
     CHECK(um_traits(UM_TYPE_COUNT) == NULL);

@@ -104,7 +104,7 @@ TEST(quantize_mixture_names) {
     CHECK_EQ(um_mixture_find("Q4_K_M")->ftype, 15);
     CHECK_EQ(um_mixture_find("Q8_0")->base_type, UM_TYPE_Q8_0);
     CHECK(um_mixture_find("Q4_K") == NULL);
-    CHECK(um_mixture_find("IQ2_XXS") == NULL);    /* needs an importance matrix: not offered */
+    CHECK(um_mixture_find("Q2_K_S") == NULL);     /* needs an importance matrix: not offered */
     for (size_t i = 0; um_mixture_at(i); i++) {
         const um_type_traits *t = um_traits(um_mixture_at(i)->base_type);
         CHECK_MSG(t && t->from_float_ref, "%s has no quantizer", um_mixture_at(i)->name);

@@ -3,7 +3,10 @@
 # models of every architecture written by unmask's own writer: F32 (gate: per-row logits
 # cosine >= 0.9999 and argmax agreement >= 99%), and Q8_0 / Q4_K_M made by llama.cpp's own
 # llama-quantize from the same F32 file, so both runtimes read byte-identical files
-# (reported). Results: bench/results/check-peer.json. Run by `make check-peer`.
+# (reported). The IQ1/IQ2/IQ3 and ternary mixtures (IQ2_XXS ... TQ2_0) likewise, quantized by
+# llama-quantize with an importance matrix (tools/iq-fixtures.c writes one, 1 + 0.75 sin(...)
+# per column: the lowest-bit types are refused without one), reported.
+# Results: bench/results/check-peer.json. Run by `make check-peer`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build-peer.sh >/dev/null
@@ -12,6 +15,7 @@ mkdir -p build/check-peer
 w=build/check-peer
 cc -O2 -o $w/peer_logits bench/peer_logits.c -I$peer/include -L$peer/lib -lllama -lggml -lggml-base -Wl,-rpath,$PWD/$peer/lib
 cc -O2 -o $w/cmp_logits bench/cmp_logits.c -lm
+cc -O1 -std=c11 -o $w/iq-fixtures tools/iq-fixtures.c -I$peer/include -L$peer/lib -lggml-base -lm -Wl,-rpath,$PWD/$peer/lib
 threads=${THREADS:-2}
 # a 64-token canvas: a few prompt-like ids, then a run of mask tokens as in a real step
 fail=0
@@ -30,9 +34,14 @@ for shape in tiny-llada tiny-dream tiny-llada-moe tiny-rnd1; do
   ./unmask synth --shape $shape --type f32 -o $w/$shape-f32.gguf 2>/dev/null
   mask=$(./unmask info --json $w/$shape-f32.gguf | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokenizer"]["mask_token_id"])')
   toks=$(python3 -c "print(','.join([str((i*37+11)%256) for i in range(24)] + ['$mask']*40))")
-  for q in f32 q8_0 q4_k_m; do
+  $w/iq-fixtures imatrix $w/$shape-f32.gguf $w/$shape-imatrix.dat
+  for q in f32 q8_0 q4_k_m ${IQ_TYPES-iq2_xxs iq2_xs iq2_s iq2_m iq3_xxs iq3_s iq3_m iq1_s iq1_m tq1_0 tq2_0}; do
     f=$w/$shape-$q.gguf
-    if [ $q != f32 ]; then $peer/bin/llama-quantize $w/$shape-f32.gguf $f ${q^^} >/dev/null 2>&1; fi
+    case $q in
+      f32) ;;
+      iq*|tq*) $peer/bin/llama-quantize --imatrix $w/$shape-imatrix.dat $w/$shape-f32.gguf $f ${q^^} >/dev/null 2>&1 ;;
+      *) $peer/bin/llama-quantize $w/$shape-f32.gguf $f ${q^^} >/dev/null 2>&1 ;;
+    esac
     rc=0
     $w/peer_logits $f --tokens "$toks" --out $w/peer.f32 -t $threads >/dev/null 2>$w/peer.err || rc=$?
     if [ $rc != 0 ]; then

@@ -272,7 +272,7 @@ static size_t act_stride_int(const um_matmul_weights *w, size_t *off_scale, size
 
 static size_t per_thread_bytes(const um_matmul_weights *w) {
     size_t n = MM_FLOAT_SCRATCH;
-    if (w->packed) {
+    if (w->packed || mm_iq_int(w)) {
         size_t i = MM_INT_SCRATCH(w);
         if (w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU) i += mm_amx_scratch_bytes(w);
         n = UM_MAX(n, i);
@@ -285,7 +285,7 @@ size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_
     if (n_threads < 1) n_threads = 1;
     if (w->kernel == UM_KERNEL_REF) return (size_t)n_tokens * ref_act_stride(w) + 64;
     size_t a = 0, s, c;
-    if (w->packed) a = (size_t)n_tokens * act_stride_int(w, &s, &c);
+    if (w->packed || mm_iq_int(w)) a = (size_t)n_tokens * act_stride_int(w, &s, &c);
     return a + (size_t)n_threads * per_thread_bytes(w) + 64;
 }
 
@@ -323,7 +323,7 @@ void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_to
     int n_threads = pool_threads(p);
     mm_job j = { .w = w, .x = x, .y = y, .n_tokens = n_tokens, .n_threads = n_threads };
     uint8_t *s = scratch;
-    if (w->packed) {
+    if (w->packed || mm_iq_int(w)) {
         j.act_stride = act_stride_int(w, &j.off_scale, &j.off_corr);
         j.act = s;
         s += (size_t)n_tokens * j.act_stride;

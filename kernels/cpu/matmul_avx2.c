@@ -114,9 +114,9 @@ void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *
                 corr[j] = d * (float)s;
                 bsum[j] = (int16_t)s;
             }
-        } else if (type == UM_TYPE_Q6_K) {
+        } else if (type == UM_TYPE_Q6_K || um_is_iq_lattice(type)) {
             int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
-            for (int j = 0; j < 16; j++) corr[j] = -32 * (sums[2 * j] + sums[2 * j + 1]);
+            for (int j = 0; j < 16; j++) corr[j] = -mm_code_offset(type) * (sums[2 * j] + sums[2 * j + 1]);
         } else {
             ((int32_t *)(row + off_corr))[b] = -128 * (sums[0] + sums[1] + sums[2] + sums[3]);
         }

@@ -248,15 +248,20 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
-#if MM_VNNI
-    mm_panel_tables_avx2(w, panel, tab);
-#else
-    if (w->type == UM_TYPE_Q4_K) q4k_tables(w, panel, (uint8_t *)tab);
-    else mm_panel_tables_avx2(w, panel, tab);
-#endif
+    const bool iq = mm_iq_int(w);           /* decoded like a Q6_K panel, see matmul_impl.h */
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
-    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);
+    if (iq) {
+        mm_iq_panel(w, panel, tab, ub);
+    } else {
+#if MM_VNNI
+        mm_panel_tables_avx2(w, panel, tab);
+#else
+        if (w->type == UM_TYPE_Q4_K) q4k_tables(w, panel, (uint8_t *)tab);
+        else mm_panel_tables_avx2(w, panel, tab);
+#endif
+        if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);
+    }
     int64_t nb = w->n_in / um_type_blck(w->type);
     int64_t n_blocks = (t1 - t0 + TB - 1) / TB;   /* even register blocks */
     int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
@@ -272,7 +277,7 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
             for (size_t e = UM_MIN(pf + pf_step, pbytes); pf < e; pf += 64) _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
         for (int h = 0; h < 2; h++) {
             if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, (const void *)tab, nb, j, t, h, y) }
-            else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
+            else if (w->type == UM_TYPE_Q6_K || iq) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
             else { CASES(q8_0_block, pb, tab, nb, j, t, h, y) }
         }
     }
@@ -349,6 +354,6 @@ static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, 
 
 void MM_CHUNK_FN(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
     const um_matmul_weights *w = j->w;
-    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) int_chunk(j, panel, t0, t1, ts);
+    if ((w->packed || mm_iq_int(w)) && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) int_chunk(j, panel, t0, t1, ts);
     else float_chunk(j, panel, t0, t1, ts);
 }

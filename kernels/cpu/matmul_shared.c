@@ -155,7 +155,7 @@ void mm_pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t 
 /* ================================================================ panel scale tables */
 
 size_t mm_tables_bytes(const um_matmul_weights *w) {
-    if (!w->packed) return 0;
+    if (!w->packed && !mm_iq_int(w)) return 0;
     return (size_t)w->n_in * sizeof(float);   /* Q8_0 needs half of it */
 }
 
@@ -199,6 +199,30 @@ void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *t) {
     }
 }
 
+/* ================================================================ IQ panels */
+
+void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t *ub) {
+    const uint32_t bytes = um_type_bytes(w->type);
+    int8_t q[256];
+    uint8_t mult[16];
+    float scale;
+    for (int r = 0; r < UM_MATMUL_PANEL; r++) {
+        const uint8_t *row = (const uint8_t *)w->data + (size_t)(panel * UM_MATMUL_PANEL + r) * w->row_bytes;
+        for (int64_t sb = 0; sb < w->n_in / 256; sb++) {
+            um_iq_levels(w->type, row + sb * bytes, q, mult, &scale);
+            for (int jj = 0; jj < 16; jj++) tab[sb * 256 + jj * 16 + r] = scale * (float)mult[jj];
+            uint8_t *o = ub + sb * 4096 + r * 4;   /* column c: vector c / 4, byte r * 4 + c % 4 */
+            for (int c = 0; c < 256; c += 4) {
+                /* q + 64 in each byte, no carry between bytes (|q| <= 62) */
+                uint32_t x;
+                memcpy(&x, q + c, 4);
+                x = ((x & 0x7F7F7F7Fu) + 0x40404040u) ^ (x & 0x80808080u);
+                memcpy(o + (c / 4) * 64, &x, 4);
+            }
+        }
+    }
+}
+
 /* ================================================================ activations */
 
 /* Round to nearest, ties to even (the float magic-number trick, valid for |v| < 2^22). */
@@ -234,12 +258,12 @@ void mm_quantize_act(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
                 corr[j] = d * (float)s;
                 bsum[j] = (int16_t)s;      /* |s| <= 32 * 127 */
             }
-        } else if (type == UM_TYPE_Q6_K) {
+        } else if (type == UM_TYPE_Q6_K || um_is_iq_lattice(type)) {
             int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
             for (int j = 0; j < 16; j++) {
                 int s = 0;
                 for (int i = 0; i < 16; i++) s += qb[j * 16 + i];
-                corr[j] = -32 * s;
+                corr[j] = -mm_code_offset(type) * s;
             }
         } else {
             int s = 0;

@@ -628,6 +628,15 @@ static const um_type_traits traits[UM_TYPE_COUNT] = {
     ROW(UM_TYPE_Q8_K,   "q8_K",   UM_QK_K, sizeof(um_block_q8_K),   q8_K_to_float,   quant_q8_K_from_float,   NULL,       UM_TYPE_Q8_K, true,  true),
     ROW(UM_TYPE_IQ4_NL, "iq4_nl", UM_QK4_NL, sizeof(um_block_iq4_nl), iq4_nl_to_float, quant_iq4_nl_from_float, iq4_nl_dot, UM_TYPE_Q8_0, true,  false),
     ROW(UM_TYPE_IQ4_XS, "iq4_xs", UM_QK_K, sizeof(um_block_iq4_xs),   iq4_xs_to_float, quant_iq4_xs_from_float, iq4_xs_dot, UM_TYPE_Q8_K, true,  false),
+    ROW(UM_TYPE_IQ2_XXS, "iq2_xxs", UM_QK_K, sizeof(um_block_iq2_xxs), quant_iq2_xxs_to_float, quant_iq2_xxs_from_float, quant_iq2_xxs_dot, UM_TYPE_Q8_K, true, false),
+    ROW(UM_TYPE_IQ2_XS, "iq2_xs", UM_QK_K, sizeof(um_block_iq2_xs), quant_iq2_xs_to_float, quant_iq2_xs_from_float, quant_iq2_xs_dot, UM_TYPE_Q8_K, true, false),
+    ROW(UM_TYPE_IQ2_S, "iq2_s", UM_QK_K, sizeof(um_block_iq2_s), quant_iq2_s_to_float, quant_iq2_s_from_float, quant_iq2_s_dot, UM_TYPE_Q8_K, true, false),
+    ROW(UM_TYPE_IQ3_XXS, "iq3_xxs", UM_QK_K, sizeof(um_block_iq3_xxs), quant_iq3_xxs_to_float, quant_iq3_xxs_from_float, quant_iq3_xxs_dot, UM_TYPE_Q8_K, true, false),
+    ROW(UM_TYPE_IQ3_S, "iq3_s", UM_QK_K, sizeof(um_block_iq3_s), quant_iq3_s_to_float, quant_iq3_s_from_float, quant_iq3_s_dot, UM_TYPE_Q8_K, true, false),
+    ROW(UM_TYPE_IQ1_S, "iq1_s", UM_QK_K, sizeof(um_block_iq1_s), quant_iq1_s_to_float, quant_iq1_s_from_float, quant_iq1_s_dot, UM_TYPE_Q8_K, true, false),
+    ROW(UM_TYPE_IQ1_M, "iq1_m", UM_QK_K, sizeof(um_block_iq1_m), quant_iq1_m_to_float, quant_iq1_m_from_float, quant_iq1_m_dot, UM_TYPE_Q8_K, true, false),
+    ROW(UM_TYPE_TQ1_0, "tq1_0", UM_QK_K, sizeof(um_block_tq1_0), quant_tq1_0_to_float, quant_tq1_0_from_float, quant_tq1_0_dot, UM_TYPE_Q8_K, true, false),
+    ROW(UM_TYPE_TQ2_0, "tq2_0", UM_QK_K, sizeof(um_block_tq2_0), quant_tq2_0_to_float, quant_tq2_0_from_float, quant_tq2_0_dot, UM_TYPE_Q8_K, true, false),
 };
 
 const um_type_traits *um_traits(uint32_t t) {

@@ -127,6 +127,71 @@ UM_STATIC_ASSERT(sizeof(um_block_iq4_nl) == 2 + 16, "iq4_nl size");
 typedef struct { um_half d; uint16_t scales_h; uint8_t scales_l[UM_QK_K / 64]; uint8_t qs[UM_QK_K / 2]; } um_block_iq4_xs;
 UM_STATIC_ASSERT(sizeof(um_block_iq4_xs) == 2 + 2 + 4 + 128, "iq4_xs size");
 
+/* ------------------------------------------------------------------ IQ1/IQ2/IQ3 and ternary
+ * Layouts from llama.cpp's ggml/src/ggml-common.h (v0.4.0); the lattice grids their indices
+ * point into are in iq_tables.c. Each 256-block has 8 sub-blocks of 32 ("ib32"), each 4
+ * groups of 8 weights sharing a grid entry; signs come from ksigns (7 stored bits + parity).
+ */
+
+/* 2.0625 bpw: per ib32 two u32: 4 grid indices (8 bits), then 4 x 7 sign bits, 4-bit scale */
+typedef struct { um_half d; uint16_t qs[UM_QK_K / 8]; } um_block_iq2_xxs;
+UM_STATIC_ASSERT(sizeof(um_block_iq2_xxs) == 2 + 64, "iq2_xxs size");
+
+/* 2.3125 bpw: per group of 8 a u16 (9-bit grid index, 7 sign bits); 4-bit scale per 16 */
+typedef struct { um_half d; uint16_t qs[UM_QK_K / 8]; uint8_t scales[UM_QK_K / 32]; } um_block_iq2_xs;
+UM_STATIC_ASSERT(sizeof(um_block_iq2_xs) == 2 + 64 + 8, "iq2_xs size");
+
+/* 2.5625 bpw: 10-bit grid index (8 in qs, 2 in qh), 8 explicit sign bits, 4-bit scale per 16 */
+typedef struct { um_half d; uint8_t qs[UM_QK_K / 4]; uint8_t qh[UM_QK_K / 32]; uint8_t scales[UM_QK_K / 32]; } um_block_iq2_s;
+UM_STATIC_ASSERT(sizeof(um_block_iq2_s) == 2 + 64 + 8 + 8, "iq2_s size");
+
+/* 3.0625 bpw: 8-bit indices of 4-element grid points, then per ib32 a u32 of signs and scale */
+typedef struct { um_half d; uint8_t qs[3 * UM_QK_K / 8]; } um_block_iq3_xxs;
+UM_STATIC_ASSERT(sizeof(um_block_iq3_xxs) == 2 + 96, "iq3_xxs size");
+
+/* 3.4375 bpw: 9-bit indices of 4-element grid points, 8 explicit sign bits, 4-bit scale per 32 */
+typedef struct { um_half d; uint8_t qs[UM_QK_K / 4]; uint8_t qh[UM_QK_K / 32]; uint8_t signs[UM_QK_K / 8];
+                 uint8_t scales[UM_QK_K / 64]; } um_block_iq3_s;
+UM_STATIC_ASSERT(sizeof(um_block_iq3_s) == 2 + 64 + 8 + 32 + 4, "iq3_s size");
+
+/* 1.5625 bpw: 11-bit grid index (levels -1/0/1) per 8; per ib32 in qh: 3 high index bits x 4,
+ * 3-bit scale, sign of the +-1/8 shift */
+typedef struct { um_half d; uint8_t qs[UM_QK_K / 8]; uint16_t qh[UM_QK_K / 32]; } um_block_iq1_s;
+UM_STATIC_ASSERT(sizeof(um_block_iq1_s) == 2 + 32 + 16, "iq1_s size");
+
+/* 1.75 bpw: as iq1_s with a shift sign per 8 and 3-bit scales per 16; the fp16 block scale is
+ * scattered over the top nibbles of the four u16 of scales (um_iq1_m_d) */
+typedef struct { uint8_t qs[UM_QK_K / 8]; uint8_t qh[UM_QK_K / 16]; uint8_t scales[UM_QK_K / 32]; } um_block_iq1_m;
+UM_STATIC_ASSERT(sizeof(um_block_iq1_m) == 32 + 16 + 8, "iq1_m size");
+
+/* 1.6875 bpw ternary: 5 trits per byte in qs (240 weights), 4 per byte in qh (16 weights) */
+typedef struct { uint8_t qs[(UM_QK_K - 4 * UM_QK_K / 64) / 5]; uint8_t qh[UM_QK_K / 64]; um_half d; } um_block_tq1_0;
+UM_STATIC_ASSERT(sizeof(um_block_tq1_0) == 48 + 4 + 2, "tq1_0 size");
+
+/* 2.0625 bpw ternary: 2 bits per weight, x = d * (q - 1) */
+typedef struct { uint8_t qs[UM_QK_K / 4]; um_half d; } um_block_tq2_0;
+UM_STATIC_ASSERT(sizeof(um_block_tq2_0) == 64 + 2, "tq2_0 size");
+
+#define UM_IQ1S_NGRID 2048
+#define UM_IQ1S_DELTA 0.125f     /* the +-1/8 shift of IQ1_S / IQ1_M levels */
+
+/* The format tables (iq_tables.c, verbatim from llama.cpp's ggml-common.h). */
+extern const uint8_t  um_kmask_iq2xs[8];
+extern const uint8_t  um_ksigns_iq2xs[128];        /* 7 sign bits -> 8 with even parity */
+extern const uint64_t um_iq2xxs_grid[256];
+extern const uint64_t um_iq2xs_grid[512];
+extern const uint64_t um_iq2s_grid[1024];
+extern const uint32_t um_iq3xxs_grid[256];
+extern const uint32_t um_iq3s_grid[512];
+extern const uint64_t um_iq1s_grid[UM_IQ1S_NGRID];
+
+/* IQ1_M: the fp16 bits of the block scale, 4 bits from the top of each scales u16. */
+static inline um_half um_iq1_m_d(const um_block_iq1_m *b) {
+    uint16_t sc[4];
+    for (int i = 0; i < 4; i++) sc[i] = (uint16_t)(b->scales[2 * i] | (b->scales[2 * i + 1] << 8));
+    return (um_half)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+}
+
 /* Size facts for every ggml type id, including those unmask cannot compute with, so the
  * GGUF reader can validate any file. blck == 0 marks an id that is not a type. */
 typedef struct um_type_size {
@@ -206,6 +271,16 @@ static inline int um_iq4_xs_scale(int ib, const um_block_iq4_xs *b) {
 
 /* The IQ4_NL / IQ4_XS codebook: 4-bit index -> int8 level. */
 extern const int8_t um_iq4nl_values[16];
+
+/* The lattice and ternary formats (IQ2_XXS..IQ1_M, TQ1_0, TQ2_0) in integer form: block =
+ * scale * sum over 16-element groups g of mult[g] * q (q in element order, |q| <= 62, mult
+ * odd <= 31). Equal to the reference dequantizer up to float rounding; what int8 kernels use.
+ * Returns -1 (and writes nothing) for any other type. */
+int um_iq_levels(uint32_t type, const void *block, int8_t q[UM_QK_K], uint8_t mult[UM_QK_K / 16], float *scale);
+static inline bool um_is_iq_lattice(uint32_t t) {
+    return t == UM_TYPE_IQ2_XXS || t == UM_TYPE_IQ2_XS || t == UM_TYPE_IQ2_S || t == UM_TYPE_IQ3_XXS ||
+           t == UM_TYPE_IQ3_S || t == UM_TYPE_IQ1_S || t == UM_TYPE_IQ1_M || t == UM_TYPE_TQ1_0 || t == UM_TYPE_TQ2_0;
+}
 
 /* Activation quantizers (reference, bit-exact with llama.cpp's quantize_row_*_ref). */
 void um_quantize_q8_0(const float *x, um_block_q8_0 *y, int64_t n);

@@ -58,4 +58,29 @@ void quant_q8_K_from_float(const float *x, void *dst, int64_t n);
 void quant_iq4_nl_from_float(const float *x, void *dst, int64_t n);
 void quant_iq4_xs_from_float(const float *x, void *dst, int64_t n);
 
+/* The lattice and ternary formats (quant_iq.c): reference dequantizer and dot against Q8_K. */
+#define QUANT_IQ_DECL(name)                                                   \
+    void quant_##name##_to_float(const void *src, float *y, int64_t n);      \
+    float quant_##name##_dot(const void *w, const void *act, int64_t n);
+QUANT_IQ_DECL(iq2_xxs)
+QUANT_IQ_DECL(iq2_xs)
+QUANT_IQ_DECL(iq2_s)
+QUANT_IQ_DECL(iq3_xxs)
+QUANT_IQ_DECL(iq3_s)
+QUANT_IQ_DECL(iq1_s)
+QUANT_IQ_DECL(iq1_m)
+QUANT_IQ_DECL(tq1_0)
+QUANT_IQ_DECL(tq2_0)
+#undef QUANT_IQ_DECL
+void quant_tq1_0_from_float(const float *x, void *dst, int64_t n);
+/* Simple nearest-grid-point quantizers (quant_iq_search.c; not llama.cpp's search). */
+void quant_iq2_xxs_from_float(const float *x, void *dst, int64_t n);
+void quant_iq2_xs_from_float(const float *x, void *dst, int64_t n);
+void quant_iq2_s_from_float(const float *x, void *dst, int64_t n);
+void quant_iq3_xxs_from_float(const float *x, void *dst, int64_t n);
+void quant_iq3_s_from_float(const float *x, void *dst, int64_t n);
+void quant_iq1_s_from_float(const float *x, void *dst, int64_t n);
+void quant_iq1_m_from_float(const float *x, void *dst, int64_t n);
+void quant_tq2_0_from_float(const float *x, void *dst, int64_t n);
+
 #endif

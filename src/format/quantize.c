@@ -32,6 +32,8 @@ enum {
     FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9,
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15,
     FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32,
+    FT_IQ2_XXS = 19, FT_IQ2_XS = 20, FT_IQ3_XXS = 23, FT_IQ3_S = 26, FT_IQ3_M = 27, FT_IQ2_S = 28,
+    FT_IQ2_M = 29, FT_TQ1_0 = 36, FT_TQ2_0 = 37, FT_IQ1_S = 24, FT_IQ1_M = 31,
 };
 
 static const um_mixture mixtures[] = {
@@ -51,6 +53,17 @@ static const um_mixture mixtures[] = {
     { "Q5_1",   FT_Q5_1,   UM_TYPE_Q5_1,   "Q5_1, Q6_K head (6.0 bpw)" },
     { "IQ4_NL", FT_IQ4_NL, UM_TYPE_IQ4_NL, "4-bit codebook, blocks of 32 (4.5 bpw)" },
     { "IQ4_XS", FT_IQ4_XS, UM_TYPE_IQ4_XS, "4-bit codebook, 6-bit sub-scales (4.25 bpw)" },
+    { "IQ3_M",  FT_IQ3_M,  UM_TYPE_IQ3_S,  "IQ3_S lattice, Q4_K attn_v/attn_output and early ffn_down (3.7 bpw)" },
+    { "IQ3_S",  FT_IQ3_S,  UM_TYPE_IQ3_S,  "IQ3_S lattice, 4-bit scales per 32 (3.4 bpw)" },
+    { "IQ3_XXS", FT_IQ3_XXS, UM_TYPE_IQ3_XXS, "IQ3_XXS lattice, IQ2_S attn_q/attn_k, IQ3_S attn_output (3.1 bpw)" },
+    { "IQ2_M",  FT_IQ2_M,  UM_TYPE_IQ2_S,  "IQ2_S lattice, IQ3_S token_embd/attn_v/attn_output (2.7 bpw)" },
+    { "IQ2_S",  FT_IQ2_S,  UM_TYPE_IQ2_XS, "IQ2_XS lattice, IQ3_S token_embd/attn_v/attn_output (2.5 bpw)" },
+    { "IQ2_XS", FT_IQ2_XS, UM_TYPE_IQ2_XS, "IQ2_XS lattice, Q2_K token_embd/attn_v, Q5_K head (2.3 bpw)" },
+    { "IQ2_XXS", FT_IQ2_XXS, UM_TYPE_IQ2_XXS, "IQ2_XXS lattice, Q2_K token_embd/attn_v, Q5_K head (2.1 bpw)" },
+    { "IQ1_M",  FT_IQ1_M,  UM_TYPE_IQ1_M,  "IQ1_M lattice, IQ2_XXS attn_output, Q2_K token_embd (1.8 bpw)" },
+    { "IQ1_S",  FT_IQ1_S,  UM_TYPE_IQ1_S,  "IQ1_S lattice, IQ2_XXS attn_output, Q2_K token_embd (1.6 bpw)" },
+    { "TQ1_0",  FT_TQ1_0,  UM_TYPE_TQ1_0,  "ternary, for models trained ternary (BitNet); Q4_K token_embd (1.69 bpw)" },
+    { "TQ2_0",  FT_TQ2_0,  UM_TYPE_TQ2_0,  "ternary, 2 bits per weight; Q4_K token_embd (2.06 bpw)" },
     { "F16",    FT_F16,    UM_TYPE_F16,    "IEEE half for every 2-D weight" },
     { "BF16",   FT_BF16,   UM_TYPE_BF16,   "bfloat16 for every 2-D weight" },
     { "F32",    FT_ALL_F32, UM_TYPE_F32,   "float32 for every 2-D weight" },
@@ -160,7 +173,14 @@ static int ffn_layer(const rule_state *s, int counter, const char *name, int *la
     return UM_OK;
 }
 
-/* llama_tensor_get_type_impl for the offered ftypes. */
+/* The ftypes llama.cpp handles in one branch of their own (1- and 2-bit lattices). */
+static bool iq2_family(uint32_t ft) {
+    return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ2_S || ft == FT_IQ2_M || ft == FT_IQ1_M;
+}
+
+/* llama_tensor_get_type_impl for the offered ftypes. IQ3_XXS is chosen as llama-quantize
+ * chooses it with an importance matrix (which it demands for IQ3_XXS weights; unmask's own
+ * quantizer needs none): has_imatrix is true for it. */
 static int mixture_type(rule_state *s, const um_quant_tensor *t, category cat, uint32_t *type, um_err *e) {
     const uint32_t ft = s->mix->ftype;
     const int n_layer = s->m->n_layer, n_expert = s->m->n_expert;
@@ -169,12 +189,36 @@ static int mixture_type(rule_state *s, const um_quant_tensor *t, category cat, u
     if (cat == CAT_OUTPUT || (s->tied && cat == CAT_TOKEN_EMBD)) {
         /* the head gets Q6_K (or Q8_0 when the rows do not split into the base type's blocks) */
         if (s->falcon || t->ne[0] % um_type_blck(nt) != 0) nt = UM_TYPE_Q8_0;
+        else if (iq2_family(ft) || ft == FT_IQ3_XXS) nt = UM_TYPE_Q5_K;
         else if (nt != UM_TYPE_Q8_0) nt = UM_TYPE_Q6_K;
     } else if (cat == CAT_TOKEN_EMBD) {
-        /* only the IQ1/IQ2/IQ3/TQ mixtures (not offered) change token_embd */
+        if (ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ1_M) nt = UM_TYPE_Q2_K;
+        else if (ft == FT_IQ2_S || ft == FT_IQ2_M || ft == FT_IQ3_XXS) nt = UM_TYPE_IQ3_S;
+        else if (ft == FT_TQ1_0 || ft == FT_TQ2_0) nt = UM_TYPE_Q4_K;
+    } else if (iq2_family(ft)) {
+        /* llama.cpp's branch for these: its own attn_v, attn_k, ffn_down (by plain tensor
+         * count, not layer) and attn_output rules, nothing else */
+        const bool m2 = ft == FT_IQ2_S || ft == FT_IQ2_M;
+        if (is_attn_v(cat)) {
+            if (n_gqa(s->m) >= 4 || n_expert >= 4) nt = UM_TYPE_Q4_K;
+            else nt = m2 ? UM_TYPE_IQ3_S : UM_TYPE_Q2_K;
+            s->i_attn_v++;
+        } else if (n_expert == 8 && cat == CAT_ATTN_K) {
+            nt = UM_TYPE_Q4_K;
+        } else if (cat == CAT_FFN_DOWN) {
+            if (s->i_ffn_down < n_layer / 8) nt = m2 ? UM_TYPE_IQ3_S : UM_TYPE_Q2_K;
+            s->i_ffn_down++;
+        } else if (cat == CAT_ATTN_OUTPUT) {
+            if (n_expert == 8) nt = UM_TYPE_Q5_K;
+            else if (ft == FT_IQ1_S || ft == FT_IQ1_M) nt = UM_TYPE_IQ2_XXS;
+            else if (m2) nt = UM_TYPE_IQ3_S;
+        }
     } else if (is_attn_v(cat)) {
         const int i = s->i_attn_v, n = s->n_attn_v;
         if (ft == FT_Q2_K) nt = n_gqa(s->m) >= 4 ? UM_TYPE_Q4_K : UM_TYPE_Q3_K;
+        else if (ft == FT_IQ3_XXS) nt = n_gqa(s->m) >= 4 ? UM_TYPE_Q4_K : UM_TYPE_IQ3_XXS;  /* with imatrix */
+        else if (ft == FT_IQ3_S && n_gqa(s->m) >= 4) nt = UM_TYPE_Q4_K;
+        else if (ft == FT_IQ3_M) nt = UM_TYPE_Q4_K;
         else if (ft == FT_Q3_K_M) nt = i < 2 ? UM_TYPE_Q5_K : UM_TYPE_Q4_K;
         else if (ft == FT_Q3_K_L) nt = UM_TYPE_Q5_K;
         else if ((ft == FT_IQ4_NL || ft == FT_IQ4_XS) && n_gqa(s->m) >= 4) nt = UM_TYPE_Q5_K;
@@ -185,15 +229,18 @@ static int mixture_type(rule_state *s, const um_quant_tensor *t, category cat, u
         s->i_attn_v++;
     } else if (cat == CAT_ATTN_K) {
         if (n_expert == 8) nt = UM_TYPE_Q8_0;
+        else if (ft == FT_IQ3_XXS) nt = UM_TYPE_IQ2_S;
     } else if (cat == CAT_ATTN_Q) {
-        /* only IQ3 mixtures */
+        if (ft == FT_IQ3_XXS) nt = UM_TYPE_IQ2_S;
     } else if (cat == CAT_FFN_DOWN) {
         int il;
         if (ffn_layer(s, s->i_ffn_down, t->name, &il, e)) return UM_FAIL;
         const bool mb = more_bits(il, n_layer);
         if (ft == FT_Q2_K) nt = UM_TYPE_Q3_K;
+        /* IQ3_XXS without an imatrix would take Q4_K/Q3_K here; with one (see above) nothing */
         else if (ft == FT_Q3_K_M)
             nt = il < n_layer / 16 ? UM_TYPE_Q5_K : (!s->falcon || mb) ? UM_TYPE_Q4_K : UM_TYPE_Q3_K;
+        else if (ft == FT_IQ3_M && (il < n_layer / 8 || (n_expert == 8 && mb))) nt = UM_TYPE_Q4_K;
         else if (ft == FT_Q3_K_L) nt = s->falcon ? UM_TYPE_Q4_K : UM_TYPE_Q5_K;
         else if (ft == FT_Q4_K_M) {
             if (s->falcon) nt = il < n_layer / 16 ? UM_TYPE_Q6_K : mb ? UM_TYPE_Q5_K : UM_TYPE_Q4_K;
@@ -205,11 +252,13 @@ static int mixture_type(rule_state *s, const um_quant_tensor *t, category cat, u
     } else if (cat == CAT_ATTN_OUTPUT) {
         if (!s->falcon) {
             if (n_expert == 8) {
-                if (ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_IQ4_NL ||
-                    ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ4_XS)
+                if (ft == FT_Q2_K || ft == FT_IQ3_XXS || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_IQ4_NL ||
+                    ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ3_S || ft == FT_IQ3_M || ft == FT_IQ4_XS)
                     nt = UM_TYPE_Q5_K;
             } else {
                 if (ft == FT_Q2_K) nt = UM_TYPE_Q3_K;
+                else if (ft == FT_IQ3_XXS) nt = UM_TYPE_IQ3_S;
+                else if (ft == FT_IQ3_M) nt = UM_TYPE_Q4_K;
                 else if (ft == FT_Q3_K_M) nt = UM_TYPE_Q4_K;
                 else if (ft == FT_Q3_K_L) nt = UM_TYPE_Q5_K;
             }
@@ -234,8 +283,10 @@ static int fallback(const um_quant_tensor *t, uint32_t *type, um_err *e) {
     uint32_t nt = *type;
     if (ncols % um_type_blck(nt) == 0) return UM_OK;
     switch (nt) {
+    case UM_TYPE_IQ1_S: case UM_TYPE_IQ1_M: case UM_TYPE_IQ2_XXS: case UM_TYPE_IQ2_XS: case UM_TYPE_IQ2_S:
+    case UM_TYPE_IQ3_XXS: case UM_TYPE_IQ3_S:
     case UM_TYPE_IQ4_XS: nt = UM_TYPE_IQ4_NL; break;
-    case UM_TYPE_Q2_K: case UM_TYPE_Q3_K: nt = UM_TYPE_Q4_0; break;
+    case UM_TYPE_Q2_K: case UM_TYPE_Q3_K: case UM_TYPE_TQ1_0: case UM_TYPE_TQ2_0: nt = UM_TYPE_Q4_0; break;
     case UM_TYPE_Q4_K: nt = UM_TYPE_Q5_0; break;
     case UM_TYPE_Q5_K: nt = UM_TYPE_Q5_1; break;
     case UM_TYPE_Q6_K: nt = UM_TYPE_Q8_0; break;
