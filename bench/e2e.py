@@ -69,7 +69,10 @@ def main():
     # (the dual cache with the entropy-bounded schedule: fewer steps when the model is sure)
     if not a.no_cache:
         runtimes["unmask-dual"] = (um + ["--cache", "dual"], {})
-        runtimes["unmask-fast"] = ([x for x in um if x not in ("--steps", str(a.steps))] + ["--fast"], {})
+        # --fast chooses its own steps: drop the "--steps N" pair (only that pair: N may equal
+        # another flag's value, e.g. --block 32)
+        k = um.index("--steps")
+        runtimes["unmask-fast"] = (um[:k] + um[k + 2:] + ["--fast"], {})
     if a.only:
         keep = {"peer"} | set(a.only.split(","))
         unknown = keep - set(runtimes)
