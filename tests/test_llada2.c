@@ -585,3 +585,45 @@ TEST(llada2_hparams_and_shapes) {
     CHECK(s->n_expert == 256 && s->n_expert_used == 8 && s->n_expert_groups == 8 && s->n_group_used == 4);
     CHECK(s->n_dense_lead == 1 && s->n_expert_shared == 1 && s->mask_id == 156895 && s->eos_id == 156892);
 }
+
+/* Bad llada2 hyper-parameters are refused at load with a message naming the key. */
+static void refused_with(const char *path, const char *key, uint32_t value, const char *expect) {
+    um_err e = { "" };
+    gguf_file *g;
+    if (gguf_open(&g, path, &e)) { th_fail(__FILE__, __LINE__, "%s", e.msg); return; }
+    gguf_writer *w = gguf_writer_new();
+    const char *skip[] = { key, NULL };
+    gguf_copy_kv(w, g, skip);
+    gguf_set_u32(w, key, value);
+    for (uint64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        gguf_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->size, &e);
+    }
+    char p2[300];
+    snprintf(p2, sizeof p2, "%s.bad.gguf", path);
+    int rc = gguf_writer_write(w, p2, &e);
+    gguf_writer_free(w);
+    gguf_close(g);
+    if (rc) { th_fail(__FILE__, __LINE__, "%s", e.msg); return; }
+    um_model *m = NULL;
+    rc = model_open(&m, p2, &e);
+    unlink(p2);
+    model_close(m);
+    if (rc != UM_FAIL || !strstr(e.msg, expect))
+        th_fail(__FILE__, __LINE__, "%s = %u: rc %d, message '%s' (expected '%s')", key, value, rc, e.msg, expect);
+}
+
+TEST(llada2_bad_hparams_are_refused) {
+    char path[256];
+    CHECK(make_model(UM_TYPE_F32, path, sizeof path) == 0);
+    refused_with(path, "llada2.expert_group_count", 3, "expert_group_count 3");        /* 8 experts */
+    refused_with(path, "llada2.expert_group_used_count", 2, "expert_group_used_count 2"); /* of 2 groups */
+    refused_with(path, "llada2.leading_dense_block_count", 9, "leading_dense_block_count 9");
+    refused_with(path, "llada2.expert_gating_func", 3, "expert_gating_func 3");
+    refused_with(path, "diffusion.block_length", 0, "diffusion.block_length 0");
+    refused_with(path, "llada2.nextn_predict_layers", 3, "nextn_predict_layers 3");
+    refused_with(path, "llada2.expert_shared_count", 2, "ffn_gate_shexp.weight' has shape");  /* 512 wide */
+    unlink(path);
+}
