@@ -25,6 +25,9 @@ typedef struct um_arch {
     bool         moe;           /* FFN is a mixture of experts (ffn_gate_inp, ffn_*_exps) */
     um_router    router;
     bool         moe_norm_w;    /* renormalise the k selected weights to sum to 1 */
+    bool         moe_from_keys; /* expert_gating_func / expert_weights_norm keys override router and
+                                   moe_norm_w (llama.cpp reads them for BailingMoeV2/LLaDA2 only;
+                                   its llada-moe and rnd1 graphs hard-code theirs) */
     bool         shift_logits;  /* default when diffusion.shift_logits is absent: score i by row i-1 */
     bool         output_optional; /* output.weight may be missing: tied to token_embd */
     const char  *default_chat;  /* chat template used when the file's is not recognised */

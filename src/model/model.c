@@ -165,8 +165,9 @@ static int bind_experts(loader *L, um_weight **out, const char *name, int64_t n_
 }
 
 /* MoE keys beyond expert_count/used/ff (BailingMoeV2 / LLaDA2 and the llama.cpp generic
- * ones): leading dense layers, shared experts, gating function, weight normalisation and
- * expert groups. Absent keys take the architecture's defaults. */
+ * ones): leading dense layers, shared experts, gating function and weight normalisation (where
+ * arch->moe_from_keys), expert groups (any MoE architecture, as llama.cpp's build_moe_ffn).
+ * Absent keys take the architecture's defaults. */
 static int read_moe_extras(um_model *m, um_err *e) {
     um_hparams *hp = &m->hp;
     uint32_t v;
@@ -182,14 +183,17 @@ static int read_moe_extras(um_model *m, um_err *e) {
     if (get_u32_opt(m, "expert_shared_feed_forward_length", 0, &v, e)) return UM_FAIL;
     if (v > (1u << 20)) return um_errf(e, "expert_shared_feed_forward_length %u out of range", v);
     hp->n_ff_shexp = (int32_t)((v ? (int64_t)v : hp->n_ff_exp) * hp->n_expert_shared);
-    if (get_u32_opt(m, "expert_gating_func", m->arch->router == UM_ROUTER_SIGMOID ? 2u : 1u, &v, e)) return UM_FAIL;
-    if (v != 1 && v != 2)  /* llama.cpp's enum: 1 softmax, 2 sigmoid */
-        return um_errf(e, "expert_gating_func %u unsupported (1 softmax and 2 sigmoid are)", v);
-    hp->moe_sigmoid = v == 2;
+    hp->moe_sigmoid = m->arch->router == UM_ROUTER_SIGMOID;
     hp->moe_norm_w = m->arch->moe_norm_w;
-    char key[160];
-    arch_key(m, "expert_weights_norm", key, sizeof key);
-    if (gguf_find_kv(m->gguf, key) && gguf_get_bool(m->gguf, key, &hp->moe_norm_w, e)) return UM_FAIL;
+    if (m->arch->moe_from_keys) {
+        if (get_u32_opt(m, "expert_gating_func", hp->moe_sigmoid ? 2u : 1u, &v, e)) return UM_FAIL;
+        if (v != 1 && v != 2)  /* llama.cpp's enum: 1 softmax, 2 sigmoid */
+            return um_errf(e, "expert_gating_func %u unsupported (1 softmax and 2 sigmoid are)", v);
+        hp->moe_sigmoid = v == 2;
+        char key[160];
+        arch_key(m, "expert_weights_norm", key, sizeof key);
+        if (gguf_find_kv(m->gguf, key) && gguf_get_bool(m->gguf, key, &hp->moe_norm_w, e)) return UM_FAIL;
+    }
     uint32_t ng, nu;
     if (get_u32_opt(m, "expert_group_count", 0, &ng, e) || get_u32_opt(m, "expert_group_used_count", 0, &nu, e))
         return UM_FAIL;
