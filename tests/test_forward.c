@@ -110,6 +110,11 @@ TEST(forward_dream_q6_K_matches_reference) { compare_paths("tiny-dream", UM_TYPE
 TEST(forward_llada_moe_f32_matches_reference) { compare_paths("tiny-llada-moe", UM_TYPE_F32, 0.99999); }
 TEST(forward_llada_moe_q8_0_matches_reference) { compare_paths("tiny-llada-moe", UM_TYPE_Q8_0, 0.99); }
 TEST(forward_rnd1_q4_K_matches_reference) { compare_paths("tiny-rnd1", UM_TYPE_Q4_K, 0.99); }
+/* llada2: fused QKV, partial rotary, dense lead layer, grouped sigmoid routing, shared experts
+ * and the block-causal mask over 37 rows (one full block of 32 and a partial one); the subset
+ * check's scrambled rows run the mask in short runs */
+TEST(forward_llada2_f32_matches_reference) { compare_paths("tiny-llada2", UM_TYPE_F32, 0.99999); }
+TEST(forward_llada2_q8_0_matches_reference) { compare_paths("tiny-llada2", UM_TYPE_Q8_0, 0.99); }
 
 TEST(model_rejects_unknown_arch_and_missing_tensor) {
     char path[256];

@@ -581,7 +581,7 @@ TEST(ops_moe_route_softmax_hand_cases) {
     float w[4];
     um_err e = { "" };
     double S = exp(1) + exp(3) + exp(2) + 1;
-    um_moe_cfg c = { 4, 2, UM_MOE_SOFTMAX, false, 0, NULL };
+    um_moe_cfg c = { 4, 2, UM_MOE_SOFTMAX, false, 0, NULL, 0, 0 };
     CHECK(ops_moe_route(&c, z, 2, ex, w, &e) == UM_OK);
     CHECK_EQ(ex[0], 1); CHECK_EQ(ex[1], 2);
     CHECK_NEAR(w[0], exp(3) / S, 1e-6);
@@ -597,7 +597,7 @@ TEST(ops_moe_route_softmax_hand_cases) {
     /* k = n_expert: a full ordering, weights sum to 1 */
     int32_t ex4[4];
     float w4[4];
-    um_moe_cfg c4 = { 4, 4, UM_MOE_SOFTMAX, false, 0, NULL };
+    um_moe_cfg c4 = { 4, 4, UM_MOE_SOFTMAX, false, 0, NULL, 0, 0 };
     CHECK(ops_moe_route(&c4, z, 1, ex4, w4, &e) == UM_OK);
     CHECK_EQ(ex4[0], 1); CHECK_EQ(ex4[1], 2); CHECK_EQ(ex4[2], 0); CHECK_EQ(ex4[3], 3);
     CHECK_NEAR(w4[0] + w4[1] + w4[2] + w4[3], 1.0, 1e-6);
@@ -611,7 +611,7 @@ TEST(ops_moe_route_sigmoid_bias_scale) {
     float w[2];
     um_err e = { "" };
     double s0 = 0.5, s2 = 1 / (1 + exp(1.0));
-    um_moe_cfg c = { 4, 2, UM_MOE_SIGMOID, false, 0, bias };
+    um_moe_cfg c = { 4, 2, UM_MOE_SIGMOID, false, 0, bias, 0, 0 };
     CHECK(ops_moe_route(&c, z, 1, ex, w, &e) == UM_OK);
     CHECK_EQ(ex[0], 2); CHECK_EQ(ex[1], 0);
     CHECK_NEAR(w[0], s2, 1e-6);
@@ -628,7 +628,7 @@ TEST(ops_moe_route_sigmoid_bias_scale) {
     CHECK_EQ(ex[0], 3); CHECK_EQ(ex[1], 1);
     CHECK_NEAR(w[0], 1 / (1 + exp(-2.0)), 1e-6);
     /* bad k */
-    um_moe_cfg bad = { 4, 5, UM_MOE_SOFTMAX, false, 0, NULL };
+    um_moe_cfg bad = { 4, 5, UM_MOE_SOFTMAX, false, 0, NULL, 0, 0 };
     CHECK(ops_moe_route(&bad, z, 1, ex, w, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "k 5");
 }
@@ -666,7 +666,7 @@ TEST(ops_moe_pipeline_matches_direct) {
     float *xg = malloc(sizeof(float) * NT * K * W), *yg = malloc(sizeof(float) * NT * K * W);
     float *out = malloc(sizeof(float) * NT * W), *acc = copy_buf(resid, NT * W);
     um_err e = { "" };
-    um_moe_cfg c = { NE, K, UM_MOE_SOFTMAX, true, 0, NULL };
+    um_moe_cfg c = { NE, K, UM_MOE_SOFTMAX, true, 0, NULL, 0, 0 };
     um_pool *pool = pool_new(3);
     CHECK(ops_moe_route(&c, logits, NT, ex, w, &e) == UM_OK);
     CHECK(ops_moe_group(ex, w, NT, K, NE, off, tok, rw, slot, &e) == UM_OK);

@@ -399,6 +399,10 @@ int ops_moe_route(const um_moe_cfg *c, const float *logits, int n_tokens,
         return um_errf(e, "moe: unknown gating %d", (int)c->gating);
     const int ne = c->n_expert, k = c->k;
     const float scale = c->scale != 0 ? c->scale : 1.0f;
+    const int ng = c->n_group > 1 ? c->n_group : 0;
+    if (ng && (ng > UM_MOE_MAX_GROUPS || ne % ng || c->n_group_used < 1 || c->n_group_used >= ng ||
+               c->n_group_used * (ne / ng) < k))
+        return um_errf(e, "moe: groups %d (used %d) do not fit %d experts, k %d", ng, c->n_group_used, ne, k);
     for (int t = 0; t < n_tokens; t++) {
         const float *z = logits + (int64_t)t * ne;
         int32_t *ex = expert + (int64_t)t * k;
@@ -411,10 +415,34 @@ int ops_moe_route(const um_moe_cfg *c, const float *logits, int n_tokens,
             for (int i = 0; i < ne; i++) sum += expf(z[i] - mx);
             inv_sum = (float)(1.0 / sum);
         }
+        /* group-limited routing: keep only the n_group_used groups whose two best keys sum highest */
+        bool group_on[UM_MOE_MAX_GROUPS];
+        if (ng) {
+            const int per = ne / ng;
+            float gscore[UM_MOE_MAX_GROUPS];
+            for (int g = 0; g < ng; g++) {
+                float b1 = -INFINITY, b2 = -INFINITY;
+                for (int i = g * per; i < (g + 1) * per; i++) {
+                    float p = c->gating == UM_MOE_SOFTMAX ? expf(z[i] - mx) * inv_sum : 1.0f / (1.0f + expf(-z[i]));
+                    float key = c->bias ? p + c->bias[i] : p;
+                    if (key > b1) { b2 = b1; b1 = key; }
+                    else if (key > b2) b2 = key;
+                }
+                gscore[g] = per > 1 ? b1 + b2 : b1;
+                group_on[g] = false;
+            }
+            for (int u = 0; u < c->n_group_used; u++) {
+                int best = -1;
+                for (int g = 0; g < ng; g++)
+                    if (!group_on[g] && (best < 0 || gscore[g] > gscore[best])) best = g;
+                group_on[best] = true;
+            }
+        }
         /* keep the k best so far in order, by insertion (k is small, typically 8) */
         float keys[UM_MOE_MAX_K];
         int n_sel = 0;
         for (int i = 0; i < ne; i++) {
+            if (ng && !group_on[i / (ne / ng)]) continue;
             float p = c->gating == UM_MOE_SOFTMAX ? expf(z[i] - mx) * inv_sum
                                                   : 1.0f / (1.0f + expf(-z[i]));
             float key = c->bias ? p + c->bias[i] : p;

@@ -131,9 +131,12 @@ int ops_embed(um_pool *pool, float *out, const void *table, um_type type,
  * e_score_correction_bias; NULL for none); ties go to the lower expert index; weights
  * are the chosen p[e], divided by their sum if norm_topk, then multiplied by scale.
  * OLMoE / LLaDA-MoE: softmax, norm_topk as the model's norm_topk_prob; Qwen3-MoE/RND1:
- * softmax, norm_topk true; Ling/LLaDA2 style: sigmoid + bias + norm_topk + scale (expert
- * groups are not modelled). As llama.cpp's build_moe_ffn. */
+ * softmax, norm_topk true; Ling/LLaDA2 style: sigmoid + bias + norm_topk + scale, with
+ * group-limited choice (DeepSeek-V3's): the experts form n_group equal consecutive groups, a
+ * group scores the sum of its two best p[e] + bias[e], only the n_group_used best groups (ties to
+ * the lower index) offer experts. As llama.cpp's build_moe_ffn. */
 #define UM_MOE_MAX_K 64             /* experts per token at most */
+#define UM_MOE_MAX_GROUPS 64        /* expert groups at most */
 
 typedef enum um_moe_gating { UM_MOE_SOFTMAX = 0, UM_MOE_SIGMOID = 1 } um_moe_gating;
 
@@ -144,6 +147,8 @@ typedef struct um_moe_cfg {
     bool           norm_topk;       /* renormalise the k weights to sum 1 */
     float          scale;           /* weight multiplier (0 is taken as 1) */
     const float   *bias;            /* (n_expert) selection bias or NULL */
+    int            n_group;         /* expert groups (0 or 1: none); divides n_expert, <= UM_MOE_MAX_GROUPS */
+    int            n_group_used;    /* groups that offer experts, 1..n_group-1, with n_group > 1 */
 } um_moe_cfg;
 
 /* logits: (n_tokens, n_expert) router outputs. expert, weight: (n_tokens, k), best first. */

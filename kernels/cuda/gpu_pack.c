@@ -329,6 +329,12 @@ uint64_t gpu_vec_floats(const um_model *m) {
 }
 
 bool gpu_weight_plan(const um_model *m, bool pack4, uint64_t *bytes, um_err *e) {
+    /* llada2's block-causal mask, dense lead layers, shared experts and grouped routing have no
+     * CUDA path yet: refuse before packing anything */
+    if (m->arch->block_causal || m->arch->fused_qkv) {
+        um_errf(e, "the CUDA backend does not run architecture '%s' yet (run without --gpu)", m->arch->name);
+        return false;
+    }
     uint64_t total = gpu_vec_floats(m) * 4;
     const um_hparams *hp = &m->hp;
     for (int il = 0; il <= hp->n_layer; il++) {

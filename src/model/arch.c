@@ -7,7 +7,17 @@
  * - llada-moe: OLMoE layout, QK-norm, RoPE NeoX, softmax router top-k without renormalising.
  * - rnd1: Qwen3-MoE layout, QK-norm, RoPE NeoX, softmax router top-k renormalised, shifted
  *   logits (llama.cpp's default; RND1's converter writes the key).
- * Optional tensors (biases) are detected per file, not flagged here.
+ * - llada2 (LLaDA 2.0/2.1, inclusionAI): the BailingMoeV2 layout as llama.cpp PR #17454 writes it
+ *   (convert_hf_to_gguf.py LLaDA2MoeModel(BailingMoeV2Model), src/models/llada2.cpp in
+ *   github.com/wsbagnsv1/llama.cpp; llama.cpp's own src/models/bailingmoe2.cpp): fused attn_qkv,
+ *   per-head QK-norm, partial NeoX RoPE, leading dense layers, sigmoid router with selection bias
+ *   (exp_probs_b), group-limited top-k, renormalised and scaled weights, shared experts, unshifted
+ *   logits (the converter writes diffusion.shift_logits = false), untied head. Attention is
+ *   block-causal (modeling_llada2_moe.py generate(): a lower-triangular block mask over blocks of
+ *   block_length from position 0, prompt included). Family defaults from that generate():
+ *   mask_id 156895, block_length 32 (eos 156892).
+ * Optional tensors (biases) are detected per file, not flagged here. Routing details that the file
+ * states (gating function, weight normalisation, expert groups) come from its keys (model.c).
  */
 #include "arch.h"
 
@@ -24,6 +34,10 @@ static const um_arch g_archs[] = {
     { .name = "rnd1", .family = "RND1", .rope_neox = true, .qk_norm = true, .moe = true,
       .router = UM_ROUTER_SOFTMAX, .moe_norm_w = true, .shift_logits = true, .output_optional = true,
       .default_chat = "rnd1" },
+    { .name = "llada2", .family = "LLaDA2", .rope_neox = true, .qk_norm = true, .moe = true,
+      .router = UM_ROUTER_SIGMOID, .moe_norm_w = true, .shift_logits = false, .output_optional = false,
+      .default_chat = "llada-moe", .fused_qkv = true, .block_causal = true, .moe_from_keys = true,
+      .default_mask_id = 156895, .default_block_size = 32 },
 };
 
 const um_arch *arch_find(const char *name) {
@@ -33,5 +47,5 @@ const um_arch *arch_find(const char *name) {
 }
 
 const char *arch_supported_list(void) {
-    return "llada, dream, llada-moe, rnd1";
+    return "llada, dream, llada-moe, rnd1, llada2";
 }

@@ -1,14 +1,19 @@
 /*
- * forward: the transformer forward pass shared by LLaDA, Dream, LLaDA-MoE and RND1. The
- * architecture flags (arch.h) select QK-norm, RoPE style and MoE; optional biases are used
- * when the file has them. See forward.h for the contract.
+ * forward: the transformer forward pass shared by LLaDA, Dream, LLaDA-MoE, RND1 and LLaDA2. The
+ * architecture flags (arch.h) select QK-norm, RoPE style, MoE and block-causal attention;
+ * optional biases are used when the file has them. See forward.h for the contract.
  *
  * Per layer, with E = n_embd, T = canvas tokens:
  *   xn = rmsnorm(x) ; q,k,v = xn Wq,Wk,Wv (+b) ; [qk-norm per head] ; rope(q,k)
  *   att = attention(q, k, v)  (bidirectional, GQA) ; x += att Wo (+b)
  *   xn = rmsnorm(x) ; x += W_down(silu(xn W_gate) * (xn W_up))      (dense)
- *                     x += sum_k w_k * expert_k(xn)                  (MoE, top-k routing)
+ *                     x += sum_k w_k * expert_k(xn) [+ shared(xn)]   (MoE, top-k routing)
  * then logits(rows) = rmsnorm(x[rows]) W_out (+b).
+ * Block-causal attention (arch->block_causal, LLaDA2): a query at canvas position i sees the
+ * keys j with j / B <= i / B (B = hp.block_size, blocks counted from position 0), i.e. a key
+ * prefix; the pass cuts the carried rows into runs of one block each and gives every run its
+ * prefix of keys, in full, subset and partial passes alike. MoE models with leading dense layers
+ * run the dense FFN on layers below hp.n_layer_dense_lead.
  */
 #include "forward.h"
 
@@ -26,6 +31,7 @@
 
 typedef struct fw_layer {
     um_matmul_weights wq, wk, wv, wo, gate, up, down, router;
+    um_matmul_weights gate_sh, up_sh, down_sh;      /* shared experts, or empty */
     um_matmul_weights *gate_x, *up_x, *down_x;      /* (n_expert) */
 } fw_layer;
 
@@ -65,6 +71,11 @@ struct um_forward {
     um_fw_profile prof;           /* where the passes since the last reset spent their time */
     double   t_mark;              /* um_now() at the end of the last timed part */
 };
+
+/* Whether layer il runs the MoE FFN (MoE models may lead with dense layers). */
+static bool layer_moe(const um_model *m, int il) {
+    return m->arch->moe && il >= m->hp.n_layer_dense_lead;
+}
 
 /* ------------------------------------------------------------------ weight preparation */
 
@@ -167,9 +178,12 @@ static int prepare_weights(um_forward *f, const um_forward_opts *o, um_err *e) {
         if (add_item(&j, &fl->wq, &l->wq, true, e) || add_item(&j, &fl->wk, &l->wk, true, e) ||
             add_item(&j, &fl->wv, &l->wv, true, e) || add_item(&j, &fl->wo, &l->wo, true, e))
             goto out;
-        if (m->arch->moe) {
+        if (layer_moe(m, il)) {
             int X = hp->n_expert;
             if (add_item(&j, &fl->router, &l->ffn_gate_inp, true, e)) goto out;
+            if (add_item(&j, &fl->gate_sh, &l->ffn_gate_shexp, true, e) || add_item(&j, &fl->up_sh, &l->ffn_up_shexp, true, e) ||
+                add_item(&j, &fl->down_sh, &l->ffn_down_shexp, true, e))
+                goto out;
             fl->gate_x = um_calloc((size_t)X, sizeof *fl->gate_x);
             fl->up_x = um_calloc((size_t)X, sizeof *fl->up_x);
             fl->down_x = um_calloc((size_t)X, sizeof *fl->down_x);
@@ -228,13 +242,16 @@ static int alloc_buffers(um_forward *f, um_err *e) {
     const int64_t NQ = (int64_t)hp->n_head * HD, NKV = (int64_t)hp->n_head_kv * HD;
     const bool moe = f->m->arch->moe;
     const int64_t KU = moe ? hp->n_expert_used : 1;
-    const int64_t F = moe ? hp->n_ff_exp : hp->n_ff;
+    /* ff_a, ff_b hold the grouped expert rows (T * KU, n_ff_exp), a dense layer's (T, n_ff) or the
+     * shared experts' (T, n_ff_shexp) */
+    const int64_t FKU = UM_MAX(UM_MAX(moe ? KU * hp->n_ff_exp : 0, hp->n_ff), (int64_t)hp->n_ff_shexp);
+    const int64_t F = UM_MAX(UM_MAX(moe ? (int64_t)hp->n_ff_exp : 0, hp->n_ff), (int64_t)hp->n_ff_shexp);
     const int64_t X = moe ? hp->n_expert : 0;
     struct { void **p; uint64_t bytes; } want[] = {
         { (void **)&f->x, T * E * 4 }, { (void **)&f->xn, T * E * 4 },
         { (void **)&f->q, T * NQ * 4 }, { (void **)&f->att, T * NQ * 4 },
         { (void **)&f->k, T * NKV * 4 }, { (void **)&f->v, T * NKV * 4 },
-        { (void **)&f->ff_a, T * KU * F * 4 }, { (void **)&f->ff_b, T * KU * F * 4 },
+        { (void **)&f->ff_a, T * FKU * 4 }, { (void **)&f->ff_b, T * FKU * 4 },
         { (void **)&f->gathered, moe ? T * KU * E * 4 : 0 }, { (void **)&f->ex_out, moe ? T * KU * E * 4 : 0 },
         { (void **)&f->router, T * X * 4 },
         { (void **)&f->ex_id, T * KU * 4 }, { (void **)&f->ex_w, T * KU * 4 },
@@ -258,9 +275,10 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         size_t s = scratch_for(f, &f->output, T);
         for (int il = 0; il < hp->n_layer; il++) {
             const fw_layer *fl = &f->layers[il];
-            const um_matmul_weights *ws[] = { &fl->wq, &fl->wk, &fl->wv, &fl->wo, &fl->gate, &fl->up, &fl->down, &fl->router };
+            const um_matmul_weights *ws[] = { &fl->wq, &fl->wk, &fl->wv, &fl->wo, &fl->gate, &fl->up, &fl->down, &fl->router,
+                                              &fl->gate_sh, &fl->up_sh, &fl->down_sh };
             for (size_t j = 0; j < UM_ARRAY_LEN(ws); j++) s = UM_MAX(s, scratch_for(f, ws[j], T));
-            for (int x = 0; moe && x < hp->n_expert; x++) {
+            for (int x = 0; fl->gate_x && x < hp->n_expert; x++) {
                 s = UM_MAX(s, scratch_for(f, &fl->gate_x[x], T * KU));
                 s = UM_MAX(s, scratch_for(f, &fl->up_x[x], T * KU));
                 s = UM_MAX(s, scratch_for(f, &fl->down_x[x], T * KU));
@@ -400,7 +418,7 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
     const um_layer *l = &m->layers[il];
     const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
     const int64_t E = hp->n_embd;
-    if (!m->arch->moe) {
+    if (!layer_moe(m, il)) {
         const int64_t F = hp->n_ff;
         linear(f, fl ? &fl->gate : NULL, &l->ffn_gate, xn, n, f->ff_a, l->ffn_gate_b);
         linear(f, fl ? &fl->up : NULL, &l->ffn_up, xn, n, f->ff_b, l->ffn_up_b);
@@ -417,8 +435,9 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
     const int64_t F = hp->n_ff_exp;
     linear(f, fl ? &fl->router : NULL, &l->ffn_gate_inp, xn, n, f->router, NULL);
     um_moe_cfg cfg = {
-        .n_expert = X, .k = K, .gating = m->arch->router == UM_ROUTER_SIGMOID ? UM_MOE_SIGMOID : UM_MOE_SOFTMAX,
-        .norm_topk = m->arch->moe_norm_w, .scale = hp->expert_weights_scale, .bias = NULL,
+        .n_expert = X, .k = K, .gating = hp->moe_sigmoid ? UM_MOE_SIGMOID : UM_MOE_SOFTMAX,
+        .norm_topk = hp->moe_norm_w, .scale = hp->expert_weights_scale, .bias = l->exp_probs_b,
+        .n_group = hp->n_expert_groups, .n_group_used = hp->n_group_used,
     };
     if (ops_moe_route(&cfg, f->router, n, f->ex_id, f->ex_w, e)) return UM_FAIL;
     if (ops_moe_group(f->ex_id, f->ex_w, n, K, X, f->ex_off, f->ex_tok, f->ex_roww, f->ex_slot, e)) return UM_FAIL;
@@ -440,6 +459,19 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
     if (f->ref) ops_moe_combine_ref(x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
     else ops_moe_combine(f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
     mark(f, UM_FW_ROUTE);
+    if (l->ffn_gate_shexp.data) {
+        /* shared experts: one always-on SwiGLU FFN over every row, added beside the routed sum */
+        const int64_t FS = hp->n_ff_shexp;
+        linear(f, fl ? &fl->gate_sh : NULL, &l->ffn_gate_shexp, xn, n, f->ff_a, NULL);
+        linear(f, fl ? &fl->up_sh : NULL, &l->ffn_up_shexp, xn, n, f->ff_b, NULL);
+        mark(f, UM_FW_FFN_IN);
+        swiglu(f, f->ff_a, f->ff_a, f->ff_b, n * FS);
+        mark(f, UM_FW_ACT);
+        linear(f, fl ? &fl->down_sh : NULL, &l->ffn_down_shexp, f->ff_a, n, f->ex_out, NULL);
+        mark(f, UM_FW_FFN_DOWN);
+        add(f, x, x, f->ex_out, n * E);
+        mark(f, UM_FW_ADD);
+    }
     return UM_OK;
 }
 
@@ -552,6 +584,39 @@ static float kv_drift(um_forward *f, const um_kvcache *kv, int il, const int32_t
     return cnt ? (float)(sum / cnt) : 0.0f;
 }
 
+/* ------------------------------------------------------------------ attention */
+
+/* f->att (nq rows) = attention of the nq queries in f->q, at canvas positions qpos, over the
+ * keys and values f->k, f->v of canvas positions 0..T-1. Bidirectional: one call over all keys.
+ * Block-causal: consecutive queries of one block form a run that sees the key prefix up to its
+ * block's end; rows in canvas order (full passes; partial passes over sorted active rows) make
+ * one run per block, any other order just makes shorter runs with the same result per row. */
+static int attend(um_forward *f, const int32_t *qpos, int nq, int T, um_err *e) {
+    const um_hparams *hp = &f->m->hp;
+    const int64_t H = hp->n_head, HD = hp->head_dim;
+    um_pool *pool = f->ref ? NULL : f->pool;
+    um_attn at = { .n_q = nq, .n_kv = T, .n_head = (int)H, .n_head_kv = hp->n_head_kv, .head_dim = (int)HD, .key_mask = NULL };
+    if (!f->m->arch->block_causal) {
+        return f->ref ? ops_attention_ref(&at, f->att, f->q, f->k, f->v, e)
+                      : ops_attention(pool, &at, f->att, f->q, f->k, f->v, e);
+    }
+    const int B = hp->block_size;
+    for (int i0 = 0; i0 < nq;) {
+        const int blk = qpos[i0] / B;
+        int i1 = i0 + 1;
+        while (i1 < nq && qpos[i1] / B == blk) i1++;
+        const int64_t kv_end = UM_MIN((int64_t)(blk + 1) * B, (int64_t)T);
+        at.n_q = i1 - i0;
+        at.n_kv = (int)kv_end;
+        const float *q = f->q + (int64_t)i0 * H * HD;
+        float *out = f->att + (int64_t)i0 * H * HD;
+        int rc = f->ref ? ops_attention_ref(&at, out, q, f->k, f->v, e) : ops_attention(pool, &at, out, q, f->k, f->v, e);
+        if (rc) return UM_FAIL;
+        i0 = i1;
+    }
+    return UM_OK;
+}
+
 /* ------------------------------------------------------------------ the pass */
 
 /* forward_run (act NULL, kv NULL), a full pass filling kv (act NULL), or a partial pass over
@@ -650,10 +715,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
             pool_for(pool, T, kv_one, &kj);
             mark(f, UM_FW_ADD);
         }
-        um_attn at = { .n_q = nq, .n_kv = T, .n_head = (int)H, .n_head_kv = (int)HKV, .head_dim = (int)HD, .key_mask = NULL };
-        rc = f->ref ? ops_attention_ref(&at, f->att, f->q, f->k, f->v, e)
-                    : ops_attention(pool, &at, f->att, f->q, f->k, f->v, e);
-        if (rc) return UM_FAIL;
+        if (attend(f, qpos, nq, T, e)) return UM_FAIL;
         mark(f, UM_FW_ATTN);
         if (subset) {
             /* shrink the residual stream to the kept rows, in the caller's order */

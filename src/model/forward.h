@@ -1,5 +1,7 @@
 /*
- * forward: one bidirectional forward pass of a diffusion LM over a whole canvas.
+ * forward: one forward pass of a diffusion LM over a whole canvas: bidirectional, or block-causal
+ * for arch->block_causal (LLaDA2: a position sees its own block of hp.block_size and every
+ * earlier one, blocks counted from position 0; partial passes keep that mask over cached K/V).
  *
  * forward_new() prepares the model's weights for the chosen matmul kernel (repacked copies;
  * the file pages they came from are released so resident memory stays near the file size)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "quant.h"
 
 #define MAX_VEC_TENSORS 8192
@@ -118,6 +119,13 @@ static void weight_from(um_weight *w, const gguf_tensor *t, int64_t expert) {
     w->data = (const char *)t->data + (uint64_t)expert * w->row_bytes * (uint64_t)w->n_out;
 }
 
+/* dst = rows [r0, r0 + n) of src, a view into the same mapping (weights are stored row by row). */
+static void weight_rows(um_weight *dst, const um_weight *src, int64_t r0, int64_t n) {
+    *dst = *src;
+    dst->n_out = n;
+    dst->data = (const char *)src->data + (uint64_t)r0 * src->row_bytes;
+}
+
 static int bind_weight(loader *L, um_weight *w, const char *name, int64_t n_in, int64_t n_out, bool required) {
     int st;
     memset(w, 0, sizeof *w);
@@ -156,6 +164,51 @@ static int bind_experts(loader *L, um_weight **out, const char *name, int64_t n_
     return UM_OK;
 }
 
+/* MoE keys beyond expert_count/used/ff (BailingMoeV2 / LLaDA2 and the llama.cpp generic
+ * ones): leading dense layers, shared experts, gating function and weight normalisation (where
+ * arch->moe_from_keys), expert groups (any MoE architecture, as llama.cpp's build_moe_ffn).
+ * Absent keys take the architecture's defaults. */
+static int read_moe_extras(um_model *m, um_err *e) {
+    um_hparams *hp = &m->hp;
+    uint32_t v;
+    if (get_u32_opt(m, "leading_dense_block_count", 0, &v, e)) return UM_FAIL;
+    if (v > (uint32_t)hp->n_layer) return um_errf(e, "leading_dense_block_count %u exceeds the %d layers", v, hp->n_layer);
+    hp->n_layer_dense_lead = (int32_t)v;
+    if (hp->n_layer_dense_lead > 0 && hp->n_ff <= 0)
+        return um_errf(e, "required key '%s.feed_forward_length' missing (dense leading layers)", m->arch->name);
+    if (get_u32_opt(m, "expert_shared_count", 0, &v, e)) return UM_FAIL;
+    if (v > 64) return um_errf(e, "expert_shared_count %u out of range", v);
+    hp->n_expert_shared = (int32_t)v;
+    /* llama.cpp's loader: width = (expert_shared_feed_forward_length or n_ff_exp) x shared count */
+    if (get_u32_opt(m, "expert_shared_feed_forward_length", 0, &v, e)) return UM_FAIL;
+    if (v > (1u << 20)) return um_errf(e, "expert_shared_feed_forward_length %u out of range", v);
+    hp->n_ff_shexp = (int32_t)((v ? (int64_t)v : hp->n_ff_exp) * hp->n_expert_shared);
+    hp->moe_sigmoid = m->arch->router == UM_ROUTER_SIGMOID;
+    hp->moe_norm_w = m->arch->moe_norm_w;
+    if (m->arch->moe_from_keys) {
+        if (get_u32_opt(m, "expert_gating_func", hp->moe_sigmoid ? 2u : 1u, &v, e)) return UM_FAIL;
+        if (v != 1 && v != 2)  /* llama.cpp's enum: 1 softmax, 2 sigmoid */
+            return um_errf(e, "expert_gating_func %u unsupported (1 softmax and 2 sigmoid are)", v);
+        hp->moe_sigmoid = v == 2;
+        char key[160];
+        arch_key(m, "expert_weights_norm", key, sizeof key);
+        if (gguf_find_kv(m->gguf, key) && gguf_get_bool(m->gguf, key, &hp->moe_norm_w, e)) return UM_FAIL;
+    }
+    uint32_t ng, nu;
+    if (get_u32_opt(m, "expert_group_count", 0, &ng, e) || get_u32_opt(m, "expert_group_used_count", 0, &nu, e))
+        return UM_FAIL;
+    if (ng > 1) {
+        /* as llama.cpp's loader asserts: groups divide the experts, 0 < used < groups */
+        if (ng > UM_MOE_MAX_GROUPS || hp->n_expert % (int32_t)ng || nu == 0 || nu >= ng)
+            return um_errf(e, "expert_group_count %u / expert_group_used_count %u invalid for %d experts", ng, nu, hp->n_expert);
+        if ((int64_t)nu * (hp->n_expert / (int32_t)ng) < hp->n_expert_used)
+            return um_errf(e, "expert_group_used_count %u leaves fewer experts than expert_used_count %d", nu, hp->n_expert_used);
+        hp->n_expert_groups = (int32_t)ng;
+        hp->n_group_used = (int32_t)nu;
+    }
+    return UM_OK;
+}
+
 static int read_hparams(um_model *m, um_err *e) {
     um_hparams *hp = &m->hp;
     uint32_t v;
@@ -163,6 +216,14 @@ static int read_hparams(um_model *m, um_err *e) {
     hp->n_embd = (int32_t)v;
     if (get_u32_req(m, "block_count", &v, e)) return UM_FAIL;
     hp->n_layer = (int32_t)v;
+    /* trailing multi-token-prediction layers (BailingMoeV2's num_nextn_predict_layers) are
+     * counted in block_count; a diffusion pass never runs them */
+    uint32_t nextn;
+    if (get_u32_opt(m, "nextn_predict_layers", 0, &nextn, e)) return UM_FAIL;
+    if (nextn >= (uint32_t)hp->n_layer && hp->n_layer > 0)
+        return um_errf(e, "nextn_predict_layers %u leaves no layer of block_count %d", nextn, hp->n_layer);
+    hp->n_layer_nextn = (int32_t)nextn;
+    hp->n_layer -= hp->n_layer_nextn;
     if (get_u32_req(m, "attention.head_count", &v, e)) return UM_FAIL;
     hp->n_head = (int32_t)v;
     if (get_u32_opt(m, "attention.head_count_kv", (uint32_t)hp->n_head, &v, e)) return UM_FAIL;
@@ -208,6 +269,7 @@ static int read_hparams(um_model *m, um_err *e) {
         hp->n_ff_exp = (int32_t)v;
         if (hp->n_ff_exp <= 0) return um_errf(e, "expert feed-forward length missing");
         if (get_f32_opt(m, "expert_weights_scale", 0.0f, &hp->expert_weights_scale, e)) return UM_FAIL;
+        if (read_moe_extras(m, e)) return UM_FAIL;
     } else if (hp->n_ff <= 0) {
         return um_errf(e, "required key '%s.feed_forward_length' missing", m->arch->name);
     }
@@ -219,10 +281,21 @@ static int read_hparams(um_model *m, um_err *e) {
     } else {
         hp->shift_logits = m->arch->shift_logits;
     }
-    hp->mask_id = -1;
+    hp->mask_id = m->arch->default_mask_id > 0 ? m->arch->default_mask_id : -1;
     if (gguf_find_kv(m->gguf, "tokenizer.ggml.mask_token_id")) {
         if (gguf_get_u32(m->gguf, "tokenizer.ggml.mask_token_id", &v, e)) return UM_FAIL;
         hp->mask_id = (int32_t)v;
+    }
+    hp->block_size = 0;
+    if (m->arch->block_causal) {
+        /* No converter writes the block length (it is a generate() argument, 32 by default in
+         * modeling_llada2_moe.py); diffusion.block_length is unmask's own optional key. */
+        hp->block_size = m->arch->default_block_size;
+        if (gguf_find_kv(m->gguf, "diffusion.block_length")) {
+            if (gguf_get_u32(m->gguf, "diffusion.block_length", &v, e)) return UM_FAIL;
+            if (v < 1 || v > 65536) return um_errf(e, "diffusion.block_length %u out of range [1, 65536]", v);
+            hp->block_size = (int32_t)v;
+        }
     }
     return UM_OK;
 }
@@ -235,6 +308,8 @@ static int bind_all(loader *L) {
     if (te->n_dims != 2 || (int64_t)te->ne[0] != hp->n_embd || te->ne[1] == 0 || te->ne[1] > (1u << 24))
         return um_errf(L->e, "tensor 'token_embd.weight' must be [%d x n_vocab]", hp->n_embd);
     hp->n_vocab = (int32_t)te->ne[1];
+    if (hp->mask_id >= hp->n_vocab && !gguf_find_kv(m->gguf, "tokenizer.ggml.mask_token_id"))
+        hp->mask_id = -1;             /* the family default does not fit this (synthetic) vocabulary */
     if (hp->mask_id >= hp->n_vocab)
         return um_errf(L->e, "tokenizer.ggml.mask_token_id %d is outside the vocabulary (%d tokens)", hp->mask_id, hp->n_vocab);
     if (bind_weight(L, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true)) return UM_FAIL;
@@ -251,14 +326,24 @@ static int bind_all(loader *L) {
 #define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
     for (int il = 0; il < hp->n_layer; il++) {
         um_layer *l = &m->layers[il];
-        if (gguf_find_tensor(m->gguf, NAME("attn_qkv.weight")))
-            return um_errf(L->e, "tensor '%s': fused QKV weights are not supported", n);
+        if (!m->arch->fused_qkv && gguf_find_tensor(m->gguf, NAME("attn_qkv.weight")))
+            return um_errf(L->e, "tensor '%s': fused QKV weights are not supported for '%s'", n, m->arch->name);
         if (gguf_find_tensor(m->gguf, NAME("rope_freqs.weight")))
             return um_errf(L->e, "tensor '%s': RoPE frequency factors are not supported", n);
         if (bind_vec(L, &l->attn_norm, NAME("attn_norm.weight"), E, true)) return UM_FAIL;
-        if (bind_weight(L, &l->wq, NAME("attn_q.weight"), E, NQ, true)) return UM_FAIL;
-        if (bind_weight(L, &l->wk, NAME("attn_k.weight"), E, NKV, true)) return UM_FAIL;
-        if (bind_weight(L, &l->wv, NAME("attn_v.weight"), E, NKV, true)) return UM_FAIL;
+        if (m->arch->fused_qkv) {
+            /* one (NQ + 2 NKV, E) matrix, rows [Q; K; V] as HF's query_key_value (split in that
+             * order by modeling_llada2_moe.py and by llama.cpp's build_qkv): three row-range views */
+            um_weight qkv;
+            if (bind_weight(L, &qkv, NAME("attn_qkv.weight"), E, NQ + 2 * NKV, true)) return UM_FAIL;
+            weight_rows(&l->wq, &qkv, 0, NQ);
+            weight_rows(&l->wk, &qkv, NQ, NKV);
+            weight_rows(&l->wv, &qkv, NQ + NKV, NKV);
+        } else {
+            if (bind_weight(L, &l->wq, NAME("attn_q.weight"), E, NQ, true)) return UM_FAIL;
+            if (bind_weight(L, &l->wk, NAME("attn_k.weight"), E, NKV, true)) return UM_FAIL;
+            if (bind_weight(L, &l->wv, NAME("attn_v.weight"), E, NKV, true)) return UM_FAIL;
+        }
         if (bind_weight(L, &l->wo, NAME("attn_output.weight"), NQ, E, true)) return UM_FAIL;
         if (bind_vec(L, &l->bq, NAME("attn_q.bias"), NQ, false)) return UM_FAIL;
         if (bind_vec(L, &l->bk, NAME("attn_k.bias"), NKV, false)) return UM_FAIL;
@@ -269,14 +354,21 @@ static int bind_all(loader *L) {
             if (bind_vec(L, &l->k_norm, NAME("attn_k_norm.weight"), HD, true)) return UM_FAIL;
         }
         if (bind_vec(L, &l->ffn_norm, NAME("ffn_norm.weight"), E, true)) return UM_FAIL;
-        if (m->arch->moe) {
+        if (m->arch->moe && il >= hp->n_layer_dense_lead) {
             const int64_t X = hp->n_expert, F = hp->n_ff_exp;
             if (bind_weight(L, &l->ffn_gate_inp, NAME("ffn_gate_inp.weight"), E, X, true)) return UM_FAIL;
+            if (bind_vec(L, &l->exp_probs_b, NAME("exp_probs_b.bias"), X, false)) return UM_FAIL;
             if (bind_experts(L, &l->gate_exps, NAME("ffn_gate_exps.weight"), E, F, X)) return UM_FAIL;
             if (bind_experts(L, &l->up_exps, NAME("ffn_up_exps.weight"), E, F, X)) return UM_FAIL;
             if (bind_experts(L, &l->down_exps, NAME("ffn_down_exps.weight"), F, E, X)) return UM_FAIL;
-            if (gguf_find_tensor(m->gguf, NAME("ffn_gate_shexp.weight")))
-                return um_errf(L->e, "tensor '%s': shared experts are not supported for '%s'", n, m->arch->name);
+            if (hp->n_expert_shared > 0) {
+                const int64_t FS = hp->n_ff_shexp;
+                if (bind_weight(L, &l->ffn_gate_shexp, NAME("ffn_gate_shexp.weight"), E, FS, true)) return UM_FAIL;
+                if (bind_weight(L, &l->ffn_up_shexp, NAME("ffn_up_shexp.weight"), E, FS, true)) return UM_FAIL;
+                if (bind_weight(L, &l->ffn_down_shexp, NAME("ffn_down_shexp.weight"), FS, E, true)) return UM_FAIL;
+            } else if (gguf_find_tensor(m->gguf, NAME("ffn_gate_shexp.weight"))) {
+                return um_errf(L->e, "tensor '%s' present but %s.expert_shared_count is 0 or missing", n, m->arch->name);
+            }
         } else {
             const int64_t F = hp->n_ff;
             if (bind_weight(L, &l->ffn_gate, NAME("ffn_gate.weight"), E, F, true)) return UM_FAIL;

@@ -35,12 +35,20 @@ typedef struct um_hparams {
     int32_t n_vocab;
     int32_t n_ctx_train;        /* context the model was trained for */
     int32_t n_embd;
-    int32_t n_layer;
+    int32_t n_layer;            /* layers run (the file's block_count less n_layer_nextn) */
     int32_t n_head, n_head_kv;
     int32_t head_dim;           /* per head, Q/K/V */
     int32_t n_rot;              /* rotary dims (<= head_dim) */
     int32_t n_ff;               /* dense FFN width */
     int32_t n_expert, n_expert_used, n_ff_exp;
+    int32_t n_layer_dense_lead; /* the first layers are dense FFNs (n_ff), the rest MoE */
+    int32_t n_expert_shared;    /* shared experts, always on, fused into one FFN of n_ff_shexp */
+    int32_t n_ff_shexp;         /* width of that FFN (all shared experts together), 0 if none */
+    int32_t n_expert_groups;    /* group-limited routing: experts in n_expert_groups equal groups, */
+    int32_t n_group_used;       /* of which the n_group_used best compete (0 = no groups) */
+    bool    moe_sigmoid;        /* router gating: sigmoid, else softmax */
+    bool    moe_norm_w;         /* renormalise the chosen experts' weights to sum 1 */
+    int32_t n_layer_nextn;      /* trailing next-token-prediction layers in the file, ignored */
     float   rope_base;
     float   norm_eps;
     float   expert_weights_scale; /* 0 or 1 = none */
@@ -51,7 +59,8 @@ typedef struct um_hparams {
 
 typedef struct um_layer {
     um_vec    attn_norm;        /* (n_embd) */
-    um_weight wq, wk, wv, wo;   /* (n_head*hd, n_embd) (n_head_kv*hd, n_embd) x2 (n_embd, n_head*hd) */
+    um_weight wq, wk, wv, wo;   /* (n_head*hd, n_embd) (n_head_kv*hd, n_embd) x2 (n_embd, n_head*hd);
+                                   with arch->fused_qkv, wq wk wv are row ranges of attn_qkv */
     um_vec    bq, bk, bv, bo;   /* optional biases, NULL when absent */
     um_vec    q_norm, k_norm;   /* (head_dim) when arch->qk_norm */
     um_vec    ffn_norm;         /* (n_embd) */
@@ -59,7 +68,9 @@ typedef struct um_layer {
     um_weight ffn_gate, ffn_up, ffn_down;      /* (n_ff, n_embd) x2, (n_embd, n_ff) */
     um_vec    ffn_gate_b, ffn_up_b, ffn_down_b;
     /* MoE FFN */
-    um_weight ffn_gate_inp;     /* router (n_expert, n_embd) */
+    um_weight ffn_gate_inp;     /* router (n_expert, n_embd); data NULL on a dense layer */
+    um_vec    exp_probs_b;      /* (n_expert) expert selection bias, or NULL */
+    um_weight ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp; /* (n_ff_shexp, n_embd) x2, (n_embd, n_ff_shexp); data NULL if none */
     um_weight *gate_exps, *up_exps, *down_exps; /* (n_expert) each: (n_ff_exp, n_embd) x2, (n_embd, n_ff_exp) */
 } um_layer;
 

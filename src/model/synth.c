@@ -20,17 +20,26 @@
 
 static const um_synth_shape g_shapes[] = {
     /* small models for tests: K-quant friendly widths (multiples of 256) */
-    { "tiny-llada", "llada", 1024, 512, 256, 2, 4, 4, 64, 512, 0, 0, 0, 500000.0f, 1e-5f, false, -1, -1, -1, -1 },
-    { "tiny-dream", "dream", 1024, 512, 256, 2, 4, 2, 64, 512, 0, 0, 0, 1000000.0f, 1e-6f, true, -1, -1, -1, -1 },
-    { "tiny-llada-moe", "llada-moe", 1024, 512, 256, 2, 4, 4, 64, 0, 8, 2, 256, 50000.0f, 1e-6f, false, -1, -1, -1, -1 },
-    { "tiny-rnd1", "rnd1", 1024, 512, 256, 2, 4, 2, 128, 0, 8, 2, 256, 1000000.0f, 1e-6f, false, -1, -1, -1, -1 },
+    { "tiny-llada", "llada", 1024, 512, 256, 2, 4, 4, 64, 512, 0, 0, 0, 500000.0f, 1e-5f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f },
+    { "tiny-dream", "dream", 1024, 512, 256, 2, 4, 2, 64, 512, 0, 0, 0, 1000000.0f, 1e-6f, true, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f },
+    { "tiny-llada-moe", "llada-moe", 1024, 512, 256, 2, 4, 4, 64, 0, 8, 2, 256, 50000.0f, 1e-6f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f },
+    { "tiny-rnd1", "rnd1", 1024, 512, 256, 2, 4, 2, 128, 0, 8, 2, 256, 1000000.0f, 1e-6f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f },
     /* the real families' shapes, vocabulary included (benchmarks) */
     { "llada-8b", "llada", 126464, 4096, 4096, 32, 32, 32, 128, 12288, 0, 0, 0, 500000.0f, 1e-5f, false,
-      126080, 126081, 126348, 126336 },
+      126080, 126081, 126348, 126336, 0, 0, 0, 0, 0, 0.0f },
     { "dream-7b", "dream", 152064, 131072, 3584, 28, 28, 4, 128, 18944, 0, 0, 0, 1000000.0f, 1e-6f, true,
-      151643, 151643, 151645, 151666 },
+      151643, 151643, 151645, 151666, 0, 0, 0, 0, 0, 0.0f },
     { "llada-moe-7b", "llada-moe", 157184, 8192, 2048, 16, 16, 16, 128, 0, 64, 8, 1024, 50000.0f, 1e-6f, false,
-      -1, -1, -1, 156895 },
+      -1, -1, -1, 156895, 0, 0, 0, 0, 0, 0.0f },
+    /* LLaDA2: 3 layers (1 dense), 8 experts in 2 groups (1 used), 1 shared, half the head rotated */
+    { "tiny-llada2", "llada2", 1024, 512, 256, 3, 4, 2, 64, 512, 8, 2, 256, 600000.0f, 1e-6f, false,
+      -1, -1, -1, -1, 32, 1, 1, 2, 1, 2.5f },
+    /* LLaDA2.0-mini's config.json (inclusionAI/LLaDA2.0-mini): hidden 2048, 20 layers (first dense,
+     * intermediate 5120), 16 heads / 4 KV of 128 (partial_rotary_factor 0.5), 256 experts of 512,
+     * 8 used, n_group 8, topk_group 4, 1 shared, routed_scaling_factor 2.5, rope_theta 600000,
+     * rms_norm_eps 1e-6, max_position_embeddings 32768, vocab 157184; eos 156892, mask 156895 */
+    { "llada2-mini", "llada2", 157184, 32768, 2048, 20, 16, 4, 128, 5120, 256, 8, 512, 600000.0f, 1e-6f, false,
+      -1, 156892, -1, 156895, 64, 1, 1, 8, 4, 2.5f },
 };
 
 const um_synth_shape *synth_find_shape(const char *name) {
@@ -40,7 +49,7 @@ const um_synth_shape *synth_find_shape(const char *name) {
 }
 
 const char *synth_shape_names(void) {
-    return "tiny-llada, tiny-dream, tiny-llada-moe, tiny-rnd1, llada-8b, dream-7b, llada-moe-7b";
+    return "tiny-llada, tiny-dream, tiny-llada-moe, tiny-rnd1, tiny-llada2, llada-8b, dream-7b, llada-moe-7b, llada2-mini";
 }
 
 /* ------------------------------------------------------------------ random numbers */
@@ -122,7 +131,8 @@ static int write_tokenizer(gguf_writer *w, const um_synth_shape *s, um_err *e) {
     for (int32_t i = 0; i < n; i++) if (!toks[i]) rc = um_errf(e, "out of memory");
     if (rc == UM_OK) {
         gguf_set_str(w, "tokenizer.ggml.model", "gpt2");
-        gguf_set_str(w, "tokenizer.ggml.pre", "default");
+        /* LLaDA2's converter writes BailingMoeV2's pre-tokenizer name */
+        gguf_set_str(w, "tokenizer.ggml.pre", !strcmp(s->arch, "llada2") ? "bailingmoe2" : "default");
         gguf_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)n);
         gguf_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)n);
         const char *no_merges[1] = { NULL };
@@ -145,7 +155,7 @@ static int write_tokenizer(gguf_writer *w, const um_synth_shape *s, um_err *e) {
 
 typedef struct tspec {
     char    name[64];
-    int     kind;               /* 0 = matrix, 1 = norm weight (around 1), 2 = bias (small) */
+    int     kind;               /* 0 = matrix, 1 = norm weight (around 1), 2 = bias (small), 3 = expert bias */
     float   std;
     int64_t ne[3];              /* ne[1], ne[2] = 0 when absent */
     uint32_t type;
@@ -180,7 +190,8 @@ static int plan_tensors(const um_synth_shape *s, plan *p) {
     const int64_t E = s->n_embd, V = s->n_vocab, HD = s->head_dim;
     const int64_t NQ = (int64_t)s->n_head * HD, NKV = (int64_t)s->n_head_kv * HD;
     const float std_in = 1.0f / sqrtf((float)E);
-    const bool moe = s->n_expert > 0, qk_norm = !strcmp(s->arch, "llada-moe") || !strcmp(s->arch, "rnd1");
+    const bool moe = s->n_expert > 0, llada2 = !strcmp(s->arch, "llada2");
+    const bool qk_norm = !strcmp(s->arch, "llada-moe") || !strcmp(s->arch, "rnd1") || llada2;
     int rc = push(p, "token_embd.weight", 0, 1.0f, E, V, 0);
     rc |= push(p, "output_norm.weight", 1, 0, E, 0, 0);
     /* larger head weights make the output distributions peaked, like a trained model's */
@@ -189,9 +200,14 @@ static int plan_tensors(const um_synth_shape *s, plan *p) {
     for (int il = 0; il < s->n_layer && !rc; il++) {
 #define T(suffix, kind, std, a, b, d) (snprintf(n, sizeof n, "blk.%d." suffix, il), push(p, n, kind, std, a, b, d))
         rc |= T("attn_norm.weight", 1, 0, E, 0, 0);
-        rc |= T("attn_q.weight", 0, std_in, E, NQ, 0);
-        rc |= T("attn_k.weight", 0, std_in, E, NKV, 0);
-        rc |= T("attn_v.weight", 0, std_in, E, NKV, 0);
+        if (llada2) {
+            /* the converter keeps HF's fused query_key_value, rows [Q; K; V] */
+            rc |= T("attn_qkv.weight", 0, std_in, E, NQ + 2 * NKV, 0);
+        } else {
+            rc |= T("attn_q.weight", 0, std_in, E, NQ, 0);
+            rc |= T("attn_k.weight", 0, std_in, E, NKV, 0);
+            rc |= T("attn_v.weight", 0, std_in, E, NKV, 0);
+        }
         if (s->qkv_bias) {
             rc |= T("attn_q.bias", 2, 0, NQ, 0, 0);
             rc |= T("attn_k.bias", 2, 0, NKV, 0, 0);
@@ -203,12 +219,18 @@ static int plan_tensors(const um_synth_shape *s, plan *p) {
             rc |= T("attn_k_norm.weight", 1, 0, HD, 0, 0);
         }
         rc |= T("ffn_norm.weight", 1, 0, E, 0, 0);
-        if (moe) {
-            const int64_t F = s->n_ff_exp, X = s->n_expert;
+        if (moe && il >= s->n_dense_lead) {
+            const int64_t F = s->n_ff_exp, X = s->n_expert, FS = (int64_t)s->n_ff_exp * s->n_expert_shared;
             rc |= T("ffn_gate_inp.weight", 0, 4.0f * std_in, E, X, 0);
+            if (llada2) rc |= T("exp_probs_b.bias", 3, 0, X, 0, 0);
             rc |= T("ffn_gate_exps.weight", 0, std_in, E, F, X);
             rc |= T("ffn_up_exps.weight", 0, std_in, E, F, X);
             rc |= T("ffn_down_exps.weight", 0, 1.0f / sqrtf((float)F), F, E, X);
+            if (FS) {
+                rc |= T("ffn_gate_shexp.weight", 0, std_in, E, FS, 0);
+                rc |= T("ffn_up_shexp.weight", 0, std_in, E, FS, 0);
+                rc |= T("ffn_down_shexp.weight", 0, 1.0f / sqrtf((float)FS), FS, E, 0);
+            }
         } else {
             const int64_t F = s->n_ff;
             rc |= T("ffn_gate.weight", 0, std_in, E, F, 0);
@@ -272,7 +294,7 @@ static void gen_chunk(void *arg, int64_t chunk, int tid) {
     float a = t->std * sqrtf(3.0f) * j->o->init_scale;
     for (int64_t i = 0; i < nr * ne0; i++) {
         float u = uniform(&rng, 1.0f);
-        tmp[i] = t->kind == 1 ? 1.0f + 0.1f * u : t->kind == 2 ? 0.02f * u : a * u;
+        tmp[i] = t->kind == 1 ? 1.0f + 0.1f * u : t->kind == 2 ? 0.02f * u : t->kind == 3 ? 0.3f * u : a * u;
     }
     char *dst = (char *)t->data + (uint64_t)r0 * j->row_bytes;
     if (t->type == UM_TYPE_F32) memcpy(dst, tmp, (size_t)(nr * ne0) * sizeof(float));
@@ -327,7 +349,7 @@ int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
     gguf_set_u32(w, K("attention.head_count_kv"), (uint32_t)s->n_head_kv);
     gguf_set_u32(w, K("attention.key_length"), (uint32_t)s->head_dim);
     gguf_set_u32(w, K("attention.value_length"), (uint32_t)s->head_dim);
-    gguf_set_u32(w, K("rope.dimension_count"), (uint32_t)s->head_dim);
+    gguf_set_u32(w, K("rope.dimension_count"), (uint32_t)(s->n_rot ? s->n_rot : s->head_dim));
     gguf_set_f32(w, K("rope.freq_base"), s->rope_base);
     gguf_set_f32(w, K("attention.layer_norm_rms_epsilon"), s->norm_eps);
     gguf_set_u32(w, K("vocab_size"), (uint32_t)s->n_vocab);
@@ -335,7 +357,18 @@ int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
         gguf_set_u32(w, K("expert_count"), (uint32_t)s->n_expert);
         gguf_set_u32(w, K("expert_used_count"), (uint32_t)s->n_expert_used);
         gguf_set_u32(w, K("expert_feed_forward_length"), (uint32_t)s->n_ff_exp);
-        gguf_set_u32(w, K("feed_forward_length"), (uint32_t)(s->n_ff_exp * s->n_expert_used));
+        gguf_set_u32(w, K("feed_forward_length"), (uint32_t)(s->n_ff ? s->n_ff : s->n_ff_exp * s->n_expert_used));
+        if (!strcmp(A, "llada2")) {
+            /* the keys BailingMoeV2Model.set_gguf_parameters and TextModel write (PR #17454) */
+            gguf_set_u32(w, K("leading_dense_block_count"), (uint32_t)s->n_dense_lead);
+            gguf_set_u32(w, K("expert_shared_feed_forward_length"), (uint32_t)(s->n_ff_exp * s->n_expert_shared));
+            gguf_set_u32(w, K("expert_shared_count"), (uint32_t)s->n_expert_shared);
+            gguf_set_f32(w, K("expert_weights_scale"), s->expert_weights_scale);
+            gguf_set_bool(w, K("expert_weights_norm"), true);
+            gguf_set_u32(w, K("expert_gating_func"), 2);            /* sigmoid */
+            gguf_set_u32(w, K("expert_group_count"), (uint32_t)s->n_expert_groups);
+            gguf_set_u32(w, K("expert_group_used_count"), (uint32_t)s->n_group_used);
+        }
     } else {
         gguf_set_u32(w, K("feed_forward_length"), (uint32_t)s->n_ff);
     }

@@ -26,6 +26,12 @@ typedef struct um_synth_shape {
     bool    qkv_bias;
     /* special token ids; -1 = next free id after the bytes */
     int32_t bos_id, eos_id, eot_id, mask_id;
+    /* LLaDA2 (BailingMoeV2) extras, 0 for the other families */
+    int32_t n_rot;              /* rotary dims (0: head_dim) */
+    int32_t n_dense_lead;       /* leading dense layers (n_ff wide) */
+    int32_t n_expert_shared;    /* shared experts of n_ff_exp each */
+    int32_t n_expert_groups, n_group_used;
+    float   expert_weights_scale;
 } um_synth_shape;
 
 const um_synth_shape *synth_find_shape(const char *name);
