@@ -12,6 +12,7 @@
 #include "forward.h"
 #include "model.h"
 #include "numparse.h"
+#include "gguf.h"
 #include "outfile.h"
 #include "pool.h"
 
@@ -101,7 +102,7 @@ int cmd_logits(int argc, char **argv) {
     outfile_set_init(&files);
     outfile_set_input(&files, "-m", model_path);
     outfile_set_output(&files, "--out", out);
-    if (outfile_check(&files, &e)) { fprintf(stderr, "unmask logits: %s\n", e.msg); free(tok); return 1; }
+    if (outfile_check(&files, &e) || gguf_split_check_outputs(&files, &e)) { fprintf(stderr, "unmask logits: %s\n", e.msg); free(tok); return 1; }
     um_model *m = NULL;
     um_pool *pool = NULL;
     um_backend be = { 0 };

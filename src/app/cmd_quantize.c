@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cpu.h"
 #include "numparse.h"
+#include "gguf.h"
 #include "outfile.h"
 #include "quantize.h"
 
@@ -77,7 +78,7 @@ int cmd_quantize(int argc, char **argv) {
     outfile_set_init(&files);
     outfile_set_input(&files, "IN.gguf", pos[0]);
     outfile_set_output(&files, "OUT.gguf", pos[1]);
-    if (outfile_check(&files, &e)) {
+    if (outfile_check(&files, &e) || gguf_split_check_outputs(&files, &e)) {
         fprintf(stderr, "unmask quantize: %s\n", e.msg);
         return 1;
     }

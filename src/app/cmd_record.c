@@ -31,6 +31,7 @@
 #include "feopts.h"
 #include "genopts.h"
 #include "numparse.h"
+#include "gguf.h"
 #include "outfile.h"
 #include "recorder.h"
 #include "rec_frame.h"
@@ -143,7 +144,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     outfile_set_init(&files);
     outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
     feopts_files(&fe, &files);
-    if (outfile_check(&files, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
+    if (outfile_check(&files, &e) || gguf_split_check_outputs(&files, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     g.eng.progress = genopts_progress_stderr;
     g.eng.progress_ctx = &quiet;
     g.eng.warn = genopts_warn_stderr;

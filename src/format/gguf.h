@@ -218,4 +218,11 @@ int gguf_split_plan(const gguf_file *g, uint64_t max_tensors, uint64_t max_bytes
 int gguf_split_write_part(const gguf_file *g, const uint32_t *part_of, uint32_t n_parts,
                           uint32_t part, const char *path, um_err *e);
 
+struct outfile_set;
+/* Rule 1 of outfile.h (never overwrite an input) for the other parts of split inputs: for each
+ * input of s whose name (symlinks followed) is part k of n of a split, every output of s is
+ * checked against the other n-1 parts' names, which gguf_open would read too. Inputs that are
+ * not split parts add nothing. Run after outfile_check(s). */
+int gguf_split_check_outputs(const struct outfile_set *s, um_err *e);
+
 #endif

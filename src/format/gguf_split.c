@@ -10,7 +10,9 @@
  * split.tensors.count. On any failure every part opened so far is closed.
  */
 #include "gguf_impl.h"
+#include "outfile.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,4 +247,41 @@ int gguf_split_write_part(const gguf_file *g, const uint32_t *part_of, uint32_t 
 out:
     gguf_writer_free(w);
     return rc;
+}
+
+/* The split by name: "PREFIX-%05d-of-%05d.gguf" -> *no (0-based), *count; UM_FAIL if not. */
+static int split_by_name(const char *path, uint32_t *no, uint32_t *count) {
+    size_t n = strlen(path);
+    const char *t = n >= 20 ? path + n - 20 : NULL;      /* "-00001-of-00003.gguf" */
+    if (!t || t[0] != '-' || strncmp(t + 6, "-of-", 4) || strcmp(t + 15, ".gguf")) return UM_FAIL;
+    uint32_t a = 0, b = 0;
+    for (int i = 0; i < 5; i++) {
+        if (t[1 + i] < '0' || t[1 + i] > '9' || t[10 + i] < '0' || t[10 + i] > '9') return UM_FAIL;
+        a = a * 10 + (uint32_t)(t[1 + i] - '0');
+        b = b * 10 + (uint32_t)(t[10 + i] - '0');
+    }
+    if (a < 1 || b < 2 || a > b) return UM_FAIL;
+    *no = a - 1;
+    *count = b;
+    return UM_OK;
+}
+
+int gguf_split_check_outputs(const struct outfile_set *s, um_err *e) {
+    for (int i = 0; i < s->n_in; i++) {
+        if (!s->in[i].path) continue;
+        char real[PATH_MAX], prefix[PATH_MAX], part[PATH_MAX], flag[96];
+        const char *p = realpath(s->in[i].path, real) ? real : s->in[i].path;
+        uint32_t no, count;
+        if (split_by_name(p, &no, &count) || gguf_split_prefix(prefix, sizeof prefix, p, no, count)) continue;
+        for (uint32_t k = 0; k < count; k++) {
+            if (k == no || gguf_split_path(part, sizeof part, prefix, k, count)) continue;
+            snprintf(flag, sizeof flag, "%s (its part %u of %u)", s->in[i].flag, k + 1, count);
+            outfile_set one;
+            outfile_set_init(&one);
+            outfile_set_input(&one, flag, part);
+            for (int j = 0; j < s->n_out; j++) outfile_set_output(&one, s->out[j].flag, s->out[j].path);
+            if (outfile_check(&one, e)) return UM_FAIL;
+        }
+    }
+    return UM_OK;
 }

@@ -36,7 +36,7 @@ static const um_arch g_archs[] = {
       .default_chat = "rnd1" },
     { .name = "llada2", .family = "LLaDA2", .rope_neox = true, .qk_norm = true, .moe = true,
       .router = UM_ROUTER_SIGMOID, .moe_norm_w = true, .shift_logits = false, .output_optional = false,
-      .default_chat = "llada-moe", .fused_qkv = true, .block_causal = true, .moe_from_keys = true,
+      .default_chat = "llada2", .fused_qkv = true, .block_causal = true, .moe_from_keys = true,
       .default_mask_id = 156895, .default_block_size = 32 },
 };
 

@@ -117,6 +117,17 @@ expect_rc quantize-from-part 0 "$BIN" quantize -q "$D/three-00002-of-00003.gguf"
 "$BIN" quantize -q "$M" "$TMP/q0.gguf" Q8_0 >/dev/null 2>&1
 cmp -s "$TMP/q0.gguf" "$TMP/q1.gguf" && ok quantize-from-part-same-bytes || fail quantize-from-part-same-bytes
 [ "$(sum "$M")" = "$sum_in" ] && ok model-unmodified || fail model-unmodified
+# the other commands refuse to write over ANOTHER part of the split they read (gguf_open reads
+# every part): quantize, logits --out and record --cast, opened from part 1, writing part 2
+P2="$D/three-00002-of-00003.gguf"
+expect_rc quantize-over-other-part 1 "$BIN" quantize -q "$D/three-00001-of-00003.gguf" "$P2" Q8_0
+expect_grep quantize-over-other-part-msg "OUT.gguf .*three-00002-of-00003.gguf: is the same file as the input IN.gguf \(its part 2 of 3\)" "$TMP/err"
+expect_rc logits-over-other-part 1 "$BIN" logits -m "$D/three-00001-of-00003.gguf" --tokens 1,2 --out "$P2"
+expect_grep logits-over-other-part-msg "its part 2 of 3" "$TMP/err"
+ln -s "$D/three-00003-of-00003.gguf" "$TMP/p3link.gguf"
+expect_rc record-over-other-part-via-link 1 "$BIN" record -m "$TMP/p3link.gguf" -p hi --gen 8 --steps 4 --cast "$P2"
+expect_grep record-over-other-part-msg "its part 2 of 3" "$TMP/err"
+[ "$(sum "$D"/*)" = "$sums_before" ] && ok other-parts-unmodified || fail other-parts-unmodified
 
 # ---------------------------------------------------------------- bad usage
 expect_rc both-modes 2 "$BIN" split --split-max-tensors 2 --split-max-size 2M "$M" "$TMP/u"
