@@ -148,40 +148,10 @@ fi
 
 # ---------------------------------------------------------------- unmask record draws the same
 if [ -f "$DEMO" ] && command -v python3 >/dev/null 2>&1; then
-  cat >"$TMP/castat.py" <<'EOF'
-# castat.py CAST N: the screen after the output of step N (before marker "step N+1"), one row a line
-import json, re, sys, unicodedata
-lines = open(sys.argv[1], encoding='utf-8').read().splitlines()
-h = json.loads(lines[0]); W, H = h['width'], h['height']
-scr = [[' '] * W for _ in range(H)]; x = y = 0
-data = ''
-for ev in map(json.loads, lines[1:]):
-    if ev[1] == 'm' and ev[2] == 'step %d' % (int(sys.argv[2]) + 1): break
-    if ev[1] == 'o': data += ev[2]
-i = 0
-while i < len(data):
-    ch = data[i]
-    if ch == '\x1b':
-        m = re.match(r'\x1b\[([?0-9;]*)([A-Za-z])', data[i:])
-        p, f = m.group(1), m.group(2)
-        if f == 'H':
-            a = [int(v) for v in p.split(';')] if p else [1, 1]
-            y, x = a[0] - 1, a[1] - 1 if len(a) > 1 else 0
-        elif f == 'J':
-            scr = [[' '] * W for _ in range(H)]
-        i += m.end(); continue
-    if unicodedata.combining(ch) and x > 0: scr[y][x - 1] += ch
-    else:
-        scr[y][x] = ch
-        if unicodedata.east_asian_width(ch) in 'WF': scr[y][x + 1] = ''; x += 1
-        x += 1
-    i += 1
-print('\n'.join(''.join(r) for r in scr))
-EOF
-  "$BIN" record -m "$DEMO" -t 1 --no-chat -p "Once upon a time" --gen 48 --steps 24 --block 16 --cache dual --heat cache \
+    "$BIN" record -m "$DEMO" -t 1 --no-chat -p "Once upon a time" --gen 48 --steps 24 --block 16 --cache dual --heat cache \
     --size 140x30 -q --cast "$TMP/c.cast" </dev/null >"$TMP/out" 2>"$TMP/err"
-  python3 "$TMP/castat.py" "$TMP/c.cast" 1 >"$TMP/s1" 2>&1
-  python3 "$TMP/castat.py" "$TMP/c.cast" 2 >"$TMP/s2" 2>&1
+  python3 tests/cli/castat.py "$TMP/c.cast" 1 >"$TMP/s1" 2>&1
+  python3 tests/cli/castat.py "$TMP/c.cast" 2 >"$TMP/s2" 2>&1
   if sed -n 1p "$TMP/s1" | grep -qE 'cache dual/f16 · [0-9.]+ (KiB|MiB)'; then ok "record: the header names the cache"; else fail "record header" "$(sed -n 1p "$TMP/s1")"; fi
   if sed -n 30p "$TMP/s1" | grep -qE '  rows ([0-9]+)/\1 refresh  ' && sed -n 30p "$TMP/s2" | grep -qE '  rows [0-9]+/[0-9]+  '; then
     ok "record: the status line shows rows computed (step 1 refresh, step 2 partial)"; else fail "record status" "$(sed -n 30p "$TMP/s1") / $(sed -n 30p "$TMP/s2")"; fi
