@@ -22,6 +22,7 @@
 #include "harness.h"
 #include "matmul.h"
 #include "matmul_impl.h"
+#include "ops.h"
 #include "pool.h"
 #include "quant.h"
 #include "util.h"
@@ -500,4 +501,122 @@ TEST(matmul_iq_many_panels) {
     um_pool *p = pool_new(2);
     sweep_types(types, UM_ARRAY_LEN(types), 512, 256, toks, 3, p);
     pool_free(p);
+}
+
+/* ---------------------------------------------------------------- grouped (MoE) products */
+
+/* matmul_grouped against the plain path it replaces: each expert's matmul() over its rows,
+ * gathered in float. Bit-identical by construction (same quantized bytes, same chunk
+ * kernel), so compared with memcmp: every kernel, panel and fallback formats, a partial last
+ * panel, an expert with no rows, 1 and 2 threads, gate+up together, down (slot NULL) and
+ * two groups of different types (run one after the other). */
+enum { GX = 5, GK = 3, GT = 23 };
+
+typedef struct grp_case {
+    mcase c[2][GX];
+    void *buf[2][GX];
+    um_matmul_weights w[2][GX];
+} grp_case;
+
+static int grp_prepare(grp_case *g, int gi, uint32_t type, int64_t n_in, int64_t n_out, um_kernel k, uint64_t seed) {
+    for (int x = 0; x < GX; x++) {
+        if (make_case(&g->c[gi][x], type, n_in, n_out, seed + (uint64_t)x) != UM_OK) return UM_FAIL;
+        g->buf[gi][x] = um_malloc_aligned(g->c[gi][x].bytes);
+        if (matmul_prepare(&g->w[gi][x], type, n_in, n_out, g->c[gi][x].raw, g->buf[gi][x], k, NULL) != UM_OK)
+            return UM_FAIL;
+    }
+    return UM_OK;
+}
+
+static void grp_free(grp_case *g, int n_g) {
+    for (int gi = 0; gi < n_g; gi++)
+        for (int x = 0; x < GX; x++) { free_case(&g->c[gi][x]); um_free_aligned(g->buf[gi][x]); }
+}
+
+/* The expected rows: token t's choice c goes to grouped row slot[t*k+c] of expert ex[t*k+c]. */
+static void grp_expected(const um_matmul_weights *w, const int32_t *off, const int32_t *tok, const float *x,
+                         int64_t n_rows, float *y, um_pool *p) {
+    int64_t n_in = w[0].n_in, n_out = w[0].n_out;
+    float *in = malloc(sizeof(float) * (size_t)(n_rows * n_in));
+    for (int64_t r = 0; r < n_rows; r++) memcpy(in + r * n_in, x + (int64_t)tok[r] * n_in, sizeof(float) * (size_t)n_in);
+    for (int e = 0; e < GX; e++) {
+        int64_t r0 = off[e], cnt = off[e + 1] - r0;
+        if (!cnt) continue;
+        void *s = um_malloc_aligned(matmul_scratch_bytes(&w[e], cnt, pool_threads(p)));
+        matmul(p, &w[e], in + r0 * n_in, cnt, y + r0 * n_out, s);
+        um_free_aligned(s);
+    }
+    free(in);
+}
+
+static void grp_check(uint32_t ta, uint32_t tb, int64_t n_in, int64_t n_out, um_kernel k, um_pool *p) {
+    /* routing: GK distinct experts per token, never expert 2 */
+    int32_t ex[GT * GK], off[GX + 1], tok[GT * GK], slot[GT * GK];
+    float wt[GT * GK], roww[GT * GK];
+    static const int32_t used[4] = { 0, 1, 3, 4 };
+    for (int t = 0; t < GT; t++)
+        for (int c = 0; c < GK; c++) {       /* 3 consecutive of 4: distinct, unevenly spread */
+            ex[t * GK + c] = used[(t * 5 / 3 + c) % 4];
+            wt[t * GK + c] = 1.f;
+        }
+    um_err e;
+    CHECK(ops_moe_group(ex, wt, GT, GK, GX, off, tok, roww, slot, &e) == UM_OK);
+    CHECK(off[3] == off[2]);                             /* expert 2 has no rows */
+    grp_case g;
+    memset(&g, 0, sizeof g);
+    CHECK(grp_prepare(&g, 0, ta, n_in, n_out, k, 100) == UM_OK);
+    CHECK(grp_prepare(&g, 1, tb, n_in, n_out, k, 200) == UM_OK);
+    int64_t n_rows = GT * GK;
+    float *x = make_x(GT, n_in, 9);
+    float *want[2], *got[2];
+    for (int gi = 0; gi < 2; gi++) {
+        want[gi] = malloc(sizeof(float) * (size_t)(n_rows * n_out));
+        got[gi] = malloc(sizeof(float) * (size_t)(n_rows * n_out));
+        memset(got[gi], 0xff, sizeof(float) * (size_t)(n_rows * n_out));   /* NaN: every row must be written */
+        grp_expected(g.w[gi], off, tok, x, n_rows, want[gi], p);
+    }
+    size_t sb = UM_MAX(matmul_grouped_scratch_bytes(&g.w[0][0], GT, GK, pool_threads(p)),
+                       matmul_grouped_scratch_bytes(&g.w[1][0], GT, GK, pool_threads(p)));
+    void *scratch = um_malloc_aligned(sb);
+    const um_matmul_group grp[2] = { { g.w[0], got[0] }, { g.w[1], got[1] } };
+    matmul_grouped(p, grp, 2, GX, off, x, GT, slot, GK, scratch);
+    for (int gi = 0; gi < 2; gi++)
+        if (memcmp(want[gi], got[gi], sizeof(float) * (size_t)(n_rows * n_out)) != 0) {
+            CHECK_MSG(false, "grouped %s/%s group %d %lldx%lld kernel %s threads %d differs from per-expert matmul",
+                   um_type_name(ta), um_type_name(tb), gi, (long long)n_out, (long long)n_in,
+                   matmul_kernel_name(k), pool_threads(p));
+        }
+    /* down-style: the input already in grouped-row order (slot NULL) */
+    float *xg = malloc(sizeof(float) * (size_t)(n_rows * n_in));
+    for (int64_t r = 0; r < n_rows; r++) memcpy(xg + r * n_in, x + (int64_t)tok[r] * n_in, sizeof(float) * (size_t)n_in);
+    memset(got[0], 0xff, sizeof(float) * (size_t)(n_rows * n_out));
+    um_free_aligned(scratch);
+    scratch = um_malloc_aligned(matmul_grouped_scratch_bytes(&g.w[0][0], n_rows, 1, pool_threads(p)));
+    matmul_grouped(p, grp, 1, GX, off, xg, n_rows, NULL, 1, scratch);
+    CHECK_MSG(memcmp(want[0], got[0], sizeof(float) * (size_t)(n_rows * n_out)) == 0,
+           "grouped %s (rows in order) kernel %s differs", um_type_name(ta), matmul_kernel_name(k));
+    um_free_aligned(scratch);
+    free(xg); free(x);
+    for (int gi = 0; gi < 2; gi++) { free(want[gi]); free(got[gi]); }
+    grp_free(&g, 2);
+}
+
+TEST(matmul_grouped_equals_per_expert_products) {
+    static const uint32_t pairs[][2] = {
+        { UM_TYPE_Q4_K, UM_TYPE_Q4_K },    /* gate + up together, one dispatch */
+        { UM_TYPE_Q6_K, UM_TYPE_Q6_K }, { UM_TYPE_Q8_0, UM_TYPE_Q8_0 },
+        { UM_TYPE_IQ2_XS, UM_TYPE_IQ2_XS },  /* the AVX2 IQ path (float tiles elsewhere) */
+        { UM_TYPE_Q4_K, UM_TYPE_Q6_K },    /* different types: one group after the other */
+        { UM_TYPE_F16, UM_TYPE_Q5_K },     /* float-tile formats: gathered rows */
+    };
+    um_pool *p2 = pool_new(2);
+    for (int k = 0; k < UM_KERNEL_COUNT; k++) {
+        if (!matmul_kernel_available((um_kernel)k)) continue;
+        for (size_t i = 0; i < UM_ARRAY_LEN(pairs); i++) {
+            grp_check(pairs[i][0], pairs[i][1], 512, 48, (um_kernel)k, NULL);
+            grp_check(pairs[i][0], pairs[i][1], 512, 48, (um_kernel)k, p2);
+            grp_check(pairs[i][0], pairs[i][1], 256, 40, (um_kernel)k, p2);   /* partial last panel */
+        }
+    }
+    pool_free(p2);
 }

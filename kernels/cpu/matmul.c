@@ -289,14 +289,24 @@ size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_
     return a + (size_t)n_threads * per_thread_bytes(w) + 64;
 }
 
+/* One activation row x (w->n_in floats) into dst, in the layout of matmul_impl.h. */
+static void quantize_row(const mm_job *j, const float *x, uint8_t *dst) {
+    const um_matmul_weights *w = j->w;
+    /* the 512-bit quantizer wherever the 512-bit kernels may run (same bytes either way) */
+    bool wide = w->kernel == UM_KERNEL_AVX512 || w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU;
+    (wide ? mm_quantize_act_avx512 : mm_quantize_act_avx2)(w->type, x, w->n_in, dst, j->off_scale, j->off_corr);
+}
+
 static void quant_rows(void *arg, int64_t t, int thread_id) {
     const mm_job *j = arg;
-    /* the 512-bit quantizer wherever the 512-bit kernels may run (same bytes either way) */
-    bool wide = j->w->kernel == UM_KERNEL_AVX512 || j->w->kernel == UM_KERNEL_AMX || j->w->kernel == UM_KERNEL_AMX_EMU;
-    (wide ? mm_quantize_act_avx512 : mm_quantize_act_avx2)(j->w->type, j->x + t * j->w->n_in, j->w->n_in,
-                                                            (uint8_t *)j->act + (size_t)t * j->act_stride,
-                                                            j->off_scale, j->off_corr);
+    quantize_row(j, j->x + t * j->w->n_in, (uint8_t *)j->act + (size_t)t * j->act_stride);
 }
+
+static const mm_chunk_fn chunk_fns[UM_KERNEL_COUNT] = {
+    [UM_KERNEL_AVX2] = mm_chunk_avx2, [UM_KERNEL_AVXVNNI] = mm_chunk_avxvnni,
+    [UM_KERNEL_AVX512] = mm_chunk_avx512, [UM_KERNEL_AMX] = mm_chunk_amx,
+    [UM_KERNEL_AMX_EMU] = mm_chunk_amx_emu,
+};
 
 typedef struct chunk_job {
     const mm_job *j;
@@ -315,11 +325,6 @@ void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_to
             float *y, void *scratch) {
     if (n_tokens <= 0) return;
     if (w->kernel == UM_KERNEL_REF) { matmul_ref(p, w, x, n_tokens, y, scratch); return; }
-    static const mm_chunk_fn fns[UM_KERNEL_COUNT] = {
-        [UM_KERNEL_AVX2] = mm_chunk_avx2, [UM_KERNEL_AVXVNNI] = mm_chunk_avxvnni,
-        [UM_KERNEL_AVX512] = mm_chunk_avx512, [UM_KERNEL_AMX] = mm_chunk_amx,
-        [UM_KERNEL_AMX_EMU] = mm_chunk_amx_emu,
-    };
     int n_threads = pool_threads(p);
     mm_job j = { .w = w, .x = x, .y = y, .n_tokens = n_tokens, .n_threads = n_threads };
     uint8_t *s = scratch;
@@ -340,6 +345,122 @@ void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_to
         j.slab = UM_MAX(16, ((n_tokens + want - 1) / want + 15) / 16 * 16);
     }
     j.n_slabs = (n_tokens + j.slab - 1) / j.slab;
-    chunk_job cj = { &j, fns[w->kernel] };
+    chunk_job cj = { &j, chunk_fns[w->kernel] };
     pool_for(p, n_panels * j.n_slabs, run_chunk, &cj);
+}
+
+/* ================================================================ grouped (mixture of experts) */
+
+/* The one-dispatch integer path: full panels of an integer kernel, every expert alike. */
+static bool grouped_fast(const um_matmul_group *g, int n_expert) {
+    const um_matmul_weights *w0 = &g->w[0];
+    if (w0->kernel == UM_KERNEL_REF || !(w0->packed || mm_iq_int(w0)) || w0->n_out % UM_MATMUL_PANEL) return false;
+    for (int e = 1; e < n_expert; e++) {
+        const um_matmul_weights *w = &g->w[e];
+        if (w->type != w0->type || w->n_in != w0->n_in || w->n_out != w0->n_out || w->kernel != w0->kernel ||
+            w->packed != w0->packed)
+            return false;
+    }
+    return true;
+}
+
+size_t matmul_grouped_scratch_bytes(const um_matmul_weights *w, int64_t n_x, int k, int n_threads) {
+    if (n_x < 1) n_x = 1;
+    if (k < 1) k = 1;
+    if (n_threads < 1) n_threads = 1;
+    int64_t n_rows = n_x * k;
+    size_t s, c;
+    /* integer path: the grouped quantized rows and the per-thread tables; fallback: the
+     * gathered float rows and matmul's own scratch */
+    size_t fast = w->kernel == UM_KERNEL_REF ? 0
+                  : (size_t)n_rows * act_stride_int(w, &s, &c) + (size_t)n_threads * per_thread_bytes(w) + 64;
+    size_t slow = ((size_t)n_rows * (size_t)w->n_in * sizeof(float) + 63) / 64 * 64 +
+                  matmul_scratch_bytes(w, n_rows, n_threads);
+    return UM_MAX(fast, slow);
+}
+
+typedef struct grp_job {
+    const um_matmul_group *g;
+    int n_g, n_expert, k;
+    const int32_t *off, *slot;
+    const float *x;
+    mm_job base;                 /* act, strides, per-thread scratch shared by every chunk */
+    int64_t n_panels;
+    mm_chunk_fn fn;
+} grp_job;
+
+/* Quantize input row t into its first grouped row and copy it to the others. */
+static void grp_quant(void *arg, int64_t t, int thread_id) {
+    const grp_job *gj = arg;
+    const mm_job *j = &gj->base;
+    uint8_t *act = (uint8_t *)j->act;
+    int64_t r0 = gj->slot ? gj->slot[t * gj->k] : t;
+    uint8_t *dst = act + (size_t)r0 * j->act_stride;
+    quantize_row(j, gj->x + t * j->w->n_in, dst);
+    for (int c = 1; gj->slot && c < gj->k; c++)
+        memcpy(act + (size_t)gj->slot[t * gj->k + c] * j->act_stride, dst, j->act_stride);
+}
+
+/* Chunk c = (group, expert, panel), panel fastest: all of an expert's rows on one panel. */
+static void grp_chunk(void *arg, int64_t c, int thread_id) {
+    const grp_job *gj = arg;
+    int64_t panel = c % gj->n_panels, rest = c / gj->n_panels;
+    int e = (int)(rest % gj->n_expert), gi = (int)(rest / gj->n_expert);
+    int64_t r0 = gj->off[e], cnt = gj->off[e + 1] - r0;
+    if (cnt <= 0) return;
+    mm_job j = gj->base;
+    j.w = &gj->g[gi].w[e];
+    j.y = gj->g[gi].y + r0 * j.w->n_out;
+    j.act += (size_t)r0 * j.act_stride;
+    j.n_tokens = cnt;
+    j.slab = cnt;
+    j.n_slabs = 1;
+    gj->fn(&j, panel, 0, cnt, j.thread_scratch + (size_t)thread_id * j.per_thread);
+}
+
+void matmul_grouped(um_pool *p, const um_matmul_group *g, int n_g, int n_expert, const int32_t *off,
+                    const float *x, int64_t n_x, const int32_t *slot, int k, void *scratch) {
+    if (n_g <= 0 || n_x <= 0 || n_expert <= 0) return;
+    if (!slot) k = 1;
+    const um_matmul_weights *w0 = &g[0].w[0];
+    bool together = true;
+    for (int gi = 0; gi < n_g; gi++) {
+        const um_matmul_weights *w = &g[gi].w[0];
+        together = together && grouped_fast(&g[gi], n_expert) && w->type == w0->type && w->n_in == w0->n_in &&
+                   w->n_out == w0->n_out && w->kernel == w0->kernel;
+    }
+    if (!together && n_g > 1) {
+        for (int gi = 0; gi < n_g; gi++) matmul_grouped(p, &g[gi], 1, n_expert, off, x, n_x, slot, k, scratch);
+        return;
+    }
+    int64_t n_rows = n_x * k;
+    if (!together) {
+        /* gather the float rows, then each expert's product on its own */
+        float *in = (float *)scratch;
+        const float *src = x;
+        uint8_t *ms = (uint8_t *)scratch;
+        if (slot) {
+            for (int64_t t = 0; t < n_x; t++)
+                for (int c = 0; c < k; c++)
+                    memcpy(in + (int64_t)slot[t * k + c] * w0->n_in, x + t * w0->n_in, (size_t)w0->n_in * sizeof(float));
+            src = in;
+            ms += ((size_t)n_rows * (size_t)w0->n_in * sizeof(float) + 63) / 64 * 64;
+        }
+        for (int e = 0; e < n_expert; e++) {
+            int64_t r0 = off[e], cnt = off[e + 1] - r0;
+            if (cnt > 0) matmul(p, &g[0].w[e], src + r0 * w0->n_in, cnt, g[0].y + r0 * g[0].w[e].n_out, ms);
+        }
+        return;
+    }
+    grp_job gj = { .g = g, .n_g = n_g, .n_expert = n_expert, .k = k, .off = off, .slot = slot, .x = x,
+                   .n_panels = w0->n_out / UM_MATMUL_PANEL, .fn = chunk_fns[w0->kernel] };
+    mm_job *j = &gj.base;
+    j->w = w0;
+    j->n_threads = pool_threads(p);
+    j->act_stride = act_stride_int(w0, &j->off_scale, &j->off_corr);
+    j->act = scratch;
+    j->thread_scratch = (uint8_t *)scratch + (size_t)n_rows * j->act_stride;
+    j->per_thread = per_thread_bytes(w0);
+    pool_for(p, n_x, grp_quant, &gj);
+    pool_for(p, (int64_t)n_g * n_expert * gj.n_panels, grp_chunk, &gj);
 }

@@ -90,4 +90,30 @@ size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_
 void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_tokens,
             float *y, void *scratch);
 
+/* ---------------------------------------------------------------- mixture of experts
+ * Grouped products: every expert's rows of one MoE layer in one pass over the experts'
+ * weights. With n_rows = n_x * k "grouped rows" sorted by expert (ops_moe_group: expert e
+ * owns rows [off[e], off[e+1])), for each group g and expert e with rows:
+ *     g.y[r, :] = in(r) * g.w[e]^T        r in [off[e], off[e+1])
+ * where in(r) is x's row t for the (t, c) with slot[t * k + c] == r, or x's row r when slot
+ * is NULL (k must then be 1). On the integer kernels each input row is quantized once and
+ * copied to its k grouped rows (no float gather), and one pool dispatch runs every
+ * (group, expert, panel) chunk: a layer's gate and up products together, then its down
+ * product, instead of 2 x n_expert small products each with its own quantizing pass and
+ * dispatch. The results are bit-identical to matmul() of each expert on its gathered rows
+ * (same quantized bytes, same chunk kernel, per-token sums in the same order); other
+ * kernels and formats (ref, the float-tile path, a partial last panel) gather the rows and
+ * run exactly that. A group's n_expert matrices share type, shape and kernel; groups
+ * computed together share n_in and type (otherwise they run one after the other). */
+typedef struct um_matmul_group {
+    const um_matmul_weights *w;   /* n_expert matrices */
+    float                   *y;   /* (n_x * k, w->n_out) */
+} um_matmul_group;
+
+/* Scratch bytes of matmul_grouped over n_x input rows, k choices each, for the matrices
+ * like w with n_threads threads (64-byte aligned buffer). */
+size_t matmul_grouped_scratch_bytes(const um_matmul_weights *w, int64_t n_x, int k, int n_threads);
+void matmul_grouped(um_pool *p, const um_matmul_group *g, int n_g, int n_expert, const int32_t *off,
+                    const float *x, int64_t n_x, const int32_t *slot, int k, void *scratch);
+
 #endif

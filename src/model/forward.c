@@ -278,10 +278,10 @@ static int alloc_buffers(um_forward *f, um_err *e) {
             const um_matmul_weights *ws[] = { &fl->wq, &fl->wk, &fl->wv, &fl->wo, &fl->gate, &fl->up, &fl->down, &fl->router,
                                               &fl->gate_sh, &fl->up_sh, &fl->down_sh };
             for (size_t j = 0; j < UM_ARRAY_LEN(ws); j++) s = UM_MAX(s, scratch_for(f, ws[j], T));
-            for (int x = 0; fl->gate_x && x < hp->n_expert; x++) {
-                s = UM_MAX(s, scratch_for(f, &fl->gate_x[x], T * KU));
-                s = UM_MAX(s, scratch_for(f, &fl->up_x[x], T * KU));
-                s = UM_MAX(s, scratch_for(f, &fl->down_x[x], T * KU));
+            for (int x = 0, nt = pool_threads(f->pool); fl->gate_x && x < hp->n_expert; x++) {
+                s = UM_MAX(s, matmul_grouped_scratch_bytes(&fl->gate_x[x], T, (int)KU, nt));
+                s = UM_MAX(s, matmul_grouped_scratch_bytes(&fl->up_x[x], T, (int)KU, nt));
+                s = UM_MAX(s, matmul_grouped_scratch_bytes(&fl->down_x[x], T * KU, 1, nt));
             }
         }
         f->scratch = um_malloc_aligned(s ? s : 64);
@@ -392,6 +392,17 @@ static void linear(um_forward *f, const um_matmul_weights *mw, const um_weight *
     }
 }
 
+/* The grouped expert products of an MoE layer (fast paths only): x (n, n_in) rows, k
+ * choices each through f->ex_slot (k == 1: x is already in grouped-row order). */
+static void grouped(um_forward *f, const um_matmul_group *g, int n_g, int n_expert, const float *x,
+                    int64_t n, int k) {
+    double t0 = um_now();
+    for (int i = 0; i < n_g; i++)
+        f->prof.macs += (uint64_t)n * (uint64_t)k * (uint64_t)g[i].w[0].n_in * (uint64_t)g[i].w[0].n_out;
+    matmul_grouped(f->pool, g, n_g, n_expert, f->ex_off, x, n, k > 1 ? f->ex_slot : NULL, k, f->scratch);
+    f->prof.matmul_ms += (um_now() - t0) * 1e3;
+}
+
 static void rmsnorm(um_forward *f, float *y, const float *x, const float *w, int64_t rows, int n) {
     if (f->ref) ops_rmsnorm_ref(y, x, w, rows, n, f->m->hp.norm_eps);
     else ops_rmsnorm(f->pool, y, x, w, rows, n, f->m->hp.norm_eps);
@@ -442,7 +453,18 @@ static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *
     if (ops_moe_route(&cfg, f->router, n, f->ex_id, f->ex_w, e)) return UM_FAIL;
     if (ops_moe_group(f->ex_id, f->ex_w, n, K, X, f->ex_off, f->ex_tok, f->ex_roww, f->ex_slot, e)) return UM_FAIL;
     mark(f, UM_FW_ROUTE);
-    for (int ex = 0; ex < X; ex++) {
+    if (!f->ref) {
+        /* every expert's rows in one pass per product (matmul_grouped): gate and up together */
+        const um_matmul_group gu[2] = { { fl->gate_x, f->ff_a }, { fl->up_x, f->ff_b } };
+        grouped(f, gu, 2, X, xn, n, K);
+        mark(f, UM_FW_FFN_IN);
+        swiglu(f, f->ff_a, f->ff_a, f->ff_b, (int64_t)n * K * F);
+        mark(f, UM_FW_ACT);
+        const um_matmul_group gd = { fl->down_x, f->ex_out };
+        grouped(f, &gd, 1, X, f->ff_a, (int64_t)n * K, 1);
+        mark(f, UM_FW_FFN_DOWN);
+    }
+    for (int ex = 0; f->ref && ex < X; ex++) {
         int64_t r0 = f->ex_off[ex], cnt = f->ex_off[ex + 1] - r0;
         if (!cnt) continue;
         float *in = f->gathered + r0 * E, *ga = f->ff_a + r0 * F, *up = f->ff_b + r0 * F;
