@@ -273,7 +273,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
             mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
             if (matmul_kernel_available(UM_KERNEL_AVX2)) {
                 /* the kernels' AVX2 quantizer must give the same bytes as the portable one */
-                size_t used = off_corr + (size_t)n_in / 16 * 4;
+                size_t used = off_corr + (size_t)n_in / 16 * 6;
                 memset(row2, 0, row_bytes);
                 memset(row, 0, row_bytes);
                 mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
@@ -281,10 +281,18 @@ TEST(matmul_int_kernels_match_quantized_activations) {
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX2 activation quantizer differs", um_type_name(types[ti]));
             }
             if (matmul_kernel_available(UM_KERNEL_AVX512) && !um_is_iq_lattice(types[ti])) {
-                size_t used = off_corr + (size_t)n_in / 16 * 4;
+                size_t used = off_corr + (size_t)n_in / 16 * 6;
                 memset(row2, 0, row_bytes);
                 mm_quantize_act_avx512(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX-512 activation quantizer differs", um_type_name(types[ti]));
+            }
+            if (types[ti] == UM_TYPE_Q6_K) {     /* the int16 sums per 16 of the AVX2 Q6_K loop */
+                const int16_t *bsum = (const int16_t *)(row + off_corr + (size_t)n_in / 16 * 4);
+                for (int64_t g = 0; g < n_in / 16; g++) {
+                    int s = 0;
+                    for (int i = 0; i < 16; i++) s += ((const int8_t *)row)[g * 16 + i];
+                    CHECK_MSG(bsum[g] == s, "Q6_K activation sum %lld: %d, want %d", (long long)g, bsum[g], s);
+                }
             }
             const float *scale = (const float *)(row + off_scale);
             for (int64_t k = 0; k < n_in; k++) {
@@ -449,22 +457,18 @@ TEST(matmul_pack_panel_matches_reference) {
  * VNNI adds 16 products of a 32-column sub-block in int16 (16 x 15 x 127 = 30480, just under
  * 32767); a sum one step wider, or a saturating add, would be off here by thousands, while the
  * exact product is known in closed form. Also mixed signs per column, and dmin != 0. */
-TEST(matmul_q4k_extreme_sums_do_not_overflow) {
+/* Every block of row r filled by fill(block, r); all-extreme activations (exact in int8:
+ * all +127, all -127, +-127 mixed) against the double truth on every kernel. */
+static void extreme_sums(uint32_t type, void (*fill)(uint8_t *blk, int64_t r)) {
     const int64_t n_in = 512, n_out = 16, n_tokens = 3;
-    mcase c = { .type = UM_TYPE_Q4_K, .n_in = n_in, .n_out = n_out };
-    const um_type_traits *tr = um_traits(UM_TYPE_Q4_K);
-    size_t rb = (size_t)(n_in / 256) * sizeof(um_block_q4_K);
+    mcase c = { .type = type, .n_in = n_in, .n_out = n_out };
+    const um_type_traits *tr = um_traits(type);
+    size_t rb = (size_t)(n_in / 256) * tr->bytes;
     c.bytes = rb * (size_t)n_out;
     c.raw = um_malloc_aligned(c.bytes);
     c.wf = malloc(sizeof(float) * (size_t)(n_in * n_out));
     for (int64_t r = 0; r < n_out; r++)
-        for (int64_t b = 0; b < n_in / 256; b++) {
-            um_block_q4_K *blk = (um_block_q4_K *)((uint8_t *)c.raw + (size_t)r * rb) + b;
-            blk->d = um_fp32_to_fp16(r % 2 ? 0.5f : 1.0f);
-            blk->dmin = um_fp32_to_fp16(r % 4 >= 2 ? 0.25f : 0.0f);
-            memset(blk->scales, 0xFF, sizeof blk->scales);   /* every scale and min 63 */
-            memset(blk->qs, 0xFF, sizeof blk->qs);           /* every code 15 */
-        }
+        for (int64_t b = 0; b < n_in / 256; b++) fill((uint8_t *)c.raw + (size_t)r * rb + (size_t)b * tr->bytes, r);
     for (int64_t r = 0; r < n_out; r++) tr->to_float_ref((uint8_t *)c.raw + (size_t)r * rb, c.wf + r * n_in, n_in);
     float *x = malloc(sizeof(float) * (size_t)(n_tokens * n_in));
     for (int64_t k = 0; k < n_in; k++) {
@@ -484,13 +488,36 @@ TEST(matmul_q4k_extreme_sums_do_not_overflow) {
                     s += (double)c.wf[r * n_in + i] * x[t * n_in + i];
                     sa += fabs((double)c.wf[r * n_in + i] * x[t * n_in + i]);
                 }
-                CHECK_MSG(fabs(y[t * n_out + r] - s) <= 2e-5 * sa + 1e-6, "q4_K/%s token %lld row %lld: %.8g, want %.8g",
-                          matmul_kernel_name((um_kernel)k), (long long)t, (long long)r, y[t * n_out + r], s);
+                CHECK_MSG(fabs(y[t * n_out + r] - s) <= 2e-5 * sa + 1e-6, "%s/%s token %lld row %lld: %.8g, want %.8g",
+                          um_type_name(type), matmul_kernel_name((um_kernel)k), (long long)t, (long long)r, y[t * n_out + r], s);
             }
         free(y);
     }
     free(x);
     free_case(&c);
+}
+
+static void fill_q4k_max(uint8_t *b, int64_t r) {
+    um_block_q4_K *blk = (um_block_q4_K *)b;
+    blk->d = um_fp32_to_fp16(r % 2 ? 0.5f : 1.0f);
+    blk->dmin = um_fp32_to_fp16(r % 4 >= 2 ? 0.25f : 0.0f);
+    memset(blk->scales, 0xFF, sizeof blk->scales);   /* every scale and min 63 */
+    memset(blk->qs, 0xFF, sizeof blk->qs);           /* every code 15 */
+}
+
+/* Q6_K: every code 63 (weight +31) or 0 (weight -32), every scale -128 or +127: the int16
+ * pair sums and the int32 super-block sums of the AVX2 loop at their largest. */
+static void fill_q6k_max(uint8_t *b, int64_t r) {
+    um_block_q6_K *blk = (um_block_q6_K *)b;
+    memset(blk->ql, r % 2 ? 0x00 : 0xFF, sizeof blk->ql);
+    memset(blk->qh, r % 2 ? 0x00 : 0xFF, sizeof blk->qh);
+    memset(blk->scales, r % 4 >= 2 ? 0x80 : 0x7F, sizeof blk->scales);
+    blk->d = um_fp32_to_fp16(r % 8 >= 4 ? 0.5f : 1.0f);
+}
+
+TEST(matmul_extreme_sums_do_not_overflow) {
+    extreme_sums(UM_TYPE_Q4_K, fill_q4k_max);
+    extreme_sums(UM_TYPE_Q6_K, fill_q6k_max);
 }
 
 /* The IQ/TQ integer path with many panels (no token slabs, next-panel prefetch) and the

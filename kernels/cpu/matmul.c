@@ -267,7 +267,7 @@ static size_t act_stride_int(const um_matmul_weights *w, size_t *off_scale, size
     size_t n = (size_t)w->n_in;
     *off_scale = (n + 63) & ~(size_t)63;
     *off_corr = *off_scale + (n / 32) * sizeof(float);
-    return (*off_corr + (n / 16) * sizeof(int32_t) + 63) & ~(size_t)63;
+    return (*off_corr + (n / 16) * (sizeof(int32_t) + sizeof(int16_t)) + 63) & ~(size_t)63;
 }
 
 static size_t per_thread_bytes(const um_matmul_weights *w) {

@@ -35,15 +35,14 @@ void mm_unpack_panel_avx2(const um_matmul_weights *w, const uint8_t *pb, uint8_t
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     int64_t nsb = w->n_in / 256;
     for (int64_t sb = 0; sb < nsb; sb++) {
-        uint8_t *o = out + sb * 4096;
         for (int h = 0; h < 2; h++) {
             if (w->type == UM_TYPE_Q4_K) {
                 const uint8_t *qv = pb + sb * 16 * sizeof(um_block_q4_K) + h * 32;
                 for (int jj = 0; jj < 8; jj++)
                     for (int s = 0; s < 4; s++) {
                         __m256i v = _mm256_loadu_si256((const __m256i *)(qv + (jj * 4 + s) * 64));
-                        _mm256_storeu_si256((__m256i *)(o + (jj * 8 + s) * 64 + h * 32), _mm256_and_si256(v, m4));
-                        _mm256_storeu_si256((__m256i *)(o + (jj * 8 + 4 + s) * 64 + h * 32),
+                        _mm256_storeu_si256((__m256i *)(out + mm_ub_off(w->n_in, sb, jj * 8 + s, h)), _mm256_and_si256(v, m4));
+                        _mm256_storeu_si256((__m256i *)(out + mm_ub_off(w->n_in, sb, jj * 8 + 4 + s, h)),
                                             _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
                     }
             } else {
@@ -54,9 +53,9 @@ void mm_unpack_panel_avx2(const um_matmul_weights *w, const uint8_t *pb, uint8_t
                         __m256i v = _mm256_loadu_si256((const __m256i *)(qv + (jj * 2 + s) * 64));
                         __m256i hlo = s == 0 ? _mm256_slli_epi16(hb, 4) : hb;
                         __m256i hhi = s == 0 ? _mm256_slli_epi16(hb, 2) : _mm256_srli_epi16(hb, 2);
-                        _mm256_storeu_si256((__m256i *)(o + (jj * 4 + s) * 64 + h * 32),
+                        _mm256_storeu_si256((__m256i *)(out + mm_ub_off(w->n_in, sb, jj * 4 + s, h)),
                                             _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hlo, m30)));
-                        _mm256_storeu_si256((__m256i *)(o + (jj * 4 + 2 + s) * 64 + h * 32),
+                        _mm256_storeu_si256((__m256i *)(out + mm_ub_off(w->n_in, sb, jj * 4 + 2 + s, h)),
                                             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
                                                             _mm256_and_si256(hhi, m30)));
                     }
@@ -116,7 +115,12 @@ void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *
             }
         } else if (type == UM_TYPE_Q6_K || um_is_iq_lattice(type)) {
             int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
-            for (int j = 0; j < 16; j++) corr[j] = -mm_code_offset(type) * (sums[2 * j] + sums[2 * j + 1]);
+            int16_t *bsum = (int16_t *)(row + off_corr + (size_t)(n_in / 16) * sizeof(int32_t)) + b * 16;
+            for (int j = 0; j < 16; j++) {
+                int s = sums[2 * j] + sums[2 * j + 1];
+                corr[j] = -mm_code_offset(type) * s;
+                if (type == UM_TYPE_Q6_K) bsum[j] = (int16_t)s;
+            }
         } else {
             ((int32_t *)(row + off_corr))[b] = -128 * (sums[0] + sums[1] + sums[2] + sums[3]);
         }

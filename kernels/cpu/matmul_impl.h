@@ -24,7 +24,8 @@
  *   [off_scale, ...)  float scale       per 256 (Q4_K, Q6_K) or per 32 (Q8_0)
  *   [off_corr, ...)   Q4_K: float scale*sum(q) per 32    (the mins term), then
  *                           int16 sum(q) per 32           (the same sums, for vpdpwssd)
- *                     Q6_K: int32 -32*sum(q) per 16      (the -32 offset of q6)
+ *                     Q6_K: int32 -32*sum(q) per 16      (the -32 offset of q6), then
+ *                           int16 sum(q) per 16           (the same sums, for vpmaddwd)
  *                     IQ (mm_iq_int): int32 -64*sum(q) per 16 (the +64 of their codes)
  *                     Q8_0: int32 -128*sum(q) per 32     (weights are stored as w ^ 0x80) */
 typedef struct mm_job {
@@ -67,6 +68,15 @@ void mm_panel_tables_avx512(const um_matmul_weights *w, int64_t panel, float *ta
 #define MM_INT_SCRATCH(w) (mm_tables_bytes(w) + (size_t)UM_MATMUL_PANEL * (size_t)(w)->n_in)
 void mm_unpack_panel_avx512(const um_matmul_weights *w, const uint8_t *panel, uint8_t *out);
 void mm_unpack_panel_avx2(const um_matmul_weights *w, const uint8_t *panel, uint8_t *out);
+/* The 256-bit kernels' unpacked panel is half-major: rows 0..7 (half 0), then rows 8..15,
+ * each n_in * 8 bytes: per 256 columns 64 vectors of 32 bytes (4 columns x 8 rows, byte
+ * r * 4 + i = column 4v + i of row 8h + r). A pass of a token block over one half then
+ * reads n_in * 8 contiguous bytes (16 KiB for n_in = 2048: it stays in L1 across the token
+ * blocks of a panel), not every 64-byte line of the panel for 32 bytes of it. Byte offset
+ * of vector v of super-block sb in half h: */
+static inline size_t mm_ub_off(int64_t n_in, int64_t sb, int v, int h) {
+    return (size_t)h * (size_t)n_in * 8 + (size_t)sb * 2048 + (size_t)v * 32;
+}
 /* Quantize activations with AVX2 / AVX-512 (identical output to mm_quantize_act). */
 void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
                           size_t off_scale, size_t off_corr);

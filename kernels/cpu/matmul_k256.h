@@ -81,12 +81,12 @@ AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
     for (int64_t sb = 0; sb < nsb; sb++) {
         const float *dsc = tab + sb * 256 + h * 8, *dmm = dsc + 128;
         for (int jj = 0; jj < 8; jj++) {
-            const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64 + h * 32;
+            const uint8_t *qv = ub + mm_ub_off(j->w->n_in, sb, jj * 8, h);
             size_t k = (size_t)sb * 256 + jj * 32;
             __m256i is[TB];
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
             UNROLL for (int g = 0; g < 8; g++) {
-                __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 64));
+                __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 32));
                 UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
             }
             __m256 sc = _mm256_loadu_ps(dsc + jj * 16), mn = _mm256_loadu_ps(dmm + jj * 16);
@@ -150,13 +150,13 @@ AI void q4k_block(const int T, const uint8_t *ub, const uint8_t *tab, int64_t ns
         __m256i is[TB], ms[TB];
         UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
         for (int jj = 0; jj < 8; jj++) {
-            const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64 + h * 32;
+            const uint8_t *qv = ub + mm_ub_off(j->w->n_in, sb, jj * 8, h);
             const size_t k = (size_t)sb * 256 + jj * 32;
             __m256i ps[TB];
             __m256i v = _mm256_load_si256((const __m256i *)qv);
             UNROLL for (int u = 0; u < T; u++) ps[u] = _mm256_maddubs_epi16(v, bcast32(p.q[u] + k));
             UNROLL for (int g = 1; g < 8; g++) {
-                v = _mm256_load_si256((const __m256i *)(qv + g * 64));
+                v = _mm256_load_si256((const __m256i *)(qv + g * 32));
                 UNROLL for (int u = 0; u < T; u++) {
                     ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(v, bcast32(p.q[u] + k + g * 4)));
                     IN_REG(ps[u]);
@@ -182,6 +182,88 @@ AI void q4k_block(const int T, const uint8_t *ub, const uint8_t *tab, int64_t ns
 }
 #endif
 
+#if !MM_VNNI
+/* Q6_K without VNNI, the same int16 idea as Q4_K: codes <= 63, so a vpmaddubsw lane is at
+ * most 2 x 63 x 127 = 16002 and two of them add up in int16 (32004 < 32767); one vpmaddwd
+ * per pair multiplies them by the sub-block's int8 scale into int32, so the whole
+ * super-block is one exact int32 sum (16 x 2 x 2 x 32004 x 128 < 2^31) converted to f32
+ * once, instead of one conversion, multiply and add per 16 columns. The -32 offset of the
+ * codes is an integer term too: per pair of sub-blocks, vpmaddwd of their two scales with
+ * the activations' int16 sums per 16, times 32 (a shift).
+ * Tables per super-block and panel half (8 rows), Q6K_TAB bytes:
+ *   [0, 256)    8 vectors, pair p: int16 lane 2r = the scale of sub-block 2p of row r,
+ *               lane 2r+1 = that of sub-block 2p+1
+ *   [256, 288)  d of rows 0..7 (f32)
+ * 576 bytes per 256 columns, within mm_tables_bytes (4 per column). IQ formats (codes up to
+ * 127) keep the dot-product loop below. */
+#define Q6K_TAB 288
+
+static void q6k_tables(const um_matmul_weights *w, int64_t panel, uint8_t *tab) {
+    const uint8_t *base = (const uint8_t *)w->data + panel * UM_MATMUL_PANEL * w->row_bytes;
+    for (int64_t sb = 0; sb < w->n_in / 256; sb++) {
+        const uint8_t *o = base + sb * 16 * sizeof(um_block_q6_K);
+        for (int h = 0; h < 2; h++) {
+            uint8_t *t = tab + (sb * 2 + h) * Q6K_TAB;
+            for (int pp = 0; pp < 8; pp++) {
+                __m128i a = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(o + 3072 + (2 * pp) * 16 + h * 8)));
+                __m128i b = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(o + 3072 + (2 * pp + 1) * 16 + h * 8)));
+                _mm256_storeu_si256((__m256i *)(t + pp * 32), _mm256_set_m128i(_mm_unpackhi_epi16(a, b), _mm_unpacklo_epi16(a, b)));
+            }
+            _mm256_storeu_ps((float *)(t + 256), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 3328 + h * 16))));
+        }
+    }
+}
+
+/* ub: the unpacked panel; tab: q6k_tables; h: panel half */
+AI void q6k_block_i16(const int T, const uint8_t *ub, const uint8_t *tab, int64_t nsb, const mm_job *j,
+                      int64_t t, int h, float *y) {
+    tok_ptrs p;
+    tok_init(T, j, t, &p);
+    const int8_t *bsum[TB];      /* int16 sums of the activations per 16 columns */
+    UNROLL for (int u = 0; u < T; u++) bsum[u] = (const int8_t *)p.corr[u] + (size_t)(j->w->n_in / 16) * sizeof(int32_t);
+    /* the scale of sub-block 2p (even) or 2p+1 (odd) of row r in both int16 lanes of dword r */
+    const __m256i even = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i odd = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,
+                                         2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+    __m256 acc[TB];
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *tb = tab + (sb * 2 + h) * Q6K_TAB;
+        __m256i is[TB], ms[TB];
+        UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
+        for (int jj = 0; jj < 16; jj++) {
+            const uint8_t *qv = ub + mm_ub_off(j->w->n_in, sb, jj * 4, h);
+            const size_t k = (size_t)sb * 256 + jj * 16;
+            const __m256i sc = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(tb + (jj >> 1) * 32)),
+                                                   jj & 1 ? odd : even);
+            UNROLL for (int q = 0; q < 2; q++) {
+                const __m256i v0 = _mm256_load_si256((const __m256i *)(qv + (2 * q) * 32));
+                const __m256i v1 = _mm256_load_si256((const __m256i *)(qv + (2 * q + 1) * 32));
+                UNROLL for (int u = 0; u < T; u++) {
+                    __m256i ps = _mm256_add_epi16(_mm256_maddubs_epi16(v0, bcast32(p.q[u] + k + q * 8)),
+                                                  _mm256_maddubs_epi16(v1, bcast32(p.q[u] + k + q * 8 + 4)));
+                    is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(ps, sc));
+                    IN_REG(is[u]);
+                }
+            }
+        }
+        UNROLL for (int u = 0; u < T; u++) ms[u] = _mm256_setzero_si256();
+        UNROLL for (int pp = 0; pp < 8; pp++) {
+            const __m256i sp = _mm256_loadu_si256((const __m256i *)(tb + pp * 32));
+            UNROLL for (int u = 0; u < T; u++)
+                ms[u] = _mm256_add_epi32(ms[u], _mm256_madd_epi16(sp, bcast32(bsum[u] + (sb * 16 + pp * 2) * 2)));
+        }
+        const __m256 d = _mm256_loadu_ps((const float *)(tb + 256));
+        UNROLL for (int u = 0; u < T; u++) {
+            __m256i v = _mm256_sub_epi32(is[u], _mm256_slli_epi32(ms[u], 5));
+            acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(d, _mm256_set1_ps(p.scale[u][sb])), acc[u]);
+        }
+    }
+    UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+}
+#endif
+
 AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
                   int64_t t, int h, float *y) {
     tok_ptrs p;
@@ -191,12 +273,12 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
     for (int64_t sb = 0; sb < nsb; sb++) {
         const float *dsc = tab + sb * 256 + h * 8;
         for (int jj = 0; jj < 16; jj++) {
-            const uint8_t *qv = ub + sb * 4096 + jj * 4 * 64 + h * 32;
+            const uint8_t *qv = ub + mm_ub_off(j->w->n_in, sb, jj * 4, h);
             size_t k = (size_t)sb * 256 + jj * 16;
             __m256i is[TB];
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_set1_epi32(((const int32_t *)p.corr[u])[sb * 16 + jj]);
             UNROLL for (int g = 0; g < 4; g++) {
-                __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 64));
+                __m256i v = _mm256_load_si256((const __m256i *)(qv + g * 32));
                 UNROLL for (int u = 0; u < T; u++) {
                     is[u] = dpbusd(is[u], v, bcast32(p.q[u] + k + g * 4));
                     IN_REG(is[u]);
@@ -258,6 +340,7 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
         mm_panel_tables_avx2(w, panel, tab);
 #else
         if (w->type == UM_TYPE_Q4_K) q4k_tables(w, panel, (uint8_t *)tab);
+        else if (w->type == UM_TYPE_Q6_K) q6k_tables(w, panel, (uint8_t *)tab);
         else mm_panel_tables_avx2(w, panel, tab);
 #endif
         if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);
@@ -277,6 +360,9 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
             for (size_t e = UM_MIN(pf + pf_step, pbytes); pf < e; pf += 64) _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
         for (int h = 0; h < 2; h++) {
             if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, (const void *)tab, nb, j, t, h, y) }
+#if !MM_VNNI
+            else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block_i16, ub, (const void *)tab, nb, j, t, h, y) }
+#endif
             else if (w->type == UM_TYPE_Q6_K || iq) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
             else { CASES(q8_0_block, pb, tab, nb, j, t, h, y) }
         }

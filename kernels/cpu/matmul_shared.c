@@ -211,13 +211,14 @@ void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t 
         for (int64_t sb = 0; sb < w->n_in / 256; sb++) {
             um_iq_levels(w->type, row + sb * bytes, q, mult, &scale);
             for (int jj = 0; jj < 16; jj++) tab[sb * 256 + jj * 16 + r] = scale * (float)mult[jj];
-            uint8_t *o = ub + sb * 4096 + r * 4;   /* column c: vector c / 4, byte r * 4 + c % 4 */
+            /* column c: vector c / 4 of half r / 8 (mm_ub_off), byte (r % 8) * 4 + c % 4 */
+            uint8_t *o = ub + mm_ub_off(w->n_in, sb, 0, r / 8) + (r % 8) * 4;
             for (int c = 0; c < 256; c += 4) {
                 /* q + 64 in each byte, no carry between bytes (|q| <= 62) */
                 uint32_t x;
                 memcpy(&x, q + c, 4);
                 x = ((x & 0x7F7F7F7Fu) + 0x40404040u) ^ (x & 0x80808080u);
-                memcpy(o + (c / 4) * 64, &x, 4);
+                memcpy(o + (c / 4) * 32, &x, 4);
             }
         }
     }
@@ -260,10 +261,12 @@ void mm_quantize_act(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
             }
         } else if (type == UM_TYPE_Q6_K || um_is_iq_lattice(type)) {
             int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
+            int16_t *bsum = (int16_t *)(row + off_corr + (size_t)(n_in / 16) * sizeof(int32_t)) + b * 16;
             for (int j = 0; j < 16; j++) {
                 int s = 0;
                 for (int i = 0; i < 16; i++) s += qb[j * 16 + i];
                 corr[j] = -mm_code_offset(type) * s;
+                if (type == UM_TYPE_Q6_K) bsum[j] = (int16_t)s;      /* |s| <= 16 * 127 */
             }
         } else {
             int s = 0;
