@@ -8,6 +8,7 @@ machine hits both equally, keeps every raw run, and reports medians.
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -185,6 +186,41 @@ def run_rounds(runtimes, rounds, measure, label, attempts=3):
             print(f"{label} round {r + 1} {who}: " + ", ".join(f"{k} {v}" for k, v in run.items()
                   if k in ("forward_ms", "ms_per_step", "load_s", "peak_rss_kb")), file=sys.stderr)
     return runs
+
+
+PEER_LINE = re.compile(r"total time: ([0-9.]+)ms, time per step: ([0-9.]+)ms, sampling time per step: ([0-9.]+)ms")
+
+
+def measure_peer(t):
+    """A llama-diffusion-cli run's figures, from its closing timing line."""
+    m = PEER_LINE.findall(t["stderr"])
+    if not m:
+        raise Unreadable("no timing line in llama-diffusion-cli's output "
+                         f"(last line: {t['stderr'].strip().splitlines()[-1:]})")
+    total, per, samp = map(float, m[-1])
+    return {"generate_ms": total, "ms_per_step": per, "sample_ms_per_step": samp,
+            "load_s": t["wall_s"] - total / 1000}
+
+
+def measure_unmask(t):
+    """An `unmask generate --json` run's figures; with a cache, the steps that reused it
+    (partial passes) apart from the refreshes."""
+    d = json.loads(t["stdout"])
+    s = d["steps"]
+    r = {"generate_ms": 1000 * d["generate_s"], "ms_per_step": 1000 * d["generate_s"] / len(s),
+         "steps_run": len(s), "load_s": d["load_s"], "kernel": d["kernel"],
+         "forward_ms_mean": sum(x["forward_ms"] for x in s) / len(s),
+         "sample_ms_per_step": sum(x["sample_ms"] for x in s) / len(s),
+         "cache_bytes": int(d.get("cache_bytes", 0)), "rows_computed": int(d.get("rows_computed", 0))}
+    cached = int(d.get("cache_bytes", 0)) > 0      # without a cache no step is a partial one
+    part = [x for x in s if cached and not x.get("cache_refreshed", True)]
+    full = [x for x in s if cached and x.get("cache_refreshed")]
+    if part:
+        r["partial_step_ms"] = sum(x["forward_ms"] + x["sample_ms"] for x in part) / len(part)
+        r["partial_steps"] = len(part)
+    if full:
+        r["refresh_step_ms"] = sum(x["forward_ms"] + x["sample_ms"] for x in full) / len(full)
+    return r
 
 
 def finish(res, name, summary_keys):

@@ -26,13 +26,10 @@ bench/results/cached-NAME-tN.json (read by the README's fast-decoding table only
 import argparse
 import json
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
-
-PEER_LINE = re.compile(r"total time: ([0-9.]+)ms, time per step: ([0-9.]+)ms, sampling time per step: ([0-9.]+)ms")
 
 
 def main():
@@ -90,30 +87,7 @@ def main():
     names = list(runtimes)
 
     def measure(who, t):
-        if who == "peer":
-            m = PEER_LINE.findall(t["stderr"])
-            if not m:
-                raise B.Unreadable("no timing line in llama-diffusion-cli's output "
-                                   f"(last line: {t['stderr'].strip().splitlines()[-1:]})")
-            total, per, samp = map(float, m[-1])
-            return {"generate_ms": total, "ms_per_step": per, "sample_ms_per_step": samp,
-                    "load_s": t["wall_s"] - total / 1000}
-        d = json.loads(t["stdout"])
-        s = d["steps"]
-        r = {"generate_ms": 1000 * d["generate_s"], "ms_per_step": 1000 * d["generate_s"] / len(s),
-             "steps_run": len(s), "load_s": d["load_s"], "kernel": d["kernel"],
-             "forward_ms_mean": sum(x["forward_ms"] for x in s) / len(s),
-             "sample_ms_per_step": sum(x["sample_ms"] for x in s) / len(s),
-             "cache_bytes": int(d.get("cache_bytes", 0)), "rows_computed": int(d.get("rows_computed", 0))}
-        # with a cache: the steps that reused it (partial passes) apart from the refreshes
-        part = [x for x in s if not x.get("cache_refreshed", True)]
-        full = [x for x in s if x.get("cache_refreshed")]
-        if part:
-            r["partial_step_ms"] = sum(x["forward_ms"] + x["sample_ms"] for x in part) / len(part)
-            r["partial_steps"] = len(part)
-        if full:
-            r["refresh_step_ms"] = sum(x["forward_ms"] + x["sample_ms"] for x in full) / len(full)
-        return r
+        return B.measure_peer(t) if who == "peer" else B.measure_unmask(t)
     res["page_cache_warm_s"] = B.warm_page_cache(a.model)
     res["runs"] = B.run_rounds(runtimes, a.rounds, measure, f"e2e {a.name} t{a.threads}")
     med = {}

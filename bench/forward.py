@@ -7,7 +7,7 @@ tokens), logits for every row, in both runtimes:
   unmask:    unmask logits --reps P
 each process loads the file and runs P passes; R rounds alternate the order of the runtimes.
 Where unmask's own choice of kernel is not avx512 (an AMX machine), a third runtime,
-UNMASK_KERNEL=avx512, is measured as well. Writes bench/results/forward-NAME-tN.json.
+UNMASK_KERNEL=avx512, is measured as well. Writes bench/results/forward-NAME-tN.json (or --out).
 """
 import argparse
 import json
@@ -40,6 +40,7 @@ def main():
                          "takes milliseconds, and its first passes are noisy)")
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--prompt", default=B.PROMPT)
+    ap.add_argument("--out", default="", help="result file name under bench/results/ (default forward-NAME-tN.json)")
     a = ap.parse_args()
     os.makedirs(B.WORK, exist_ok=True)
     if a.passes <= 0:
@@ -81,7 +82,7 @@ def main():
                     "load_s": B.median(x["load_s"] + x["prepare_s"] for x in rs)}
     res["median"] = med
     res["ratio"] = {who: med[who]["forward_ms"] / med["peer"]["forward_ms"] for who in names if who != "peer"}
-    B.finish(res, f"forward-{a.name}-t{a.threads}.json", ("median", "ratio"))
+    B.finish(res, a.out or f"forward-{a.name}-t{a.threads}.json", ("median", "ratio"))
 
 
 if __name__ == "__main__":

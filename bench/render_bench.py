@@ -1,5 +1,5 @@
 """render_bench.py: README tables for the benchmark results (bench/results/forward-*.json,
-e2e-*.json, profile-*.json, gemm.json, rows.json), loaded by tools/render-readme.py. Every figure comes
+e2e-*.json, profile-*.json, moe-*.json, blocks-*.json, gemm.json, rows.json), loaded by tools/render-readme.py. Every figure comes
 from a file; nothing here is typed by hand. Files under bench/results/archive/ are not read."""
 import glob
 import json
@@ -8,7 +8,7 @@ import os
 RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 # Issue 8's targets on the 8B-class files at 2 threads (ms/step ratios to llama.cpp, RSS / file).
 TARGET_BEST, TARGET_AVX512, TARGET_RSS = 0.15, 0.8, 1.1
-ORDER = {"llada-8b-q4_k_m": 0, "dream-7b-q4_k_m": 1, "unmask-demo": 2}
+ORDER = {"llada-8b-q4_k_m": 0, "dream-7b-q4_k_m": 1, "llada-moe-7b-q4_k_m": 2, "unmask-demo": 3}
 
 
 def _load(pattern):
@@ -330,7 +330,74 @@ def rows_roofline():
             f"{by_type} (the issue's target: {_pct(d['target_larger_share'])}).{int32}{rounds}")
 
 
+def moe_table():
+    """Issue 19: the MoE forward pass beside the dense one, each against llama.cpp (bench/moe.py)."""
+    rows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(RES, "moe-t*.json")))]
+    if not rows:
+        return "_no results yet: run `make bench` (bench/moe.py)_"
+    out = ["| model | threads | llama.cpp ms | unmask ms (kernel) | unmask / llama.cpp | expert products (gate/up + down) | routing, gather, combine | target | met |",
+           "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for d in rows:
+        for name, m in d["models"].items():
+            med, prof = m["median"], m["profile"]
+            parts, tot = prof["parts_ms"], prof["forward_ms"]
+            experts = parts.get("ffn gate/up products", 0) + parts.get("ffn down product", 0)
+            route = parts.get("moe routing, gather, combine", 0)
+            moe = m["role"] == "moe"
+            r = m["ratio"]["unmask"]
+            out.append(f"| {name} ({'MoE' if moe else 'dense'}) | {d['threads']} | {_ms(med['peer']['forward_ms'])} | "
+                       f"{_ms(med['unmask']['forward_ms'])} ({m['unmask_kernel']}) | **{r:.2f}x** | "
+                       f"{_ms(experts)} ms ({100 * experts / tot:.0f}%) | {_ms(route) + ' ms' if route else '-'} | "
+                       f"{'<= ' + str(d['target_moe_ratio']) + 'x' if moe else 'beside'} | "
+                       f"{('yes' if r <= d['target_moe_ratio'] else '**no**') if moe else '-'} |")
+    d = rows[0]
+    z = d["issue_zen5"]
+    m0 = next(iter(d["models"].values()))
+    out += ["", f"One forward pass over the generation canvas ({m0['canvas']['prompt_tokens']} prompt tokens + "
+            f"{m0['canvas']['masks']} masks), every row's logits, medians of {d['rounds']} alternating processes per "
+            f"runtime (bench/forward.py's method); the two middle columns come from one `unmask logits --profile` run "
+            f"(its parts' share of that pass). Before the grouped expert products, issue 19 measured on an AMD Zen 5: "
+            f"MoE {z['moe_ms']:,} ms against llama.cpp's {z['moe_peer_ms']:,} ({z['moe_ratio']}x), dense {z['dense_ratio']}x. "
+            f"{_where(m0, list(d['models'].values()))}."]
+    return "\n".join(out)
+
+
+def blocks_table():
+    """Issue 19: LLaDA 2.x block diffusion with the exact block cache (bench/blocks.py)."""
+    rows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(RES, "blocks-*.json")))]
+    if not rows:
+        return "_no results yet: run `make bench` (bench/blocks.py)_"
+    out = ["| file | runtime | steps | ms/step | tok/s | rows computed | K/V cache | peak RSS | tok/s / llada2 exact |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    what = {"llada2": "unmask, exact block cache (default)", "llada2-nocache": "unmask `--cache none`",
+            "dense": "unmask, exact (dense)", "peer": "llama.cpp PR #17454 `--diffusion-hybrid`"}
+    for d in rows:
+        med = d["median"]
+        base = med["llada2"]["tokens_per_s"]
+        for who in ("llada2", "llada2-nocache", "dense", "peer"):
+            if who not in med:
+                continue
+            u = med[who]
+            f = d["dense_model"] if who == "dense" else d["model"]
+            rows_c = f"{u['rows_computed']:,.0f}" if u.get("rows_computed") else "-"
+            cache = _gb(u["cache_bytes"] / 1024) if u.get("cache_bytes") else "-"
+            out.append(f"| {f} | {what[who]} | {u.get('steps_run', d['steps']):.0f} | {_ms(u['ms_per_step'])} | "
+                       f"{u['tokens_per_s']:.2f} | {rows_c} | {cache} | {_gb(u['peak_rss_kb'])} | {u['tokens_per_s'] / base:.2f} |")
+    d = rows[0]
+    r = d["ratio_tokens_per_s"]
+    peer = (f" Against the PR's own runtime: {r['llada2_over_peer']:.2f}x its tokens/s ({d['pr_peer']})."
+            if "llada2_over_peer" in r else " The PR #17454 peer was not built for this run (tools/build-peer.sh SRC peer-llada2).")
+    out += ["", f"Whole generations of {d['generated_tokens']} tokens after a {d['prompt_tokens']}-token prompt, "
+            f"{d['steps']} steps, blocks of {d['block']}, {d['threads']} threads, medians of {d['rounds']} alternating "
+            f"rounds, end-of-text early stop off. The block cache is exact (block-causal attention: the prompt's and "
+            f"finished blocks' keys and values never change) and makes LLaDA 2.x generation {r['cache_over_nocache']:.2f}x "
+            f"as fast as recomputing the canvas; {d['model']} runs at {r['llada2_over_dense']:.2f}x the tokens/s of "
+            f"{d['dense_model']}.{peer} {_cpu(d['machine'])}, {d['machine']['cores']} cores, {d['date'][:10]}; "
+            f"unmask commit {d['versions']['commit']}."]
+    return "\n".join(out)
+
+
 RENDERERS = {"bench-forward": forward_table, "bench-e2e": e2e_table, "bench-targets": targets_table,
-             "bench-cached": cached_table,
+             "bench-cached": cached_table, "bench-moe": moe_table, "bench-blocks": blocks_table,
              "bench-profile": profile_table, "bench-gemm": gemm_table, "bench-rows": rows_table,
              "bench-rows-roofline": rows_roofline}

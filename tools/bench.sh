@@ -8,18 +8,25 @@
 #     generations (bench/e2e.py) with unmask at 1 and 2 threads against llama.cpp at its best
 #     thread count on this machine (the faster of its two forward-pass medians), then the
 #     per-part profile (bench/profile.py);
-#  4. renders README.md's tables from bench/results/.
-# Environment: BENCH_MODELS (default "llada-8b dream-7b demo"), BENCH_THREADS ("1 2").
+#  4. the mixture of experts beside the dense model (bench/moe.py: llada-moe-7b and llada-8b,
+#     when both are in BENCH_MODELS) and LLaDA 2.x block diffusion (bench/blocks.py: the
+#     llada2-mini shape with its exact block cache against llada-8b, and against llama.cpp PR
+#     #17454's runtime when BENCH_PR_SRC names a clone of that branch: built as build/peer-llada2);
+#  5. renders README.md's tables from bench/results/.
+# Environment: BENCH_MODELS (default "llada-8b dream-7b llada-moe-7b demo"), BENCH_THREADS ("1 2"),
+# BENCH_BLOCKS (1: run bench/blocks.py, 0: skip it), BENCH_PR_SRC.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
+models=${BENCH_MODELS:-llada-8b dream-7b llada-moe-7b demo}
 tools/build-peer.sh
+[ -z "${BENCH_PR_SRC:-}" ] || tools/build-peer.sh "$BENCH_PR_SRC" peer-llada2
 mkdir -p build/bench
-for m in ${BENCH_MODELS:-llada-8b dream-7b demo}; do
+synth() { [ -f "build/bench/$1-q4_k_m.gguf" ] || ./unmask synth --shape "$1" --type Q4_K_M -o "build/bench/$1-q4_k_m.gguf"; }
+for m in $models; do
   case $m in
     demo) file=models/unmask-demo.gguf; name=unmask-demo ;;
-    *)    file=build/bench/$m-q4_k_m.gguf; name=$m-q4_k_m
-          [ -f "$file" ] || ./unmask synth --shape "$m" --type Q4_K_M -o "$file" ;;
+    *)    file=build/bench/$m-q4_k_m.gguf; name=$m-q4_k_m; synth "$m" ;;
   esac
   for t in ${BENCH_THREADS:-1 2}; do
     python3 bench/forward.py "$file" "$name" --threads "$t" --rounds "$rounds"
@@ -36,5 +43,14 @@ PY
   done
   python3 bench/profile.py "$file" "$name" --threads 2
 done
+case " $models " in *" llada-moe-7b "*" llada-8b "*|*" llada-8b "*" llada-moe-7b "*)
+  python3 bench/moe.py build/bench/llada-moe-7b-q4_k_m.gguf llada-moe-7b-q4_k_m build/bench/llada-8b-q4_k_m.gguf \
+    llada-8b-q4_k_m --threads 2 --rounds "$rounds" ;;
+esac
+if [ "${BENCH_BLOCKS:-1}" = 1 ]; then
+  synth llada2-mini; synth llada-8b
+  python3 bench/blocks.py build/bench/llada2-mini-q4_k_m.gguf llada2-mini-q4_k_m build/bench/llada-8b-q4_k_m.gguf \
+    llada-8b-q4_k_m --threads 2 --rounds "$rounds"
+fi
 python3 tools/render-readme.py
 echo "bench: done; README.md tables rendered from bench/results/" >&2

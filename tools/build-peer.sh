@@ -4,9 +4,15 @@
 # Everything goes under build/peer/ (git-ignored). AMX is OFF: llama.cpp's AMX
 # path crashes on AMX machines (llama.cpp issue #20824); every comparison says so.
 # Idempotent: an existing build with the same options (build/peer/CONFIG) is reused.
+#
+# tools/build-peer.sh GIT_SOURCE NAME builds another llama.cpp the same way (same options,
+# Release) into build/NAME from a clone of GIT_SOURCE (a repository or bundle; used for the
+# LLaDA 2.x branch of llama.cpp PR #17454, which v0.4.0 cannot run: bench/blocks.py).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-dir="$top/build/peer"
+git_src=${1:-}
+dir="$top/build/${2:-peer}"
+[ -z "$git_src" ] || git_src=$(cd "$git_src" && pwd)
 mkdir -p "$dir"
 cd "$dir"
 # The x86 extensions this CPU has, each passed to ggml explicitly (GGML_NATIVE=OFF, so that
@@ -32,12 +38,19 @@ fi
 for tool in npm git cmake g++; do
   command -v "$tool" >/dev/null || { echo "peer: '$tool' not found; run: apt-get install -y npm git cmake g++" >&2; exit 1; }
 done
-if [ ! -f npm/node_modules/node-llama-cpp/llama/gitRelease.bundle ]; then
+if [ -z "$git_src" ] && [ ! -f npm/node_modules/node-llama-cpp/llama/gitRelease.bundle ]; then
   mkdir -p npm && (cd npm && npm install --no-audit --no-fund --ignore-scripts node-llama-cpp@3.21.1 >/dev/null)
 fi
 if [ ! -d src/.git ]; then
   rm -rf src
-  git clone -q npm/node_modules/node-llama-cpp/llama/gitRelease.bundle src
+  if [ -z "$git_src" ]; then
+    git clone -q npm/node_modules/node-llama-cpp/llama/gitRelease.bundle src
+  else
+    # without the vocabulary files under models/ (a fetched snapshot may lack those blobs)
+    git clone -q --no-checkout "$git_src" src
+    git -C src sparse-checkout set --no-cone '/*' '!/models/*.gguf' >/dev/null
+    git -C src checkout -q
+  fi
 fi
 rm -rf build bin lib include CONFIG
 # shellcheck disable=SC2086
@@ -48,6 +61,7 @@ mkdir -p bin lib include
 cp build/bin/llama-diffusion-cli build/bin/llama-quantize build/bin/llama-tokenize build/bin/llama-gguf-split bin/
 find build -name '*.so*' -exec cp -P {} lib/ \;
 cp src/include/llama.h src/ggml/include/*.h include/
-echo "v0.4.0 ($(git -C src rev-parse --short HEAD))" > VERSION
+if [ -z "$git_src" ]; then echo "v0.4.0 ($(git -C src rev-parse --short HEAD))" > VERSION
+else echo "$(git -C src log -1 --format='%h %cs %s' | cut -c1-80)" > VERSION; fi
 echo "$opts" > CONFIG
 echo "peer: built llama.cpp $(cat VERSION) ($opts) in $dir"

@@ -10,10 +10,10 @@ mkdir -p "$TMP/res"
 if python3 - "$TMP/res" >"$TMP/out" 2>&1 <<'PY'
 import json, os, sys
 sys.path.insert(0, "bench")
-import e2e, render_bench as R
+import benchlib as B, render_bench as R
 # printed by llama-diffusion-cli v0.4.0 on models/unmask-demo.gguf
 line = "0.00.351.080 I \ntotal time: 335.62ms, time per step: 10.49ms, sampling time per step: 0.55ms\n"
-m = e2e.PEER_LINE.findall(line)
+m = B.PEER_LINE.findall(line)
 assert m == [("335.62", "10.49", "0.55")], m
 
 res = sys.argv[1]
@@ -197,4 +197,66 @@ assert "the int32 sequence (avx2) ran at 90." in r and "ranged from 120 to 150 G
 print("ok")
 PY
 then ok bench-rows-renderer; else fail bench-rows-renderer "$(tail -c 600 "$TMP/out7")"; fi
+# issue 19's tables: the MoE verdict follows the ratio (0.31x is "no", 0.29x "yes", the dense
+# row is only beside it); the block-diffusion table's ratios come from the medians; an unmask
+# run without a cache has no "partial" steps even though no step refreshed one
+for moe_ms in 3100.0 2900.0; do
+  if [ "$moe_ms" = 3100.0 ]; then verdict='**no**'; else verdict=yes; fi
+  rm -f "$TMP/res/"*
+  if python3 - "$TMP/res" "$moe_ms" "$verdict" >"$TMP/out8" 2>&1 <<'PY'
+import json, os, sys
+sys.path.insert(0, "bench")
+import benchlib as B, render_bench as R
+res, moe_ms, verdict = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+R.RES = res
+machine = {"cpu": "Test CPU", "cores": 2, "flags": ["avx2"], "amx": False}
+versions = {"peer": "llama.cpp test", "commit": "abc1234"}
+def fw(role, peer_ms, um_ms, experts):
+    parts = {"ffn gate/up products": experts * 0.6, "ffn down product": experts * 0.4,
+             "moe routing, gather, combine": 20.0 if role == "moe" else 0.0, "lm head product (+ final norm)": 100.0}
+    return {"role": role, "median": {"peer": {"forward_ms": peer_ms}, "unmask": {"forward_ms": um_ms}},
+            "ratio": {"unmask": um_ms / peer_ms}, "unmask_kernel": "avx2", "profile": {"forward_ms": um_ms, "parts_ms": parts},
+            "canvas": {"prompt_tokens": 32, "masks": 128}, "model": role, "threads": 2, "machine": machine,
+            "versions": versions, "date": "2026-12-02T00:00:00Z"}
+d = {"threads": 2, "rounds": 3, "target_moe_ratio": 0.3,
+     "issue_zen5": {"moe_ms": 1350, "moe_peer_ms": 2565, "moe_ratio": 0.53, "dense_ratio": 0.33},
+     "models": {"llada-moe-7b-q4_k_m": fw("moe", 10000.0, moe_ms, 1500.0),
+                "llada-8b-q4_k_m": fw("dense", 30000.0, 9000.0, 5000.0)}}
+json.dump(d, open(os.path.join(res, "moe-t2.json"), "w"))
+t = R.moe_table()
+rows = [l for l in t.splitlines() if l.startswith("| llada")]
+assert len(rows) == 2, t
+moe = [c.strip() for c in rows[0].strip("|").split("|")]
+dense = [c.strip() for c in rows[1].strip("|").split("|")]
+assert moe[0] == "llada-moe-7b-q4_k_m (MoE)" and moe[4] == f"**{moe_ms / 10000:.2f}x**" and moe[-1] == verdict, moe
+assert moe[5] == f"1,500 ms ({100 * 1500 / moe_ms:.0f}%)" and moe[6] == "20.0 ms", moe
+assert dense[0] == "llada-8b-q4_k_m (dense)" and dense[4] == "**0.30x**" and dense[-1] == "-" and dense[6] == "-", dense
+med = {"llada2": {"ms_per_step": 500.0, "generate_ms": 16000.0, "peak_rss_kb": 9e6, "tokens_per_s": 8.0,
+                  "rows_computed": 3000, "cache_bytes": 2 ** 20 * 40, "steps_run": 32},
+       "llada2-nocache": {"ms_per_step": 1000.0, "generate_ms": 32000.0, "peak_rss_kb": 9e6, "tokens_per_s": 4.0,
+                          "rows_computed": 5000, "steps_run": 32},
+       "dense": {"ms_per_step": 8000.0, "generate_ms": 256000.0, "peak_rss_kb": 5e6, "tokens_per_s": 0.5,
+                 "rows_computed": 5120, "steps_run": 32}}
+b = {"model": "llada2-mini-q4_k_m", "dense_model": "llada-8b-q4_k_m", "median": med, "generated_tokens": 128,
+     "prompt_tokens": 32, "steps": 32, "block": 32, "threads": 2, "rounds": 2, "canvas": 160,
+     "ratio_tokens_per_s": {"llada2_over_dense": 16.0, "cache_over_nocache": 2.0},
+     "machine": machine, "versions": versions, "date": "2026-12-02T00:00:00Z"}
+json.dump(b, open(os.path.join(res, "blocks-llada2-mini-q4_k_m-t2.json"), "w"))
+t = R.blocks_table()
+assert "| llada2-mini-q4_k_m | unmask, exact block cache (default) | 32 | 500 | 8.00 | 3,000 | 41 MB | 9.00 GB | 1.00 |" in t, t
+assert "| llada-8b-q4_k_m | unmask, exact (dense) | 32 | 8,000 | 0.50 | 5,120 | - | 5.00 GB | 0.06 |" in t, t
+assert "2.00x as fast" in t and "16.00x the tokens/s" in t and "was not built" in t, t
+steps = [{"forward_ms": 10.0, "sample_ms": 1.0, "cache_refreshed": False}] * 4
+out = json.dumps({"steps": steps, "generate_s": 0.044, "load_s": 0.1, "kernel": "avx2", "cache_bytes": 0})
+r = B.measure_unmask({"stdout": out})
+assert "partial_step_ms" not in r and r["steps_run"] == 4, r
+steps2 = [{"forward_ms": 30.0, "sample_ms": 1.0, "cache_refreshed": True}] + steps[1:]
+r = B.measure_unmask({"stdout": json.dumps({"steps": steps2, "generate_s": 0.064, "load_s": 0.1, "kernel": "avx2",
+                                           "cache_bytes": 1024})})
+assert r["partial_steps"] == 3 and r["partial_step_ms"] == 11.0 and r["refresh_step_ms"] == 31.0, r
+print("ok")
+PY
+  then ok "bench-moe-blocks-renderers-$moe_ms"; else fail "bench-moe-blocks-renderers-$moe_ms" "$(tail -c 800 "$TMP/out8")"; fi
+done
+
 finish
