@@ -647,3 +647,29 @@ TEST(matmul_grouped_equals_per_expert_products) {
     }
     pool_free(p2);
 }
+
+/* A chunk of at most 4 tokens (one register block: an expert with few rows) takes other code
+ * paths than a longer one (Q4_K straight from the packed panel on AVX2); a token's outputs
+ * must not depend on how many tokens share its product. Every kernel, panel formats. */
+TEST(matmul_token_count_does_not_change_a_row) {
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
+        mcase c;
+        CHECK(make_case(&c, types[ti], 512, 48, 40 + ti) == UM_OK);
+        float *x = make_x(9, 512, 41);
+        float *all = malloc(sizeof(float) * 9 * 48), *few = malloc(sizeof(float) * 4 * 48);
+        for (int k = UM_KERNEL_AVX2; k < UM_KERNEL_COUNT; k++) {
+            if (!matmul_kernel_available((um_kernel)k)) continue;
+            um_err e;
+            CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x, 9, all, &e) == UM_OK);
+            for (int n = 1; n <= 4; n++) {
+                CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x + 5 * 512, n, few, &e) == UM_OK);
+                CHECK_MSG(memcmp(few, all + 5 * 48, sizeof(float) * (size_t)(n * 48)) == 0,
+                          "%s/%s: %d tokens differ from the same tokens among 9", um_type_name(types[ti]),
+                          matmul_kernel_name((um_kernel)k), n);
+            }
+        }
+        free(all); free(few); free(x);
+        free_case(&c);
+    }
+}

@@ -180,6 +180,56 @@ AI void q4k_block(const int T, const uint8_t *ub, const uint8_t *tab, int64_t ns
     }
     UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
 }
+
+/* The same sums straight from the packed panel, for a chunk of at most TB tokens (an expert
+ * with few rows): a packed vector holds group s (low nibbles) and group s + 4 (high nibbles)
+ * of a sub-block, so decoding it per token block costs less than unpacking the panel once
+ * when there is only one block. The int16 sums are exact in any order: bit-identical. */
+AI void q4k_block_packed(const int T, const uint8_t *pb, const uint8_t *tab, int64_t nsb, const mm_job *j,
+                         int64_t t, int h, float *y) {
+    tok_ptrs p;
+    tok_init(T, j, t, &p);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const int8_t *bsum[TB];
+    UNROLL for (int u = 0; u < T; u++) bsum[u] = (const int8_t *)p.corr[u] + (size_t)(j->w->n_in / 32) * sizeof(float);
+    __m256 acc[TB];
+    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const uint8_t *tb = tab + (sb * 2 + h) * Q4K_TAB;
+        const uint8_t *qb = pb + sb * 16 * sizeof(um_block_q4_K) + h * 32;
+        __m256i is[TB], ms[TB];
+        UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
+        for (int jj = 0; jj < 8; jj++) {
+            const size_t k = (size_t)sb * 256 + jj * 32;
+            __m256i ps[TB];
+            UNROLL for (int u = 0; u < T; u++) ps[u] = _mm256_setzero_si256();
+            UNROLL for (int s4 = 0; s4 < 4; s4++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qb + (jj * 4 + s4) * 64));
+                const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                UNROLL for (int u = 0; u < T; u++) {
+                    ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(lo, bcast32(p.q[u] + k + s4 * 4)));
+                    ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(hi, bcast32(p.q[u] + k + 16 + s4 * 4)));
+                    IN_REG(ps[u]);
+                }
+            }
+            const __m256i sc = _mm256_loadu_si256((const __m256i *)(tb + jj * 32));
+            UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(ps[u], sc));
+        }
+        UNROLL for (int u = 0; u < T; u++) ms[u] = _mm256_setzero_si256();
+        UNROLL for (int pp = 0; pp < 4; pp++) {
+            const __m256i mn = _mm256_loadu_si256((const __m256i *)(tb + 256 + pp * 32));
+            UNROLL for (int u = 0; u < T; u++)
+                ms[u] = _mm256_add_epi32(ms[u], _mm256_madd_epi16(mn, bcast32(bsum[u] + (sb * 8 + pp * 2) * 2)));
+        }
+        const __m256 d = _mm256_loadu_ps((const float *)(tb + 384)), dm = _mm256_loadu_ps((const float *)(tb + 416));
+        UNROLL for (int u = 0; u < T; u++) {
+            __m256 s = _mm256_set1_ps(p.scale[u][sb]);
+            acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]), _mm256_mul_ps(d, s), acc[u]);
+            acc[u] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms[u]), _mm256_mul_ps(dm, s), acc[u]);
+        }
+    }
+    UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
+}
 #endif
 
 #if !MM_VNNI
@@ -331,6 +381,8 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
     const bool iq = mm_iq_int(w);           /* decoded like a Q6_K panel, see matmul_impl.h */
+    /* one token block of Q4_K: computed from the packed panel, not unpacked first */
+    const bool direct = !MM_VNNI && w->type == UM_TYPE_Q4_K && t1 - t0 <= TB;
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (iq) {
@@ -343,7 +395,7 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
         else if (w->type == UM_TYPE_Q6_K) q6k_tables(w, panel, (uint8_t *)tab);
         else mm_panel_tables_avx2(w, panel, tab);
 #endif
-        if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx2(w, pb, ub);
+        if (w->type != UM_TYPE_Q8_0 && !direct) mm_unpack_panel_avx2(w, pb, ub);
     }
     int64_t nb = w->n_in / um_type_blck(w->type);
     int64_t n_blocks = (t1 - t0 + TB - 1) / TB;   /* even register blocks */
@@ -359,6 +411,9 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
         if (pn)
             for (size_t e = UM_MIN(pf + pf_step, pbytes); pf < e; pf += 64) _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
         for (int h = 0; h < 2; h++) {
+#if !MM_VNNI
+            if (direct) { CASES(q4k_block_packed, pb, (const void *)tab, nb, j, t, h, y) } else
+#endif
             if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, (const void *)tab, nb, j, t, h, y) }
 #if !MM_VNNI
             else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block_i16, ub, (const void *)tab, nb, j, t, h, y) }
