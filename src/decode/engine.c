@@ -552,10 +552,16 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
         return UM_OK;
     }
     if (ensure_kv(en, e)) return UM_FAIL;
-    const bool refresh = !en->kv_valid || s->cache != en->kv_mode || plan->start != en->kv_start ||
-                         plan->end != en->kv_end ||
-                         (s->cache_refresh > 0 && en->steps_done - en->kv_step >= s->cache_refresh) ||
-                         (s->cache_drift > 0 && en->kv_drift > s->cache_drift);
+    const bool due = !en->kv_valid || s->cache != en->kv_mode ||
+                     (s->cache_refresh > 0 && en->steps_done - en->kv_step >= s->cache_refresh) ||
+                     (s->cache_drift > 0 && en->kv_drift > s->cache_drift);
+    const bool moved = plan->start != en->kv_start || plan->end != en->kv_end;
+    /* Block-causal attention: when the active block moves on, nothing before the block just
+     * left changes any more, and its own K/V lack only its last commits; so instead of a full
+     * pass, the partial pass below starts at that block (advance) and stops at the end of the
+     * new active block's attention block: no position attends to a later block. */
+    const bool advance = en->attn_block > 0 && !due && moved;
+    const bool refresh = due || (moved && !advance);
     if (refresh) {
         en->kv_valid = false;
         for (int b = 0; b < nb; b++)
@@ -570,16 +576,20 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
         w->refreshed = true;
         return UM_OK;
     }
-    const int hi = s->cache == UM_CACHE_PREFIX ? T : plan->end;
-    /* Block-causal attention: the active block's attention block (from its multiple of
-     * attn_block, so the prompt's tail in it too) is recomputed whole, since its positions see
-     * each other; everything before it is final. With editing, committed tokens of the active
-     * block change too, so the whole block is recomputed. */
-    const int lo = en->attn_block > 0 ? plan->start - plan->start % en->attn_block : plan->start;
+    /* Block-causal attention: the active block's attention blocks (from the multiple of
+     * attn_block at or below its start, so the prompt's tail in it too, to the multiple at or
+     * above its end) are recomputed whole, since their positions see each other; everything
+     * before them is final and nothing after them is seen. After an advance the block just
+     * left is recomputed too. With editing, committed tokens of the active block change too,
+     * so the whole block is recomputed. */
+    const int ab = en->attn_block;
+    const int first = advance ? UM_MIN(en->kv_start, plan->start) : plan->start;
+    const int lo = ab > 0 ? first - first % ab : plan->start;
+    const int hi = ab > 0 ? UM_MIN(T, (plan->end + ab - 1) / ab * ab) : s->cache == UM_CACHE_PREFIX ? T : plan->end;
     int na = 0;
     memset(en->in_active, 0, (size_t)T * sizeof *en->in_active);
     for (int i = lo; i < hi; i++) {
-        bool whole = i < plan->end && (en->attn_block > 0 || (s->edit && i >= plan->start));
+        bool whole = ab > 0 || (i < plan->end && s->edit && i >= plan->start);
         if (whole || en->kv_masked[i]) { en->active[na++] = i; en->in_active[i] = true; }
     }
     for (int i = 0; i < n; i++)
@@ -592,6 +602,8 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
         drift = UM_MAX(drift, d);
     }
     en->kv_drift = drift;
+    en->kv_start = plan->start;
+    en->kv_end = plan->end;
     for (int i = 0; i < T; i++) en->pos[i].cached = !en->in_active[i];
     w->rows = nb * na;
     return UM_OK;

@@ -12,7 +12,10 @@
  * Block-causal attention (arch->block_causal, LLaDA2): a query at canvas position i sees the
  * keys j with j / B <= i / B (B = hp.block_size, blocks counted from position 0), i.e. a key
  * prefix; the pass cuts the carried rows into runs of one block each and gives every run its
- * prefix of keys, in full, subset and partial passes alike. MoE models with leading dense layers
+ * prefix of keys, in full, subset and partial passes alike. Its partial passes also store the
+ * active rows' K/V (and tokens) in the cache: under block-causal attention they are exact for
+ * the current tokens, and the engine recomputes a block once more after its last commit, so
+ * the cache holds every finished block's final K/V (engine.c, step_forward). MoE models with leading dense layers
  * run the dense FFN on layers below hp.n_layer_dense_lead.
  */
 #include "forward.h"
@@ -561,7 +564,8 @@ typedef struct kv_job {
     um_forward *f;
     um_kvcache *kv;
     int         il;
-    bool        store;
+    bool        store;              /* a full pass: every row into the cache */
+    bool        keep;               /* a partial pass that also stores its active rows */
 } kv_job;
 
 static void kv_one(void *arg, int64_t p, int tid) {
@@ -577,6 +581,10 @@ static void kv_one(void *arg, int64_t p, int tid) {
     } else if (f->slot[p] >= 0) {
         memcpy(k, f->kc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
         memcpy(v, f->vc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
+        if (j->keep) {
+            kv->tr->from_float_ref(k, kv_row(kv, kv->k, j->il, p), n);
+            kv->tr->from_float_ref(v, kv_row(kv, kv->v, j->il, p), n);
+        }
     } else {
         kv->tr->to_float_ref(kv_row(kv, kv->k, j->il, p), k, n);
         kv->tr->to_float_ref(kv_row(kv, kv->v, j->il, p), v, n);
@@ -733,7 +741,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
         mark(f, UM_FW_ROPE);
         if (kv) {
             if (partial && drift && il == hp->n_layer - 1) *drift = kv_drift(f, kv, il, act, n_act, tokens);
-            kv_job kj = { .f = f, .kv = kv, .il = il, .store = !partial };
+            kv_job kj = { .f = f, .kv = kv, .il = il, .store = !partial, .keep = partial && m->arch->block_causal };
             pool_for(pool, T, kv_one, &kj);
             mark(f, UM_FW_ADD);
         }
@@ -763,6 +771,8 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     if (kv && !partial) {
         memcpy(kv->tok, tokens, (size_t)T * sizeof *tokens);
         kv->n_tokens = T;
+    } else if (kv && m->arch->block_causal) {
+        for (int i = 0; i < n_act; i++) kv->tok[act[i]] = tokens[act[i]];
     }
     return UM_OK;
 }

@@ -14,7 +14,9 @@
  * canvas rows (the active rows) through the layers, and their attention reads the cached
  * K/V for every other position. The cache keeps what the last full pass stored: partial
  * passes read it but never write it, so it is one consistent picture of the canvas as it was
- * at that pass. With an F32 cache a partial pass right after the full pass gives the full
+ * at that pass; except on block-causal architectures (LLaDA2), where a partial pass also
+ * stores its active rows' K/V, exact for their current tokens since no position sees a later
+ * block (forward.c). With an F32 cache a partial pass right after the full pass gives the full
  * pass's rows bit for bit (every op computes a row independently of the others); F16 and
  * Q8_0 round the cached K/V (tests/test_cache.c states the tolerances).
  *

@@ -1,7 +1,8 @@
 # llada2.sh: the llada2 architecture end to end on tiny-llada2 (random weights): synth writes
 # the converter's keys and tensor names and info reads them; with block-causal attention the
 # prefix cache is exact, so `generate --cache prefix` (F32 cache) gives the tokens of an
-# uncached run token for token, on F32 and Q8_0 weights, while computing fewer rows; blocks
+# uncached run token for token, on F32 and Q8_0 weights, while computing fewer rows (one
+# attention block per step, two when the block moves on); blocks
 # commit in order. The prompt is 32 one-byte tokens (the synthetic vocabulary has no merges), so
 # the decoder's blocks line up with the model's attention blocks of 32 counted from position 0.
 SUITE=llada2
@@ -37,6 +38,12 @@ if a["tokens"] != b["tokens"]:
     i = next(i for i, (x, y) in enumerate(zip(a["tokens"], b["tokens"])) if x != y)
     sys.exit("first difference at position %d: %d vs %d" % (i, a["tokens"][i], b["tokens"][i]))
 assert b["rows_computed"] < a["rows_computed"], (b["rows_computed"], a["rows_computed"])
+# the cache computes no more than it must: after the first pass, one attention block per step
+# (the active one: nothing later is seen), two when the active block moves on (the block just
+# finished, once more with its last commits, to store its final K/V)
+for prev, s in zip(b["steps"], b["steps"][1:]):
+    most = 64 if s["block"] != prev["block"] else 32
+    assert s["rows_computed"] <= most, ("step %d computed %d rows" % (s["step"], s["rows_computed"]))
 # blocks commit in order: a step's commits lie in its block, and blocks never go back
 last = 0
 for d in (a, b):
