@@ -51,6 +51,9 @@ def peer_description():
     """The peer as every result names it: version, AMX off, the ggml extensions it was built
     with (from build/peer/CONFIG, written by tools/build-peer.sh)."""
     on = [o[len("-DGGML_"):-len("=ON")] for o in _peer_file("CONFIG").split() if o.endswith("=ON")]
+    if os.path.basename(PEER) != "peer":     # another branch built by tools/build-peer.sh SRC NAME
+        return (f"llama.cpp {_peer_file('VERSION')} (build/{os.path.basename(PEER)} from a clone of the branch), "
+                f"AMX off, built with {' '.join(on)}")
     return f"llama.cpp {_peer_file('VERSION')} (node-llama-cpp@3.21.1), AMX off, built with {' '.join(on)}"
 
 

@@ -20,7 +20,7 @@ import benchlib as B  # noqa: E402
 
 
 def build_peer_logits():
-    exe = os.path.join(B.WORK, "peer_logits")
+    exe = os.path.join(B.WORK, "peer_logits" if os.path.basename(B.PEER) == "peer" else f"peer_logits-{os.path.basename(B.PEER)}")
     src = os.path.join(B.ROOT, "bench", "peer_logits.c")
     if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
         lib = os.path.join(B.PEER, "lib")
@@ -41,7 +41,11 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--prompt", default=B.PROMPT)
     ap.add_argument("--out", default="", help="result file name under bench/results/ (default forward-NAME-tN.json)")
+    ap.add_argument("--peer-dir", default="", help="another llama.cpp build (tools/build-peer.sh SRC NAME: build/NAME) "
+                    "instead of build/peer, e.g. build/peer-llada2 for llama.cpp PR #17454's llada2")
     a = ap.parse_args()
+    if a.peer_dir:
+        B.PEER = os.path.abspath(a.peer_dir)
     os.makedirs(B.WORK, exist_ok=True)
     if a.passes <= 0:
         a.passes = 2 if os.path.getsize(a.model) > 100e6 else 20

@@ -87,6 +87,10 @@ int main(int argc, char **argv) {
     int runs = reps > 0 ? reps : 1;
     double *ms = malloc(sizeof *ms * runs);
     for (int r = 0; r < runs; r++) {
+        /* a model with a K/V memory (llama.cpp PR #17454's llada2) refuses a second batch at the
+         * same positions: start every pass from an empty memory (none on v0.4.0's diffusion models) */
+        llama_memory_t mem = llama_get_memory(ctx);
+        if (r > 0 && mem) llama_memory_clear(mem, true);
         double t = now();
         if (llama_decode(ctx, batch) != 0) { fprintf(stderr, "peer_logits: llama_decode failed\n"); return 1; }
         ms[r] = (now() - t) * 1e3;

@@ -8,7 +8,7 @@ import os
 RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 # Issue 8's targets on the 8B-class files at 2 threads (ms/step ratios to llama.cpp, RSS / file).
 TARGET_BEST, TARGET_AVX512, TARGET_RSS = 0.15, 0.8, 1.1
-ORDER = {"llada-8b-q4_k_m": 0, "dream-7b-q4_k_m": 1, "llada-moe-7b-q4_k_m": 2, "unmask-demo": 3}
+ORDER = {"llada-8b-q4_k_m": 0, "dream-7b-q4_k_m": 1, "llada-moe-7b-q4_k_m": 2, "llada2-mini-q4_k_m": 3, "unmask-demo": 4}
 
 
 def _load(pattern):
@@ -370,11 +370,11 @@ def blocks_table():
     out = ["| file | runtime | steps | ms/step | tok/s | rows computed | K/V cache | peak RSS | tok/s / llada2 exact |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     what = {"llada2": "unmask, exact block cache (default)", "llada2-nocache": "unmask `--cache none`",
-            "dense": "unmask, exact (dense)", "peer": "llama.cpp PR #17454 (no cache: full passes)"}
+            "dense": "unmask, exact (dense)"}
     for d in rows:
         med = d["median"]
         base = med["llada2"]["tokens_per_s"]
-        for who in ("llada2", "llada2-nocache", "dense", "peer"):
+        for who in ("llada2", "llada2-nocache", "dense"):
             if who not in med:
                 continue
             u = med[who]
@@ -385,11 +385,11 @@ def blocks_table():
                        f"{u['tokens_per_s']:.2f} | {rows_c} | {cache} | {_gb(u['peak_rss_kb'])} | {u['tokens_per_s'] / base:.2f} |")
     d = rows[0]
     r = d["ratio_tokens_per_s"]
-    peer = (f" Against the PR's own runtime ({d['pr_peer']}; it runs full passes: its `--diffusion-hybrid` cache asserts "
-            f"on an empty last block whenever the prompt has 32 tokens or more, bench/blocks.py): a full pass of unmask "
-            f"takes {d['ratio_ms_per_step']['nocache_over_peer']:.2f}x the PR's step, and unmask with its cache generates "
-            f"{r['llada2_over_peer']:.2f}x the PR's tokens/s."
-            if "llada2_over_peer" in r else " The PR #17454 peer was not built for this run (tools/build-peer.sh SRC peer-llada2).")
+    # llama.cpp PR #17454's forward pass on the same file, where bench/forward.py --peer-dir measured it
+    fw = [x for x in _load("forward-*.json") if x["model"] == d["model"]]
+    peer = (f" llama.cpp PR #17454's own runtime cannot generate with llada2 here (bench/blocks.py says why); its forward "
+            f"pass over the same canvas is in the forward-pass table below: unmask's takes {fw[0]['ratio']['unmask']:.2f}x "
+            f"its time." if fw else " llama.cpp PR #17454's runtime cannot generate with llada2 here (bench/blocks.py).")
     out += ["", f"Whole generations of {d['generated_tokens']} tokens after a {d['prompt_tokens']}-token prompt, "
             f"{d['steps']} steps, blocks of {d['block']}, {d['threads']} threads, medians of {d['rounds']} alternating "
             f"rounds, end-of-text early stop off. The block cache is exact (block-causal attention: the prompt's and "

@@ -10,8 +10,8 @@
 #     per-part profile (bench/profile.py);
 #  4. the mixture of experts beside the dense model (bench/moe.py: llada-moe-7b and llada-8b,
 #     when both are in BENCH_MODELS) and LLaDA 2.x block diffusion (bench/blocks.py: the
-#     llada2-mini shape with its exact block cache against llada-8b, and against llama.cpp PR
-#     #17454's runtime when BENCH_PR_SRC names a clone of that branch: built as build/peer-llada2);
+#     llada2-mini shape with its exact block cache against llada-8b; its forward pass against
+#     llama.cpp PR #17454's when BENCH_PR_SRC names a clone of that branch, built as build/peer-llada2);
 #  5. renders README.md's tables from bench/results/.
 # Environment: BENCH_MODELS (default "llada-8b dream-7b llada-moe-7b demo"), BENCH_THREADS ("1 2"),
 # BENCH_BLOCKS (1: run bench/blocks.py, 0: skip it), BENCH_PR_SRC.
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 models=${BENCH_MODELS:-llada-8b dream-7b llada-moe-7b demo}
 tools/build-peer.sh
-[ -z "${BENCH_PR_SRC:-}" ] || tools/build-peer.sh "$BENCH_PR_SRC" peer-llada2
+[ -z "${BENCH_PR_SRC:-}" ] || tools/build-peer.sh "$BENCH_PR_SRC" peer-llada2 "PR #17454"
 mkdir -p build/bench
 synth() { [ -f "build/bench/$1-q4_k_m.gguf" ] || ./unmask synth --shape "$1" --type Q4_K_M -o "build/bench/$1-q4_k_m.gguf"; }
 for m in $models; do
@@ -49,6 +49,9 @@ case " $models " in *" llada-moe-7b "*" llada-8b "*|*" llada-8b "*" llada-moe-7b
 esac
 if [ "${BENCH_BLOCKS:-1}" = 1 ]; then
   synth llada2-mini; synth llada-8b
+  # llama.cpp PR #17454's forward pass on the same file (its CLI cannot generate: bench/blocks.py)
+  [ ! -f build/peer-llada2/lib/libllama.so ] || python3 bench/forward.py build/bench/llada2-mini-q4_k_m.gguf \
+    llada2-mini-q4_k_m --threads 2 --rounds "$rounds" --peer-dir build/peer-llada2
   python3 bench/blocks.py build/bench/llada2-mini-q4_k_m.gguf llada2-mini-q4_k_m build/bench/llada-8b-q4_k_m.gguf \
     llada-8b-q4_k_m --threads 2 --rounds "$rounds"
 fi

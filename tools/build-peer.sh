@@ -5,9 +5,10 @@
 # path crashes on AMX machines (llama.cpp issue #20824); every comparison says so.
 # Idempotent: an existing build with the same options (build/peer/CONFIG) is reused.
 #
-# tools/build-peer.sh GIT_SOURCE NAME builds another llama.cpp the same way (same options,
-# Release) into build/NAME from a clone of GIT_SOURCE (a repository or bundle; used for the
-# LLaDA 2.x branch of llama.cpp PR #17454, which v0.4.0 cannot run: bench/blocks.py).
+# tools/build-peer.sh GIT_SOURCE NAME [LABEL] builds another llama.cpp the same way (same
+# options, Release) into build/NAME from a clone of GIT_SOURCE (a repository or bundle; used
+# for the LLaDA 2.x branch of llama.cpp PR #17454, which v0.4.0 cannot run: bench/forward.py
+# --peer-dir); LABEL (e.g. "PR #17454") heads build/NAME/VERSION, which results quote.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 git_src=${1:-}
@@ -62,6 +63,6 @@ cp build/bin/llama-diffusion-cli build/bin/llama-quantize build/bin/llama-tokeni
 find build -name '*.so*' -exec cp -P {} lib/ \;
 cp src/include/llama.h src/ggml/include/*.h include/
 if [ -z "$git_src" ]; then echo "v0.4.0 ($(git -C src rev-parse --short HEAD))" > VERSION
-else echo "$(git -C src log -1 --format='%h %cs %s' | cut -c1-80)" > VERSION; fi
+else echo "${3:+$3 }$(git -C src log -1 --format='%h %cs' )" > VERSION; fi
 echo "$opts" > CONFIG
 echo "peer: built llama.cpp $(cat VERSION) ($opts) in $dir"
