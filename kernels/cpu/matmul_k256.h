@@ -136,11 +136,16 @@ static void q4k_tables(const um_matmul_weights *w, int64_t panel, uint8_t *tab) 
     }
 }
 
-/* ub: the unpacked panel (mm_unpack_panel_avx2); tab: q4k_tables; h: panel half */
-AI void q4k_block(const int T, const uint8_t *ub, const uint8_t *tab, int64_t nsb, const mm_job *j,
-                  int64_t t, int h, float *y) {
+/* src: the unpacked panel (mm_unpack_panel_avx2), or with `packed` the packed panel itself;
+ * tab: q4k_tables; h: panel half. The packed form is for a chunk of at most TB tokens (an
+ * expert with few rows): a packed vector holds group s (low nibbles) and group s + 4 (high
+ * nibbles) of a sub-block, so decoding it per token block costs less than unpacking the panel
+ * once when there is only one block. The int16 sums are exact in any order: bit-identical. */
+AI void q4k_block(const int T, const bool packed, const uint8_t *src, const uint8_t *tab, int64_t nsb,
+                  const mm_job *j, int64_t t, int h, float *y) {
     tok_ptrs p;
     tok_init(T, j, t, &p);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     const int8_t *bsum[TB];      /* int16 sums of the activations per 32 columns */
     UNROLL for (int u = 0; u < T; u++) bsum[u] = (const int8_t *)p.corr[u] + (size_t)(j->w->n_in / 32) * sizeof(float);
     __m256 acc[TB];
@@ -150,66 +155,30 @@ AI void q4k_block(const int T, const uint8_t *ub, const uint8_t *tab, int64_t ns
         __m256i is[TB], ms[TB];
         UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
         for (int jj = 0; jj < 8; jj++) {
-            const uint8_t *qv = ub + mm_ub_off(j->w->n_in, sb, jj * 8, h);
             const size_t k = (size_t)sb * 256 + jj * 32;
             __m256i ps[TB];
-            __m256i v = _mm256_load_si256((const __m256i *)qv);
-            UNROLL for (int u = 0; u < T; u++) ps[u] = _mm256_maddubs_epi16(v, bcast32(p.q[u] + k));
-            UNROLL for (int g = 1; g < 8; g++) {
-                v = _mm256_load_si256((const __m256i *)(qv + g * 32));
-                UNROLL for (int u = 0; u < T; u++) {
-                    ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(v, bcast32(p.q[u] + k + g * 4)));
-                    IN_REG(ps[u]);
+            if (packed) {
+                const uint8_t *qb = src + sb * 16 * sizeof(um_block_q4_K) + h * 32 + jj * 4 * 64;
+                UNROLL for (int u = 0; u < T; u++) ps[u] = _mm256_setzero_si256();
+                UNROLL for (int s4 = 0; s4 < 4; s4++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(qb + s4 * 64));
+                    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    UNROLL for (int u = 0; u < T; u++) {
+                        ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(lo, bcast32(p.q[u] + k + s4 * 4)));
+                        ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(hi, bcast32(p.q[u] + k + 16 + s4 * 4)));
+                        IN_REG(ps[u]);
+                    }
                 }
-            }
-            const __m256i sc = _mm256_loadu_si256((const __m256i *)(tb + jj * 32));
-            UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_add_epi32(is[u], _mm256_madd_epi16(ps[u], sc));
-        }
-        UNROLL for (int u = 0; u < T; u++) ms[u] = _mm256_setzero_si256();
-        UNROLL for (int pp = 0; pp < 4; pp++) {
-            const __m256i mn = _mm256_loadu_si256((const __m256i *)(tb + 256 + pp * 32));
-            UNROLL for (int u = 0; u < T; u++)
-                ms[u] = _mm256_add_epi32(ms[u], _mm256_madd_epi16(mn, bcast32(bsum[u] + (sb * 8 + pp * 2) * 2)));
-        }
-        const __m256 d = _mm256_loadu_ps((const float *)(tb + 384)), dm = _mm256_loadu_ps((const float *)(tb + 416));
-        UNROLL for (int u = 0; u < T; u++) {
-            __m256 s = _mm256_set1_ps(p.scale[u][sb]);
-            acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[u]), _mm256_mul_ps(d, s), acc[u]);
-            acc[u] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms[u]), _mm256_mul_ps(dm, s), acc[u]);
-        }
-    }
-    UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
-}
-
-/* The same sums straight from the packed panel, for a chunk of at most TB tokens (an expert
- * with few rows): a packed vector holds group s (low nibbles) and group s + 4 (high nibbles)
- * of a sub-block, so decoding it per token block costs less than unpacking the panel once
- * when there is only one block. The int16 sums are exact in any order: bit-identical. */
-AI void q4k_block_packed(const int T, const uint8_t *pb, const uint8_t *tab, int64_t nsb, const mm_job *j,
-                         int64_t t, int h, float *y) {
-    tok_ptrs p;
-    tok_init(T, j, t, &p);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const int8_t *bsum[TB];
-    UNROLL for (int u = 0; u < T; u++) bsum[u] = (const int8_t *)p.corr[u] + (size_t)(j->w->n_in / 32) * sizeof(float);
-    __m256 acc[TB];
-    UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
-    for (int64_t sb = 0; sb < nsb; sb++) {
-        const uint8_t *tb = tab + (sb * 2 + h) * Q4K_TAB;
-        const uint8_t *qb = pb + sb * 16 * sizeof(um_block_q4_K) + h * 32;
-        __m256i is[TB], ms[TB];
-        UNROLL for (int u = 0; u < T; u++) is[u] = _mm256_setzero_si256();
-        for (int jj = 0; jj < 8; jj++) {
-            const size_t k = (size_t)sb * 256 + jj * 32;
-            __m256i ps[TB];
-            UNROLL for (int u = 0; u < T; u++) ps[u] = _mm256_setzero_si256();
-            UNROLL for (int s4 = 0; s4 < 4; s4++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(qb + (jj * 4 + s4) * 64));
-                const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                UNROLL for (int u = 0; u < T; u++) {
-                    ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(lo, bcast32(p.q[u] + k + s4 * 4)));
-                    ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(hi, bcast32(p.q[u] + k + 16 + s4 * 4)));
-                    IN_REG(ps[u]);
+            } else {
+                const uint8_t *qv = src + mm_ub_off(j->w->n_in, sb, jj * 8, h);
+                __m256i v = _mm256_load_si256((const __m256i *)qv);
+                UNROLL for (int u = 0; u < T; u++) ps[u] = _mm256_maddubs_epi16(v, bcast32(p.q[u] + k));
+                UNROLL for (int g = 1; g < 8; g++) {
+                    v = _mm256_load_si256((const __m256i *)(qv + g * 32));
+                    UNROLL for (int u = 0; u < T; u++) {
+                        ps[u] = _mm256_add_epi16(ps[u], _mm256_maddubs_epi16(v, bcast32(p.q[u] + k + g * 4)));
+                        IN_REG(ps[u]);
+                    }
                 }
             }
             const __m256i sc = _mm256_loadu_si256((const __m256i *)(tb + jj * 32));
@@ -411,10 +380,12 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
         if (pn)
             for (size_t e = UM_MIN(pf + pf_step, pbytes); pf < e; pf += 64) _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
         for (int h = 0; h < 2; h++) {
-#if !MM_VNNI
-            if (direct) { CASES(q4k_block_packed, pb, (const void *)tab, nb, j, t, h, y) } else
-#endif
+#if MM_VNNI
             if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, ub, (const void *)tab, nb, j, t, h, y) }
+#else
+            if (direct) { CASES(q4k_block, true, pb, (const void *)tab, nb, j, t, h, y) }
+            else if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, false, ub, (const void *)tab, nb, j, t, h, y) }
+#endif
 #if !MM_VNNI
             else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block_i16, ub, (const void *)tab, nb, j, t, h, y) }
 #endif
