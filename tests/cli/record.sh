@@ -185,32 +185,13 @@ else fail "make-readme-gif" "$(cat "$TMP/out" "$TMP/err" | head -5)"; fi
 # A stand-in for the sudoku model: the synthetic model's vocabulary is one token per byte, so a
 # puzzle prompt is 81 cell tokens after the BOS, as the sudoku model's is. Its answers are
 # random bytes: these checks are about where things are drawn, not what. A preset gives the
-# prompt and the layout (no -p, no --layout). The cast's last screen is rebuilt by a small
-# terminal written here (cursor moves, clears, wide and combining characters), not unmask's.
+# prompt and the layout (no -p, no --layout). The cast's last screen is rebuilt by the small
+# terminal of tests/cli/castat.py (cursor moves, clears, wide and combining characters), not unmask's.
 cat >"$TMP/castscreen.py" <<'EOF'
-import json, re, sys, unicodedata
-lines = open(sys.argv[1], encoding='utf-8').read().splitlines()
-h = json.loads(lines[0]); W, H = h['width'], h['height']
-scr = [[' '] * W for _ in range(H)]; x = y = 0
-data = ''.join(e[2] for e in map(json.loads, lines[1:]) if e[1] == 'o')
-i = 0
-while i < len(data):
-    ch = data[i]
-    if ch == '\x1b':
-        m = re.match(r'\x1b\[([?0-9;]*)([A-Za-z])', data[i:])
-        p, f = m.group(1), m.group(2)
-        if f == 'H':
-            a = [int(v) for v in p.split(';')] if p else [1, 1]
-            y, x = a[0] - 1, a[1] - 1 if len(a) > 1 else 0
-        elif f == 'J':
-            scr = [[' '] * W for _ in range(H)]
-        i += m.end(); continue
-    if unicodedata.combining(ch) and x > 0: scr[y][x - 1] += ch
-    else:
-        scr[y][x] = ch
-        if unicodedata.east_asian_width(ch) in 'WF': scr[y][x + 1] = ''; x += 1
-        x += 1
-    i += 1
+import os, sys
+sys.path.insert(0, os.environ['CASTAT_DIR'])
+from castat import screen
+scr, W, H = screen(sys.argv[1])
 # checks named on the command line: grid X0 Y0 (box lines and 81 drawn cells of the grid
 # whose top-left is column X0, row Y0), puzzle X0 Y0 PUZZLE (its givens in place), row Y TEXT
 # (row Y contains TEXT), norule (no ┼ anywhere)
@@ -243,7 +224,7 @@ mkdir -p "$TMP/mc"
 printf '[sud]\npath = %s\ngen = 81\nsteps = 27\nlayout = grid9\nprompt = %s\n[bare]\npath = %s\n' "$MODEL" "$PUZZLE" "$MODEL" >"$TMP/mc/models.conf"
 screen() { local name=$1 cast=$2; shift 2
   if [ $HAVE_PY = 0 ]; then skip "$name" "python3 not installed"; return; fi
-  python3 "$TMP/castscreen.py" "$cast" "$@" >"$TMP/py" 2>&1
+  CASTAT_DIR="$(dirname "$0")" python3 "$TMP/castscreen.py" "$cast" "$@" >"$TMP/py" 2>&1
   if grep -q 'screen ok' "$TMP/py"; then ok "$name"; else fail "$name" "$(head -c 600 "$TMP/py")"; fi; }
 ( cd "$TMP/mc" && "$BIN" record -M sud -q --cast g.cast --gif g.gif </dev/null >"$TMP/out" 2>"$TMP/err" ); rc=$?
 if [ $rc = 0 ]; then ok "grid: record -M with the preset's prompt and layout"; else fail "grid: record -M" "rc $rc: $(head -c 300 "$TMP/err")"; fi
