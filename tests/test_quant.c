@@ -7,6 +7,7 @@
  * blocks with their gguf-py values. tools/make-quant-fixtures.sh remakes them.
  */
 #include "harness.h"
+#include "umq1.h"
 #include "infile.h"
 #include "quant.h"
 #include "util.h"
@@ -17,33 +18,8 @@
 
 /* ------------------------------------------------------------------ fixtures */
 
-typedef struct fixture {
-    uint32_t type;
-    uint32_t n_a, bytes_a, n_b, bytes_b;    /* section A: llama-quantize output; B: random blocks */
-    uint8_t *qa, *qb;
-    float   *ea, *eb;                       /* expected dequantized values */
-    char    *buf;
-} fixture;
-
 static bool load_fixture(const char *name, fixture *f) {
-    char path[256];
-    snprintf(path, sizeof path, "tests/data/quant/%s.bin", name);
-    size_t len;
-    um_err e;
-    memset(f, 0, sizeof *f);
-    if (infile_read(path, (size_t)1 << 30, &f->buf, &len, &e) != UM_OK) { fprintf(stdout, "    %s\n", e.msg); return false; }
-    uint32_t h[5];
-    if (len < 24 || memcmp(f->buf, "UMQ1", 4)) return false;
-    memcpy(h, f->buf + 4, sizeof h);
-    f->type = h[0]; f->n_a = h[1]; f->bytes_a = h[2]; f->n_b = h[3]; f->bytes_b = h[4];
-    size_t need = 24 + (size_t)f->bytes_a + 4u * f->n_a + f->bytes_b + 4u * f->n_b;
-    if (len != need) return false;
-    char *p = f->buf + 24;
-    f->qa = (uint8_t *)p; p += f->bytes_a;
-    f->ea = (float *)p;   p += 4u * f->n_a;
-    f->qb = (uint8_t *)p; p += f->bytes_b;
-    f->eb = (float *)p;
-    return true;
+    return load_fixture_in("tests/data/quant", name, (size_t)1 << 30, f);
 }
 
 static void free_fixture(fixture *f) { free(f->buf); }

@@ -8,6 +8,7 @@
  * dot products against a double-precision dot of the dequantized operands.
  */
 #include "harness.h"
+#include "umq1.h"
 #include "infile.h"
 #include "quant.h"
 #include "util.h"
@@ -23,33 +24,8 @@ static const struct { const char *name; uint32_t type; } iq_types[] = {
     { "iq1_m", UM_TYPE_IQ1_M },     { "tq1_0", UM_TYPE_TQ1_0 },   { "tq2_0", UM_TYPE_TQ2_0 },
 };
 
-/* The UMQ1 layout of tests/data/quant: "UMQ1", u32 type, n_a, bytes_a, n_b, bytes_b, then
- * blocks A, floats A, blocks B, floats B (A: llama-quantize's blocks; B: random blocks). */
-typedef struct fixture {
-    uint32_t type, n_a, bytes_a, n_b, bytes_b;
-    const uint8_t *qa, *qb;
-    const float *ea, *eb;
-    char *buf;
-} fixture;
-
 static bool load_fixture(const char *name, fixture *f) {
-    char path[256];
-    snprintf(path, sizeof path, "tests/data/iq/%s.bin", name);
-    size_t len;
-    um_err e;
-    memset(f, 0, sizeof *f);
-    if (infile_read(path, (size_t)1 << 24, &f->buf, &len, &e) != UM_OK) { fprintf(stdout, "    %s\n", e.msg); return false; }
-    uint32_t h[5];
-    if (len < 24 || memcmp(f->buf, "UMQ1", 4)) return false;
-    memcpy(h, f->buf + 4, sizeof h);
-    f->type = h[0]; f->n_a = h[1]; f->bytes_a = h[2]; f->n_b = h[3]; f->bytes_b = h[4];
-    if (len != 24 + (size_t)f->bytes_a + 4u * f->n_a + f->bytes_b + 4u * f->n_b) return false;
-    const char *p = f->buf + 24;
-    f->qa = (const uint8_t *)p; p += f->bytes_a;
-    f->ea = (const float *)p;   p += 4u * f->n_a;
-    f->qb = (const uint8_t *)p; p += f->bytes_b;
-    f->eb = (const float *)p;
-    return true;
+    return load_fixture_in("tests/data/iq", name, (size_t)1 << 24, f);
 }
 
 static long first_bit_diff(const float *a, const float *b, uint32_t n) {
