@@ -15,4 +15,23 @@ expect_grep() { if grep -qE -- "$2" "$3"; then ok "$1"; else fail "$1" "no /$2/ 
 # temps_in DIR : the temporary files an unfinished output left in DIR (outfile.c names them
 # ".NAME.XXXXXX"; older builds used NAME.tmp and NAME.tmp.PID), one per line; empty when none
 temps_in() { ls -A "$1" | grep -E '^\..+\.[A-Za-z0-9]{6}$|\.tmp(\.[0-9]+)?$'; }
+# synth_quant_matches LIST REMAKER : each line of LIST is "shape type mixture in_sha out_sha":
+# `unmask synth` must still write the recorded input (else skipped, naming REMAKER, the script
+# that remakes LIST) and `unmask quantize` must turn it into the bytes llama-quantize wrote
+synth_quant_matches() { local shape ty mix in_sha out_sha name
+  while read -r shape ty mix in_sha out_sha; do
+    case "$shape" in ''|\#*) continue ;; esac
+    name="synth $shape $ty -> $mix"
+    if ! "$BIN" synth --shape "$shape" --type "$ty" -o "$TMP/s.gguf" >/dev/null 2>&1; then
+      fail "$name" "unmask synth failed"; continue
+    fi
+    if [ "$(sha256sum <"$TMP/s.gguf" | cut -d' ' -f1)" != "$in_sha" ]; then
+      skip "$name" "synth output changed; remake with $2"; continue
+    fi
+    if ! "$BIN" quantize -q -t 2 "$TMP/s.gguf" "$TMP/q.gguf" "$mix" 2>"$TMP/err"; then
+      fail "$name" "$(cat "$TMP/err")"; continue
+    fi
+    if [ "$(sha256sum <"$TMP/q.gguf" | cut -d' ' -f1)" = "$out_sha" ]; then ok "$name: same bytes as llama-quantize"
+    else fail "$name: same bytes as llama-quantize"; fi
+  done <"$1"; }
 finish() { echo "$SUITE: $_pass passed, $_fail failed, $_skip skipped"; }

@@ -33,19 +33,5 @@ expect_grep "refusal names the flag" "allow-requantize" "$TMP/err"
 expect_rc "--allow-requantize converts" 0 "$BIN" quantize -q --allow-requantize $D/tiny-q4_k_m.gguf "$TMP/re.gguf" Q8_0
 # Models from `unmask synth` (MoE, F16/BF16 sources): same sha256 as llama-quantize's output.
 # If synth no longer writes the recorded input, the comparison is skipped (not passed).
-while read -r shape ty mix in_sha out_sha; do
-  case "$shape" in ''|\#*) continue ;; esac
-  name="synth $shape $ty -> $mix"
-  if ! "$BIN" synth --shape "$shape" --type "$ty" -o "$TMP/s.gguf" >/dev/null 2>&1; then
-    fail "$name" "unmask synth failed"; continue
-  fi
-  if [ "$(sha256sum <"$TMP/s.gguf" | cut -d' ' -f1)" != "$in_sha" ]; then
-    skip "$name" "synth output changed; remake with tools/make-quant-fixtures.sh"; continue
-  fi
-  if ! "$BIN" quantize -q -t 2 "$TMP/s.gguf" "$TMP/q.gguf" "$mix" 2>"$TMP/err"; then
-    fail "$name" "$(cat "$TMP/err")"; continue
-  fi
-  if [ "$(sha256sum <"$TMP/q.gguf" | cut -d' ' -f1)" = "$out_sha" ]; then ok "$name: same bytes as llama-quantize"
-  else fail "$name: same bytes as llama-quantize"; fi
-done <$D/synth.txt
+synth_quant_matches $D/synth.txt tools/make-quant-fixtures.sh
 finish

@@ -12,21 +12,7 @@ expect_rc "help lists TQ1_0" 0 "$BIN" quantize --help
 expect_grep "TQ1_0 with its ftype" "TQ1_0 +36" "$TMP/out"
 expect_grep "TQ2_0 with its ftype" "TQ2_0 +37" "$TMP/out"
 
-while read -r shape ty mix in_sha out_sha; do
-  case "$shape" in ''|\#*) continue ;; esac
-  name="synth $shape $ty -> $mix"
-  if ! "$BIN" synth --shape "$shape" --type "$ty" -o "$TMP/s.gguf" >/dev/null 2>&1; then
-    fail "$name" "unmask synth failed"; continue
-  fi
-  if [ "$(sha256sum <"$TMP/s.gguf" | cut -d' ' -f1)" != "$in_sha" ]; then
-    skip "$name" "synth output changed; remake with tools/make-iq-fixtures.sh"; continue
-  fi
-  if ! "$BIN" quantize -q -t 2 "$TMP/s.gguf" "$TMP/q.gguf" "$mix" 2>"$TMP/err"; then
-    fail "$name" "$(cat "$TMP/err")"; continue
-  fi
-  if [ "$(sha256sum <"$TMP/q.gguf" | cut -d' ' -f1)" = "$out_sha" ]; then ok "$name: same bytes as llama-quantize"
-  else fail "$name: same bytes as llama-quantize"; fi
-done <$D/synth-tq.txt
+synth_quant_matches $D/synth-tq.txt tools/make-iq-fixtures.sh
 
 # generation from a ternary model (tiny-llada as TQ2_0, with its Q4_K token_embd and Q6_K head)
 "$BIN" synth --shape tiny-llada --type f16 -o "$TMP/s.gguf" >/dev/null 2>&1
