@@ -55,7 +55,7 @@ struct um_forward {
     float   *q, *att;             /* (T, NQ) */
     float   *k, *v;               /* (T, NKV) */
     float   *ff_a, *ff_b;         /* (T * k_used, F) gate/up (dense: k_used = 1) */
-    float   *gathered, *ex_out;   /* (T * k_used, E) MoE grouped rows in / out */
+    float   *gathered, *ex_out;   /* (T * k_used, E) MoE grouped rows in (reference only) / out */
     float   *router;              /* (T, n_expert) */
     int32_t *ex_id, *ex_off, *ex_tok, *ex_slot;
     float   *ex_w, *ex_roww;
@@ -255,7 +255,7 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         { (void **)&f->q, T * NQ * 4 }, { (void **)&f->att, T * NQ * 4 },
         { (void **)&f->k, T * NKV * 4 }, { (void **)&f->v, T * NKV * 4 },
         { (void **)&f->ff_a, T * FKU * 4 }, { (void **)&f->ff_b, T * FKU * 4 },
-        { (void **)&f->gathered, moe ? T * KU * E * 4 : 0 }, { (void **)&f->ex_out, moe ? T * KU * E * 4 : 0 },
+        { (void **)&f->gathered, moe && f->ref ? T * KU * E * 4 : 0 }, { (void **)&f->ex_out, moe ? T * KU * E * 4 : 0 },
         { (void **)&f->router, T * X * 4 },
         { (void **)&f->ex_id, T * KU * 4 }, { (void **)&f->ex_w, T * KU * 4 },
         { (void **)&f->ex_off, (X + 1) * 4 }, { (void **)&f->ex_tok, T * KU * 4 },
