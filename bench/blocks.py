@@ -64,11 +64,8 @@ def main():
                 "commands": {k: "".join(f"{e}={v} " for e, v in env.items()) + B.cmdline(argv)
                              for k, (argv, env) in runtimes.items()},
                 "runs": []})
-
-    def measure(who, t):
-        return B.measure_unmask(t)
     res["page_cache_warm_s"] = B.warm_page_cache(a.model) + B.warm_page_cache(a.dense)
-    res["runs"] = B.run_rounds(runtimes, a.rounds, measure, f"blocks {a.name} t{a.threads}")
+    res["runs"] = B.run_rounds(runtimes, a.rounds, lambda who, t: B.measure_unmask(t), f"blocks {a.name} t{a.threads}")
     med = {}
     for who in runtimes:
         rs = [x for x in res["runs"] if x["runtime"] == who]

@@ -13,7 +13,7 @@ ORDER = {"llada-8b-q4_k_m": 0, "dream-7b-q4_k_m": 1, "llada-moe-7b-q4_k_m": 2, "
 
 def _load(pattern):
     rows = [json.load(open(p)) for p in glob.glob(os.path.join(RES, pattern))]
-    return sorted(rows, key=lambda d: (ORDER.get(d["model"], 9), d["model"], -d["threads"]))
+    return sorted(rows, key=lambda d: (ORDER.get(d.get("model"), 9), d.get("model", ""), -d["threads"]))
 
 
 def _gb(kb):
@@ -332,7 +332,7 @@ def rows_roofline():
 
 def moe_table():
     """Issue 19: the MoE forward pass beside the dense one, each against llama.cpp (bench/moe.py)."""
-    rows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(RES, "moe-t*.json")))]
+    rows = _load("moe-t*.json")
     if not rows:
         return "_no results yet: run `make bench` (bench/moe.py)_"
     out = ["| model | threads | llama.cpp ms | unmask ms (kernel) | unmask / llama.cpp | expert products (gate/up + down) | routing, gather, combine | target | met |",
@@ -364,7 +364,7 @@ def moe_table():
 
 def blocks_table():
     """Issue 19: LLaDA 2.x block diffusion with the exact block cache (bench/blocks.py)."""
-    rows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(RES, "blocks-*.json")))]
+    rows = _load("blocks-*.json")
     if not rows:
         return "_no results yet: run `make bench` (bench/blocks.py)_"
     out = ["| file | runtime | steps | ms/step | tok/s | rows computed | K/V cache | peak RSS | tok/s / llada2 exact |",

@@ -560,20 +560,16 @@ static void grp_free(grp_case *g, int n_g) {
         for (int x = 0; x < GX; x++) { free_case(&g->c[gi][x]); um_free_aligned(g->buf[gi][x]); }
 }
 
-/* The expected rows: token t's choice c goes to grouped row slot[t*k+c] of expert ex[t*k+c]. */
-static void grp_expected(const um_matmul_weights *w, const int32_t *off, const int32_t *tok, const float *x,
-                         int64_t n_rows, float *y, um_pool *p) {
+/* The expected rows: each expert's matmul() over its gathered rows xg (grouped-row order). */
+static void grp_expected(const um_matmul_weights *w, const int32_t *off, const float *xg, float *y, um_pool *p) {
     int64_t n_in = w[0].n_in, n_out = w[0].n_out;
-    float *in = malloc(sizeof(float) * (size_t)(n_rows * n_in));
-    for (int64_t r = 0; r < n_rows; r++) memcpy(in + r * n_in, x + (int64_t)tok[r] * n_in, sizeof(float) * (size_t)n_in);
     for (int e = 0; e < GX; e++) {
         int64_t r0 = off[e], cnt = off[e + 1] - r0;
         if (!cnt) continue;
         void *s = um_malloc_aligned(matmul_scratch_bytes(&w[e], cnt, pool_threads(p)));
-        matmul(p, &w[e], in + r0 * n_in, cnt, y + r0 * n_out, s);
+        matmul(p, &w[e], xg + r0 * n_in, cnt, y + r0 * n_out, s);
         um_free_aligned(s);
     }
-    free(in);
 }
 
 static void grp_check(uint32_t ta, uint32_t tb, int64_t n_in, int64_t n_out, um_kernel k, um_pool *p) {
@@ -595,12 +591,14 @@ static void grp_check(uint32_t ta, uint32_t tb, int64_t n_in, int64_t n_out, um_
     CHECK(grp_prepare(&g, 1, tb, n_in, n_out, k, 200) == UM_OK);
     int64_t n_rows = GT * GK;
     float *x = make_x(GT, n_in, 9);
+    float *xg = malloc(sizeof(float) * (size_t)(n_rows * n_in));     /* x's rows in grouped order */
+    for (int64_t r = 0; r < n_rows; r++) memcpy(xg + r * n_in, x + (int64_t)tok[r] * n_in, sizeof(float) * (size_t)n_in);
     float *want[2], *got[2];
     for (int gi = 0; gi < 2; gi++) {
         want[gi] = malloc(sizeof(float) * (size_t)(n_rows * n_out));
         got[gi] = malloc(sizeof(float) * (size_t)(n_rows * n_out));
         memset(got[gi], 0xff, sizeof(float) * (size_t)(n_rows * n_out));   /* NaN: every row must be written */
-        grp_expected(g.w[gi], off, tok, x, n_rows, want[gi], p);
+        grp_expected(g.w[gi], off, xg, want[gi], p);
     }
     size_t sb = UM_MAX(matmul_grouped_scratch_bytes(&g.w[0][0], GT, GK, pool_threads(p)),
                        matmul_grouped_scratch_bytes(&g.w[1][0], GT, GK, pool_threads(p)));
@@ -608,14 +606,11 @@ static void grp_check(uint32_t ta, uint32_t tb, int64_t n_in, int64_t n_out, um_
     const um_matmul_group grp[2] = { { g.w[0], got[0] }, { g.w[1], got[1] } };
     matmul_grouped(p, grp, 2, GX, off, x, GT, slot, GK, scratch);
     for (int gi = 0; gi < 2; gi++)
-        if (memcmp(want[gi], got[gi], sizeof(float) * (size_t)(n_rows * n_out)) != 0) {
-            CHECK_MSG(false, "grouped %s/%s group %d %lldx%lld kernel %s threads %d differs from per-expert matmul",
-                   um_type_name(ta), um_type_name(tb), gi, (long long)n_out, (long long)n_in,
-                   matmul_kernel_name(k), pool_threads(p));
-        }
+        CHECK_MSG(memcmp(want[gi], got[gi], sizeof(float) * (size_t)(n_rows * n_out)) == 0,
+                  "grouped %s/%s group %d %lldx%lld kernel %s threads %d differs from per-expert matmul",
+                  um_type_name(ta), um_type_name(tb), gi, (long long)n_out, (long long)n_in,
+                  matmul_kernel_name(k), pool_threads(p));
     /* down-style: the input already in grouped-row order (slot NULL) */
-    float *xg = malloc(sizeof(float) * (size_t)(n_rows * n_in));
-    for (int64_t r = 0; r < n_rows; r++) memcpy(xg + r * n_in, x + (int64_t)tok[r] * n_in, sizeof(float) * (size_t)n_in);
     memset(got[0], 0xff, sizeof(float) * (size_t)(n_rows * n_out));
     um_free_aligned(scratch);
     scratch = um_malloc_aligned(matmul_grouped_scratch_bytes(&g.w[0][0], n_rows, 1, pool_threads(p)));

@@ -385,8 +385,6 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
 #else
             if (direct) { CASES(q4k_block, true, pb, (const void *)tab, nb, j, t, h, y) }
             else if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, false, ub, (const void *)tab, nb, j, t, h, y) }
-#endif
-#if !MM_VNNI
             else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block_i16, ub, (const void *)tab, nb, j, t, h, y) }
 #endif
             else if (w->type == UM_TYPE_Q6_K || iq) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
