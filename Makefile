@@ -82,7 +82,13 @@ $(GEN_SRC): data/fonts/spleen-8x16.psfu data/fonts/embed.sh
 $(GEN_DIR)/psf_spleen.o: $(GEN_SRC)
 	$(CC) $(ALL_CFLAGS) $(call layer_inc,src/record) -MMD -MP -c -o $@ $<
 
-SRC_ALL  := $(sort $(foreach l,$(LAYERS),$(wildcard $(l)/*.c)))
+# The CPU kernels for the target's instruction sets: kernels/cpu/arch/$(KERNEL_ARCH)/ (x86 on
+# x86-64; other targets build the portable kernels only). The target is the compiler's, so a
+# cross compiler (CC=aarch64-linux-gnu-gcc) picks its own architecture's folder.
+TARGET_MACHINE := $(shell $(CC) -dumpmachine 2>/dev/null)
+KERNEL_ARCH    := $(if $(filter x86_64-% i686-% i386-%,$(TARGET_MACHINE)),x86,$(if $(filter aarch64-% arm64-%,$(TARGET_MACHINE)),arm,none))
+ARCH_SRC := $(sort $(wildcard kernels/cpu/arch/$(KERNEL_ARCH)/*.c))
+SRC_ALL  := $(sort $(foreach l,$(LAYERS),$(wildcard $(l)/*.c)) $(ARCH_SRC))
 SRC_LIB  := $(filter-out src/app/main.c,$(SRC_ALL))
 OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o) $(GEN_DIR)/psf_spleen.o
 OBJ_MAIN := $(BUILD)/src/app/main.o

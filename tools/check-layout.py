@@ -7,7 +7,9 @@ Two checks, each naming the files at fault:
             that exists in two folders is an error too, since -I order would pick one silently.
   objects   from the compiled objects' symbols (nm): no object calls into a layer above its
             own, and no two or more objects call each other in a cycle (for example a kernel
-            calling back into the dispatcher that calls it).
+            calling back into the dispatcher that calls it). An instruction-set file in an
+            architecture folder (LAYER/arch/A/NAME.c) calls no other instruction-set file: only
+            its folder's shared layer (A_shared*.c) and the files outside arch/.
   sizes     no hand-written C, C++ or CUDA file (layers, tests, tools, bench) over 900 lines:
             a file that large is a grab-bag to split by job. Generated sources are made at
             build time (build/VARIANT/generated/) and are not in the tree.
@@ -37,22 +39,38 @@ def read_layers(root):
     return m.group(1).split()
 
 
+def layer_dirs(root, layer):
+    """A layer's folder and its architecture folders (LAYER/arch/A), which belong to it."""
+    dirs = [layer]
+    arch = os.path.join(root, layer, 'arch')
+    if os.path.isdir(arch):
+        dirs += [os.path.join(layer, 'arch', a) for a in sorted(os.listdir(arch))
+                 if os.path.isdir(os.path.join(arch, a))]
+    return dirs
+
+
+def layer_files(root, layer):
+    """(folder, file name) of every file of a layer, its architecture folders included."""
+    return [(d, f) for d in layer_dirs(root, layer) for f in sorted(os.listdir(os.path.join(root, d)))
+            if os.path.isfile(os.path.join(root, d, f))]
+
+
 def check_includes(root, layers):
     problems = []
     rank = {l: i for i, l in enumerate(layers)}
-    where = {}                                     # header name -> folder
+    where = {}                                     # header name -> layer
     for l in layers:
-        for f in sorted(os.listdir(os.path.join(root, l))):
+        for d, f in layer_files(root, l):
             if f.endswith(('.h', '.cuh')):
                 if f in where:
-                    problems.append(f'{l}/{f}: header name also in {where[f]}/ (ambiguous include)')
+                    problems.append(f'{d}/{f}: header name also in {where[f]}/ (ambiguous include)')
                 where.setdefault(f, l)
     for l in layers:
         allowed = layers[:rank[l] + 1]
-        for f in sorted(os.listdir(os.path.join(root, l))):
+        for d, f in layer_files(root, l):
             if not f.endswith(SOURCE_EXT):
                 continue
-            path = os.path.join(l, f)
+            path = os.path.join(d, f)
             text = open(os.path.join(root, path), errors='replace').read()
             for m in INCLUDE_RE.finditer(text):
                 name = m.group(1)
@@ -96,7 +114,19 @@ def object_layer(rel, layers):
     folder = os.path.dirname(rel)
     if folder in layers:
         return folder
+    parts = folder.split('/')
+    if len(parts) >= 3 and parts[-2] == 'arch' and '/'.join(parts[:-2]) in layers:
+        return '/'.join(parts[:-2])
     return GENERATED.get(folder)
+
+
+def isa_file(rel):
+    """The architecture folder of an instruction-set object (LAYER/arch/A/NAME.o, NAME not
+    A_shared*), else None: shared objects and objects outside arch/ are not ISA files."""
+    parts = rel.split('/')
+    if len(parts) >= 4 and parts[-3] == 'arch' and not parts[-1].startswith(parts[-2] + '_shared'):
+        return parts[-2]
+    return None
 
 
 def has_source(root, rel):
@@ -134,6 +164,9 @@ def check_objects(root, objs, layers):
             la, lb = object_layer(a, layers), object_layer(b, layers)
             if rank[lb] > rank[la]:
                 problems.append(f'{a} calls {sym} in {b}: {lb} is a layer above {la}')
+            if isa_file(a) and isa_file(b):
+                problems.append(f'{a} calls {sym} in {b} sideways: an instruction-set file calls only '
+                                f'the shared layer (arch/{isa_file(a)}/{isa_file(a)}_shared*.c, the files outside arch/)')
     # cycles: strongly connected components of more than one object (Tarjan, iterative)
     index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
     for start in sorted(graph):

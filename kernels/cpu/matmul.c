@@ -1,9 +1,11 @@
 /*
  * matmul: dispatch, weight preparation and the scalar reference path. The SIMD kernels live
- * in matmul_avx2.c, matmul_avxvnni.c, matmul_avx512.c and matmul_amx.c (compiled with their
- * ISA's flags and only called when the CPU has it); what they share with this file (the
- * repacking below, scale tables, activation quantizing, row decoding) is in
- * matmul_shared.c, below both, so no kernel calls back into the dispatcher.
+ * in one folder per architecture (arch/x86: matmul_avx2.c, matmul_avxvnni.c,
+ * matmul_avx512.c, matmul_amx.c, each compiled with its instruction set's flags and only
+ * called when the CPU has it). What they share with this file (the repacking below, scale
+ * tables, activation quantizing, row decoding) is in matmul_shared.c, below both, so no
+ * kernel calls back into the dispatcher; what the x86 kernels share among themselves is in
+ * arch/x86/x86_shared_avx2.c and x86_shared_avx512.c, so no kernel calls another sideways.
  *
  * Panel layouts (16 rows r = 0..15 interleaved so that one 64-byte vector holds 4
  * consecutive columns of every row: byte r*4+i is column k0+i of row r, which is the
@@ -308,17 +310,20 @@ static const mm_chunk_fn chunk_fns[UM_KERNEL_COUNT] = {
     [UM_KERNEL_AMX_EMU] = mm_chunk_amx_emu,
 };
 
-typedef struct chunk_job {
-    const mm_job *j;
-    mm_chunk_fn fn;
-} chunk_job;
+/* The kernel of one chunk. AMX takes full packed panels; the rest of an AMX product (other
+ * formats, a partial last panel) runs on the AVX-512 kernel, chosen here so that no kernel
+ * file calls another. */
+static mm_chunk_fn chunk_for(const um_matmul_weights *w, int64_t panel) {
+    bool amx = w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU;
+    if (amx && !(w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out)) return mm_chunk_avx512;
+    return chunk_fns[w->kernel];
+}
 
 static void run_chunk(void *arg, int64_t c, int thread_id) {
-    const chunk_job *cj = arg;
-    const mm_job *j = cj->j;
+    const mm_job *j = arg;
     int64_t panel = c / j->n_slabs, s = c % j->n_slabs;
     int64_t t0 = s * j->slab, t1 = UM_MIN(t0 + j->slab, j->n_tokens);
-    cj->fn(j, panel, t0, t1, j->thread_scratch + (size_t)thread_id * j->per_thread);
+    chunk_for(j->w, panel)(j, panel, t0, t1, j->thread_scratch + (size_t)thread_id * j->per_thread);
 }
 
 void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_tokens,
@@ -345,8 +350,7 @@ void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_to
         j.slab = UM_MAX(16, ((n_tokens + want - 1) / want + 15) / 16 * 16);
     }
     j.n_slabs = (n_tokens + j.slab - 1) / j.slab;
-    chunk_job cj = { &j, chunk_fns[w->kernel] };
-    pool_for(p, n_panels * j.n_slabs, run_chunk, &cj);
+    pool_for(p, n_panels * j.n_slabs, run_chunk, &j);
 }
 
 /* ================================================================ grouped (mixture of experts) */
@@ -386,7 +390,6 @@ typedef struct grp_job {
     const float *x;
     mm_job base;                 /* act, strides, per-thread scratch shared by every chunk */
     int64_t n_panels;
-    mm_chunk_fn fn;
 } grp_job;
 
 /* Quantize input row t into its first grouped row and copy it to the others. */
@@ -415,7 +418,7 @@ static void grp_chunk(void *arg, int64_t c, int thread_id) {
     j.n_tokens = cnt;
     j.slab = cnt;
     j.n_slabs = 1;
-    gj->fn(&j, panel, 0, cnt, j.thread_scratch + (size_t)thread_id * j.per_thread);
+    chunk_for(j.w, panel)(&j, panel, 0, cnt, j.thread_scratch + (size_t)thread_id * j.per_thread);
 }
 
 void matmul_grouped(um_pool *p, const um_matmul_group *g, int n_g, int n_expert, const int32_t *off,
@@ -453,7 +456,7 @@ void matmul_grouped(um_pool *p, const um_matmul_group *g, int n_g, int n_expert,
         return;
     }
     grp_job gj = { .g = g, .n_g = n_g, .n_expert = n_expert, .k = k, .off = off, .slot = slot, .x = x,
-                   .n_panels = w0->n_out / UM_MATMUL_PANEL, .fn = chunk_fns[w0->kernel] };
+                   .n_panels = w0->n_out / UM_MATMUL_PANEL };
     mm_job *j = &gj.base;
     j->w = w0;
     j->n_threads = pool_threads(p);

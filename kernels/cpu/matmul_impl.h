@@ -49,7 +49,7 @@ typedef struct mm_job {
 
 /* Decode rows [row0, row0 + n_rows) columns [k0, k0 + kc) of a file-layout matrix to f32,
  * out (16, MM_KC) row-major, rows >= n_rows zero. Portable (quant.c's reference
- * dequantizers), with fast F32/F16/BF16 (matmul_avx2.c, needs AVX2+F16C). */
+ * dequantizers), with fast F32/F16/BF16 (arch/x86/x86_shared_avx2.c, needs AVX2+F16C). */
 void mm_decode_rows_ref(const um_matmul_weights *w, int64_t row0, int n_rows, int64_t k0,
                         int64_t kc, float *out);
 void mm_decode_rows_avx2(const um_matmul_weights *w, int64_t row0, int n_rows, int64_t k0,

@@ -1,7 +1,7 @@
 /*
  * ops_ref: the scalar row kernels of the transformer ops, the reference every SIMD kernel
  * set is tested against, and ops_kern_ref, the kernel set built from them. Below the
- * dispatcher (ops.c) and the SIMD sets (ops_avx2.c, ops_avx512.c), which fall back on
+ * dispatcher (ops.c) and the SIMD sets (arch/x86/ops_avx2.c, ops_avx512.c), which fall back on
  * ops_attn_block_ref for head sizes their vectors do not divide.
  */
 #include "ops.h"

@@ -1,6 +1,6 @@
 /*
  * sampler_scan: the sampler's pass-1 kernels over one logits row (the reference and the
- * AVX2+FMA version in sampler_avx2.c), below the sampler (src/decode/sampler.c) that
+ * AVX2+FMA version in arch/x86/sampler_avx2.c), below the sampler (src/decode/sampler.c) that
  * chooses between them: the kernels call nothing above this file.
  */
 #ifndef UM_SAMPLER_SCAN_H

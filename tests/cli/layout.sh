@@ -42,14 +42,30 @@ rm -f "$T/src/base/bag.c"
 
 # 3. a call back into the dispatcher: the AVX2 kernel calling matmul.c
 printf '\nconst char *mm_probe_avx2(void);\nconst char *mm_probe_avx2(void) { return matmul_kernel_name(UM_KERNEL_AVX2); }\n' \
-  >> "$T/kernels/cpu/matmul_avx2.c"
-if make -s -C "$T" VARIANT="$V" "$OBJS/kernels/cpu/matmul_avx2.o" >"$TMP/cc" 2>&1; then
+  >> "$T/kernels/cpu/arch/x86/matmul_avx2.c"
+if make -s -C "$T" VARIANT="$V" "$OBJS/kernels/cpu/arch/x86/matmul_avx2.o" >"$TMP/cc" 2>&1; then
   python3 "$T/tools/check-layout.py" --root "$T" --objs "$T/$OBJS" >"$TMP/log" 2>&1; rc=$?
   [ $rc -eq 1 ] && ok "call into the dispatcher: check-layout fails" || fail "call into the dispatcher: check-layout fails" "exit $rc"
   expect_grep "call into the dispatcher: names the cycle and the symbol" \
-    'cycle between objects: .*kernels/cpu/matmul_avx2\.o -> kernels/cpu/matmul\.o \(matmul_kernel_name\)' "$TMP/log"
+    'cycle between objects: .*kernels/cpu/arch/x86/matmul_avx2\.o -> kernels/cpu/matmul\.o \(matmul_kernel_name\)' "$TMP/log"
 else
   fail "call into the dispatcher: the changed kernel compiles" "$(head -5 "$TMP/cc")"
+fi
+cp kernels/cpu/arch/x86/matmul_avx2.c "$T/kernels/cpu/arch/x86/matmul_avx2.c"   # undo 3
+make -s -C "$T" VARIANT="$V" "$OBJS/kernels/cpu/arch/x86/matmul_avx2.o" >/dev/null 2>&1
+
+# 4. an instruction-set file calling another sideways (the AMX kernel once fell back on the
+#    AVX-512 kernel itself; the dispatcher chooses that now)
+printf '\nvoid mm_probe_amx(const mm_job *j);\nvoid mm_probe_amx(const mm_job *j) { mm_chunk_avx512(j, 0, 0, 0, 0); }\n' \
+  >> "$T/kernels/cpu/arch/x86/matmul_amx.c"
+if make -s -C "$T" VARIANT="$V" "$OBJS/kernels/cpu/arch/x86/matmul_amx.o" >"$TMP/cc" 2>&1; then
+  python3 "$T/tools/check-layout.py" --root "$T" --objs "$T/$OBJS" >"$TMP/log" 2>&1; rc=$?
+  [ $rc -eq 1 ] && ok "sideways call between instruction-set files: check-layout fails" ||
+    fail "sideways call between instruction-set files: check-layout fails" "exit $rc"
+  expect_grep "sideways call: names both files and the symbol" \
+    'kernels/cpu/arch/x86/matmul_amx\.o calls mm_chunk_avx512 in kernels/cpu/arch/x86/matmul_avx512\.o sideways' "$TMP/log"
+else
+  fail "sideways call: the changed kernel compiles" "$(head -5 "$TMP/cc")"
 fi
 # plain `make` builds the program (a rule for a generated file once became the default goal)
 goal=$(make -pn -f Makefile 2>/dev/null | sed -n 's/^\.DEFAULT_GOAL := //p' | tail -1)

@@ -1,7 +1,8 @@
 /*
  * matmul_amx: AMX-INT8 kernels for the 16-row panels (Q4_K, Q6_K, Q8_0), and the same
  * loops with scalar tile operations (amx-emu) so the data layout and loop logic can be
- * tested on CPUs without AMX. Other formats and partial panels use the AVX-512 code.
+ * tested on CPUs without AMX. Other formats and partial panels go to the AVX-512 kernel
+ * (the dispatcher in matmul.c chooses per chunk: mm_amx_takes).
  *
  * Tiles: C (tmm0) = 16 tokens x 16 outputs int32, A (tmm1) = 16 tokens x K activation bytes
  * straight from the quantized activation rows, B (tmm2) = K/4 rows x 64 bytes of weights in
@@ -160,14 +161,12 @@ AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t 
     t_release(emu);
 }
 
+/* Full packed panels only: matmul.c sends other formats and partial panels to the AVX-512
+ * kernel (mm_amx_takes), so this file calls nothing beside it but the shared layer. */
 void mm_chunk_amx(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
-    const um_matmul_weights *w = j->w;
-    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) amx_chunk(false, j, panel, t0, t1, ts);
-    else mm_chunk_avx512(j, panel, t0, t1, ts);
+    amx_chunk(false, j, panel, t0, t1, ts);
 }
 
 void mm_chunk_amx_emu(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
-    const um_matmul_weights *w = j->w;
-    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) amx_chunk(true, j, panel, t0, t1, ts);
-    else mm_chunk_avx512(j, panel, t0, t1, ts);
+    amx_chunk(true, j, panel, t0, t1, ts);
 }

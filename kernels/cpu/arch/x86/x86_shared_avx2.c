@@ -1,12 +1,14 @@
 /*
- * matmul_avx2: the 256-bit kernels without VNNI (vpmaddubsw + vpmaddwd), see
- * matmul_k256.h, and what every SIMD kernel shares (AVX2 + F16C, present on every CPU the
- * SIMD kernels run on): the f32/f16/bf16 row decoders of the float-tile path, the 256-bit
- * panel unpacker and the activation quantizer.
+ * x86_shared_avx2: what every x86 SIMD kernel shares (AVX2 + F16C, present on every CPU the
+ * x86 kernels run on): the f32/f16/bf16 row decoders of the float-tile path, the 256-bit
+ * panel unpacker, the activation quantizer and the per-panel scale tables. The shared layer
+ * of kernels/cpu/arch/x86: the instruction-set files (matmul_avx2.c, matmul_avxvnni.c,
+ * matmul_avx512.c, matmul_amx.c) call into it and into nothing else beside them.
  */
-#define MM_VNNI 0
-#define MM_CHUNK_FN mm_chunk_avx2
-#include "matmul_k256.h"
+#include <immintrin.h>
+#include <string.h>
+
+#include "matmul_impl.h"
 
 void mm_decode_rows_avx2(const um_matmul_weights *w, int64_t row0, int n_rows, int64_t k0,
                          int64_t kc, float *out) {
