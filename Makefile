@@ -30,8 +30,9 @@ else
 BIN        := $(BUILD)/unmask
 endif
 
-PKG_CFLAGS := $(shell pkg-config --cflags ncursesw libutf8proc 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs ncursesw libutf8proc 2>/dev/null)
+PKG_CONFIG ?= pkg-config
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags ncursesw libutf8proc 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs ncursesw libutf8proc 2>/dev/null)
 
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
                -pthread -fno-strict-aliasing $(PKG_CFLAGS) \
@@ -60,6 +61,10 @@ ISA_AVX2    := -mavx2 -mfma -mf16c -mbmi2
 ISA_AVXVNNI := $(ISA_AVX2) -mavxvnni
 ISA_AVX512  := $(ISA_AVX2) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 ISA_AMX     := $(ISA_AVX512) -mamx-tile -mamx-int8 -mamx-bf16
+# AArch64 (kernels/cpu/arch/arm): Advanced SIMD is baseline; the dot-product and int8 matrix
+# multiply files get their extension, and run only where cpu_features() reports it.
+ISA_DOTPROD := -march=armv8.2-a+dotprod
+ISA_I8MM    := -march=armv8.2-a+dotprod+i8mm
 
 # ---------------------------------------------------------------- layers
 # The source folders, bottom to top (docs/architecture.md). A folder may include only from
@@ -155,6 +160,8 @@ $(BUILD)/%_avx2.o:    ISA_FLAGS = $(ISA_AVX2)
 $(BUILD)/%_avxvnni.o: ISA_FLAGS = $(ISA_AVXVNNI)
 $(BUILD)/%_avx512.o:  ISA_FLAGS = $(ISA_AVX512)
 $(BUILD)/%_amx.o:     ISA_FLAGS = $(ISA_AMX)
+$(BUILD)/%_dotprod.o: ISA_FLAGS = $(ISA_DOTPROD)
+$(BUILD)/%_i8mm.o:    ISA_FLAGS = $(ISA_I8MM)
 
 $(BUILD)/kernels/cuda/%.o: kernels/cuda/%.cu $(wildcard src/*/*.h kernels/*/*.h kernels/cuda/*.cuh)
 	@mkdir -p $(dir $@)

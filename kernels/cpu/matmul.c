@@ -276,7 +276,9 @@ static size_t per_thread_bytes(const um_matmul_weights *w) {
     size_t n = MM_FLOAT_SCRATCH;
     if (w->packed || mm_iq_int(w)) {
         size_t i = MM_INT_SCRATCH(w);
+#if MM_X86
         if (w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU) i += mm_amx_scratch_bytes(w);
+#endif
         n = UM_MAX(n, i);
     }
     return (n + 63) & ~(size_t)63;
@@ -295,8 +297,12 @@ size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_
 static void quantize_row(const mm_job *j, const float *x, uint8_t *dst) {
     const um_matmul_weights *w = j->w;
     /* the 512-bit quantizer wherever the 512-bit kernels may run (same bytes either way) */
+#if MM_X86
     bool wide = w->kernel == UM_KERNEL_AVX512 || w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU;
     (wide ? mm_quantize_act_avx512 : mm_quantize_act_avx2)(w->type, x, w->n_in, dst, j->off_scale, j->off_corr);
+#else
+    mm_quantize_act(w->type, x, w->n_in, dst, j->off_scale, j->off_corr);
+#endif
 }
 
 static void quant_rows(void *arg, int64_t t, int thread_id) {
@@ -305,17 +311,21 @@ static void quant_rows(void *arg, int64_t t, int thread_id) {
 }
 
 static const mm_chunk_fn chunk_fns[UM_KERNEL_COUNT] = {
+#if MM_X86
     [UM_KERNEL_AVX2] = mm_chunk_avx2, [UM_KERNEL_AVXVNNI] = mm_chunk_avxvnni,
     [UM_KERNEL_AVX512] = mm_chunk_avx512, [UM_KERNEL_AMX] = mm_chunk_amx,
     [UM_KERNEL_AMX_EMU] = mm_chunk_amx_emu,
+#endif
 };
 
 /* The kernel of one chunk. AMX takes full packed panels; the rest of an AMX product (other
  * formats, a partial last panel) runs on the AVX-512 kernel, chosen here so that no kernel
  * file calls another. */
 static mm_chunk_fn chunk_for(const um_matmul_weights *w, int64_t panel) {
+#if MM_X86
     bool amx = w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU;
     if (amx && !(w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out)) return mm_chunk_avx512;
+#endif
     return chunk_fns[w->kernel];
 }
 

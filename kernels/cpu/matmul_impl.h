@@ -19,6 +19,15 @@
 
 #define MM_KC 256                /* float-tile path: columns decoded per step */
 
+/* The architecture whose kernel folder the Makefile builds (kernels/cpu/arch/x86 on x86;
+ * other targets have only the portable reference kernels so far). The dispatcher names the
+ * x86 kernels only where they exist. */
+#if defined(__x86_64__) || defined(__i386__)
+#define MM_X86 1
+#else
+#define MM_X86 0
+#endif
+
 /* Quantized activation row of one token (integer kernels), byte offsets from the row start:
  *   [0, n_in)         int8 q            x ~= scale * q
  *   [off_scale, ...)  float scale       per 256 (Q4_K, Q6_K) or per 32 (Q8_0)

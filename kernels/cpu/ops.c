@@ -37,8 +37,14 @@ bool ops_isa_available(um_ops_isa isa) {
     }
 }
 
+/* The x86 sets exist only where the Makefile builds kernels/cpu/arch/x86 (elsewhere the
+ * x86 flags of cpu_features() are false, so they are never chosen). */
 static const um_ops_kern *const isa_kern[UM_OPS_ISA_COUNT] = {
+#if defined(__x86_64__) || defined(__i386__)
     &ops_kern_ref, &ops_kern_avx2, &ops_kern_avx512,
+#else
+    &ops_kern_ref, &ops_kern_ref, &ops_kern_ref,
+#endif
 };
 
 static atomic_int g_isa = -1;       /* um_ops_isa once chosen */

@@ -1,5 +1,6 @@
 /*
- * cpu: CPUID/XGETBV feature detection and the Linux AMX permission request.
+ * cpu: CPUID/XGETBV feature detection and the Linux AMX permission request (x86); hardware
+ * capabilities from the kernel (AArch64: getauxval on Linux, sysctlbyname on macOS).
  *
  * A feature counts only if the CPU reports it and the OS saves its register state
  * (XCR0 bits): AVX needs YMM (bit 2), AVX-512 needs opmask/ZMM (bits 5-7), AMX needs
@@ -20,6 +21,19 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define UM_X86 1
+#elif defined(__aarch64__)
+#define UM_ARM64 1
+#if defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)       /* <asm/hwcap.h> */
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 #endif
 
 static um_cpu g_cpu;
@@ -75,6 +89,32 @@ static int count_physical_cores(int n_logical) {
     }
     return n_seen > 0 ? n_seen : n_logical;
 }
+
+#ifdef UM_ARM64
+#if defined(__APPLE__)
+static bool sysctl_flag(const char *name) {
+    int v = 0;
+    size_t n = sizeof v;
+    return sysctlbyname(name, &v, &n, NULL, 0) == 0 && v != 0;
+}
+#endif
+
+static void detect_arm64(um_cpu *c) {
+    c->neon = true;                   /* Advanced SIMD is mandatory in AArch64 */
+#if defined(__linux__)
+    unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    c->dotprod = (hw & HWCAP_ASIMDDP) != 0;
+    c->i8mm = (hw2 & HWCAP2_I8MM) != 0;
+    snprintf(c->brand, sizeof c->brand, "AArch64 (Linux)");
+#elif defined(__APPLE__)
+    c->dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    c->i8mm = sysctl_flag("hw.optional.arm.FEAT_I8MM");
+    size_t n = sizeof c->brand;
+    if (sysctlbyname("machdep.cpu.brand_string", c->brand, &n, NULL, 0) != 0)
+        snprintf(c->brand, sizeof c->brand, "AArch64 (macOS)");
+#endif
+}
+#endif
 
 static void detect(void) {
     um_cpu *c = &g_cpu;
@@ -139,6 +179,8 @@ static void detect(void) {
         while (*p == ' ') p++;
         snprintf(c->brand, sizeof c->brand, "%s", p);
     }
+#elif defined(UM_ARM64)
+    detect_arm64(c);
 #endif
 }
 
@@ -155,6 +197,7 @@ void cpu_feature_string(const um_cpu *c, char *buf, unsigned cap) {
         F("avx512dq", avx512dq), F("avx512vbmi", avx512vbmi), F("avx512vnni", avx512vnni),
         F("avx512bf16", avx512bf16), F("avx-vnni", avx_vnni), F("amx-tile", amx_tile),
         F("amx-int8", amx_int8), F("amx-bf16", amx_bf16),
+        F("neon", neon), F("dotprod", dotprod), F("i8mm", i8mm),
 #undef F
     };
     size_t n = 0;

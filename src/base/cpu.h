@@ -1,10 +1,13 @@
 /*
  * cpu: CPU features detected at run time, in one place.
  *
- * cpu_detect() runs CPUID/XGETBV once (thread-safe, idempotent) and, when the CPU has
- * AMX, asks Linux for permission to use AMX tile data (arch_prctl ARCH_REQ_XCOMP_PERM).
- * If that request fails, every AMX flag is cleared and cpu_features()->amx_denied says why,
- * so no kernel ever touches tiles without permission.
+ * cpu_detect() runs once (thread-safe, idempotent). On x86 it reads CPUID/XGETBV and, when
+ * the CPU has AMX, asks Linux for permission to use AMX tile data (arch_prctl
+ * ARCH_REQ_XCOMP_PERM); if that request fails, every AMX flag is cleared and
+ * cpu_features()->amx_denied says why, so no kernel ever touches tiles without permission.
+ * On AArch64 it reads the kernel's hardware capabilities (Linux getauxval(AT_HWCAP /
+ * AT_HWCAP2)) or the sysctl hw.optional.arm.FEAT_* keys (macOS). Flags of the other
+ * architecture stay false.
  */
 #ifndef UM_CPU_H
 #define UM_CPU_H
@@ -17,6 +20,9 @@ typedef struct um_cpu {
     bool avx_vnni;
     bool amx_tile, amx_int8, amx_bf16;
     bool os_avx, os_avx512, os_amx;   /* OS saves the register state (XCR0) */
+    bool neon;                        /* AArch64 Advanced SIMD (always there on AArch64) */
+    bool dotprod;                     /* SDOT/UDOT (FEAT_DotProd: Apple M1+, Neoverse N1+) */
+    bool i8mm;                        /* SMMLA (FEAT_I8MM: Apple M2+, Graviton 3/4) */
     const char *amx_denied;           /* NULL, or why AMX was disabled */
     int  n_logical;                   /* online logical CPUs */
     int  n_physical;                  /* physical cores (best effort; >= 1) */
