@@ -82,6 +82,12 @@ typedef struct um_selfcond {
     int          top_k;         /* UM_SC_TOPK: kept entries per row, 1 .. n_vocab */
 } um_selfcond;
 
+/* The keys [*lo, *hi) that row t of a pass of T rows sees, the first P of them the prompt,
+ * in a sliding (window n_swa) or global layer: the region mask of llama.cpp's
+ * llm_graph_input_attn_diffusion (prompt rows causal over the prompt, sliding ones windowed;
+ * canvas rows everything, sliding ones only the last n_swa - 1 prompt rows of the prompt). */
+void forward_dg_key_range(int t, int T, int P, int n_swa, bool swa, int32_t *lo, int32_t *hi);
+
 int  forward_run_dg(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
                     const int32_t *rows, int n_rows, float *logits, um_err *e);
 

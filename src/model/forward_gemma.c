@@ -181,18 +181,19 @@ static void scale_rows(float *x, int64_t n_rows, int E, float s) {
     for (int64_t i = 0; i < n_rows * E; i++) x[i] *= s;
 }
 
+void forward_dg_key_range(int t, int T, int P, int n_swa, bool swa, int32_t *lo, int32_t *hi) {
+    if (t < P) {                    /* prompt: causal over the prompt; sliding: is_masked_swa, q - k >= n_swa */
+        *lo = swa ? UM_MAX(0, t - n_swa + 1) : 0;
+        *hi = t + 1;
+    } else {                        /* canvas: all of it, and the prompt (sliding: canvas_prompt_lo = P - n_swa + 1) */
+        *lo = swa ? UM_MAX(0, P - n_swa + 1) : 0;
+        *hi = T;
+    }
+}
+
 /* The region mask as key ranges (ops_attention's kv_lo/kv_hi), for a sliding or global layer. */
 static void region_ranges(um_forward *f, int T, int P, bool swa) {
-    const int W = f->m->hp.n_swa;
-    for (int t = 0; t < T; t++) {
-        if (t < P) {                /* prompt: causal over the prompt (llama.cpp: is_masked_swa, q - k >= n_swa) */
-            f->kv_lo[t] = swa ? UM_MAX(0, t - W + 1) : 0;
-            f->kv_hi[t] = t + 1;
-        } else {                    /* canvas: the whole canvas, and the prompt (sliding: its last n_swa - 1) */
-            f->kv_lo[t] = swa ? UM_MAX(0, P - W + 1) : 0;
-            f->kv_hi[t] = T;
-        }
-    }
+    for (int t = 0; t < T; t++) forward_dg_key_range(t, T, P, f->m->hp.n_swa, swa, &f->kv_lo[t], &f->kv_hi[t]);
 }
 
 /* The routed experts of layer il on r (T, E) into f->moe_out (T, E), before post_ffw_norm_2. */
