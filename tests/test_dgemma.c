@@ -36,6 +36,7 @@
 #include "pool.h"
 #include "quant.h"
 #include "synth.h"
+#include "tokenizer.h"
 
 /* ------------------------------------------------------------------ float64 reference */
 
@@ -647,4 +648,69 @@ TEST(dgemma_hparams_per_layer) {
     }
     model_close(m);
     CHECK(ok);
+}
+
+/* Gemma 4's tokenizer ("gemma4": SentencePiece-style BPE) on a vocabulary built here, worked by
+ * hand. Text "hello hello\n\n\nw!" becomes "hello▁hello" | "\n\n\n" | "w!":
+ *   run 1, merges by rank (leftmost first on equal rank): "l l" twice, "▁ h", "▁h e", "ll o" twice
+ *          -> h e llo ▁he llo ("h e" is no merge);
+ *   run 2, not a token as a whole: "\n \n" -> "\n\n" "\n";
+ *   run 3: w, then '!' is no token: its byte <0x21>.
+ * BOS is added even though the file says add_bos_token false (llama.cpp overrides it for Gemma 4);
+ * "<|turn>" is recognised as a control token; decoding gives the text back. */
+TEST(dgemma_gemma4_tokenizer_by_hand) {
+    const char *base[] = { "<pad>", "<eos>", "<bos>", "<unk>", "\xE2\x96\x81", "h", "e", "l", "o", "\xE2\x96\x81h",
+                           "\xE2\x96\x81he", "ll", "llo", "\n", "\n\n", "w", "<|turn>", "<turn|>" };
+    enum { NB = 18, NV = NB + 256 };
+    const char *toks[NV];
+    char bytes[256][7];
+    int32_t types[NV];
+    for (int i = 0; i < NB; i++) { toks[i] = base[i]; types[i] = i < 4 || i >= 16 ? 3 : 1; }
+    for (int b = 0; b < 256; b++) {
+        snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
+        toks[NB + b] = bytes[b];
+        types[NB + b] = 6;
+    }
+    const char *merges[] = { "l l", "\xE2\x96\x81 h", "\xE2\x96\x81h e", "ll o", "\n \n" };
+    gguf_writer *w = gguf_writer_new();
+    gguf_set_str(w, "general.architecture", "diffusion-gemma");
+    gguf_set_str(w, "tokenizer.ggml.model", "gemma4");
+    gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, NV);
+    gguf_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, NV);
+    gguf_set_arr_str(w, "tokenizer.ggml.merges", merges, 5);
+    gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 2);
+    gguf_set_u32(w, "tokenizer.ggml.eos_token_id", 1);
+    gguf_set_bool(w, "tokenizer.ggml.add_bos_token", false);
+    uint8_t *mem;
+    size_t size;
+    um_err e = { "" };
+    int rc = gguf_writer_write_mem(w, &mem, &size, &e);
+    gguf_writer_free(w);
+    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    gguf_file *g = NULL;
+    tokenizer *t = NULL;
+    rc = gguf_open_mem(&g, mem, size, &e);
+    if (!rc) rc = tok_load(&t, g, &e);
+    gguf_close(g);
+    if (rc) { free(mem); th_fail(__FILE__, __LINE__, "%s", e.msg); return; }
+    const char *text = "hello hello\n\n\nw!<|turn>";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    rc = tok_encode(t, text, strlen(text), TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL, &ids, &n, &e);
+    static const int32_t want[] = { 2, 5, 6, 12, 10, 12, 14, 13, 15, NB + 0x21, 16 };
+    int same = rc == UM_OK && n == UM_ARRAY_LEN(want);
+    for (size_t i = 0; same && i < n; i++) same = ids[i] == want[i];
+    char got[256] = "";
+    for (size_t i = 0; rc == UM_OK && i < n; i++) snprintf(got + strlen(got), sizeof got - strlen(got), " %d", ids[i]);
+    char *dec = NULL;
+    size_t dlen = 0;
+    int rc2 = rc ? UM_FAIL : tok_decode(t, ids + 1, n - 2, 0, &dec, &dlen, &e);
+    const bool eog = tok_is_eog(t, 17);
+    free(ids);
+    tok_free(t);
+    free(mem);
+    CHECK_MSG(same, "ids:%s", got);
+    CHECK_MSG(rc2 == UM_OK && !strcmp(dec, "hello hello\n\n\nw!"), "decoded '%s'", dec ? dec : "(null)");
+    free(dec);
+    CHECK_MSG(eog, "<turn|> should end a turn");
 }
