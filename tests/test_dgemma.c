@@ -37,6 +37,7 @@
 #include "quant.h"
 #include "synth.h"
 #include "tokenizer.h"
+#include "chat.h"
 
 /* ------------------------------------------------------------------ float64 reference */
 
@@ -713,4 +714,23 @@ TEST(dgemma_gemma4_tokenizer_by_hand) {
     CHECK_MSG(rc2 == UM_OK && !strcmp(dec, "hello hello\n\n\nw!"), "decoded '%s'", dec ? dec : "(null)");
     free(dec);
     CHECK_MSG(eog, "<turn|> should end a turn");
+}
+
+/* Gemma 4's chat template for one user turn, typed from google-gemma-4-31B-it.jinja (llama.cpp's
+ * models/templates): system turn only when given, contents trimmed, the generation prompt with
+ * an empty thought channel (thinking off); detection by its turn markers and by the arch. */
+TEST(dgemma_chat_template) {
+    char *out = NULL;
+    CHECK(chat_format(UM_CHAT_GEMMA4, NULL, "  Why is the sky blue? ", "<bos>", &out, NULL) == UM_OK);
+    CHECK_STREQ(out, "<|turn>user\nWhy is the sky blue?<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+    free(out);
+    out = NULL;
+    CHECK(chat_format(UM_CHAT_GEMMA4, "Be brief.", "Hi", "<bos>", &out, NULL) == UM_OK);
+    CHECK_STREQ(out, "<|turn>system\nBe brief.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+    free(out);
+    CHECK(!chat_has_bos(UM_CHAT_GEMMA4));
+    CHECK_EQ(chat_detect("{{- bos_token -}}{{- '<|turn>' + role + '\\n' }}...{{- '<turn|>\\n' -}}", "diffusion-gemma"), UM_CHAT_GEMMA4);
+    CHECK_EQ(chat_detect(NULL, "diffusion-gemma"), UM_CHAT_GEMMA4);
+    um_chat c;
+    CHECK(chat_from_name("gemma4", &c, NULL) == UM_OK && c == UM_CHAT_GEMMA4);
 }
