@@ -734,3 +734,46 @@ TEST(dgemma_chat_template) {
     um_chat c;
     CHECK(chat_from_name("gemma4", &c, NULL) == UM_OK && c == UM_CHAT_GEMMA4);
 }
+
+/* UM_SC_AUTO: rows whose top k leave more than the tail bound go exact (bit for bit the exact
+ * pass); rows with one dominant token stay top-k. Previous logits: flat rows (all equal) and
+ * peaked rows (one token 40 above the rest, so the others hold e^-40 of the mass at t 1). */
+TEST(dgemma_self_conditioning_auto_falls_back_exact) {
+    char path[256];
+    if (make_model("tiny-diffusion-gemma", UM_TYPE_F32, path, sizeof path)) { th_fail(__FILE__, __LINE__, "synth"); return; }
+    um_err e = { "" };
+    um_model *m = NULL;
+    int rc = model_open(&m, path, &e);
+    unlink(path);
+    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    const int V = m->hp.n_vocab, C = m->hp.canvas_length, P = 4, T = P + C;
+    int32_t tok[T_MAX], rows[T_MAX];
+    tokens(tok, T, V, 5);
+    for (int i = 0; i < T; i++) rows[i] = i;
+    float *flat = calloc((size_t)C * V, sizeof(float)), *peak = calloc((size_t)C * V, sizeof(float));
+    for (int c = 0; c < C; c++) peak[(size_t)c * V + (c * 97) % V] = 40.0f;
+    float *a = malloc(sizeof(float) * T * V), *b = malloc(sizeof(float) * T * V);
+    um_pool *pool = pool_new(2);
+    um_forward *f = NULL;
+    um_forward_opts fo = { .max_tokens = T, .kernel = UM_KERNEL_AUTO };
+    um_selfcond ex = { .logits = flat, .temp = 1.0f, .mode = UM_SC_EXACT };
+    um_selfcond au = { .logits = flat, .temp = 1.0f, .mode = UM_SC_AUTO, .top_k = 8 };
+    rc = forward_new(&f, m, pool, &fo, &e);
+    if (!rc) rc = forward_run_dg(f, tok, T, P, &ex, rows, T, a, &e);
+    int n_exact_ex = rc ? -1 : forward_sc_exact_rows(f);
+    if (!rc) rc = forward_run_dg(f, tok, T, P, &au, rows, T, b, &e);
+    int n_exact_flat = rc ? -1 : forward_sc_exact_rows(f);
+    int same = !rc && !memcmp(a, b, sizeof(float) * T * V);
+    au.logits = peak;
+    if (!rc) rc = forward_run_dg(f, tok, T, P, &au, rows, T, b, &e);
+    int n_exact_peak = rc ? -1 : forward_sc_exact_rows(f);
+    free(flat); free(peak); free(a); free(b);
+    forward_free(f);
+    pool_free(pool);
+    model_close(m);
+    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    CHECK_EQ(n_exact_ex, C);
+    CHECK_EQ(n_exact_flat, C);
+    CHECK_MSG(same, "auto on flat rows differs from exact");
+    CHECK_EQ(n_exact_peak, 0);
+}

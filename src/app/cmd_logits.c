@@ -23,7 +23,7 @@
 static void usage(FILE *f) {
     fprintf(f,
         "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N] [--profile]\n"
-        "                     [--prompt-len N] [--sc FILE.f32 [--sc-temp T] [--sc-topk K]]\n"
+        "                     [--prompt-len N] [--sc FILE.f32 [--sc-temp T] [--sc-mode M] [--sc-topk K]]\n"
         "\n"
         "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
         "\n"
@@ -41,7 +41,10 @@ static void usage(FILE *f) {
         "  --sc FILE       self-conditioning input: the previous step's logits of the canvas rows\n"
         "                  (n_canvas x n_vocab float32, as --out writes them)\n"
         "  --sc-temp T     the previous step's temperature (default 1): p = softmax(logits / T)\n"
-        "  --sc-topk K     approximate p by its K largest entries plus an even tail (default: exact)\n");
+        "  --sc-mode M     exact (default): p times the whole embedding table; topk: each row's K largest\n"
+        "                  entries plus the rest spread evenly; auto: topk where those K hold all but 0.001\n"
+        "                  of the mass, exact elsewhere\n"
+        "  --sc-topk K     K for topk and auto, 1 to 4096 (default 256)\n");
 }
 
 /* "ID,ID,...": each id a whole number 0..INT32_MAX (numparse.h); fails with a message. */
@@ -86,7 +89,7 @@ static int cmp_double(const void *a, const void *b) {
 int cmd_logits(int argc, char **argv) {
     const char *model_path = NULL, *tokens = NULL, *out = NULL;
     int32_t threads = 0, reps = 0, prompt_len = -1, sc_topk = 0;
-    const char *sc_path = NULL;
+    const char *sc_path = NULL, *sc_mode = NULL;
     float sc_temp = 1.0f;
     bool reference = false, gpu = false, profile = false;
     for (int i = 1; i < argc; i++) {
@@ -106,15 +109,22 @@ int cmd_logits(int argc, char **argv) {
         else if (!strcmp(a, "--sc")) sc_path = v;
         else if (!strcmp(a, "--sc-temp")) { if (num_arg_f32("unmask logits", a, v, 0, 1000, NUM_LO_OPEN, &sc_temp)) return 2; }
         else if (!strcmp(a, "--sc-topk")) { if (num_arg_i32("unmask logits", a, v, 1, UM_SC_MAX_TOPK, &sc_topk)) return 2; }
+        else if (!strcmp(a, "--sc-mode")) {
+            if (strcmp(v, "exact") && strcmp(v, "topk") && strcmp(v, "auto")) {
+                fprintf(stderr, "unmask logits: --sc-mode is exact, topk or auto (not '%s')\n", v);
+                return 2;
+            }
+            sc_mode = v;
+        }
         else { fprintf(stderr, "unmask logits: unknown option '%s' (see --help)\n", a); return 2; }
     }
     if (!model_path || !tokens || (!out && reps <= 0)) { usage(stderr); return 2; }
     if (profile && (gpu || reps <= 0)) { fprintf(stderr, "unmask logits: --profile needs --reps and the CPU backend\n"); return 2; }
     int32_t *tok;
     int n;
-    const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0;
-    if (dg_flags && gpu) { fprintf(stderr, "unmask logits: --prompt-len, --sc and --sc-topk run on the CPU only\n"); return 2; }
-    if ((sc_topk > 0) && !sc_path) { fprintf(stderr, "unmask logits: --sc-topk needs --sc\n"); return 2; }
+    const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0 || sc_mode;
+    if (dg_flags && gpu) { fprintf(stderr, "unmask logits: --prompt-len and --sc* run on the CPU only\n"); return 2; }
+    if ((sc_topk > 0 || sc_mode) && !sc_path) { fprintf(stderr, "unmask logits: --sc-mode and --sc-topk need --sc\n"); return 2; }
     if (parse_tokens(tokens, &tok, &n)) return 2;
     um_err e = { "" };
     outfile_set files;                   /* before the model loads: a bad --out fails at once */
@@ -148,10 +158,11 @@ int cmd_logits(int argc, char **argv) {
     if (!logits || !rows) { snprintf(e.msg, sizeof e.msg, "out of memory for %d logits rows", n); goto out; }
     for (int i = 0; i < n; i++) rows[i] = i;
     const bool dg = m->arch->gemma4 && !gpu;
-    if (dg_flags && !dg) { snprintf(e.msg, sizeof e.msg, "--prompt-len, --sc and --sc-topk are for diffusion-gemma files"); goto out; }
+    if (dg_flags && !dg) { snprintf(e.msg, sizeof e.msg, "--prompt-len and --sc* are for diffusion-gemma files"); goto out; }
     int n_prompt = prompt_len >= 0 ? prompt_len : (n > m->hp.canvas_length ? n - m->hp.canvas_length : 0);
     if (dg && n_prompt > n) { snprintf(e.msg, sizeof e.msg, "--prompt-len %d is longer than the %d tokens", n_prompt, n); goto out; }
-    um_selfcond sc = { .temp = sc_temp, .mode = sc_topk > 0 ? UM_SC_TOPK : UM_SC_EXACT, .top_k = sc_topk };
+    um_selfcond sc = { .temp = sc_temp, .top_k = sc_topk > 0 ? sc_topk : UM_SC_AUTO_K,
+                       .mode = !sc_mode || !strcmp(sc_mode, "exact") ? UM_SC_EXACT : !strcmp(sc_mode, "topk") ? UM_SC_TOPK : UM_SC_AUTO };
     if (sc_path) {
         /* the canvas rows' previous logits, (n - n_prompt, n_vocab) float32 */
         const size_t want = (size_t)(n - n_prompt) * (size_t)m->hp.n_vocab;

@@ -186,7 +186,8 @@ static void free_buffers(um_forward *f) {
                       (void **)&f->hidden, (void **)&f->pos, (void **)&f->rows_sel, (void **)&f->scratch,
                       (void **)&f->kc, (void **)&f->vc, (void **)&f->tok_sel, (void **)&f->slot, (void **)&f->hrow,
                       (void **)&f->resid, (void **)&f->moe_out, (void **)&f->kv_lo, (void **)&f->kv_hi,
-                      (void **)&f->sc_soft, (void **)&f->sc_p, (void **)&f->sc_colsum };
+                      (void **)&f->sc_soft, (void **)&f->sc_p, (void **)&f->sc_colsum,
+                      (void **)&f->sc_exact };
     for (size_t i = 0; i < UM_ARRAY_LEN(bufs); i++) {
         um_free_aligned(*bufs[i]);
         *bufs[i] = NULL;
@@ -229,7 +230,7 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         { (void **)&f->kv_lo, g4 ? T * 4 : 0 }, { (void **)&f->kv_hi, g4 ? T * 4 : 0 },
         { (void **)&f->sc_soft, g4 ? T * E * 4 : 0 },
         { (void **)&f->sc_p, g4 ? (int64_t)pool_threads(f->pool) * (hp->n_vocab + E) * 4 : 0 },
-        { (void **)&f->sc_colsum, g4 ? E * 8 : 0 },
+        { (void **)&f->sc_colsum, g4 ? E * 8 : 0 }, { (void **)&f->sc_exact, g4 ? T : 0 },
     };
     for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
         *want[i].p = um_malloc_aligned(want[i].bytes ? want[i].bytes : 64);

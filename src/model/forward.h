@@ -71,16 +71,25 @@ int  forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
  * added to the canvas embeddings before their norm (llama.cpp: dg_canvas_embed). UM_SC_EXACT
  * forms the product over the whole vocabulary (n_vocab x n_embd per row); UM_SC_TOPK keeps the
  * top_k largest probabilities of each row exactly and spreads the rest of the mass evenly
- * over the other tokens (their mean embedding: k + 1 embedding rows per row; docs/decoding.md
- * has the agreement measured between the two). */
-typedef enum um_sc_mode { UM_SC_EXACT = 0, UM_SC_TOPK = 1 } um_sc_mode;
+ * over the other tokens (their mean embedding: k + 1 embedding rows per row); UM_SC_AUTO does
+ * that for the rows whose top_k hold all but tail_max of the mass and the exact product for
+ * the others (docs/decoding.md has the agreement measured between them; the soft embedding's
+ * error of a top-k row is at most 2 tail max_v |emb_v| sqrt(n_embd)). */
+typedef enum um_sc_mode { UM_SC_EXACT = 0, UM_SC_TOPK = 1, UM_SC_AUTO = 2 } um_sc_mode;
+#define UM_SC_AUTO_K     256        /* UM_SC_AUTO's default top_k */
+#define UM_SC_AUTO_TAIL  1e-3f      /* and its default tail_max */
 #define UM_SC_MAX_TOPK 4096         /* top_k at most */
 typedef struct um_selfcond {
     const float *logits;        /* (n_tokens - n_prompt, n_vocab) previous step's canvas logits, or NULL */
     float        temp;          /* previous step's temperature (> 0) */
     um_sc_mode   mode;
-    int          top_k;         /* UM_SC_TOPK: kept entries per row, 1 .. n_vocab */
+    int          top_k;         /* UM_SC_TOPK, UM_SC_AUTO: kept entries per row, 1 .. n_vocab - 1 */
+    float        tail_max;      /* UM_SC_AUTO: a row whose tail holds more goes exact (0: UM_SC_AUTO_TAIL) */
 } um_selfcond;
+
+/* Canvas rows of the last pass whose self-conditioning was the exact product (UM_SC_AUTO's
+ * fallback; every row for UM_SC_EXACT, none for UM_SC_TOPK). */
+int  forward_sc_exact_rows(const um_forward *f);
 
 /* The keys [*lo, *hi) that row t of a pass of T rows sees, the first P of them the prompt,
  * in a sliding (window n_swa) or global layer: the region mask of llama.cpp's

@@ -60,14 +60,12 @@ static double sc_softmax(const float *z, float inv_t, int V, float *p) {
 }
 
 /* Exact: soft[c] = sum_v p[v] emb[v] over the whole vocabulary, in vocabulary order (float on
- * the fast path, double on the reference path). */
-static void sc_exact_row(void *arg, int64_t c, int tid) {
-    const sc_job *j = arg;
+ * the fast path, double on the reference path), from the probabilities p (V) of the row. */
+static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row) {
     um_forward *f = j->f;
     const int V = j->n_vocab, E = j->E;
-    float *p = f->sc_p + (int64_t)tid * (V + E), *row = p + V;
     float *out = f->sc_soft + c * E;
-    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p);
+    f->sc_exact[c] = 1;
     if (f->ref) {
         double *acc = f->wrow;
         for (int i = 0; i < E; i++) acc[i] = 0;
@@ -86,6 +84,14 @@ static void sc_exact_row(void *arg, int64_t c, int tid) {
         const float pv = p[v];
         for (int i = 0; i < E; i++) out[i] += pv * row[i];
     }
+}
+
+static void sc_exact_row(void *arg, int64_t c, int tid) {
+    const sc_job *j = arg;
+    const int V = j->n_vocab, E = j->E;
+    float *p = j->f->sc_p + (int64_t)tid * (V + E);
+    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p);
+    sc_exact_from(j, c, p, p + V);
 }
 
 /* Before: a ranks below b (smaller probability, ties: the larger id ranks lower). */
@@ -125,6 +131,10 @@ static void sc_topk_row(void *arg, int64_t c, int tid) {
     }
     double mass = 0;
     for (int k = 0; k < n; k++) mass += p[heap[k]];
+    if (j->sc->mode == UM_SC_AUTO && 1.0 - mass > (j->sc->tail_max > 0 ? j->sc->tail_max : UM_SC_AUTO_TAIL)) {
+        sc_exact_from(j, c, p, row);    /* too much mass outside the top k: the exact product */
+        return;
+    }
     const double share = V > n && mass < 1.0 ? (1.0 - mass) / (double)(V - n) : 0.0;
     for (int i = 0; i < E; i++) out[i] = (float)(share * f->sc_colsum[i]);
     for (int k = 0; k < n; k++) {
@@ -154,12 +164,15 @@ static int self_condition(um_forward *f, const um_selfcond *sc, float *x, int NC
     const int E = m->hp.n_embd, V = m->hp.n_vocab;
     const int64_t FF = m->hp.n_ff;
     sc_job j = { f, sc, V, E };
-    if (sc->mode == UM_SC_TOPK) {
+    memset(f->sc_exact, 0, (size_t)NC);
+    if (sc->mode != UM_SC_EXACT) {
         sc_colsum(f);
         pool_for(f->ref ? NULL : f->pool, NC, sc_topk_row, &j);
     } else {
         pool_for(f->ref ? NULL : f->pool, NC, sc_exact_row, &j);
     }
+    f->sc_exact_rows = 0;
+    for (int c = 0; c < NC; c++) f->sc_exact_rows += f->sc_exact[c];
     const float es = sqrtf((float)E);
     for (int64_t i = 0; i < (int64_t)NC * E; i++) f->sc_soft[i] *= es;
     fw_mark(f, UM_FW_EMBED);
@@ -333,12 +346,15 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
         if (!m->sc_gate.data)
             return um_errf(e, "this %s file has no self-conditioning tensors (self_cond_*)", m->arch->name);
         if (!(sc->temp > 0) || !isfinite(sc->temp)) return um_errf(e, "self-conditioning temperature must be positive");
-        if (sc->mode == UM_SC_TOPK && (sc->top_k < 1 || sc->top_k > UM_SC_MAX_TOPK || sc->top_k >= V))
+        if (sc->mode != UM_SC_EXACT && sc->mode != UM_SC_TOPK && sc->mode != UM_SC_AUTO)
+            return um_errf(e, "unknown self-conditioning mode");
+        if (sc->mode != UM_SC_EXACT && (sc->top_k < 1 || sc->top_k > UM_SC_MAX_TOPK || sc->top_k >= V))
             return um_errf(e, "self-conditioning top-k %d outside [1, %d] (and below the %d-token vocabulary)",
                            sc->top_k, UM_SC_MAX_TOPK, V);
-        if (sc->mode != UM_SC_EXACT && sc->mode != UM_SC_TOPK) return um_errf(e, "unknown self-conditioning mode");
+        if (!(sc->tail_max >= 0 && sc->tail_max < 1)) return um_errf(e, "self-conditioning tail bound must be in [0, 1)");
     }
     const int NC = T - P;
+    f->sc_exact_rows = 0;
     f->t_mark = um_now();
     f->prof.passes++;
     if (ops_embed(f->ref ? NULL : f->pool, f->x, m->tok_embd.data, m->tok_embd.type, V, E, tokens, T, e)) return UM_FAIL;
@@ -363,3 +379,5 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
     fw_mark(f, UM_FW_HEAD);
     return UM_OK;
 }
+
+int forward_sc_exact_rows(const um_forward *f) { return f->sc_exact_rows; }

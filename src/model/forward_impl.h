@@ -61,6 +61,8 @@ struct um_forward {
     float   *sc_p;                /* (n_threads, n_vocab) one probability row per thread */
     double  *sc_colsum;           /* (E) sum over the vocabulary of the embedding rows (top-k tail) */
     bool     sc_colsum_ok;        /* sc_colsum computed (once, on first use) */
+    uint8_t *sc_exact;            /* (T) the row's self-conditioning went exact (UM_SC_AUTO) */
+    int      sc_exact_rows;       /* their count in the last pass */
     um_fw_profile prof;           /* where the passes since the last reset spent their time */
     double   t_mark;              /* um_now() at the end of the last timed part */
 };

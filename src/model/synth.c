@@ -52,6 +52,13 @@ static const um_synth_shape g_shapes[] = {
       .n_ff_exp = 256, .rope_base = 1000000.0f, .norm_eps = 1e-6f, .bos_id = 2, .eos_id = 1, .eot_id = -1, .mask_id = -1,
       .head_dim_swa = 64, .n_head_kv_swa = 2, .n_swa = 8, .swa_period = 3, .canvas_length = 16,
       .rope_base_swa = 10000.0f, .softcap = 30.0f, .rope_partial = 0.25f, .fused_gate_up = false },
+    /* tiny-diffusion-gemma with the real vocabulary size (262144): the self-conditioning product and
+     * the head at full width (bench/sc_topk.py) */
+    { .name = "tiny-diffusion-gemma-262k", .arch = "diffusion-gemma", .n_vocab = 262144, .n_ctx = 4096, .n_embd = 256,
+      .n_layer = 3, .n_head = 4, .n_head_kv = 1, .head_dim = 128, .n_ff = 512, .n_expert = 8, .n_expert_used = 2,
+      .n_ff_exp = 256, .rope_base = 1000000.0f, .norm_eps = 1e-6f, .bos_id = 2, .eos_id = 1, .eot_id = -1, .mask_id = -1,
+      .head_dim_swa = 64, .n_head_kv_swa = 2, .n_swa = 8, .swa_period = 3, .canvas_length = 16,
+      .rope_base_swa = 10000.0f, .softcap = 30.0f, .rope_partial = 0.25f, .fused_gate_up = true },
     /* DiffusionGemma-26B-A4B (google/diffusiongemma-26B-A4B-it, a Gemma 4 26B-A4B backbone): hidden 2816,
      * 30 layers (25 sliding of head 256 with 8 K/V heads, 5 global of head 512 with 2), 16 heads, window
      * 1024, dense MLP 2112 beside 128 experts of 704 (8 used), vocabulary 262144, canvas 256, rope 1e6
@@ -72,6 +79,7 @@ const um_synth_shape *synth_find_shape(const char *name) {
 
 const char *synth_shape_names(void) {
     return "tiny-llada, tiny-dream, tiny-llada-moe, tiny-rnd1, tiny-llada2, tiny-diffusion-gemma, tiny-diffusion-gemma-split, "
+           "tiny-diffusion-gemma-262k, "
            "llada-8b, dream-7b, llada-moe-7b, llada2-mini, diffusion-gemma-26b-a4b";
 }
 

@@ -27,7 +27,7 @@ expect_rc logits-reference 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/r.f
 expect_rc logits-other-canvas 0 "$BIN" logits -m "$M" --tokens "$B" --out "$TMP/b.f32" -t 2
 tail -c $((16 * 1024 * 4)) "$TMP/a.f32" >"$TMP/prev.f32"
 expect_rc logits-self-conditioning 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/s.f32" --sc "$TMP/prev.f32" --sc-temp 0.8 -t 2
-expect_rc logits-self-conditioning-topk 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/k.f32" --sc "$TMP/prev.f32" --sc-temp 0.8 --sc-topk 64 -t 2
+expect_rc logits-self-conditioning-topk 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/k.f32" --sc "$TMP/prev.f32" --sc-temp 0.8 --sc-mode topk --sc-topk 64 -t 2
 expect_rc logits-prompt-len 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/p.f32" --prompt-len 12 -t 2
 cat >"$TMP/cmp.py" <<'PY'
 import struct, sys, math
@@ -52,6 +52,8 @@ expect_grep sc-wrong-size-msg "expected 16 canvas rows x 1024 logits" "$TMP/err"
 expect_rc sc-missing 1 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc "$TMP/nope.f32"
 expect_grep sc-missing-msg "nope.f32" "$TMP/err"
 expect_rc sc-topk-needs-sc 2 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc-topk 8
+expect_rc sc-mode-unknown 2 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc "$TMP/prev.f32" --sc-mode fast
+expect_grep sc-mode-unknown-msg "exact, topk or auto" "$TMP/err"
 expect_rc sc-topk-range 2 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc "$TMP/prev.f32" --sc-topk 0
 expect_rc prompt-len-too-long 1 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --prompt-len 30
 expect_grep prompt-len-too-long-msg "longer than the 24 tokens" "$TMP/err"
