@@ -147,7 +147,11 @@ static size_t make_piece(const tokenizer *t, int32_t id, uint8_t *out) {
         int hi = hex_digit(s[3]), lo = hex_digit(s[4]);
         if (hi >= 0 && lo >= 0) { out[0] = (uint8_t)(hi << 4 | lo); return 1; }
     }
-    if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN ||
+    /* Gemma's whitespace-run tokens ("▁▁", ...) are added tokens, so the converter types them
+     * USER_DEFINED; they stand for spaces (Hugging Face decodes them so; llama.cpp prints the
+     * text as is), so gemma4 decodes its user-defined tokens' U+2581 as spaces */
+    const bool gemma4_user = t->model == TOK_MODEL_GEMMA4 && ty == TOK_TYPE_USER_DEFINED;
+    if (ty == TOK_TYPE_CONTROL || (ty == TOK_TYPE_USER_DEFINED && !gemma4_user) || ty == TOK_TYPE_UNKNOWN ||
         ty == TOK_TYPE_UNUSED || ty == TOK_TYPE_BYTE) {
         memcpy(out, s, n);
         return n;
