@@ -58,12 +58,23 @@ for shape in tiny-diffusion-gemma tiny-diffusion-gemma-split; do
           tail -c $((16 * 1024 * 4)) $w/um-$shape-$type-$P-off.f32 >$w/prev.f32
           args=(--sc $w/prev.f32 --sc-temp 0.8); pargs=(--sc $w/prev.f32 --sc-temp 0.8)
         fi
-        "$U" logits -m $f --tokens "$toks" --out $w/um-$shape-$type-$P-$sc.f32 -t $threads "${args[@]}"
-        $w/peer_logits_dgemma $f --tokens "$toks" --out $w/peer.f32 -t $threads "${pargs[@]}" >/dev/null
+        um=$w/um-$shape-$type-$P-$sc.f32 pe=$w/peer-$shape-$type-$P-$sc.f32
+        "$U" logits -m $f --tokens "$toks" --out $um -t $threads "${args[@]}"
+        $w/peer_logits_dgemma $f --tokens "$toks" --out $pe -t $threads "${pargs[@]}" >/dev/null 2>$w/peer.err ||
+          { echo "check-peer-dgemma: the peer failed: $(tail -n 2 $w/peer.err)" >&2; exit 1; }
         gate=()
         [ $type = f32 ] && gate=(--min-cos 0.9999 --min-argmax 1.0)
-        if r=$($w/cmp_logits $w/um-$shape-$type-$P-$sc.f32 $w/peer.f32 1024 "${gate[@]}"); then st=ok; else st=FAIL; fail=1; fi
-        echo "$shape $type prompt $P canvas 16 sc $sc: $r${gate:+ [$st]}" | tee -a "$tmp"
+        if r=$($w/cmp_logits $um $pe 1024 "${gate[@]}"); then st=ok; else st=FAIL; fail=1; fi
+        line="$shape $type prompt $P canvas 16 sc $sc: $r${gate:+ [$st]}"
+        if [ $type != f32 ]; then
+          # how far each runtime's own logits move from its F32 file's (same seed): the weights'
+          # rounding flips this random model's expert choices, in each runtime its own way
+          if [ $sc = off ]; then
+            line="$line; unmask vs its f32 $($w/cmp_logits $um $w/um-$shape-f32-$P-off.f32 1024 | sed 's/.*cos_min": \([0-9.]*\).*/\1/'),"
+            line="$line peer vs its f32 $($w/cmp_logits $pe $w/peer-$shape-f32-$P-off.f32 1024 | sed 's/.*cos_min": \([0-9.]*\).*/\1/') (min cosine)"
+          fi
+        fi
+        echo "$line" | tee -a "$tmp"
       done
     done
   done
