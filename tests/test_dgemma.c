@@ -339,12 +339,12 @@ static void tokens(int32_t *tok, int T, int V, int salt) {
 /* ------------------------------------------------------------------ tests */
 
 /* unmask's reference path (double dot products) and fast path against the float64 reference on
- * F32 weights: prompts shorter and longer than the window of 8, with and without
+ * F32 (and F16) weights: prompts shorter and longer than the window of 8, with and without
  * self-conditioning (the input: the first pass's canvas logits at temperature 0.7). Tolerance
  * 1e-5 in cosine, as llada2's; argmax may differ on one row of a near tie. */
-static void against_reference(const char *shape) {
+static void against_reference(const char *shape, uint32_t type) {
     char path[256];
-    if (make_model(shape, UM_TYPE_F32, path, sizeof path)) { th_fail(__FILE__, __LINE__, "cannot write model"); return; }
+    if (make_model(shape, type, path, sizeof path)) { th_fail(__FILE__, __LINE__, "cannot write model"); return; }
     um_err e = { "" };
     um_model *m = NULL;
     gguf_file *g = NULL;
@@ -388,7 +388,7 @@ static void against_reference(const char *shape) {
                 agree_f += argmax_f(lf + t * V, V) == argmax_d(ld + t * V, V);
                 agree_r += argmax_f(lr + t * V, V) == argmax_d(ld + t * V, V);
             }
-            printf("    %s prompt %d%s: worst row cosine ref %.9f fast %.9f, argmax %d/%d %d/%d\n", shape, P,
+            printf("    %s %s prompt %d%s: worst row cosine ref %.9f fast %.9f, argmax %d/%d %d/%d\n", shape, um_type_name(type), P,
                    with_sc ? " + self-conditioning" : "", worst_r, worst_f, agree_r, T, agree_f, T);
             if (worst_r < 0.99999 || worst_f < 0.99999 || agree_r < T - 1 || agree_f < T - 1) {
                 th_fail(__FILE__, __LINE__, "%s prompt %d sc %d: cosine ref %.9f fast %.9f (need 0.99999), argmax %d %d of %d",
@@ -407,8 +407,10 @@ out:
     model_close(m);
 }
 
-TEST(dgemma_fused_experts_match_float64_reference) { against_reference("tiny-diffusion-gemma"); }
-TEST(dgemma_split_experts_match_float64_reference) { against_reference("tiny-diffusion-gemma-split"); }
+TEST(dgemma_fused_experts_match_float64_reference) { against_reference("tiny-diffusion-gemma", UM_TYPE_F32); }
+TEST(dgemma_split_experts_match_float64_reference) { against_reference("tiny-diffusion-gemma-split", UM_TYPE_F32); }
+/* F16 storage: the same values for both sides (the reference dequantizes them exactly) */
+TEST(dgemma_f16_matches_float64_reference)        { against_reference("tiny-diffusion-gemma", UM_TYPE_F16); }
 
 /* The region mask worked by hand for 6 rows, 3 of them prompt, window 2:
  *   sliding: row 0 {0}, row 1 {0,1}, row 2 {1,2} (2 - 0 >= 2 masks key 0); canvas rows 3..5

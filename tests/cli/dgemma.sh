@@ -61,6 +61,10 @@ expect_rc dg-flags-other-arch 1 "$BIN" logits -m models/unmask-demo.gguf --token
 expect_grep dg-flags-other-arch-msg "diffusion-gemma files" "$TMP/err"
 [ -e "$TMP/x.f32" ] && fail "no output written on errors" || ok "no output written on errors"
 
+# decoding is the next phase: generate refuses the file with a message, no crash
+expect_rc generate-refuses 1 "$BIN" generate -m "$M" -p hello --gen 16 --steps 4
+expect_grep generate-refuses-msg "uniform-state model; unmask runs its forward pass" "$TMP/err"
+
 # the peer check without a peer and without a source: skips, saying why (CI cannot fetch the fork)
 if [ ! -e build/peer-dgemma/lib/libllama.so ]; then
   expect_rc peer-check-skips 0 bash tools/check-peer-dgemma.sh
