@@ -399,7 +399,7 @@ static void against_reference(const char *shape, uint32_t type) {
         }
     }
 out:
-    free(ld); free(lf); free(lr); free(prev);
+    free(ld); free(lf); free(lr); free(prev); free(r.rope_ff);
     forward_free(fast);
     forward_free(ref);
     pool_free(pool);
