@@ -154,7 +154,7 @@ TEST(chat_names_round_trip) {
     um_err e = { "" };
     CHECK(chat_from_name("vicuna", &got, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "vicuna");
-    CHECK_CONTAINS(e.msg, "llada|llada-moe|llada2|dream|chatml|rnd1|none");
+    CHECK_CONTAINS(e.msg, "llada|llada-moe|llada2|dream|chatml|rnd1|gemma4|none");
     char *out = (char *)1;
     CHECK(chat_format(UM_CHAT_DREAM, NULL, NULL, NULL, &out, &e) == UM_FAIL);
     CHECK(out == NULL);

@@ -265,7 +265,7 @@ TEST(gpu_rope_table_reproduces_ops_rope_ref) {
         for (int di = 0; di < 2; di++) {
             const int n_dims = dims_list[di], half = n_dims / 2;
             for (int i = 0; i < T * H * HD; i++) x[i] = y[i] = frand();
-            um_rope r = { mode ? UM_ROPE_NEOX : UM_ROPE_NORM, HD, n_dims, 500000.0f, 1.0f };
+            um_rope r = { mode ? UM_ROPE_NEOX : UM_ROPE_NORM, HD, n_dims, 500000.0f, 1.0f, NULL };
             um_err e;
             CHECK(ops_rope_ref(&r, pos, T, x, H, NULL, 0, &e) == UM_OK);
             gpu_rope_table(r.freq_base, 1.0f, n_dims, T, ct, st);

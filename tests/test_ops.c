@@ -282,7 +282,7 @@ TEST(ops_rope_against_formula_and_isas) {
     };
     um_pool *pool = pool_new(3);
     for (size_t ci = 0; ci < UM_ARRAY_LEN(cases); ci++) {
-        um_rope r = { cases[ci].mode, cases[ci].hd, cases[ci].nd, cases[ci].base, 1.0f };
+        um_rope r = { cases[ci].mode, cases[ci].hd, cases[ci].nd, cases[ci].base, 1.0f, NULL };
         int nt = cases[ci].n_tok, nh = cases[ci].nh, nkv = cases[ci].nkv, hd = r.head_dim;
         int64_t nq = (int64_t)nt * nh * hd, nk = (int64_t)nt * (nkv ? nkv : 1) * hd;
         rng_seed(ci + 77);
@@ -338,7 +338,7 @@ TEST(ops_rope_matches_llama_cpp) {
         { 0x1.45cb2ep-1, 0x1.798d06p-4, 0x1.7d968p-8, 0x1.5cfd4p-3, 0x1.8f281cp-4, -0x1.1aa1e2p-2, -0x1.6f9202p-3, 0x1.4p-1 },
         { -0x1.1dd438p-1, 0x1.edb2b4p-3, 0x1.066f98p-3, -0x1.15ca78p-3, -0x1.39022cp-3, -0x1.24a768p-3, -0x1.cb444p-9, -0x1.4p-1 },
     };
-    const um_rope modes[2] = { { UM_ROPE_NORM, 128, 128, 500000.0f, 1.0f }, { UM_ROPE_NEOX, 128, 96, 1e6f, 1.0f } };
+    const um_rope modes[2] = { { UM_ROPE_NORM, 128, 128, 500000.0f, 1.0f, NULL }, { UM_ROPE_NEOX, 128, 96, 1e6f, 1.0f, NULL } };
     const float (*expect[2])[8] = { norm128, neox96 };
     float x[4 * 128], y[4 * 128];
     for (int t = 0; t < 4; t++)
@@ -367,7 +367,7 @@ TEST(ops_rope_rejects_bad_params) {
     float q[8] = { 0 };
     int32_t pos[1] = { 0 };
     um_err e = { "" };
-    um_rope r = { UM_ROPE_NORM, 8, 6, 10000.0f, 1.0f };
+    um_rope r = { UM_ROPE_NORM, 8, 6, 10000.0f, 1.0f, NULL };
     r.n_dims = 10;
     CHECK(ops_rope(NULL, &r, pos, 1, q, 1, NULL, 0, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "n_dims");
@@ -416,7 +416,7 @@ static void attn_double(const um_attn *a, const float *q, const float *k, const 
 typedef struct attn_case { int n_q, n_kv, n_head, n_head_kv, hd; int masked; } attn_case;
 
 static void run_attn_case(const attn_case *c, um_pool *pool, int *failed) {
-    um_attn a = { c->n_q, c->n_kv, c->n_head, c->n_head_kv, c->hd, NULL };
+    um_attn a = { c->n_q, c->n_kv, c->n_head, c->n_head_kv, c->hd, NULL, 0, NULL, NULL };
     int64_t nq = (int64_t)c->n_q * c->n_head * c->hd, nk = (int64_t)c->n_kv * c->n_head_kv * c->hd;
     rng_seed((uint64_t)c->n_q * 31 + c->n_head * 7 + c->hd);
     /* q amplitude 3 gives scores up to ~3*3*sqrt(hd)/sqrt(hd)... peaked enough softmax rows */
@@ -493,12 +493,12 @@ TEST(ops_attention_mask_is_padding) {
     um_pool *pool = pool_new(2);
     um_err e = { "" };
     FOR_EACH_ISA(isa) {
-        um_attn am = { n_q, n_kv, nh, nkv, hd, mask }, ac = { n_q, n_live, nh, nkv, hd, NULL };
+        um_attn am = { n_q, n_kv, nh, nkv, hd, mask, 0, NULL, NULL }, ac = { n_q, n_live, nh, nkv, hd, NULL, 0, NULL, NULL };
         CHECK(ops_attention(pool, &am, o1, q, k, v, &e) == UM_OK);
         CHECK(ops_attention(pool, &ac, o2, q, kc, vc, &e) == UM_OK);
         CHECK_CLOSE(o1, o2, (int64_t)n_q * nh * hd, TOL_ATTN, 0, ops_isa_name(isa));
         uint8_t none[90] = { 0 };
-        um_attn an = { n_q, n_kv, nh, nkv, hd, none };
+        um_attn an = { n_q, n_kv, nh, nkv, hd, none, 0, NULL, NULL };
         CHECK(ops_attention(pool, &an, o1, q, k, v, &e) == UM_OK);
         for (int64_t i = 0; i < (int64_t)n_q * nh * hd; i++) CHECK_NEAR(o1[i], 0, 0);
     }
@@ -510,10 +510,10 @@ TEST(ops_attention_mask_is_padding) {
 TEST(ops_attention_rejects_bad_shapes) {
     float x[64] = { 0 }, o[64];
     um_err e = { "" };
-    um_attn a = { 1, 1, 6, 4, 8, NULL };
+    um_attn a = { 1, 1, 6, 4, 8, NULL, 0, NULL, NULL };
     CHECK(ops_attention(NULL, &a, o, x, x, x, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "does not divide");
-    um_attn b = { 1, 1, 1, 1, 300, NULL };
+    um_attn b = { 1, 1, 1, 1, UM_OPS_MAX_HEAD_DIM + 2, NULL, 0, NULL, NULL };
     CHECK(ops_attention(NULL, &b, o, x, x, x, &e) == UM_FAIL);
     CHECK_CONTAINS(e.msg, "head_dim");
 }

@@ -107,6 +107,7 @@ TEST(tok_conformance_starcoder)    { CHECK_EQ(conformance("ggml-vocab-starcoder"
 TEST(tok_conformance_mpt)          { CHECK_EQ(conformance("ggml-vocab-mpt"), 46); }
 TEST(tok_conformance_llama_spm)    { CHECK_EQ(conformance("ggml-vocab-llama-spm"), 46); }
 TEST(tok_conformance_phi3)         { CHECK_EQ(conformance("ggml-vocab-phi-3"), 46); }
+TEST(tok_conformance_gemma4)       { CHECK_EQ(conformance("ggml-vocab-gemma-4-subset"), 46); }
 
 /* ------------------------------------------------------------------ pre-tokenizer splits */
 

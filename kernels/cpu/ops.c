@@ -115,6 +115,25 @@ void ops_mul(um_pool *pool, float *y, const float *a, const float *b, int64_t n)
 void ops_swiglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n) {
     elem_run(pool, kern()->swiglu, y, gate, up, n);
 }
+/* GeGLU and the soft-cap have only the scalar kernel (ops_ref.c): threaded, not vectorized. */
+void ops_geglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n) {
+    elem_run(pool, ops_geglu_ref, y, gate, up, n);
+}
+
+typedef struct softcap_job { float *x; int64_t n; float cap; } softcap_job;
+
+static void softcap_chunk(void *arg, int64_t c, int thread_id) {
+    (void)thread_id;
+    const softcap_job *j = arg;
+    int64_t i0 = c * ELEM_CHUNK;
+    ops_softcap_ref(j->x + i0, UM_MIN(ELEM_CHUNK, j->n - i0), j->cap);
+}
+
+void ops_softcap(um_pool *pool, float *x, int64_t n, float cap) {
+    if (n <= 0) return;
+    softcap_job j = { x, n, cap };
+    pool_for(n < 2 * ELEM_CHUNK ? NULL : pool, (n + ELEM_CHUNK - 1) / ELEM_CHUNK, softcap_chunk, &j);
+}
 
 /* ------------------------------------------------------------------ row-wise */
 
@@ -208,7 +227,7 @@ static void rope_table(const um_rope *r, int32_t pos, float *cs) {
     const int half = r->n_dims / 2;
     float theta = (float)pos;
     for (int i = 0; i < half; i++) {
-        float t = freq_scale * theta;
+        float t = freq_scale * (r->freq_factors ? theta / r->freq_factors[i] : theta);
         float c = cosf(t), s = sinf(t);
         if (r->mode == UM_ROPE_NORM) {
             cs[2 * i] = c;
@@ -275,6 +294,8 @@ static int attn_check(const um_attn *a, const float *out, const float *q, const 
         return um_errf(e, "attention: n_head_kv %d does not divide n_head %d", a->n_head_kv, a->n_head);
     if (a->head_dim < 1 || a->head_dim > UM_OPS_MAX_HEAD_DIM)
         return um_errf(e, "attention: head_dim %d outside [1, %d]", a->head_dim, UM_OPS_MAX_HEAD_DIM);
+    if (!a->kv_lo != !a->kv_hi) return um_errf(e, "attention: kv_lo and kv_hi come together");
+    if (!(a->scale >= 0) || !isfinite(a->scale)) return um_errf(e, "attention: bad scale %g", (double)a->scale);
     return UM_OK;
 }
 
@@ -286,29 +307,42 @@ typedef struct attn_job {
     int                n_qblocks;
 } attn_job;
 
-/* Block c = (head, query tile), heads outermost so neighbouring blocks share K/V. */
+/* Block c = (head, query tile), heads outermost so neighbouring blocks share K/V. With
+ * per-query key ranges the tile runs as sub-blocks of consecutive queries that share a
+ * range, each over its own key slice (the kernels see an ordinary unmasked block). */
 static void attn_chunk(void *arg, int64_t c, int thread_id) {
+    (void)thread_id;
     const attn_job *j = arg;
     const um_attn *a = j->a;
     const int hd = a->head_dim;
     const int h = (int)(c / j->n_qblocks), qb = (int)(c % j->n_qblocks);
     const int g = h / (a->n_head / a->n_head_kv);
-    const int t0 = qb * UM_ATTN_BLOCK_Q;
+    const int t0 = qb * UM_ATTN_BLOCK_Q, t_end = UM_MIN(t0 + UM_ATTN_BLOCK_Q, a->n_q);
     const int64_t q_stride = (int64_t)a->n_head * hd, kv_stride = (int64_t)a->n_head_kv * hd;
-    um_attn_block b = {
-        .out = j->out + t0 * q_stride + h * hd,
-        .q = j->q + t0 * q_stride + h * hd,
-        .k = j->kk + g * hd,
-        .v = j->v + g * hd,
-        .q_stride = q_stride,
-        .kv_stride = kv_stride,
-        .n_q = UM_MIN(UM_ATTN_BLOCK_Q, a->n_q - t0),
-        .n_kv = a->n_kv,
-        .head_dim = hd,
-        .scale = 1.0f / sqrtf((float)hd),
-        .key_mask = a->key_mask,
-    };
-    j->k->attn_block(&b);
+    for (int t = t0; t < t_end;) {
+        int lo = 0, hi = a->n_kv, t1 = t_end;
+        if (a->kv_lo) {
+            lo = UM_MAX(a->kv_lo[t], 0);
+            hi = UM_MIN(a->kv_hi[t], a->n_kv);
+            t1 = t + 1;
+            while (t1 < t_end && a->kv_lo[t1] == a->kv_lo[t] && a->kv_hi[t1] == a->kv_hi[t]) t1++;
+        }
+        um_attn_block b = {
+            .out = j->out + t * q_stride + h * hd,
+            .q = j->q + t * q_stride + h * hd,
+            .k = j->kk + (int64_t)lo * kv_stride + g * hd,
+            .v = j->v + (int64_t)lo * kv_stride + g * hd,
+            .q_stride = q_stride,
+            .kv_stride = kv_stride,
+            .n_q = t1 - t,
+            .n_kv = UM_MAX(hi - lo, 0),
+            .head_dim = hd,
+            .scale = a->scale > 0 ? a->scale : 1.0f / sqrtf((float)hd),
+            .key_mask = a->key_mask ? a->key_mask + lo : NULL,
+        };
+        j->k->attn_block(&b);
+        t = t1;
+    }
 }
 
 static int attn_run(um_pool *pool, const um_ops_kern *k, const um_attn *a, float *out,

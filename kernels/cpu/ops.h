@@ -25,7 +25,7 @@
 #include "quant.h"
 #include "util.h"
 
-#define UM_OPS_MAX_HEAD_DIM 256     /* attention and RoPE scratch is sized for this */
+#define UM_OPS_MAX_HEAD_DIM 512     /* attention and RoPE scratch is sized for this (Gemma 4 global layers: 512) */
 
 /* ------------------------------------------------------------------ kernel sets */
 
@@ -56,6 +56,19 @@ void ops_add_bias_ref(float *y, const float *x, const float *bias, int64_t n_row
 void ops_mul_ref(float *y, const float *a, const float *b, int64_t n);
 void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n);
 
+/* y = gelu(gate) * up with GELU's tanh form (PyTorch's gelu "tanh", ggml_gelu, Gemma's
+ * gelu_pytorch_tanh): gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in double
+ * rounded once. ggml's CPU path looks gelu up in an F16 table instead (vec.h GGML_GELU_FP16:
+ * x rounded to F16, result rounded to F16, x <= -10 -> 0, x >= 10 -> x), about 1e-3 relative
+ * apart; unmask computes the function itself. y may alias gate or up. Scalar only. */
+void ops_geglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n);
+void ops_geglu_ref(float *y, const float *gate, const float *up, int64_t n);
+
+/* Logit soft-cap in place: x = cap * tanh(x / cap) (Gemma's final_logit_softcapping, as
+ * llama.cpp's scale, tanh, scale). cap > 0. Scalar only. */
+void ops_softcap(um_pool *pool, float *x, int64_t n, float cap);
+void ops_softcap_ref(float *x, int64_t n, float cap);
+
 /* ------------------------------------------------------------------ row-wise
  * RMSNorm: y[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w[:].
  * x, y: (n_rows, n); w: (n) or NULL for no weight; y may alias x. For per-head QK-norm
@@ -72,7 +85,7 @@ void ops_softmax_ref(float *x, int64_t n_rows, int n);
 /* ------------------------------------------------------------------ RoPE
  * Rotary position embedding as llama.cpp's ggml_rope_ext with ext_factor 0 and
  * attn_factor 1. Pair i (0 <= i < n_dims/2) of every head rotates by
- *   theta_i = freq_scale * pos * freq_base^(-2i/n_dims),
+ *   theta_i = freq_scale * pos * freq_base^(-2i/n_dims) / freq_factors[i] (1 without factors),
  * computed as llama.cpp does: in float, theta_0 = pos, theta_{i+1} = theta_i * s with
  * s = powf(freq_base, -2/n_dims), then cosf/sinf of freq_scale * theta_i.
  * UM_ROPE_NORM rotates adjacent pairs (x[2i], x[2i+1]) (LLaMA, LLaDA);
@@ -86,6 +99,9 @@ typedef struct um_rope {
     int          n_dims;            /* rotated dims: even, 2 <= n_dims <= head_dim */
     float        freq_base;         /* e.g. 500000 (LLaDA), 1e6 (Dream) */
     float        freq_scale;        /* 1 unless the context is linearly scaled */
+    const float *freq_factors;      /* (n_dims/2) divisors of each pair's angle, or NULL: llama.cpp's
+                                       rope_freqs (ggml_rope_ext's c argument); Gemma 4's global layers
+                                       use 1 for rotated pairs and 1e30 for pass-through pairs */
 } um_rope;
 
 /* Rotate q (n_tokens, n_head, head_dim) and, if k is not NULL, k (n_tokens, n_head_kv,
@@ -99,8 +115,10 @@ int ops_rope_ref(const um_rope *r, const int32_t *pos, int n_tokens,
  * Bidirectional (non-causal) scaled-dot-product attention with GQA:
  *   out[t,h,:] = sum_j softmax_j(q[t,h,:] . k[j,g,:] * scale) v[j,g,:],
  *   g = h / (n_head / n_head_kv), scale = 1/sqrt(head_dim),
- * over keys j with key_mask[j] != 0 (all keys if key_mask is NULL). A query whose keys
- * are all masked gets zeros.
+ * over keys j with key_mask[j] != 0 (all keys if key_mask is NULL) and, when kv_lo/kv_hi
+ * are given, kv_lo[t] <= j < kv_hi[t] for query t (a per-query key range: causal rows,
+ * sliding windows; consecutive queries with the same range run as one block). A query
+ * whose keys are all masked gets zeros. scale: 0 means 1/sqrt(head_dim) (Gemma 4: 1).
  * q: (n_q, n_head, head_dim); k, v: (n_kv, n_head_kv, head_dim); out: (n_q, n_head,
  * head_dim), must not alias q, k or v; key_mask: (n_kv) or NULL.
  * Memory-bounded: keys are visited in tiles with an online (flash-style) softmax, so no
@@ -110,6 +128,8 @@ typedef struct um_attn {
     int            n_q, n_kv;       /* query and key tokens (equal for a full canvas) */
     int            n_head, n_head_kv, head_dim;
     const uint8_t *key_mask;        /* (n_kv) or NULL */
+    float          scale;           /* score scale; 0: 1/sqrt(head_dim) */
+    const int32_t *kv_lo, *kv_hi;   /* (n_q) each, or both NULL: query t sees keys [kv_lo[t], kv_hi[t]) */
 } um_attn;
 
 int ops_attention(um_pool *pool, const um_attn *a, float *out,

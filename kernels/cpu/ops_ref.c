@@ -31,6 +31,19 @@ void ops_swiglu_ref(float *y, const float *gate, const float *up, int64_t n) {
     }
 }
 
+/* GELU's tanh form in double, rounded once (see ops.h for how ggml's F16 table differs). */
+void ops_geglu_ref(float *y, const float *gate, const float *up, int64_t n) {
+    const double c = 0.79788456080286535588;            /* sqrt(2/pi) */
+    for (int64_t i = 0; i < n; i++) {
+        double g = gate[i];
+        y[i] = (float)(0.5 * g * (1.0 + tanh(c * (g + 0.044715 * g * g * g))) * up[i]);
+    }
+}
+
+void ops_softcap_ref(float *x, int64_t n, float cap) {
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(cap * tanh((double)x[i] / cap));
+}
+
 /* As ggml_compute_forward_rms_norm_f32 then the weight multiply: the sum of squares in
  * double, scale = 1/sqrtf(mean + eps), y = (x * scale) * w. */
 static void rmsnorm_row_ref(float *y, const float *x, const float *w, int n, float eps) {

@@ -329,9 +329,10 @@ uint64_t gpu_vec_floats(const um_model *m) {
 }
 
 bool gpu_weight_plan(const um_model *m, bool pack4, uint64_t *bytes, um_err *e) {
-    /* llada2's block-causal mask, dense lead layers, shared experts and grouped routing have no
+    /* llada2's block-causal mask, dense lead layers, shared experts and grouped routing, and
+     * DiffusionGemma's Gemma 4 pass (per-layer geometry, region mask, self-conditioning) have no
      * CUDA path yet: refuse before packing anything */
-    if (m->arch->block_causal || m->arch->fused_qkv) {
+    if (m->arch->block_causal || m->arch->fused_qkv || m->arch->gemma4) {
         um_errf(e, "the CUDA backend does not run architecture '%s' yet (run without --gpu)", m->arch->name);
         return false;
     }

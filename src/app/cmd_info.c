@@ -202,6 +202,20 @@ static void print_text(const info *in, FILE *f) {
         put_value(f, kv, false);
         fputc('\n', f);
     }
+    /* diffusion.* keys (shift_logits; DiffusionGemma's canvas_length and sampler settings) */
+    bool any_diff = false;
+    for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
+        const gguf_kv *kv = gguf_kv_at(g, i);
+        if (!has_prefix(kv->key, "diffusion.")) continue;
+        if (!any_diff) fprintf(f, "\ndiffusion\n");
+        any_diff = true;
+        gguf_str k = { kv->key.ptr + 10, kv->key.len - 10 };
+        fputs("  ", f);
+        put_text(f, k, 60);
+        fprintf(f, "%*s", (int)(k.len < 36 ? 36 - k.len : 1), "");
+        put_value(f, kv, false);
+        fputc('\n', f);
+    }
     fprintf(f, "\ntokenizer\n");
     const gguf_kv *kv;
     static const char *const strs[][2] = { { "tokenizer.ggml.model", "model" }, { "tokenizer.ggml.pre", "pre" } };
@@ -292,6 +306,17 @@ static void print_json(const info *in, FILE *f) {
         put_json_str(f, (gguf_str){ kv->key.ptr + n, kv->key.len - n });
         fputs(": ", f);
         put_value(f, kv, true);
+    }
+    fputs("},\n \"diffusion\": {", f);
+    first = true;
+    for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
+        const gguf_kv *dk = gguf_kv_at(g, i);
+        if (!has_prefix(dk->key, "diffusion.")) continue;
+        fputs(first ? "" : ", ", f);
+        first = false;
+        put_json_str(f, (gguf_str){ dk->key.ptr + 10, dk->key.len - 10 });
+        fputs(": ", f);
+        put_value(f, dk, true);
     }
     fputs("},\n \"tokenizer\": {", f);
     first = true;

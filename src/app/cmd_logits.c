@@ -2,6 +2,8 @@
  * cmd_logits: `unmask logits` runs one forward pass over exactly the given canvas (no chat
  * template, no BOS) and writes n_tokens rows of n_vocab little-endian float32 logits, rows
  * unshifted, as the model computes them. The peer comparison (make check-peer) reads them.
+ * DiffusionGemma files run the region-aware pass (forward_run_dg): the prompt / canvas split
+ * and the self-conditioning input (a previous step's logits) come from flags.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 static void usage(FILE *f) {
     fprintf(f,
         "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N] [--profile]\n"
+        "                     [--prompt-len N] [--sc FILE.f32 [--sc-temp T] [--sc-mode M] [--sc-topk K]]\n"
         "\n"
         "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
         "\n"
@@ -31,7 +34,17 @@ static void usage(FILE *f) {
         "  --reference     use the scalar reference forward pass (slow)\n"
         "  --gpu           run on the CUDA backend\n"
         "  --reps N        run N passes (1 to 1024) and print their median time as JSON on stdout\n"
-        "  --profile       with --reps (CPU only): add where the median pass spent its time, per part\n");
+        "  --profile       with --reps (CPU only): add where the median pass spent its time, per part\n"
+        "DiffusionGemma (diffusion-gemma) files, CPU only:\n"
+        "  --prompt-len N  the first N tokens are the prompt, the rest the canvas (default: all but the\n"
+        "                  file's diffusion.canvas_length last tokens, as llama.cpp splits)\n"
+        "  --sc FILE       self-conditioning input: the previous step's logits of the canvas rows\n"
+        "                  (n_canvas x n_vocab float32, as --out writes them)\n"
+        "  --sc-temp T     the previous step's temperature (default 1): p = softmax(logits / T)\n"
+        "  --sc-mode M     exact (default): p times the whole embedding table; topk: each row's K largest\n"
+        "                  entries plus the rest spread evenly; auto: topk where those K hold all but 0.001\n"
+        "                  of the mass, exact elsewhere\n"
+        "  --sc-topk K     K for topk and auto, 1 to 4096 (default 256)\n");
 }
 
 /* "ID,ID,...": each id a whole number 0..INT32_MAX (numparse.h); fails with a message. */
@@ -75,7 +88,9 @@ static int cmp_double(const void *a, const void *b) {
 
 int cmd_logits(int argc, char **argv) {
     const char *model_path = NULL, *tokens = NULL, *out = NULL;
-    int32_t threads = 0, reps = 0;
+    int32_t threads = 0, reps = 0, prompt_len = -1, sc_topk = 0;
+    const char *sc_path = NULL, *sc_mode = NULL;
+    float sc_temp = 1.0f;
     bool reference = false, gpu = false, profile = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -90,17 +105,32 @@ int cmd_logits(int argc, char **argv) {
         else if (!strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "-t")) { if (num_arg_i32("unmask logits", a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "--reps")) { if (num_arg_i32("unmask logits", a, v, 1, MAX_REPS, &reps)) return 2; }
+        else if (!strcmp(a, "--prompt-len")) { if (num_arg_i32("unmask logits", a, v, 0, INT32_MAX, &prompt_len)) return 2; }
+        else if (!strcmp(a, "--sc")) sc_path = v;
+        else if (!strcmp(a, "--sc-temp")) { if (num_arg_f32("unmask logits", a, v, 0, 1000, NUM_LO_OPEN, &sc_temp)) return 2; }
+        else if (!strcmp(a, "--sc-topk")) { if (num_arg_i32("unmask logits", a, v, 1, UM_SC_MAX_TOPK, &sc_topk)) return 2; }
+        else if (!strcmp(a, "--sc-mode")) {
+            if (strcmp(v, "exact") && strcmp(v, "topk") && strcmp(v, "auto")) {
+                fprintf(stderr, "unmask logits: --sc-mode is exact, topk or auto (not '%s')\n", v);
+                return 2;
+            }
+            sc_mode = v;
+        }
         else { fprintf(stderr, "unmask logits: unknown option '%s' (see --help)\n", a); return 2; }
     }
     if (!model_path || !tokens || (!out && reps <= 0)) { usage(stderr); return 2; }
     if (profile && (gpu || reps <= 0)) { fprintf(stderr, "unmask logits: --profile needs --reps and the CPU backend\n"); return 2; }
     int32_t *tok;
     int n;
+    const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0 || sc_mode;
+    if (dg_flags && gpu) { fprintf(stderr, "unmask logits: --prompt-len and --sc* run on the CPU only\n"); return 2; }
+    if ((sc_topk > 0 || sc_mode) && !sc_path) { fprintf(stderr, "unmask logits: --sc-mode and --sc-topk need --sc\n"); return 2; }
     if (parse_tokens(tokens, &tok, &n)) return 2;
     um_err e = { "" };
     outfile_set files;                   /* before the model loads: a bad --out fails at once */
     outfile_set_init(&files);
     outfile_set_input(&files, "-m", model_path);
+    if (sc_path) outfile_set_input(&files, "--sc", sc_path);
     outfile_set_output(&files, "--out", out);
     if (outfile_check(&files, &e) || gguf_split_check_outputs(&files, &e)) { fprintf(stderr, "unmask logits: %s\n", e.msg); free(tok); return 1; }
     um_model *m = NULL;
@@ -108,7 +138,7 @@ int cmd_logits(int argc, char **argv) {
     um_backend be = { 0 };
     um_forward *fw = NULL;
     um_fw_profile *prof = NULL;
-    float *logits = NULL;
+    float *logits = NULL, *sc_logits = NULL;
     int32_t *rows = NULL;
     int rc = 1;
     double t0 = um_now();
@@ -127,13 +157,37 @@ int cmd_logits(int argc, char **argv) {
     rows = malloc(sizeof *rows * (size_t)n);
     if (!logits || !rows) { snprintf(e.msg, sizeof e.msg, "out of memory for %d logits rows", n); goto out; }
     for (int i = 0; i < n; i++) rows[i] = i;
+    const bool dg = m->arch->gemma4 && !gpu;
+    if (dg_flags && !dg) { snprintf(e.msg, sizeof e.msg, "--prompt-len and --sc* are for diffusion-gemma files"); goto out; }
+    int n_prompt = prompt_len >= 0 ? prompt_len : (n > m->hp.canvas_length ? n - m->hp.canvas_length : 0);
+    if (dg && n_prompt > n) { snprintf(e.msg, sizeof e.msg, "--prompt-len %d is longer than the %d tokens", n_prompt, n); goto out; }
+    um_selfcond sc = { .temp = sc_temp, .top_k = sc_topk > 0 ? sc_topk : UM_SC_AUTO_K,
+                       .mode = !sc_mode || !strcmp(sc_mode, "exact") ? UM_SC_EXACT : !strcmp(sc_mode, "topk") ? UM_SC_TOPK : UM_SC_AUTO };
+    if (sc_path) {
+        /* the canvas rows' previous logits, (n - n_prompt, n_vocab) float32 */
+        const size_t want = (size_t)(n - n_prompt) * (size_t)m->hp.n_vocab;
+        FILE *sf = fopen(sc_path, "rb");
+        if (!sf) { snprintf(e.msg, sizeof e.msg, "--sc %s: %s", sc_path, strerror(errno)); goto out; }
+        sc_logits = malloc(sizeof(float) * (want ? want : 1));
+        size_t got = sc_logits ? fread(sc_logits, sizeof(float), want, sf) : 0;
+        int extra = fgetc(sf);
+        fclose(sf);
+        if (!sc_logits || got != want || extra != EOF) {
+            snprintf(e.msg, sizeof e.msg, "--sc %s: expected %d canvas rows x %d logits (%zu bytes)", sc_path,
+                     n - n_prompt, m->hp.n_vocab, want * sizeof(float));
+            goto out;
+        }
+        sc.logits = sc_logits;
+    }
     int runs = reps > 0 ? reps : 1;
     double ms[MAX_REPS], order[MAX_REPS];
     if (profile && !(prof = calloc((size_t)runs, sizeof *prof))) { snprintf(e.msg, sizeof e.msg, "out of memory"); goto out; }
     for (int r = 0; r < runs; r++) {
         if (prof) forward_profile_reset(fw);
         double t = um_now();
-        if (be.run(be.impl, tok, n, rows, n, logits, &e)) goto out;
+        if (dg ? forward_run_dg(fw, tok, n, n_prompt, &sc, rows, n, logits, &e)
+               : be.run(be.impl, tok, n, rows, n, logits, &e))
+            goto out;
         ms[r] = (um_now() - t) * 1e3;
         order[r] = ms[r];
         if (prof) forward_profile(fw, &prof[r]);
@@ -172,6 +226,7 @@ out:
     if (rc) fprintf(stderr, "unmask logits: %s\n", e.msg);
     free(prof);
     free(logits);
+    free(sc_logits);
     free(rows);
     free(tok);
     if (be.free) be.free(be.impl);

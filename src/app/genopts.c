@@ -40,7 +40,7 @@ void genopts_usage(FILE *f) {
         "                     past it a generation runs only with --ctx, with a warning)\n"
         "prompt:\n"
         "  -p TEXT            the prompt (default: the preset's prompt, if it has one)\n"
-        "  --chat-template T  llada, llada-moe, llada2, dream, chatml, rnd1 or none (default: detected)\n"
+        "  --chat-template T  llada, llada-moe, llada2, dream, chatml, rnd1, gemma4 or none (default: detected)\n"
         "  --chat-template-file F  the chat template in file F (format: docs/models.md)\n"
         "  --no-chat          use the prompt as it is (same as --chat-template none)\n"
         "  --system TEXT      system prompt\n"

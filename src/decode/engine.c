@@ -166,6 +166,11 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
     if (gguf_open(&g, o->model_path, e)) goto fail;
     if (model_from_gguf(&en->model, g, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
     const um_model *m = en->model;
+    if (m->arch->uniform_state) {   /* DiffusionGemma: issue 28 phase 2 brings its decoding loop */
+        um_errf(e, "%s: %s is a uniform-state model; unmask runs its forward pass (unmask logits) but cannot "
+                   "decode it yet", o->model_path, m->arch->family);
+        goto fail;
+    }
     if (m->hp.mask_id < 0) {
         um_errf(e, "%s: no tokenizer.ggml.mask_token_id: not a diffusion model file", o->model_path);
         goto fail;

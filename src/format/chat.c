@@ -38,6 +38,12 @@ typedef struct chat_parts {
                      "<role>HUMAN</role>", "<|role_end|>", "<role>ASSISTANT</role>", false, BOS_TOKENIZER, false }
 
 static const struct { const char *name; chat_parts p; } families[UM_CHAT_COUNT] = {
+    /* Gemma 4 (DiffusionGemma): google-gemma-4-31B-it.jinja in llama.cpp's models/templates: bos_token,
+     * '<|turn>system\n' + content | trim + '<turn|>\n' when the first message is a system one,
+     * '<|turn>' + role + '\n' + content | trim + '<turn|>\n' per message, then the generation prompt
+     * '<|turn>model\n' and, thinking off, '<|channel>thought\n<channel|>'. BOS: the tokenizer's. */
+    [UM_CHAT_GEMMA4] = { "gemma4", { "", "<|turn>system\n", "<turn|>\n", "<|turn>user\n", "<turn|>\n",
+        "<|turn>model\n<|channel>thought\n<channel|>", true, BOS_TOKENIZER, false } },
     [UM_CHAT_NONE]  = { "none", { "", "", "\n\n", "", "", "", false, BOS_TOKENIZER, false } },
     /* LLaDA-8B-Instruct's tokenizer_config.json: bos_token + '<|start_header_id|>' + role +
      * '<|end_header_id|>\n\n' + content | trim + '<|eot_id|>' per message, BOS on the first */
@@ -66,7 +72,7 @@ const char *chat_name(um_chat c) {
 }
 
 const char *chat_names(void) {
-    return "llada|llada-moe|llada2|dream|chatml|rnd1|none";
+    return "llada|llada-moe|llada2|dream|chatml|rnd1|gemma4|none";
 }
 
 int chat_from_name(const char *name, um_chat *out, um_err *e) {
@@ -89,6 +95,8 @@ static um_chat detect_text(const char *tmpl, const char *arch) {
         return arch && !strcmp(arch, "llada2") ? UM_CHAT_LLADA2 : UM_CHAT_LLADA_MOE;
     if (strstr(tmpl, "<|im_start|>"))
         return strstr(tmpl, "You are a helpful assistant") ? UM_CHAT_DREAM : UM_CHAT_CHATML;
+    if (strstr(tmpl, "<|turn>") && strstr(tmpl, "<turn|>"))
+        return UM_CHAT_GEMMA4;
     return UM_CHAT_COUNT;
 }
 
@@ -100,7 +108,7 @@ um_chat chat_detect(const char *tmpl, const char *arch) {
     }
     static const struct { const char *arch; um_chat chat; } by_arch[] = {
         { "llada", UM_CHAT_LLADA }, { "llada-moe", UM_CHAT_LLADA_MOE }, { "llada2", UM_CHAT_LLADA2 },
-        { "dream", UM_CHAT_DREAM }, { "rnd1", UM_CHAT_RND1 },
+        { "dream", UM_CHAT_DREAM }, { "rnd1", UM_CHAT_RND1 }, { "diffusion-gemma", UM_CHAT_GEMMA4 },
     };
     for (size_t i = 0; arch && i < sizeof by_arch / sizeof by_arch[0]; i++)
         if (!strcmp(arch, by_arch[i].arch))

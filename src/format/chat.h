@@ -19,6 +19,11 @@
  *   dream      ChatML, system defaulting to "You are a helpful assistant."
  *   chatml     ChatML, no system block unless S is given (Qwen3's template for one turn)
  *   rnd1       "Question: U\nAnswer:" (RND1-Base is not chat-tuned; its demo's task mode)
+ *   gemma4     <|turn>system\n S <turn|>\n (when S) <|turn>user\n U <turn|>\n
+ *              <|turn>model\n <|channel>thought\n<channel|>
+ *              (Gemma 4's template, thinking off, as llama.cpp's models/templates/
+ *              google-gemma-4-31B-it.jinja renders one user turn; contents trimmed; DiffusionGemma;
+ *              BOS from the tokenizer, which always adds it for Gemma 4)
  *   none       U unchanged (S, if given, then a blank line, then U)
  *
  * BOS: only llada puts BOS in the text (LLaDA's template does, and its tokenizer adds
@@ -53,10 +58,11 @@ typedef enum um_chat {
     UM_CHAT_DREAM,
     UM_CHAT_CHATML,
     UM_CHAT_RND1,
+    UM_CHAT_GEMMA4,
     UM_CHAT_COUNT
 } um_chat;
 
-/* "llada", "llada-moe", "llada2", "dream", "chatml", "rnd1", "none" */
+/* "llada", "llada-moe", "llada2", "dream", "chatml", "rnd1", "gemma4", "none" */
 const char *chat_name(um_chat c);
 int         chat_from_name(const char *name, um_chat *out, um_err *e);
 /* The names above, separated by '|', for help texts and error messages. */

@@ -181,7 +181,7 @@ static void try_pair(const tokenizer *t, work *w, const char *text, int32_t l, i
     if (l < 0 || r < 0) return;
     const sym *a = &w->s[l], *b = &w->s[r];
     cand c = { 0, l, r, a->len, b->len, -1 };
-    if (t->model == TOK_MODEL_BPE) {
+    if (t->model != TOK_MODEL_SPM) {              /* BPE, GEMMA4: merges by rank */
         if (a->id < 0 || b->id < 0) return;
         int64_t slot = merge_find(t, a->id, b->id);
         if (slot < 0) return;
@@ -272,6 +272,47 @@ static void spm_fragment(const tokenizer *t, work *w, const char *text, size_t l
             int32_t b = t->byte_tok[(uint8_t)s[y->off + j]];
             if (b >= 0) idbuf_push(out, b);
         }
+    }
+}
+
+/* Gemma 4's SentencePiece-style BPE on one text run: spaces become U+2581, the run is cut into
+ * newline runs and the rest ("[^\n]+|[\n]+"), each merged by rank from its UTF-8 characters;
+ * a newline run that is a token is kept whole (llama.cpp's fix for Gemma 4, PR #21343); a final
+ * symbol that is no token falls back to its bytes' <0xNN> tokens. */
+static void gemma4_fragment(const tokenizer *t, work *w, const char *text, size_t len, idbuf *out) {
+    size_t cap = 3 * len + 1;
+    if (!work_reserve(w, len + 1, cap)) return;
+    char *s = w->buf;
+    size_t k = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') { memcpy(s + k, "\xE2\x96\x81", 3); k += 3; }
+        else s[k++] = text[i];
+    }
+    for (size_t p0 = 0; p0 < k; ) {
+        const bool nl = s[p0] == '\n';
+        size_t p1 = p0;
+        while (p1 < k && (s[p1] == '\n') == nl) p1++;
+        int32_t whole = nl ? tok_find(t, s + p0, p1 - p0) : -1;
+        if (whole >= 0) { idbuf_push(out, whole); p0 = p1; continue; }
+        int32_t n = 0;
+        for (size_t i = p0; i < p1; ) {
+            uint32_t cp;
+            size_t c = upre_utf8_decode((const uint8_t *)s + i, p1 - i, &cp);
+            w->s[n] = (sym){ tok_find(t, s + i, c), (uint32_t)i, (uint32_t)c, n - 1, -1 };
+            if (n > 0) w->s[n - 1].next = n;
+            n++;
+            i += c;
+        }
+        merge_all(t, w, s, n);
+        for (int32_t i = 0; i >= 0 && n; i = w->s[i].next) {
+            const sym *y = &w->s[i];
+            if (y->id >= 0) { idbuf_push(out, y->id); continue; }
+            for (uint32_t j = 0; j < y->len; j++) {   /* byte fallback */
+                int32_t b = t->byte_tok[(uint8_t)s[y->off + j]];
+                if (b >= 0) idbuf_push(out, b);
+            }
+        }
+        p0 = p1;
     }
 }
 
@@ -394,6 +435,7 @@ int tok_encode(const tokenizer *t, const char *text, size_t len, unsigned flags,
         const frag *f = &fr.v[i];
         if (f->id >= 0) { idbuf_push(&out, f->id); prev_special = true; continue; }
         if (t->model == TOK_MODEL_BPE) bpe_fragment(t, &w, text + f->off, f->len, &out, &local);
+        else if (t->model == TOK_MODEL_GEMMA4) gemma4_fragment(t, &w, text + f->off, f->len, &out);
         else spm_fragment(t, &w, text + f->off, f->len, t->sp.add_space_prefix && prev_special, &out);
         prev_special = false;
     }

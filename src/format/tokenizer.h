@@ -7,6 +7,11 @@
  *           are merged by rank (tokenizer.ggml.merges).
  *   "llama" SentencePiece-style: optional space prefix, ' ' -> U+2581, score-based merging
  *           (tokenizer.ggml.scores), byte fallback to <0xNN> tokens.
+ *   "gemma4" SentencePiece-style BPE (Gemma 4, DiffusionGemma; llama.cpp's LLAMA_VOCAB_PRE_TYPE_GEMMA4):
+ *           ' ' -> U+2581 with no prefix, the text cut only into runs of newlines and runs of
+ *           anything else (a newline run that is a token is taken whole), merges by rank
+ *           (tokenizer.ggml.merges) over UTF-8 characters, byte fallback to <0xNN> tokens,
+ *           BOS always added (llama.cpp overrides add_bos_token to true for it).
  * Tokens typed CONTROL, USER_DEFINED or UNKNOWN (tokenizer.ggml.token_type) are recognised in
  * the text when TOK_PARSE_SPECIAL is given, longest token first, as llama.cpp does.
  *
@@ -28,7 +33,7 @@
 
 typedef struct tokenizer tokenizer;
 
-typedef enum tok_model { TOK_MODEL_BPE, TOK_MODEL_SPM } tok_model;
+typedef enum tok_model { TOK_MODEL_BPE, TOK_MODEL_SPM, TOK_MODEL_GEMMA4 } tok_model;
 
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
 typedef enum tok_type {

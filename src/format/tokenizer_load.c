@@ -108,6 +108,7 @@ static const struct pre_entry {
 
 static const char *const eot_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
+    "<turn|>",                          /* Gemma 4 (llama-vocab.cpp lists it among the end-of-generation texts) */
 };
 
 static int tok_alloc_fail(um_err *e) { return um_errf(e, "tokenizer: out of memory loading the vocabulary"); }
@@ -146,13 +147,17 @@ static size_t make_piece(const tokenizer *t, int32_t id, uint8_t *out) {
         int hi = hex_digit(s[3]), lo = hex_digit(s[4]);
         if (hi >= 0 && lo >= 0) { out[0] = (uint8_t)(hi << 4 | lo); return 1; }
     }
-    if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN ||
+    /* Gemma's whitespace-run tokens ("▁▁", ...) are added tokens, so the converter types them
+     * USER_DEFINED; they stand for spaces (Hugging Face decodes them so; llama.cpp prints the
+     * text as is), so gemma4 decodes its user-defined tokens' U+2581 as spaces */
+    const bool gemma4_user = t->model == TOK_MODEL_GEMMA4 && ty == TOK_TYPE_USER_DEFINED;
+    if (ty == TOK_TYPE_CONTROL || (ty == TOK_TYPE_USER_DEFINED && !gemma4_user) || ty == TOK_TYPE_UNKNOWN ||
         ty == TOK_TYPE_UNUSED || ty == TOK_TYPE_BYTE) {
         memcpy(out, s, n);
         return n;
     }
     size_t k = 0;
-    if (t->model == TOK_MODEL_SPM) {
+    if (t->model != TOK_MODEL_BPE) {               /* SPM, GEMMA4: U+2581 is a space */
         for (size_t i = 0; i < n; ) {
             if (i + 3 <= n && s[i] == 0xE2 && s[i + 1] == 0x96 && s[i + 2] == 0x81) { out[k++] = ' '; i += 3; }
             else out[k++] = s[i++];
@@ -293,9 +298,9 @@ static int load_specials(tokenizer *t, const gguf_file *g, um_err *e) {
         sp->unk = 0;
         sp->add_bos = true;
         sp->add_space_prefix = true;
-    } else {
+    } else if (t->model == TOK_MODEL_BPE) {
         sp->bos = sp->eos = n > 11 ? 11 : -1;        /* llama.cpp's gpt2 defaults */
-    }
+    }                                                /* gemma4: none unless the file names them */
     static const struct { const char *key; size_t field; } keys[] = {
         { "tokenizer.ggml.bos_token_id",     offsetof(tok_specials, bos) },
         { "tokenizer.ggml.eos_token_id",     offsetof(tok_specials, eos) },
@@ -310,6 +315,7 @@ static int load_specials(tokenizer *t, const gguf_file *g, um_err *e) {
         if (read_special(g, keys[i].key, n, (int32_t *)((char *)sp + keys[i].field), e) != UM_OK) return UM_FAIL;
     if (read_flag(g, "tokenizer.ggml.add_bos_token", &sp->add_bos, e) != UM_OK) return UM_FAIL;
     if (read_flag(g, "tokenizer.ggml.add_eos_token", &sp->add_eos, e) != UM_OK) return UM_FAIL;
+    if (t->model == TOK_MODEL_GEMMA4) sp->add_bos = true;   /* llama-vocab.cpp: overridden to true for Gemma 4 */
     if (t->model == TOK_MODEL_SPM &&
         read_flag(g, "tokenizer.ggml.add_space_prefix", &sp->add_space_prefix, e) != UM_OK) return UM_FAIL;
     if (sp->add_bos && sp->bos < 0)
@@ -411,8 +417,10 @@ int tok_load(tokenizer **out, const gguf_file *g, um_err *e) {
     if (gguf_get_str(g, "tokenizer.ggml.model", model, sizeof model, e) != UM_OK) goto fail;
     if (!strcmp(model, "gpt2")) t->model = TOK_MODEL_BPE;
     else if (!strcmp(model, "llama")) t->model = TOK_MODEL_SPM;
+    else if (!strcmp(model, "gemma4")) t->model = TOK_MODEL_GEMMA4;
     else {
-        um_errf(e, "tokenizer.ggml.model is '%s'; supported: gpt2 (byte-level BPE), llama (SentencePiece)", model);
+        um_errf(e, "tokenizer.ggml.model is '%s'; supported: gpt2 (byte-level BPE), llama (SentencePiece), "
+                   "gemma4 (SentencePiece-style BPE)", model);
         goto fail;
     }
     if (gguf_find_kv(g, "tokenizer.ggml.pre") &&
@@ -439,7 +447,7 @@ int tok_load(tokenizer **out, const gguf_file *g, um_err *e) {
 
     build_byte_tables(t);
     if (load_vocab(t, g, e) != UM_OK) goto fail;
-    if (t->model == TOK_MODEL_BPE && load_merges(t, g, e) != UM_OK) goto fail;
+    if (t->model != TOK_MODEL_SPM && load_merges(t, g, e) != UM_OK) goto fail;
     if (t->model == TOK_MODEL_BPE) t->sp.add_bos = add_bos_default;
     if (load_specials(t, g, e) != UM_OK) goto fail;
     if (load_pieces(t, e) != UM_OK) goto fail;

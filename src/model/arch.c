@@ -16,6 +16,12 @@
  *   block-causal (modeling_llada2_moe.py generate(): a lower-triangular block mask over blocks of
  *   block_length from position 0, prompt included). Family defaults from that generate():
  *   mask_id 156895, block_length 32 (eos 156892).
+ * - diffusion-gemma (DiffusionGemma, Google; GGUF from the llama.cpp port in PR #24423, read at
+ *   unslothai/llama.cpp refs/pins/c3fb9724: src/models/diffusion-gemma.cpp, gemma4-common.h,
+ *   conversion/diffusion_gemma.py): Gemma 4 MoE backbone, NeoX RoPE (llama-model.cpp's rope-type
+ *   table lists LLM_ARCH_DIFFUSION_GEMMA under NEOX), output tied to token_embd, no mask token
+ *   (uniform-state: the canvas starts from random tokens), logits unshifted (logit i scores
+ *   position i). Everything else comes from the file's keys (docs/models.md, DiffusionGemma).
  * Optional tensors (biases) are detected per file, not flagged here. Routing details that the file
  * states (gating function, weight normalisation, expert groups) come from its keys (model.c).
  */
@@ -38,6 +44,9 @@ static const um_arch g_archs[] = {
       .router = UM_ROUTER_SIGMOID, .moe_norm_w = true, .shift_logits = false, .output_optional = false,
       .default_chat = "llada2", .fused_qkv = true, .block_causal = true, .moe_from_keys = true,
       .default_mask_id = 156895, .default_block_size = 32 },
+    { .name = "diffusion-gemma", .family = "DiffusionGemma", .rope_neox = true, .qk_norm = true, .moe = true,
+      .router = UM_ROUTER_SOFTMAX, .moe_norm_w = true, .shift_logits = false, .output_optional = true,
+      .default_chat = "gemma4", .gemma4 = true, .uniform_state = true },
 };
 
 const um_arch *arch_find(const char *name) {
@@ -47,5 +56,5 @@ const um_arch *arch_find(const char *name) {
 }
 
 const char *arch_supported_list(void) {
-    return "llada, dream, llada-moe, rnd1, llada2";
+    return "llada, dream, llada-moe, rnd1, llada2, diffusion-gemma";
 }

@@ -37,11 +37,18 @@ typedef struct um_arch {
                                    K/V of finished blocks are final and the block cache is exact */
     int32_t      default_mask_id;   /* mask token when the file names none (0: none): LLaDA2's 156895 */
     int32_t      default_block_size; /* block length of block_causal attention unless the file says */
+    bool         gemma4;        /* the Gemma 4 backbone as DiffusionGemma runs it (forward_gemma.c): per-layer
+                                   sliding/global geometry, post-norms, GeGLU, a dense MLP beside the MoE,
+                                   layer scalars, logit soft-cap, one region-aware [prompt | canvas] pass
+                                   with self-conditioning; its hyper-parameters and tensors load apart
+                                   (model.c, gemma_*) */
+    bool         uniform_state; /* uniform-state diffusion: no mask token, the canvas holds random tokens
+                                   that the sampler accepts or re-noises (docs/decoding.md) */
 } um_arch;
 
 /* The table entry for general.architecture, or NULL. */
 const um_arch *arch_find(const char *name);
-/* "llada, dream, llada-moe, rnd1, llada2" for error messages. */
+/* "llada, dream, llada-moe, rnd1, llada2, diffusion-gemma" for error messages. */
 const char *arch_supported_list(void);
 
 #endif

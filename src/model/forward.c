@@ -4,11 +4,11 @@
  * optional biases are used when the file has them. See forward.h for the contract.
  *
  * Per layer, with E = n_embd, T = canvas tokens:
- *   xn = rmsnorm(x) ; q,k,v = xn Wq,Wk,Wv (+b) ; [qk-norm per head] ; rope(q,k)
+ *   xn = fw_rmsnorm(x) ; q,k,v = xn Wq,Wk,Wv (+b) ; [qk-norm per head] ; rope(q,k)
  *   att = attention(q, k, v)  (bidirectional, GQA) ; x += att Wo (+b)
- *   xn = rmsnorm(x) ; x += W_down(silu(xn W_gate) * (xn W_up))      (dense)
+ *   xn = fw_rmsnorm(x) ; x += W_down(silu(xn W_gate) * (xn W_up))      (dense)
  *                     x += sum_k w_k * expert_k(xn) [+ shared(xn)]   (MoE, top-k routing)
- * then logits(rows) = rmsnorm(x[rows]) W_out (+b).
+ * then logits(rows) = fw_rmsnorm(x[rows]) W_out (+b).
  * Block-causal attention (arch->block_causal, LLaDA2): a query at canvas position i sees the
  * keys j with j / B <= i / B (B = hp.block_size, blocks counted from position 0), i.e. a key
  * prefix; the pass cuts the carried rows into runs of one block each and gives every run its
@@ -18,7 +18,7 @@
  * the cache holds every finished block's final K/V (engine.c, step_forward). MoE models with leading dense layers
  * run the dense FFN on layers below hp.n_layer_dense_lead.
  */
-#include "forward.h"
+#include "forward_impl.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -31,54 +31,6 @@
 
 #include "ops.h"
 #include "quant.h"
-
-typedef struct fw_layer {
-    um_matmul_weights wq, wk, wv, wo, gate, up, down, router;
-    um_matmul_weights gate_sh, up_sh, down_sh;      /* shared experts, or empty */
-    um_matmul_weights *gate_x, *up_x, *down_x;      /* (n_expert) */
-} fw_layer;
-
-struct um_forward {
-    const um_model *m;
-    um_pool        *pool;
-    bool            ref;
-    um_kernel       kernel;
-    int             max_tokens;
-    fw_layer       *layers;
-    um_matmul_weights output;
-    void          **owned;        /* prepared weight buffers */
-    int             n_owned, cap_owned;
-    uint64_t        weight_bytes, act_bytes;
-    /* activations, all sized for max_tokens (T) */
-    float   *x;                   /* (T, E) residual stream */
-    float   *xn;                  /* (T, E) normed input / projection output */
-    float   *q, *att;             /* (T, NQ) */
-    float   *k, *v;               /* (T, NKV) */
-    float   *ff_a, *ff_b;         /* (T * k_used, F) gate/up (dense: k_used = 1) */
-    float   *gathered, *ex_out;   /* (T * k_used, E) MoE grouped rows in (reference only) / out */
-    float   *router;              /* (T, n_expert) */
-    int32_t *ex_id, *ex_off, *ex_tok, *ex_slot;
-    float   *ex_w, *ex_roww;
-    float   *hidden;              /* (T, E) rows for the head */
-    int32_t *pos;                 /* (T) */
-    int32_t *rows_sel;            /* (T) */
-    /* partial passes (forward_run_kv) */
-    float   *kc, *vc;             /* (T, NKV) K/V of the active rows, before they join k, v */
-    int32_t *tok_sel;             /* (T) tokens of the active rows */
-    int32_t *slot;                /* (T) canvas position -> index among the active rows, or -1 */
-    int32_t *hrow;                /* (T) head rows as indices among the rows carried */
-    double  *wrow;                /* reference path: one dequantized row, (max n_in) */
-    float   *wrow_f;
-    void    *scratch;             /* matmul scratch */
-    size_t   scratch_bytes;
-    um_fw_profile prof;           /* where the passes since the last reset spent their time */
-    double   t_mark;              /* um_now() at the end of the last timed part */
-};
-
-/* Whether layer il runs the MoE FFN (MoE models may lead with dense layers). */
-static bool layer_moe(const um_model *m, int il) {
-    return m->arch->moe && il >= m->hp.n_layer_dense_lead;
-}
 
 /* ------------------------------------------------------------------ weight preparation */
 
@@ -178,8 +130,9 @@ static int prepare_weights(um_forward *f, const um_forward_opts *o, um_err *e) {
     for (int il = 0; il < hp->n_layer; il++) {
         const um_layer *l = &m->layers[il];
         fw_layer *fl = &f->layers[il];
+        /* Gemma 4 global layers have no attn_v: V is K's projection (l->wv aliases wk) */
         if (add_item(&j, &fl->wq, &l->wq, true, e) || add_item(&j, &fl->wk, &l->wk, true, e) ||
-            add_item(&j, &fl->wv, &l->wv, true, e) || add_item(&j, &fl->wo, &l->wo, true, e))
+            (!l->v_from_k && add_item(&j, &fl->wv, &l->wv, true, e)) || add_item(&j, &fl->wo, &l->wo, true, e))
             goto out;
         if (layer_moe(m, il)) {
             int X = hp->n_expert;
@@ -196,12 +149,17 @@ static int prepare_weights(um_forward *f, const um_forward_opts *o, um_err *e) {
                     add_item(&j, &fl->up_x[x], &l->up_exps[x], true, e) ||
                     add_item(&j, &fl->down_x[x], &l->down_exps[x], true, e))
                     goto out;
-        } else {
+        }
+        /* dense layers; Gemma 4 runs its dense MLP beside the experts in every layer */
+        if (!layer_moe(m, il) || m->arch->gemma4) {
             if (add_item(&j, &fl->gate, &l->ffn_gate, true, e) || add_item(&j, &fl->up, &l->ffn_up, true, e) ||
                 add_item(&j, &fl->down, &l->ffn_down, true, e))
                 goto out;
         }
     }
+    if (add_item(&j, &f->sc_gate, &m->sc_gate, true, e) || add_item(&j, &f->sc_up, &m->sc_up, true, e) ||
+        add_item(&j, &f->sc_down, &m->sc_down, true, e))
+        goto out;
     /* a tied head shares token_embd's pages, which the embedding lookup still reads */
     bool tied = m->output.data == m->tok_embd.data;
     if (add_item(&j, &f->output, &m->output, !tied, e)) goto out;
@@ -226,7 +184,10 @@ static void free_buffers(um_forward *f) {
                       (void **)&f->ex_out, (void **)&f->router, (void **)&f->ex_id, (void **)&f->ex_w,
                       (void **)&f->ex_off, (void **)&f->ex_tok, (void **)&f->ex_roww, (void **)&f->ex_slot,
                       (void **)&f->hidden, (void **)&f->pos, (void **)&f->rows_sel, (void **)&f->scratch,
-                      (void **)&f->kc, (void **)&f->vc, (void **)&f->tok_sel, (void **)&f->slot, (void **)&f->hrow };
+                      (void **)&f->kc, (void **)&f->vc, (void **)&f->tok_sel, (void **)&f->slot, (void **)&f->hrow,
+                      (void **)&f->resid, (void **)&f->moe_out, (void **)&f->kv_lo, (void **)&f->kv_hi,
+                      (void **)&f->sc_soft, (void **)&f->sc_p, (void **)&f->sc_colsum,
+                      (void **)&f->sc_exact };
     for (size_t i = 0; i < UM_ARRAY_LEN(bufs); i++) {
         um_free_aligned(*bufs[i]);
         *bufs[i] = NULL;
@@ -242,7 +203,9 @@ static int alloc_buffers(um_forward *f, um_err *e) {
     free_buffers(f);
     const um_hparams *hp = &f->m->hp;
     const int64_t T = f->max_tokens, E = hp->n_embd, HD = hp->head_dim;
-    const int64_t NQ = (int64_t)hp->n_head * HD, NKV = (int64_t)hp->n_head_kv * HD;
+    const bool g4 = f->m->arch->gemma4;
+    /* Gemma 4: head_dim is the largest layer's, nkv_max the largest K row */
+    const int64_t NQ = (int64_t)hp->n_head * HD, NKV = g4 ? hp->nkv_max : (int64_t)hp->n_head_kv * HD;
     const bool moe = f->m->arch->moe;
     const int64_t KU = moe ? hp->n_expert_used : 1;
     /* ff_a, ff_b hold the grouped expert rows (T * KU, n_ff_exp), a dense layer's (T, n_ff) or the
@@ -252,7 +215,7 @@ static int alloc_buffers(um_forward *f, um_err *e) {
     const int64_t X = moe ? hp->n_expert : 0;
     struct { void **p; uint64_t bytes; } want[] = {
         { (void **)&f->x, T * E * 4 }, { (void **)&f->xn, T * E * 4 },
-        { (void **)&f->q, T * NQ * 4 }, { (void **)&f->att, T * NQ * 4 },
+        { (void **)&f->q, T * NQ * 4 }, { (void **)&f->att, T * (g4 ? UM_MAX(NQ, E) : NQ) * 4 },
         { (void **)&f->k, T * NKV * 4 }, { (void **)&f->v, T * NKV * 4 },
         { (void **)&f->ff_a, T * FKU * 4 }, { (void **)&f->ff_b, T * FKU * 4 },
         { (void **)&f->gathered, moe && f->ref ? T * KU * E * 4 : 0 }, { (void **)&f->ex_out, moe ? T * KU * E * 4 : 0 },
@@ -263,6 +226,11 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         { (void **)&f->hidden, T * E * 4 }, { (void **)&f->pos, T * 4 }, { (void **)&f->rows_sel, T * 4 },
         { (void **)&f->kc, T * NKV * 4 }, { (void **)&f->vc, T * NKV * 4 }, { (void **)&f->tok_sel, T * 4 },
         { (void **)&f->slot, T * 4 }, { (void **)&f->hrow, T * 4 },
+        { (void **)&f->resid, g4 ? T * E * 4 : 0 }, { (void **)&f->moe_out, g4 ? T * E * 4 : 0 },
+        { (void **)&f->kv_lo, g4 ? T * 4 : 0 }, { (void **)&f->kv_hi, g4 ? T * 4 : 0 },
+        { (void **)&f->sc_soft, g4 ? T * E * 4 : 0 },
+        { (void **)&f->sc_p, g4 ? (int64_t)pool_threads(f->pool) * (hp->n_vocab + E) * 4 : 0 },
+        { (void **)&f->sc_colsum, g4 ? E * 8 : 0 }, { (void **)&f->sc_exact, g4 ? T : 0 },
     };
     for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
         *want[i].p = um_malloc_aligned(want[i].bytes ? want[i].bytes : 64);
@@ -279,7 +247,7 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         for (int il = 0; il < hp->n_layer; il++) {
             const fw_layer *fl = &f->layers[il];
             const um_matmul_weights *ws[] = { &fl->wq, &fl->wk, &fl->wv, &fl->wo, &fl->gate, &fl->up, &fl->down, &fl->router,
-                                              &fl->gate_sh, &fl->up_sh, &fl->down_sh };
+                                              &fl->gate_sh, &fl->up_sh, &fl->down_sh, &f->sc_gate, &f->sc_up, &f->sc_down };
             for (size_t j = 0; j < UM_ARRAY_LEN(ws); j++) s = UM_MAX(s, scratch_for(f, ws[j], T));
             for (int x = 0, nt = pool_threads(f->pool); fl->gate_x && x < hp->n_expert; x++) {
                 s = UM_MAX(s, matmul_grouped_scratch_bytes(&fl->gate_x[x], T, (int)KU, nt));
@@ -345,161 +313,6 @@ const char *forward_kernel_name(const um_forward *f) {
 uint64_t forward_weight_bytes(const um_forward *f) { return f->weight_bytes; }
 uint64_t forward_activation_bytes(const um_forward *f) { return f->act_bytes; }
 
-/* ------------------------------------------------------------------ profile */
-
-static const char *const part_names[UM_FW_PART_COUNT] = {
-    [UM_FW_EMBED] = "embedding", [UM_FW_NORM] = "rmsnorm (+ qk-norm)", [UM_FW_QKV] = "attn q/k/v products",
-    [UM_FW_ROPE] = "rope", [UM_FW_ATTN] = "attention (scores, softmax, values)", [UM_FW_WO] = "attn output product",
-    [UM_FW_FFN_IN] = "ffn gate/up products", [UM_FW_ACT] = "swiglu", [UM_FW_FFN_DOWN] = "ffn down product",
-    [UM_FW_ROUTE] = "moe routing, gather, combine", [UM_FW_ADD] = "residual adds, row gathers",
-    [UM_FW_HEAD] = "lm head product (+ final norm)",
-};
-
-const char *forward_part_name(um_fw_part p) { return p >= 0 && p < UM_FW_PART_COUNT ? part_names[p] : "?"; }
-void forward_profile(const um_forward *f, um_fw_profile *out) { *out = f->prof; }
-void forward_profile_reset(um_forward *f) { memset(&f->prof, 0, sizeof f->prof); }
-
-/* Charge the time since the last mark to part p. */
-static void mark(um_forward *f, um_fw_part p) {
-    double t = um_now();
-    f->prof.ms[p] += (t - f->t_mark) * 1e3;
-    f->t_mark = t;
-}
-
-/* ------------------------------------------------------------------ building blocks */
-
-/* y (n, n_out) = x (n, n_in) W^T (+ bias) on the fast path, or the double-precision
- * reference over dequantized rows. */
-static void linear(um_forward *f, const um_matmul_weights *mw, const um_weight *w, const float *x,
-                   int64_t n, float *y, um_vec bias) {
-    double t0 = um_now();
-    f->prof.macs += (uint64_t)n * (uint64_t)w->n_in * (uint64_t)w->n_out;
-    if (!f->ref) {
-        matmul(f->pool, mw, x, n, y, f->scratch);
-    } else {
-        const um_type_traits *tr = um_traits(w->type);
-        for (int64_t r = 0; r < w->n_out; r++) {
-            tr->to_float_ref((const char *)w->data + (uint64_t)r * w->row_bytes, f->wrow_f, w->n_in);
-            for (int64_t t = 0; t < n; t++) {
-                const float *xt = x + t * w->n_in;
-                double acc = 0;
-                for (int64_t i = 0; i < w->n_in; i++) acc += (double)f->wrow_f[i] * xt[i];
-                y[t * w->n_out + r] = (float)acc;
-            }
-        }
-    }
-    f->prof.matmul_ms += (um_now() - t0) * 1e3;
-    if (bias) {
-        if (f->ref) ops_add_bias_ref(y, y, bias, n, (int)w->n_out);
-        else ops_add_bias(f->pool, y, y, bias, n, (int)w->n_out);
-    }
-}
-
-/* The grouped expert products of an MoE layer (fast paths only): x (n, n_in) rows, k
- * choices each through f->ex_slot (k == 1: x is already in grouped-row order). */
-static void grouped(um_forward *f, const um_matmul_group *g, int n_g, int n_expert, const float *x,
-                    int64_t n, int k) {
-    double t0 = um_now();
-    for (int i = 0; i < n_g; i++)
-        f->prof.macs += (uint64_t)n * (uint64_t)k * (uint64_t)g[i].w[0].n_in * (uint64_t)g[i].w[0].n_out;
-    matmul_grouped(f->pool, g, n_g, n_expert, f->ex_off, x, n, k > 1 ? f->ex_slot : NULL, k, f->scratch);
-    f->prof.matmul_ms += (um_now() - t0) * 1e3;
-}
-
-static void rmsnorm(um_forward *f, float *y, const float *x, const float *w, int64_t rows, int n) {
-    if (f->ref) ops_rmsnorm_ref(y, x, w, rows, n, f->m->hp.norm_eps);
-    else ops_rmsnorm(f->pool, y, x, w, rows, n, f->m->hp.norm_eps);
-}
-
-static void add(um_forward *f, float *y, const float *a, const float *b, int64_t n) {
-    if (f->ref) ops_add_ref(y, a, b, n);
-    else ops_add(f->pool, y, a, b, n);
-}
-
-static void swiglu(um_forward *f, float *y, const float *g, const float *u, int64_t n) {
-    if (f->ref) ops_swiglu_ref(y, g, u, n);
-    else ops_swiglu(f->pool, y, g, u, n);
-}
-
-static void gather(float *dst, const float *src, const int32_t *rows, int64_t n, int64_t width) {
-    for (int64_t i = 0; i < n; i++) memcpy(dst + i * width, src + (int64_t)rows[i] * width, (size_t)width * sizeof(float));
-}
-
-/* Dense or MoE feed-forward on xn (n, E), result added into x (n, E). */
-static int ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *e) {
-    const um_model *m = f->m;
-    const um_hparams *hp = &m->hp;
-    const um_layer *l = &m->layers[il];
-    const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
-    const int64_t E = hp->n_embd;
-    if (!layer_moe(m, il)) {
-        const int64_t F = hp->n_ff;
-        linear(f, fl ? &fl->gate : NULL, &l->ffn_gate, xn, n, f->ff_a, l->ffn_gate_b);
-        linear(f, fl ? &fl->up : NULL, &l->ffn_up, xn, n, f->ff_b, l->ffn_up_b);
-        mark(f, UM_FW_FFN_IN);
-        swiglu(f, f->ff_a, f->ff_a, f->ff_b, n * F);
-        mark(f, UM_FW_ACT);
-        linear(f, fl ? &fl->down : NULL, &l->ffn_down, f->ff_a, n, f->xn + 0, l->ffn_down_b);
-        mark(f, UM_FW_FFN_DOWN);
-        add(f, x, x, f->xn, n * E);
-        mark(f, UM_FW_ADD);
-        return UM_OK;
-    }
-    const int K = hp->n_expert_used, X = hp->n_expert;
-    const int64_t F = hp->n_ff_exp;
-    linear(f, fl ? &fl->router : NULL, &l->ffn_gate_inp, xn, n, f->router, NULL);
-    um_moe_cfg cfg = {
-        .n_expert = X, .k = K, .gating = hp->moe_sigmoid ? UM_MOE_SIGMOID : UM_MOE_SOFTMAX,
-        .norm_topk = hp->moe_norm_w, .scale = hp->expert_weights_scale, .bias = l->exp_probs_b,
-        .n_group = hp->n_expert_groups, .n_group_used = hp->n_group_used,
-    };
-    if (ops_moe_route(&cfg, f->router, n, f->ex_id, f->ex_w, e)) return UM_FAIL;
-    if (ops_moe_group(f->ex_id, f->ex_w, n, K, X, f->ex_off, f->ex_tok, f->ex_roww, f->ex_slot, e)) return UM_FAIL;
-    mark(f, UM_FW_ROUTE);
-    if (!f->ref) {
-        /* every expert's rows in one pass per product (matmul_grouped): gate and up together */
-        const um_matmul_group gu[2] = { { fl->gate_x, f->ff_a }, { fl->up_x, f->ff_b } };
-        grouped(f, gu, 2, X, xn, n, K);
-        mark(f, UM_FW_FFN_IN);
-        swiglu(f, f->ff_a, f->ff_a, f->ff_b, (int64_t)n * K * F);
-        mark(f, UM_FW_ACT);
-        const um_matmul_group gd = { fl->down_x, f->ex_out };
-        grouped(f, &gd, 1, X, f->ff_a, (int64_t)n * K, 1);
-        mark(f, UM_FW_FFN_DOWN);
-    }
-    for (int ex = 0; f->ref && ex < X; ex++) {
-        int64_t r0 = f->ex_off[ex], cnt = f->ex_off[ex + 1] - r0;
-        if (!cnt) continue;
-        float *in = f->gathered + r0 * E, *ga = f->ff_a + r0 * F, *up = f->ff_b + r0 * F;
-        gather(in, xn, f->ex_tok + r0, cnt, E);
-        mark(f, UM_FW_ROUTE);
-        linear(f, fl ? &fl->gate_x[ex] : NULL, &l->gate_exps[ex], in, cnt, ga, NULL);
-        linear(f, fl ? &fl->up_x[ex] : NULL, &l->up_exps[ex], in, cnt, up, NULL);
-        mark(f, UM_FW_FFN_IN);
-        swiglu(f, ga, ga, up, cnt * F);
-        mark(f, UM_FW_ACT);
-        linear(f, fl ? &fl->down_x[ex] : NULL, &l->down_exps[ex], ga, cnt, f->ex_out + r0 * E, NULL);
-        mark(f, UM_FW_FFN_DOWN);
-    }
-    if (f->ref) ops_moe_combine_ref(x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
-    else ops_moe_combine(f->pool, x, f->ex_out, f->ex_w, f->ex_slot, n, K, (int)E, true);
-    mark(f, UM_FW_ROUTE);
-    if (l->ffn_gate_shexp.data) {
-        /* shared experts: one always-on SwiGLU FFN over every row, added beside the routed sum */
-        const int64_t FS = hp->n_ff_shexp;
-        linear(f, fl ? &fl->gate_sh : NULL, &l->ffn_gate_shexp, xn, n, f->ff_a, NULL);
-        linear(f, fl ? &fl->up_sh : NULL, &l->ffn_up_shexp, xn, n, f->ff_b, NULL);
-        mark(f, UM_FW_FFN_IN);
-        swiglu(f, f->ff_a, f->ff_a, f->ff_b, n * FS);
-        mark(f, UM_FW_ACT);
-        linear(f, fl ? &fl->down_sh : NULL, &l->ffn_down_shexp, f->ff_a, n, f->ex_out, NULL);
-        mark(f, UM_FW_FFN_DOWN);
-        add(f, x, x, f->ex_out, n * E);
-        mark(f, UM_FW_ADD);
-    }
-    return UM_OK;
-}
-
 /* ------------------------------------------------------------------ K/V cache */
 
 struct um_kvcache {
@@ -517,6 +330,7 @@ int forward_kv_new(const um_forward *f, uint32_t type, int max_tokens, um_kvcach
     *out = NULL;
     const um_hparams *hp = &f->m->hp;
     const int64_t nkv = (int64_t)hp->n_head_kv * hp->head_dim;
+    if (f->m->arch->gemma4) return um_errf(e, "K/V cache passes are not supported for %s yet", f->m->arch->name);
     if (type != UM_TYPE_F32 && type != UM_TYPE_F16 && type != UM_TYPE_Q8_0)
         return um_errf(e, "K/V cache type %s: only f32, f16 and q8_0 are supported", um_type_name(type));
     const uint64_t rb = um_row_size(type, nkv);
@@ -657,6 +471,10 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
                     int n_act, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
     const um_model *m = f->m;
     const um_hparams *hp = &m->hp;
+    if (m->arch->gemma4) {
+        if (kv) return um_errf(e, "K/V cache passes are not supported for %s yet", m->arch->name);
+        return fwg_run(f, tokens, n_tokens, -1, NULL, rows, n_rows, logits, e);
+    }
     if (n_tokens <= 0 || n_tokens > f->max_tokens)
         return um_errf(e, "canvas of %d tokens exceeds the prepared maximum of %d", n_tokens, f->max_tokens);
     if (n_rows < 0 || n_rows > n_tokens) return um_errf(e, "bad row count %d", n_rows);
@@ -700,7 +518,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     f->t_mark = um_now();
     f->prof.passes++;
     if (ops_embed(pool, f->x, m->tok_embd.data, m->tok_embd.type, hp->n_vocab, (int)E, ctok, N, e)) return UM_FAIL;
-    mark(f, UM_FW_EMBED);
+    fw_mark(f, UM_FW_EMBED);
     um_rope rope = { .mode = m->arch->rope_neox ? UM_ROPE_NEOX : UM_ROPE_NORM, .head_dim = (int)HD,
                      .n_dims = hp->n_rot, .freq_base = hp->rope_base, .freq_scale = 1.0f };
 
@@ -714,23 +532,23 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
         /* a partial pass computes the active rows' K/V apart, then lays them over the cache's */
         float *kd = partial ? f->kc : f->k, *vd = partial ? f->vc : f->v;
 
-        rmsnorm(f, f->xn, f->x, l->attn_norm, N, (int)E);
-        mark(f, UM_FW_NORM);
-        linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, N, kd, l->bk);
-        linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, N, vd, l->bv);
+        fw_rmsnorm(f, f->xn, f->x, l->attn_norm, N, (int)E);
+        fw_mark(f, UM_FW_NORM);
+        fw_linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, N, kd, l->bk);
+        fw_linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, N, vd, l->bv);
         if (subset) {
-            gather(f->hidden, f->xn, hrow, n_rows, E);
-            linear(f, fl ? &fl->wq : NULL, &l->wq, f->hidden, nq, f->q, l->bq);
+            fw_gather(f->hidden, f->xn, hrow, n_rows, E);
+            fw_linear(f, fl ? &fl->wq : NULL, &l->wq, f->hidden, nq, f->q, l->bq);
             /* positions of the kept rows, for RoPE on q */
             for (int i = 0; i < n_rows; i++) f->rows_sel[i] = cpos[hrow[i]];
         } else {
-            linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, N, f->q, l->bq);
+            fw_linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, N, f->q, l->bq);
         }
-        mark(f, UM_FW_QKV);
+        fw_mark(f, UM_FW_QKV);
         if (m->arch->qk_norm) {
-            rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)nq * H, (int)HD);
-            rmsnorm(f, kd, kd, l->k_norm, (int64_t)N * HKV, (int)HD);
-            mark(f, UM_FW_NORM);
+            fw_rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)nq * H, (int)HD);
+            fw_rmsnorm(f, kd, kd, l->k_norm, (int64_t)N * HKV, (int)HD);
+            fw_mark(f, UM_FW_NORM);
         }
         const int32_t *qpos = subset ? f->rows_sel : cpos;
         int rc = f->ref ? ops_rope_ref(&rope, qpos, nq, f->q, (int)H, NULL, 0, e)
@@ -738,36 +556,36 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
         if (!rc) rc = f->ref ? ops_rope_ref(&rope, cpos, N, kd, (int)HKV, NULL, 0, e)
                              : ops_rope(pool, &rope, cpos, N, kd, (int)HKV, NULL, 0, e);
         if (rc) return UM_FAIL;
-        mark(f, UM_FW_ROPE);
+        fw_mark(f, UM_FW_ROPE);
         if (kv) {
             if (partial && drift && il == hp->n_layer - 1) *drift = kv_drift(f, kv, il, act, n_act, tokens);
             kv_job kj = { .f = f, .kv = kv, .il = il, .store = !partial, .keep = partial && m->arch->block_causal };
             pool_for(pool, T, kv_one, &kj);
-            mark(f, UM_FW_ADD);
+            fw_mark(f, UM_FW_ADD);
         }
         if (attend(f, qpos, nq, T, e)) return UM_FAIL;
-        mark(f, UM_FW_ATTN);
+        fw_mark(f, UM_FW_ATTN);
         if (subset) {
             /* shrink the residual stream to the kept rows, in the caller's order */
-            gather(f->hidden, f->x, hrow, n_rows, E);
+            fw_gather(f->hidden, f->x, hrow, n_rows, E);
             memcpy(f->x, f->hidden, (size_t)(n_rows * E) * sizeof(float));
-            mark(f, UM_FW_ADD);
+            fw_mark(f, UM_FW_ADD);
         }
-        linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, nq, f->xn, l->bo);
-        mark(f, UM_FW_WO);
-        add(f, f->x, f->x, f->xn, nq * E);
-        mark(f, UM_FW_ADD);
-        rmsnorm(f, f->xn, f->x, l->ffn_norm, nq, (int)E);
-        mark(f, UM_FW_NORM);
-        if (ffn(f, il, f->x, f->xn, nq, e)) return UM_FAIL;
+        fw_linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, nq, f->xn, l->bo);
+        fw_mark(f, UM_FW_WO);
+        fw_add(f, f->x, f->x, f->xn, nq * E);
+        fw_mark(f, UM_FW_ADD);
+        fw_rmsnorm(f, f->xn, f->x, l->ffn_norm, nq, (int)E);
+        fw_mark(f, UM_FW_NORM);
+        if (fw_ffn(f, il, f->x, f->xn, nq, e)) return UM_FAIL;
     }
     const bool subset_done = !f->ref && n_rows < N;
     if (subset_done) memcpy(f->hidden, f->x, (size_t)(n_rows * E) * sizeof(float));
-    else gather(f->hidden, f->x, hrow, n_rows, E);
-    mark(f, UM_FW_ADD);
-    rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
-    linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
-    mark(f, UM_FW_HEAD);
+    else fw_gather(f->hidden, f->x, hrow, n_rows, E);
+    fw_mark(f, UM_FW_ADD);
+    fw_rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
+    fw_linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
+    fw_mark(f, UM_FW_HEAD);
     if (kv && !partial) {
         memcpy(kv->tok, tokens, (size_t)T * sizeof *tokens);
         kv->n_tokens = T;
@@ -780,6 +598,12 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
 int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
                 const int32_t *rows, int n_rows, float *logits, um_err *e) {
     return run_pass(f, NULL, tokens, n_tokens, NULL, 0, rows, n_rows, logits, NULL, e);
+}
+
+int forward_run_dg(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+                   const int32_t *rows, int n_rows, float *logits, um_err *e) {
+    if (!f->m->arch->gemma4) return um_errf(e, "architecture '%s' has no region-aware pass", f->m->arch->name);
+    return fwg_run(f, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, e);
 }
 
 int forward_run_kv(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,

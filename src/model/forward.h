@@ -56,6 +56,50 @@ void forward_free(um_forward *f);
 int  forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
                  const int32_t *rows, int n_rows, float *logits, um_err *e);
 
+/* DiffusionGemma (arch->gemma4): one region-aware pass over [prompt | canvas]. Rows
+ * [0, n_prompt) are the prompt (embeddings x sqrt(n_embd), causal attention over the prompt,
+ * sliding layers windowed, encoder layer scalars), rows [n_prompt, n_tokens) the canvas
+ * (rmsnorm_noscale(embedding x sqrt(n_embd) + self-conditioning), bidirectional over prompt
+ * and canvas, sliding layers seeing only the last n_swa - 1 prompt rows, decoder scalars).
+ * n_prompt < 0 takes llama.cpp's split: n_tokens - canvas_length when n_tokens exceeds the
+ * file's diffusion.canvas_length, else 0. forward_run on such a model is this with
+ * n_prompt = -1 and no self-conditioning.
+ *
+ * Self-conditioning (sc, NULL or sc->logits NULL: none, the first step): the previous step's
+ * logits of the canvas rows, p = softmax(logits / temp) per row, soft = (p @ token_embd) x
+ * sqrt(n_embd), then sc_down(gelu(sc_gate(n)) * sc_up(n)) with n = rmsnorm(soft) x sc_pre_norm,
+ * added to the canvas embeddings before their norm (llama.cpp: dg_canvas_embed). UM_SC_EXACT
+ * forms the product over the whole vocabulary (n_vocab x n_embd per row); UM_SC_TOPK keeps the
+ * top_k largest probabilities of each row exactly and spreads the rest of the mass evenly
+ * over the other tokens (their mean embedding: k + 1 embedding rows per row); UM_SC_AUTO does
+ * that for the rows whose top_k hold all but tail_max of the mass and the exact product for
+ * the others (docs/decoding.md has the agreement measured between them; the soft embedding's
+ * error of a top-k row is at most 2 tail max_v |emb_v| sqrt(n_embd)). */
+typedef enum um_sc_mode { UM_SC_EXACT = 0, UM_SC_TOPK = 1, UM_SC_AUTO = 2 } um_sc_mode;
+#define UM_SC_AUTO_K     256        /* UM_SC_AUTO's default top_k */
+#define UM_SC_AUTO_TAIL  1e-3f      /* and its default tail_max */
+#define UM_SC_MAX_TOPK 4096         /* top_k at most */
+typedef struct um_selfcond {
+    const float *logits;        /* (n_tokens - n_prompt, n_vocab) previous step's canvas logits, or NULL */
+    float        temp;          /* previous step's temperature (> 0) */
+    um_sc_mode   mode;
+    int          top_k;         /* UM_SC_TOPK, UM_SC_AUTO: kept entries per row, 1 .. n_vocab - 1 */
+    float        tail_max;      /* UM_SC_AUTO: a row whose tail holds more goes exact (0: UM_SC_AUTO_TAIL) */
+} um_selfcond;
+
+/* Canvas rows of the last pass whose self-conditioning was the exact product (UM_SC_AUTO's
+ * fallback; every row for UM_SC_EXACT, none for UM_SC_TOPK). */
+int  forward_sc_exact_rows(const um_forward *f);
+
+/* The keys [*lo, *hi) that row t of a pass of T rows sees, the first P of them the prompt,
+ * in a sliding (window n_swa) or global layer: the region mask of llama.cpp's
+ * llm_graph_input_attn_diffusion (prompt rows causal over the prompt, sliding ones windowed;
+ * canvas rows everything, sliding ones only the last n_swa - 1 prompt rows of the prompt). */
+void forward_dg_key_range(int t, int T, int P, int n_swa, bool swa, int32_t *lo, int32_t *hi);
+
+int  forward_run_dg(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+                    const int32_t *rows, int n_rows, float *logits, um_err *e);
+
 /* A K/V cache for canvases of up to max_tokens, K and V stored as type: UM_TYPE_F32, F16
  * (the default) or Q8_0 (needs n_head_kv * head_dim divisible by 32). */
 int  forward_kv_new(const um_forward *f, uint32_t type, int max_tokens, um_kvcache **out, um_err *e);

@@ -300,6 +300,262 @@ static int read_hparams(um_model *m, um_err *e) {
     return UM_OK;
 }
 
+/* ------------------------------------------------------------------ Gemma 4 (DiffusionGemma)
+ * Keys and tensors as llama.cpp's DiffusionGemma port reads them (unslothai/llama.cpp
+ * refs/pins/c3fb9724: src/models/diffusion-gemma.cpp load_arch_hparams / load_arch_tensors,
+ * src/llama-model.cpp's common loader for head counts, key lengths and rope dims; the
+ * converter conversion/gemma.py Gemma4Model + conversion/diffusion_gemma.py writes them). */
+
+/* A per-layer value given as one number or as an array of n_layer numbers (llama.cpp's
+ * get_key_or_arr). Absent: def, or an error when required. */
+static int gemma_layer_key(const um_model *m, const char *suffix, bool required, int64_t def, int64_t *out, um_err *e) {
+    char key[160];
+    arch_key(m, suffix, key, sizeof key);
+    const int n = m->hp.n_layer;
+    const gguf_kv *kv = gguf_find_kv(m->gguf, key);
+    if (!kv) {
+        if (required) return um_errf(e, "required key '%s' missing", key);
+        for (int il = 0; il < n; il++) out[il] = def;
+        return UM_OK;
+    }
+    if (kv->type != GGUF_TYPE_ARRAY) {
+        uint32_t v;
+        bool b;
+        if (kv->type == GGUF_TYPE_BOOL) { if (gguf_get_bool(m->gguf, key, &b, e)) return UM_FAIL; v = b; }
+        else if (gguf_get_u32(m->gguf, key, &v, e)) return UM_FAIL;
+        for (int il = 0; il < n; il++) out[il] = v;
+        return UM_OK;
+    }
+    if (kv->arr_type == GGUF_TYPE_STRING || kv->arr_n != (uint64_t)n)
+        return um_errf(e, "key '%s': expected %d per-layer numbers, got an array of %" PRIu64, key, n, kv->arr_n);
+    for (int il = 0; il < n; il++) out[il] = gguf_arr_i64(kv, (uint64_t)il);
+    return UM_OK;
+}
+
+static int diffusion_f32(const um_model *m, const char *key, float def, float lo, float hi, float *v, um_err *e) {
+    *v = def;
+    if (gguf_find_kv(m->gguf, key) && gguf_get_f32(m->gguf, key, v, e)) return UM_FAIL;
+    if (!(*v >= lo && *v <= hi)) return um_errf(e, "%s = %g out of range [%g, %g]", key, (double)*v, (double)lo, (double)hi);
+    return UM_OK;
+}
+
+static int diffusion_u32(const um_model *m, const char *key, uint32_t def, uint32_t lo, uint32_t hi, int32_t *v, um_err *e) {
+    uint32_t x = def;
+    if (gguf_find_kv(m->gguf, key) && gguf_get_u32(m->gguf, key, &x, e)) return UM_FAIL;
+    if (x < lo || x > hi) return um_errf(e, "%s = %u out of range [%u, %u]", key, x, lo, hi);
+    *v = (int32_t)x;
+    return UM_OK;
+}
+
+/* Hyper-parameters; the per-layer geometry goes into m->layers (allocated here). */
+static int gemma_hparams(um_model *m, um_err *e) {
+    um_hparams *hp = &m->hp;
+    uint32_t v;
+    if (get_u32_req(m, "embedding_length", &v, e)) return UM_FAIL;
+    hp->n_embd = (int32_t)v;
+    if (get_u32_req(m, "block_count", &v, e)) return UM_FAIL;
+    hp->n_layer = (int32_t)v;
+    if (hp->n_embd <= 0 || hp->n_embd > (1 << 20)) return um_errf(e, "embedding_length %d out of range", hp->n_embd);
+    if (hp->n_layer <= 0 || hp->n_layer > 4096) return um_errf(e, "block_count %d out of range", hp->n_layer);
+    if (get_u32_req(m, "attention.head_count", &v, e)) return UM_FAIL;       /* uniform in Gemma 4 */
+    hp->n_head = (int32_t)v;
+    if (hp->n_head <= 0 || hp->n_head > 4096) return um_errf(e, "attention.head_count %d out of range", hp->n_head);
+    if (get_u32_opt(m, "context_length", 131072, &v, e)) return UM_FAIL;
+    hp->n_ctx_train = (int32_t)v;
+    char key[160];
+    arch_key(m, "attention.layer_norm_rms_epsilon", key, sizeof key);
+    if (!gguf_find_kv(m->gguf, key)) return um_errf(e, "required key '%s' missing", key);
+    if (gguf_get_f32(m->gguf, key, &hp->norm_eps, e)) return UM_FAIL;
+    if (!(hp->norm_eps > 0 && hp->norm_eps < 1)) return um_errf(e, "%s = %g out of range", key, hp->norm_eps);
+    /* head sizes: key_length / value_length for global layers, *_swa for sliding ones (both
+     * required equal to K's, as load_arch_tensors throws otherwise) */
+    uint32_t hd_full, hd_swa, vl, n_rot_full, n_rot_swa;
+    uint32_t def_hd = hp->n_embd % hp->n_head ? 0 : (uint32_t)(hp->n_embd / hp->n_head);
+    if (get_u32_opt(m, "attention.key_length", def_hd, &hd_full, e)) return UM_FAIL;
+    if (get_u32_opt(m, "attention.value_length", hd_full, &vl, e)) return UM_FAIL;
+    if (vl != hd_full) return um_errf(e, "attention.value_length %u differs from key_length %u (unsupported)", vl, hd_full);
+    if (get_u32_req(m, "attention.key_length_swa", &hd_swa, e)) return UM_FAIL;
+    if (get_u32_opt(m, "attention.value_length_swa", hd_swa, &vl, e)) return UM_FAIL;
+    if (vl != hd_swa) return um_errf(e, "attention.value_length_swa %u differs from key_length_swa %u (unsupported)", vl, hd_swa);
+    if (get_u32_opt(m, "rope.dimension_count", hd_full, &n_rot_full, e)) return UM_FAIL;
+    if (get_u32_opt(m, "rope.dimension_count_swa", n_rot_full, &n_rot_swa, e)) return UM_FAIL;
+    float base_full, base_swa;
+    if (get_f32_opt(m, "rope.freq_base", 10000.0f, &base_full, e) || get_f32_opt(m, "rope.freq_base_swa", 10000.0f, &base_swa, e))
+        return UM_FAIL;
+    if (!(base_full > 0) || !(base_swa > 0)) return um_errf(e, "rope.freq_base / rope.freq_base_swa must be positive");
+    if (get_u32_req(m, "attention.sliding_window", &v, e)) return UM_FAIL;
+    if (v < 1 || v > (1u << 24)) return um_errf(e, "attention.sliding_window %u out of range", v);
+    hp->n_swa = (int32_t)v;
+    if (get_f32_opt(m, "final_logit_softcapping", 0.0f, &hp->softcap, e)) return UM_FAIL;
+    if (!(hp->softcap >= 0 && hp->softcap < 1e6f)) return um_errf(e, "final_logit_softcapping %g out of range", hp->softcap);
+
+    m->layers = um_calloc((size_t)hp->n_layer, sizeof *m->layers);
+    int64_t *arr = um_calloc((size_t)hp->n_layer, sizeof *arr);
+    int rc = UM_FAIL;
+    if (!m->layers || !arr) { um_errf(e, "out of memory"); goto out; }
+    if (gemma_layer_key(m, "attention.sliding_window_pattern", true, 0, arr, e)) goto out;
+    for (int il = 0; il < hp->n_layer; il++) m->layers[il].swa = arr[il] != 0;
+    if (gemma_layer_key(m, "attention.head_count_kv", false, hp->n_head, arr, e)) goto out;
+    hp->head_dim = hp->n_head_kv = hp->n_rot = 0;
+    hp->nkv_max = 0;
+    for (int il = 0; il < hp->n_layer; il++) {
+        um_layer *l = &m->layers[il];
+        l->head_dim = (int32_t)(l->swa ? hd_swa : hd_full);
+        l->n_rot = (int32_t)(l->swa ? n_rot_swa : n_rot_full);
+        l->rope_base = l->swa ? base_swa : base_full;
+        if (arr[il] <= 0 || arr[il] > hp->n_head || hp->n_head % arr[il]) {
+            um_errf(e, "attention.head_count_kv %" PRId64 " of layer %d must divide head_count %d", arr[il], il, hp->n_head);
+            goto out;
+        }
+        l->n_head_kv = (int32_t)arr[il];
+        if (l->head_dim < 2 || l->head_dim > UM_OPS_MAX_HEAD_DIM || l->head_dim % 2) {
+            um_errf(e, "layer %d: head dimension %d unsupported (even, 2..%d)", il, l->head_dim, UM_OPS_MAX_HEAD_DIM);
+            goto out;
+        }
+        if (l->n_rot < 2 || l->n_rot > l->head_dim || l->n_rot % 2) {
+            um_errf(e, "layer %d: rope dimension %d invalid for head dimension %d", il, l->n_rot, l->head_dim);
+            goto out;
+        }
+        hp->head_dim = UM_MAX(hp->head_dim, l->head_dim);
+        hp->n_head_kv = UM_MAX(hp->n_head_kv, l->n_head_kv);
+        hp->n_rot = UM_MAX(hp->n_rot, l->n_rot);
+        hp->nkv_max = UM_MAX(hp->nkv_max, (int64_t)l->n_head_kv * l->head_dim);
+    }
+    hp->rope_base = base_full;
+    if (get_u32_req(m, "feed_forward_length", &v, e)) goto out;
+    hp->n_ff = (int32_t)v;
+    if (get_u32_req(m, "expert_count", &v, e)) goto out;
+    hp->n_expert = (int32_t)v;
+    if (get_u32_req(m, "expert_used_count", &v, e)) goto out;
+    hp->n_expert_used = (int32_t)v;
+    if (get_u32_req(m, "expert_feed_forward_length", &v, e)) goto out;
+    hp->n_ff_exp = (int32_t)v;
+    if (hp->n_ff <= 0 || hp->n_ff > (1 << 20) || hp->n_ff_exp <= 0 || hp->n_ff_exp > (1 << 20) || hp->n_expert <= 0 ||
+        hp->n_expert > 4096 || hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert || hp->n_expert_used > UM_MOE_MAX_K) {
+        um_errf(e, "feed_forward_length %d / expert_count %d / expert_used_count %d / expert_feed_forward_length %d invalid",
+                hp->n_ff, hp->n_expert, hp->n_expert_used, hp->n_ff_exp);
+        goto out;
+    }
+    /* gemma4-common.h's build_moe_ffn call: softmax gating, weights renormalised, scale 1 */
+    hp->moe_sigmoid = false;
+    hp->moe_norm_w = true;
+    hp->expert_weights_scale = 0.0f;
+    hp->shift_logits = false;           /* diffusion-cli: shift_logits = (canvas_length == 0) */
+    hp->mask_id = -1;                   /* uniform-state: no mask token */
+    if (!gguf_find_kv(m->gguf, "diffusion.canvas_length")) {
+        um_errf(e, "required key 'diffusion.canvas_length' missing (DiffusionGemma splits [prompt | canvas] on it)");
+        goto out;
+    }
+    if (diffusion_u32(m, "diffusion.canvas_length", 0, 1, 65536, &hp->canvas_length, e)) goto out;
+    /* diffusion-cli.cpp's fallbacks when a key is absent (the converter writes them from
+     * generation_config.json): 48 steps, t 0.4..0.8, bound 0.1, stability 1, confidence 0.005 */
+    if (diffusion_u32(m, "diffusion.eb_max_steps", 48, 1, 100000, &hp->eb_max_steps, e) ||
+        diffusion_f32(m, "diffusion.eb_t_min", 0.4f, 0.0f, 100.0f, &hp->eb_t_min, e) ||
+        diffusion_f32(m, "diffusion.eb_t_max", 0.8f, 0.0f, 100.0f, &hp->eb_t_max, e) ||
+        diffusion_f32(m, "diffusion.eb_entropy_bound", 0.1f, 0.0f, 1e6f, &hp->eb_entropy_bound, e) ||
+        diffusion_u32(m, "diffusion.eb_stability_threshold", 1, 0, 100000, &hp->eb_stability, e) ||
+        diffusion_f32(m, "diffusion.eb_confidence_threshold", 0.005f, 0.0f, 1e6f, &hp->eb_confidence, e))
+        goto out;
+    rc = UM_OK;
+out:
+    free(arr);
+    return rc;
+}
+
+/* Every weight-scale tensor llama.cpp would apply; unmask knows the two Gemma 4 has. */
+static int gemma_check_scales(loader *L) {
+    const um_model *m = L->m;
+    for (uint64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
+        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+        const char *n = t->name.ptr;
+        size_t len = t->name.len;
+        if (len < 6 || memcmp(n + len - 6, ".scale", 6)) continue;
+        if ((len > 19 && !memcmp(n + len - 19, ".ffn_gate_inp.scale", 19)) ||
+            (len > 20 && !memcmp(n + len - 20, ".ffn_down_exps.scale", 20)))
+            continue;
+        return um_errf(L->e, "tensor '%.*s': weight scales other than ffn_gate_inp.scale and ffn_down_exps.scale are "
+                             "not supported", (int)len, n);
+    }
+    return UM_OK;
+}
+
+static int gemma_bind(loader *L) {
+    um_model *m = L->m;
+    um_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff, FX = hp->n_ff_exp, X = hp->n_expert;
+    if (gemma_check_scales(L)) return UM_FAIL;
+    /* self-conditioning MLP (TENSOR_NOT_REQUIRED in the port): all four or none */
+    if (bind_vec(L, &m->sc_pre_norm, "self_cond_pre_norm.weight", E, false) ||
+        bind_weight(L, &m->sc_gate, "self_cond_gate.weight", E, F, false) ||
+        bind_weight(L, &m->sc_up, "self_cond_up.weight", E, F, false) ||
+        bind_weight(L, &m->sc_down, "self_cond_down.weight", F, E, false))
+        return UM_FAIL;
+    int n_sc = !!gguf_find_tensor(m->gguf, "self_cond_pre_norm.weight") + !!m->sc_gate.data + !!m->sc_up.data + !!m->sc_down.data;
+    if (n_sc != 0 && n_sc != 4)
+        return um_errf(L->e, "self-conditioning tensors incomplete: self_cond_pre_norm, _gate, _up and _down come together");
+    char n[128];
+#define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
+    for (int il = 0; il < hp->n_layer; il++) {
+        um_layer *l = &m->layers[il];
+        const int64_t HD = l->head_dim, NQ = (int64_t)hp->n_head * HD, NKV = (int64_t)l->n_head_kv * HD;
+        if (!l->swa && !m->rope_freqs_bound) {
+            /* one model-wide tensor for every global layer (load_arch_tensors: TENSOR_DUPLICATED after
+             * the first), sized by the first global layer's head */
+            if (bind_vec(L, &m->rope_freqs, "rope_freqs.weight", HD / 2, true)) return UM_FAIL;
+            m->rope_freqs_bound = true;
+            m->rope_freqs_n = (int32_t)(HD / 2);
+        }
+        if (!l->swa && HD / 2 != m->rope_freqs_n)
+            return um_errf(L->e, "layer %d: global layers differ in head size (%" PRId64 " vs %d)", il, HD, 2 * m->rope_freqs_n);
+        if (bind_vec(L, &l->attn_norm, NAME("attn_norm.weight"), E, true) ||
+            bind_weight(L, &l->wq, NAME("attn_q.weight"), E, NQ, true) ||
+            bind_weight(L, &l->wk, NAME("attn_k.weight"), E, NKV, true) ||
+            bind_weight(L, &l->wv, NAME("attn_v.weight"), E, NKV, false) ||
+            bind_weight(L, &l->wo, NAME("attn_output.weight"), NQ, E, true) ||
+            bind_vec(L, &l->q_norm, NAME("attn_q_norm.weight"), HD, true) ||
+            bind_vec(L, &l->k_norm, NAME("attn_k_norm.weight"), HD, true) ||
+            bind_vec(L, &l->attn_post_norm, NAME("post_attention_norm.weight"), E, true) ||
+            bind_vec(L, &l->out_scale, NAME("layer_output_scale.weight"), 1, true) ||
+            bind_vec(L, &l->enc_out_scale, NAME("enc_layer_output_scale.weight"), 1, true) ||
+            bind_vec(L, &l->ffn_norm, NAME("ffn_norm.weight"), E, true) ||
+            bind_weight(L, &l->ffn_gate, NAME("ffn_gate.weight"), E, F, true) ||
+            bind_weight(L, &l->ffn_up, NAME("ffn_up.weight"), E, F, true) ||
+            bind_weight(L, &l->ffn_down, NAME("ffn_down.weight"), F, E, true) ||
+            bind_vec(L, &l->ffn_post_norm, NAME("post_ffw_norm.weight"), E, true) ||
+            bind_weight(L, &l->ffn_gate_inp, NAME("ffn_gate_inp.weight"), E, X, true) ||
+            bind_vec(L, &l->ffn_gate_inp_s, NAME("ffn_gate_inp.scale"), E, true) ||
+            bind_vec(L, &l->ffn_pre_norm_2, NAME("pre_ffw_norm_2.weight"), E, true) ||
+            bind_vec(L, &l->ffn_post_norm_1, NAME("post_ffw_norm_1.weight"), E, true) ||
+            bind_vec(L, &l->ffn_post_norm_2, NAME("post_ffw_norm_2.weight"), E, true) ||
+            bind_vec(L, &l->down_exps_s, NAME("ffn_down_exps.scale"), X, false))
+            return UM_FAIL;
+        l->v_from_k = !l->wv.data;
+        if (l->v_from_k) l->wv = l->wk;
+        if (gguf_find_tensor(m->gguf, NAME("ffn_gate_up_exps.weight"))) {
+            int st;
+            const gguf_tensor *t = find_shaped(L, n, E, 2 * FX, X, true, &st);
+            if (st) return st;
+            if (check_type(L, t, true)) return UM_FAIL;
+            l->gate_exps = um_calloc((size_t)X, sizeof *l->gate_exps);
+            l->up_exps = um_calloc((size_t)X, sizeof *l->up_exps);
+            if (!l->gate_exps || !l->up_exps) return um_errf(L->e, "out of memory binding '%s'", n);
+            for (int64_t x = 0; x < X; x++) {
+                um_weight both;
+                weight_from(&both, t, x);
+                weight_rows(&l->gate_exps[x], &both, 0, FX);
+                weight_rows(&l->up_exps[x], &both, FX, FX);
+            }
+        } else if (bind_experts(L, &l->gate_exps, NAME("ffn_gate_exps.weight"), E, FX, X) ||
+                   bind_experts(L, &l->up_exps, NAME("ffn_up_exps.weight"), E, FX, X)) {
+            return UM_FAIL;
+        }
+        if (bind_experts(L, &l->down_exps, NAME("ffn_down_exps.weight"), FX, E, X)) return UM_FAIL;
+    }
+#undef NAME
+    return UM_OK;
+}
+
+
 static int bind_all(loader *L) {
     um_model *m = L->m;
     um_hparams *hp = &m->hp;
@@ -317,6 +573,7 @@ static int bind_all(loader *L) {
     if (bind_weight(L, &m->output, "output.weight", hp->n_embd, hp->n_vocab, !m->arch->output_optional)) return UM_FAIL;
     if (!m->output.data) m->output = m->tok_embd;
     if (bind_vec(L, &m->output_b, "output.bias", hp->n_vocab, false)) return UM_FAIL;
+    if (m->arch->gemma4) return gemma_bind(L);
 
     m->layers = um_calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return um_errf(L->e, "out of memory");
@@ -434,7 +691,7 @@ int model_from_gguf(um_model **out, gguf_file *g, um_err *e) {
         const char *p = gguf_path(g), *s = strrchr(p, '/');
         snprintf(m->name, sizeof m->name, "%s", s ? s + 1 : p);
     }
-    if (read_hparams(m, e)) goto fail;
+    if (m->arch->gemma4 ? gemma_hparams(m, e) : read_hparams(m, e)) goto fail;
     if (bind_all(L)) goto fail;
     if (convert_vecs(L)) goto fail;
     m->ftype_main = main_type(m);

@@ -55,6 +55,15 @@ typedef struct um_hparams {
     bool    shift_logits;
     int32_t mask_id;            /* -1 if the file has none */
     int32_t block_size;         /* block-causal attention block length (arch->block_causal), else 0 */
+    /* Gemma 4 / DiffusionGemma (arch->gemma4); per-layer geometry is in um_layer, and head_dim,
+     * n_head_kv, n_rot above hold the largest layer's (buffer sizes) */
+    int32_t n_swa;              /* sliding window: a sliding prompt row q sees keys q-n_swa < k <= q */
+    int32_t canvas_length;      /* diffusion.canvas_length: the last rows of a pass are the canvas */
+    float   softcap;            /* final_logit_softcapping: logits = c tanh(logits / c); 0 = none */
+    int64_t nkv_max;            /* largest n_head_kv * head_dim over the layers */
+    /* the file's sampler settings (diffusion.eb_*, llama.cpp's diffusion-cli defaults when absent) */
+    int32_t eb_max_steps, eb_stability;
+    float   eb_t_min, eb_t_max, eb_entropy_bound, eb_confidence;
 } um_hparams;
 
 typedef struct um_layer {
@@ -71,7 +80,18 @@ typedef struct um_layer {
     um_weight ffn_gate_inp;     /* router (n_expert, n_embd); data NULL on a dense layer */
     um_vec    exp_probs_b;      /* (n_expert) expert selection bias, or NULL */
     um_weight ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp; /* (n_ff_shexp, n_embd) x2, (n_embd, n_ff_shexp); data NULL if none */
-    um_weight *gate_exps, *up_exps, *down_exps; /* (n_expert) each: (n_ff_exp, n_embd) x2, (n_embd, n_ff_exp) */
+    um_weight *gate_exps, *up_exps, *down_exps; /* (n_expert) each: (n_ff_exp, n_embd) x2, (n_embd, n_ff_exp);
+                                   Gemma 4's fused ffn_gate_up_exps binds as row views: gate rows [0, F), up [F, 2F) */
+    /* Gemma 4 (arch->gemma4) */
+    bool      swa;              /* sliding-window layer, else global */
+    int32_t   head_dim, n_head_kv, n_rot;
+    float     rope_base;        /* rope.freq_base_swa on sliding layers, rope.freq_base on global ones */
+    bool      v_from_k;         /* no attn_v (global layers): V is the raw K projection */
+    um_vec    attn_post_norm, ffn_post_norm;                  /* (n_embd) */
+    um_vec    ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2; /* (n_embd) MoE input, dense out, MoE out */
+    um_vec    ffn_gate_inp_s;   /* (n_embd) router input scale */
+    um_vec    down_exps_s;      /* (n_expert) per-expert output scale, or NULL */
+    um_vec    out_scale, enc_out_scale; /* (1) layer scalar for canvas rows / prompt rows */
 } um_layer;
 
 typedef struct um_model {
@@ -85,6 +105,12 @@ typedef struct um_model {
     um_weight      output;      /* (n_vocab, n_embd), may alias tok_embd */
     um_vec         output_b;    /* optional (n_vocab) */
     um_layer      *layers;      /* (n_layer) */
+    /* Gemma 4 self-conditioning MLP (optional in the file; NULL data: no self-conditioning) */
+    um_vec         sc_pre_norm; /* (n_embd) */
+    um_weight      sc_gate, sc_up, sc_down; /* (n_ff, n_embd) x2, (n_embd, n_ff) */
+    um_vec         rope_freqs;  /* (rope_freqs_n) Gemma 4 global layers' RoPE frequency divisors */
+    int32_t        rope_freqs_n;
+    bool           rope_freqs_bound;
     float         *vec_arena;   /* all um_vec storage, one allocation */
     uint64_t       file_bytes;
 } um_model;

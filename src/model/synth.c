@@ -20,26 +20,55 @@
 
 static const um_synth_shape g_shapes[] = {
     /* small models for tests: K-quant friendly widths (multiples of 256) */
-    { "tiny-llada", "llada", 1024, 512, 256, 2, 4, 4, 64, 512, 0, 0, 0, 500000.0f, 1e-5f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f },
-    { "tiny-dream", "dream", 1024, 512, 256, 2, 4, 2, 64, 512, 0, 0, 0, 1000000.0f, 1e-6f, true, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f },
-    { "tiny-llada-moe", "llada-moe", 1024, 512, 256, 2, 4, 4, 64, 0, 8, 2, 256, 50000.0f, 1e-6f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f },
-    { "tiny-rnd1", "rnd1", 1024, 512, 256, 2, 4, 2, 128, 0, 8, 2, 256, 1000000.0f, 1e-6f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f },
+    { "tiny-llada", "llada", 1024, 512, 256, 2, 4, 4, 64, 512, 0, 0, 0, 500000.0f, 1e-5f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
+    { "tiny-dream", "dream", 1024, 512, 256, 2, 4, 2, 64, 512, 0, 0, 0, 1000000.0f, 1e-6f, true, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
+    { "tiny-llada-moe", "llada-moe", 1024, 512, 256, 2, 4, 4, 64, 0, 8, 2, 256, 50000.0f, 1e-6f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
+    { "tiny-rnd1", "rnd1", 1024, 512, 256, 2, 4, 2, 128, 0, 8, 2, 256, 1000000.0f, 1e-6f, false, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
     /* the real families' shapes, vocabulary included (benchmarks) */
     { "llada-8b", "llada", 126464, 4096, 4096, 32, 32, 32, 128, 12288, 0, 0, 0, 500000.0f, 1e-5f, false,
-      126080, 126081, 126348, 126336, 0, 0, 0, 0, 0, 0.0f },
+      126080, 126081, 126348, 126336, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
     { "dream-7b", "dream", 152064, 131072, 3584, 28, 28, 4, 128, 18944, 0, 0, 0, 1000000.0f, 1e-6f, true,
-      151643, 151643, 151645, 151666, 0, 0, 0, 0, 0, 0.0f },
+      151643, 151643, 151645, 151666, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
     { "llada-moe-7b", "llada-moe", 157184, 8192, 2048, 16, 16, 16, 128, 0, 64, 8, 1024, 50000.0f, 1e-6f, false,
-      -1, -1, -1, 156895, 0, 0, 0, 0, 0, 0.0f },
+      -1, -1, -1, 156895, 0, 0, 0, 0, 0, 0.0f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
     /* LLaDA2: 3 layers (1 dense), 8 experts in 2 groups (1 used), 1 shared, half the head rotated */
     { "tiny-llada2", "llada2", 1024, 512, 256, 3, 4, 2, 64, 512, 8, 2, 256, 600000.0f, 1e-6f, false,
-      -1, -1, -1, -1, 32, 1, 1, 2, 1, 2.5f },
+      -1, -1, -1, -1, 32, 1, 1, 2, 1, 2.5f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
     /* LLaDA2.0-mini's config.json (inclusionAI/LLaDA2.0-mini): hidden 2048, 20 layers (first dense,
      * intermediate 5120), 16 heads / 4 KV of 128 (partial_rotary_factor 0.5), 256 experts of 512,
      * 8 used, n_group 8, topk_group 4, 1 shared, routed_scaling_factor 2.5, rope_theta 600000,
      * rms_norm_eps 1e-6, max_position_embeddings 32768, vocab 157184; eos 156892, mask 156895 */
     { "llada2-mini", "llada2", 157184, 32768, 2048, 20, 16, 4, 128, 5120, 256, 8, 512, 600000.0f, 1e-6f, false,
-      -1, 156892, -1, 156895, 64, 1, 1, 8, 4, 2.5f },
+      -1, 156892, -1, 156895, 64, 1, 1, 8, 4, 2.5f, 0, 0, 0, 0, 0, 0.0f, 0.0f, 0.0f, false },
+    /* DiffusionGemma: 3 layers (sliding, sliding, global), a window of 8 so short prompts
+     * exercise it, a 16-token canvas; global heads twice as wide with 1 K/V head */
+    { .name = "tiny-diffusion-gemma", .arch = "diffusion-gemma", .n_vocab = 1024, .n_ctx = 4096, .n_embd = 256,
+      .n_layer = 3, .n_head = 4, .n_head_kv = 1, .head_dim = 128, .n_ff = 512, .n_expert = 8, .n_expert_used = 2,
+      .n_ff_exp = 256, .rope_base = 1000000.0f, .norm_eps = 1e-6f, .bos_id = 2, .eos_id = 1, .eot_id = -1, .mask_id = -1,
+      .head_dim_swa = 64, .n_head_kv_swa = 2, .n_swa = 8, .swa_period = 3, .canvas_length = 16,
+      .rope_base_swa = 10000.0f, .softcap = 30.0f, .rope_partial = 0.25f, .fused_gate_up = true },
+    { .name = "tiny-diffusion-gemma-split", .arch = "diffusion-gemma", .n_vocab = 1024, .n_ctx = 4096, .n_embd = 256,
+      .n_layer = 3, .n_head = 4, .n_head_kv = 1, .head_dim = 128, .n_ff = 512, .n_expert = 8, .n_expert_used = 2,
+      .n_ff_exp = 256, .rope_base = 1000000.0f, .norm_eps = 1e-6f, .bos_id = 2, .eos_id = 1, .eot_id = -1, .mask_id = -1,
+      .head_dim_swa = 64, .n_head_kv_swa = 2, .n_swa = 8, .swa_period = 3, .canvas_length = 16,
+      .rope_base_swa = 10000.0f, .softcap = 30.0f, .rope_partial = 0.25f, .fused_gate_up = false },
+    /* tiny-diffusion-gemma with the real vocabulary size (262144): the self-conditioning product and
+     * the head at full width (bench/sc_topk.py) */
+    { .name = "tiny-diffusion-gemma-262k", .arch = "diffusion-gemma", .n_vocab = 262144, .n_ctx = 4096, .n_embd = 256,
+      .n_layer = 3, .n_head = 4, .n_head_kv = 1, .head_dim = 128, .n_ff = 512, .n_expert = 8, .n_expert_used = 2,
+      .n_ff_exp = 256, .rope_base = 1000000.0f, .norm_eps = 1e-6f, .bos_id = 2, .eos_id = 1, .eot_id = -1, .mask_id = -1,
+      .head_dim_swa = 64, .n_head_kv_swa = 2, .n_swa = 8, .swa_period = 3, .canvas_length = 16,
+      .rope_base_swa = 10000.0f, .softcap = 30.0f, .rope_partial = 0.25f, .fused_gate_up = true },
+    /* DiffusionGemma-26B-A4B (google/diffusiongemma-26B-A4B-it, a Gemma 4 26B-A4B backbone): hidden 2816,
+     * 30 layers (25 sliding of head 256 with 8 K/V heads, 5 global of head 512 with 2), 16 heads, window
+     * 1024, dense MLP 2112 beside 128 experts of 704 (8 used), vocabulary 262144, canvas 256, rope 1e6
+     * (global, partial 0.25) / 1e4 (sliding), soft-cap 30, rms eps 1e-6. Values from REFERENCE.md section 7
+     * and Gemma 4 26B-A4B's published configuration; no real file was read here (docs/models.md). */
+    { .name = "diffusion-gemma-26b-a4b", .arch = "diffusion-gemma", .n_vocab = 262144, .n_ctx = 262144, .n_embd = 2816,
+      .n_layer = 30, .n_head = 16, .n_head_kv = 2, .head_dim = 512, .n_ff = 2112, .n_expert = 128, .n_expert_used = 8,
+      .n_ff_exp = 704, .rope_base = 1000000.0f, .norm_eps = 1e-6f, .bos_id = 2, .eos_id = 1, .eot_id = -1, .mask_id = -1,
+      .head_dim_swa = 256, .n_head_kv_swa = 8, .n_swa = 1024, .swa_period = 6, .canvas_length = 256,
+      .rope_base_swa = 10000.0f, .softcap = 30.0f, .rope_partial = 0.25f, .fused_gate_up = true },
 };
 
 const um_synth_shape *synth_find_shape(const char *name) {
@@ -49,7 +78,9 @@ const um_synth_shape *synth_find_shape(const char *name) {
 }
 
 const char *synth_shape_names(void) {
-    return "tiny-llada, tiny-dream, tiny-llada-moe, tiny-rnd1, tiny-llada2, llada-8b, dream-7b, llada-moe-7b, llada2-mini";
+    return "tiny-llada, tiny-dream, tiny-llada-moe, tiny-rnd1, tiny-llada2, tiny-diffusion-gemma, tiny-diffusion-gemma-split, "
+           "tiny-diffusion-gemma-262k, "
+           "llada-8b, dream-7b, llada-moe-7b, llada2-mini, diffusion-gemma-26b-a4b";
 }
 
 /* ------------------------------------------------------------------ random numbers */
@@ -155,7 +186,8 @@ static int write_tokenizer(gguf_writer *w, const um_synth_shape *s, um_err *e) {
 
 typedef struct tspec {
     char    name[64];
-    int     kind;               /* 0 = matrix, 1 = norm weight (around 1), 2 = bias (small), 3 = expert bias */
+    int     kind;               /* 0 = matrix, 1 = norm weight (around 1), 2 = bias (small), 3 = expert bias,
+                                   4 = rope_freqs (1 for the first `std` pairs, 1e30 after), 5 = scalar in [0.3, 0.9] */
     float   std;
     int64_t ne[3];              /* ne[1], ne[2] = 0 when absent */
     uint32_t type;
@@ -185,8 +217,65 @@ static int push(plan *p, const char *name, int kind, float std, int64_t ne0, int
     return UM_OK;
 }
 
+/* Gemma 4 layer geometry of the shape: global when (il + 1) % swa_period == 0. */
+static bool gemma_swa(const um_synth_shape *s, int il) { return (il + 1) % s->swa_period != 0; }
+
+/* DiffusionGemma's tensors, named as llama-arch.cpp names them for LLM_ARCH_DIFFUSION_GEMMA. */
+static int plan_gemma(const um_synth_shape *s, plan *p) {
+    const int64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff, FX = s->n_ff_exp, X = s->n_expert;
+    const float std_in = 1.0f / sqrtf((float)E);
+    int rc = push(p, "token_embd.weight", 0, 1.0f, E, V, 0);
+    rc |= push(p, "output_norm.weight", 1, 0, E, 0, 0);
+    /* proportional RoPE: rope_partial of the global head's pairs rotate (conversion/gemma.py
+     * generate_extra_tensors: 1.0 then 1e30) */
+    rc |= push(p, "rope_freqs.weight", 4, (float)(int)(s->head_dim * s->rope_partial / 2), s->head_dim / 2, 0, 0);
+    rc |= push(p, "self_cond_pre_norm.weight", 1, 0, E, 0, 0);
+    rc |= push(p, "self_cond_gate.weight", 0, std_in, E, F, 0);
+    rc |= push(p, "self_cond_up.weight", 0, std_in, E, F, 0);
+    rc |= push(p, "self_cond_down.weight", 0, 1.0f / sqrtf((float)F), F, E, 0);
+    char n[64];
+    for (int il = 0; il < s->n_layer && !rc; il++) {
+        const bool swa = gemma_swa(s, il);
+        const int64_t HD = swa ? s->head_dim_swa : s->head_dim, NQ = (int64_t)s->n_head * HD;
+        const int64_t NKV = (int64_t)(swa ? s->n_head_kv_swa : s->n_head_kv) * HD;
+#define T(suffix, kind, std, a, b, d) (snprintf(n, sizeof n, "blk.%d." suffix, il), push(p, n, kind, std, a, b, d))
+        rc |= T("attn_norm.weight", 1, 0, E, 0, 0);
+        rc |= T("attn_q.weight", 0, std_in, E, NQ, 0);
+        rc |= T("attn_k.weight", 0, std_in, E, NKV, 0);
+        if (swa) rc |= T("attn_v.weight", 0, std_in, E, NKV, 0);      /* global layers: V from K */
+        rc |= T("attn_output.weight", 0, 1.0f / sqrtf((float)NQ), NQ, E, 0);
+        rc |= T("attn_q_norm.weight", 1, 0, HD, 0, 0);
+        rc |= T("attn_k_norm.weight", 1, 0, HD, 0, 0);
+        rc |= T("post_attention_norm.weight", 1, 0, E, 0, 0);
+        rc |= T("layer_output_scale.weight", 5, 0, 1, 0, 0);
+        rc |= T("enc_layer_output_scale.weight", 5, 0, 1, 0, 0);
+        rc |= T("ffn_norm.weight", 1, 0, E, 0, 0);
+        rc |= T("ffn_gate.weight", 0, std_in, E, F, 0);
+        rc |= T("ffn_up.weight", 0, std_in, E, F, 0);
+        rc |= T("ffn_down.weight", 0, 1.0f / sqrtf((float)F), F, E, 0);
+        rc |= T("post_ffw_norm.weight", 1, 0, E, 0, 0);
+        /* the router sees a unit-RMS input times 1/sqrt(E): weights of std 2 give decisive logits */
+        rc |= T("ffn_gate_inp.weight", 0, 2.0f, E, X, 0);
+        rc |= T("ffn_gate_inp.scale", 1, 0, E, 0, 0);
+        rc |= T("pre_ffw_norm_2.weight", 1, 0, E, 0, 0);
+        rc |= T("post_ffw_norm_1.weight", 1, 0, E, 0, 0);
+        rc |= T("post_ffw_norm_2.weight", 1, 0, E, 0, 0);
+        if (s->fused_gate_up) {
+            rc |= T("ffn_gate_up_exps.weight", 0, std_in, E, 2 * FX, X);
+        } else {
+            rc |= T("ffn_gate_exps.weight", 0, std_in, E, FX, X);
+            rc |= T("ffn_up_exps.weight", 0, std_in, E, FX, X);
+        }
+        rc |= T("ffn_down_exps.weight", 0, 1.0f / sqrtf((float)FX), FX, E, X);
+        rc |= T("ffn_down_exps.scale", 5, 0, X, 0, 0);
+#undef T
+    }
+    return rc ? UM_FAIL : UM_OK;
+}
+
 /* Every tensor of the shape, in the order llama.cpp's converters write them. */
 static int plan_tensors(const um_synth_shape *s, plan *p) {
+    if (!strcmp(s->arch, "diffusion-gemma")) return plan_gemma(s, p);
     const int64_t E = s->n_embd, V = s->n_vocab, HD = s->head_dim;
     const int64_t NQ = (int64_t)s->n_head * HD, NKV = (int64_t)s->n_head_kv * HD;
     const float std_in = 1.0f / sqrtf((float)E);
@@ -294,7 +383,8 @@ static void gen_chunk(void *arg, int64_t chunk, int tid) {
     float a = t->std * sqrtf(3.0f) * j->o->init_scale;
     for (int64_t i = 0; i < nr * ne0; i++) {
         float u = uniform(&rng, 1.0f);
-        tmp[i] = t->kind == 1 ? 1.0f + 0.1f * u : t->kind == 2 ? 0.02f * u : t->kind == 3 ? 0.3f * u : a * u;
+        tmp[i] = t->kind == 1 ? 1.0f + 0.1f * u : t->kind == 2 ? 0.02f * u : t->kind == 3 ? 0.3f * u
+               : t->kind == 4 ? ((i % ne0) < (int64_t)t->std ? 1.0f : 1e30f) : t->kind == 5 ? 0.6f + 0.3f * u : a * u;
     }
     char *dst = (char *)t->data + (uint64_t)r0 * j->row_bytes;
     if (t->type == UM_TYPE_F32) memcpy(dst, tmp, (size_t)(nr * ne0) * sizeof(float));
@@ -346,7 +436,7 @@ int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
     gguf_set_u32(w, K("embedding_length"), (uint32_t)s->n_embd);
     gguf_set_u32(w, K("block_count"), (uint32_t)s->n_layer);
     gguf_set_u32(w, K("attention.head_count"), (uint32_t)s->n_head);
-    gguf_set_u32(w, K("attention.head_count_kv"), (uint32_t)s->n_head_kv);
+    if (strcmp(A, "diffusion-gemma")) gguf_set_u32(w, K("attention.head_count_kv"), (uint32_t)s->n_head_kv);
     gguf_set_u32(w, K("attention.key_length"), (uint32_t)s->head_dim);
     gguf_set_u32(w, K("attention.value_length"), (uint32_t)s->head_dim);
     gguf_set_u32(w, K("rope.dimension_count"), (uint32_t)(s->n_rot ? s->n_rot : s->head_dim));
@@ -358,6 +448,32 @@ int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
         gguf_set_u32(w, K("expert_used_count"), (uint32_t)s->n_expert_used);
         gguf_set_u32(w, K("expert_feed_forward_length"), (uint32_t)s->n_ff_exp);
         gguf_set_u32(w, K("feed_forward_length"), (uint32_t)(s->n_ff ? s->n_ff : s->n_ff_exp * s->n_expert_used));
+        if (!strcmp(A, "diffusion-gemma")) {
+            /* conversion/gemma.py Gemma4Model and Gemma3Model.set_gguf_parameters, TextModel's rope
+             * keys, conversion/diffusion_gemma.py's diffusion.* keys */
+            gguf_set_u32(w, K("attention.key_length_swa"), (uint32_t)s->head_dim_swa);
+            gguf_set_u32(w, K("attention.value_length_swa"), (uint32_t)s->head_dim_swa);
+            gguf_set_u32(w, K("rope.dimension_count_swa"), (uint32_t)s->head_dim_swa);
+            gguf_set_f32(w, K("rope.freq_base_swa"), s->rope_base_swa);
+            gguf_set_u32(w, K("attention.sliding_window"), (uint32_t)s->n_swa);
+            gguf_set_f32(w, K("final_logit_softcapping"), s->softcap);
+            gguf_set_bool(w, K("attention.causal"), false);
+            bool pat[4096];
+            int32_t kvh[4096];
+            for (int il = 0; il < s->n_layer && il < 4096; il++) {
+                pat[il] = gemma_swa(s, il);
+                kvh[il] = pat[il] ? s->n_head_kv_swa : s->n_head_kv;
+            }
+            gguf_set_arr(w, K("attention.sliding_window_pattern"), GGUF_TYPE_BOOL, pat, (uint64_t)s->n_layer);
+            gguf_set_arr(w, K("attention.head_count_kv"), GGUF_TYPE_INT32, kvh, (uint64_t)s->n_layer);
+            gguf_set_u32(w, "diffusion.canvas_length", (uint32_t)s->canvas_length);
+            gguf_set_u32(w, "diffusion.eb_max_steps", 48);
+            gguf_set_f32(w, "diffusion.eb_t_min", 0.4f);
+            gguf_set_f32(w, "diffusion.eb_t_max", 0.8f);
+            gguf_set_f32(w, "diffusion.eb_entropy_bound", 0.1f);
+            gguf_set_u32(w, "diffusion.eb_stability_threshold", 1);
+            gguf_set_f32(w, "diffusion.eb_confidence_threshold", 0.005f);
+        }
         if (!strcmp(A, "llada2")) {
             /* the keys BailingMoeV2Model.set_gguf_parameters and TextModel write (PR #17454) */
             gguf_set_u32(w, K("leading_dense_block_count"), (uint32_t)s->n_dense_lead);
@@ -374,7 +490,7 @@ int synth_write(const um_synth_opts *o, const char *path, um_err *e) {
     }
 #undef K
     bool shift = !strcmp(A, "dream") || !strcmp(A, "rnd1");
-    gguf_set_bool(w, "diffusion.shift_logits", shift);
+    if (strcmp(A, "diffusion-gemma")) gguf_set_bool(w, "diffusion.shift_logits", shift);
     if (write_tokenizer(w, s, e)) goto out;
     if (plan_tensors(s, &p)) { um_errf(e, "out of memory"); goto out; }
     if (choose_types(o, &p, e)) goto out;

@@ -32,6 +32,12 @@ typedef struct um_synth_shape {
     int32_t n_expert_shared;    /* shared experts of n_ff_exp each */
     int32_t n_expert_groups, n_group_used;
     float   expert_weights_scale;
+    /* DiffusionGemma (Gemma 4): head_dim / n_head_kv above are the global layers', these the
+     * sliding layers'; layer il is global when (il + 1) % swa_period == 0 (Gemma 4's 5:1 pattern) */
+    int32_t head_dim_swa, n_head_kv_swa, n_swa, swa_period, canvas_length;
+    float   rope_base_swa, softcap;
+    float   rope_partial;       /* global layers rotate this fraction of their pairs (rope_freqs) */
+    bool    fused_gate_up;      /* experts' gate and up in one ffn_gate_up_exps tensor */
 } um_synth_shape;
 
 const um_synth_shape *synth_find_shape(const char *name);

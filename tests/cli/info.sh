@@ -47,7 +47,7 @@ i = b.index(b"blk.1.ffn_up.weight")
 open(sys.argv[2] + "/missing.gguf", "wb").write(b[:i] + b"blk.1.ffn_uq.weight" + b[i + 19:])
 PYEOF
 expect_rc "other architecture: text" 0 "$BIN" info "$TMP/llama.gguf"
-expect_grep "other architecture: why" "^runnable: no: unknown architecture 'llama' \(supported: llada, dream, llada-moe, rnd1, llada2\)$" "$TMP/out"
+expect_grep "other architecture: why" "^runnable: no: unknown architecture 'llama' \(supported: llada, dream, llada-moe, rnd1, llada2, diffusion-gemma\)$" "$TMP/out"
 expect_rc "missing tensor: text" 0 "$BIN" info "$TMP/missing.gguf"
 expect_grep "missing tensor: why" "^runnable: no: tensor 'blk\.1\.ffn_up\.weight' missing" "$TMP/out"
 expect_rc "missing tensor: json" 0 "$BIN" info --json "$TMP/missing.gguf"

@@ -319,7 +319,7 @@ static void check_rope(int neox, int n_dims) {
     ref = x;
     std::vector<int32_t> pos(T);
     for (int t = 0; t < T; t++) pos[t] = (t * 7) % T;   /* positions out of order, as a row subset */
-    um_rope r = { neox ? UM_ROPE_NEOX : UM_ROPE_NORM, HD, n_dims, 1000000.0f, 1.0f };
+    um_rope r = { neox ? UM_ROPE_NEOX : UM_ROPE_NORM, HD, n_dims, 1000000.0f, 1.0f, NULL };
     um_err e;
     if (ops_rope_ref(&r, pos.data(), T, ref.data(), H, NULL, 0, &e)) { printf("rope ref: %s\n", e.msg); exit(2); }
     std::vector<float> ct((size_t)T * n_dims / 2), st((size_t)T * n_dims / 2);
@@ -340,7 +340,7 @@ static void check_attention(int n_q, int n_kv, int H, int HKV, int HD) {
     for (auto &x : q) x = frand() * 2.0f;
     for (auto &x : k) x = frand() * 2.0f;
     for (auto &x : v) x = frand();
-    um_attn at = { n_q, n_kv, H, HKV, HD, NULL };
+    um_attn at = { n_q, n_kv, H, HKV, HD, NULL, 0.0f, NULL, NULL };
     um_err e;
     if (ops_attention_ref(&at, ref.data(), q.data(), k.data(), v.data(), &e)) { printf("attn ref: %s\n", e.msg); exit(2); }
     float *qd = dev_copy(q.data(), q.size()), *kd = dev_copy(k.data(), k.size()), *vd = dev_copy(v.data(), v.size());

@@ -123,7 +123,7 @@ cudaError_t gpu_rope(float *x, const int *pos, int n_tok, int n_head, int head_d
 cudaError_t gpu_attention(float *out, const float *q, const float *k, const float *v, int n_q, int n_kv, int n_head,
                           int n_head_kv, int head_dim, cudaStream_t st) {
     if (n_q <= 0) return cudaSuccess;
-    um_attn at = { n_q, n_kv, n_head, n_head_kv, head_dim, NULL };
+    um_attn at = { n_q, n_kv, n_head, n_head_kv, head_dim, NULL, 0.0f, NULL, NULL };
     um_err e;
     return ops_attention_ref(&at, out, q, k, v, &e) ? cudaErrorInvalidValue : cudaSuccess;
 }

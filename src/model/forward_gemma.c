@@ -1,0 +1,383 @@
+/*
+ * forward_gemma: the DiffusionGemma forward pass, one region-aware pass over [prompt | canvas]
+ * on the Gemma 4 MoE backbone, as llama.cpp's port computes it (unslothai/llama.cpp refs/pins/
+ * c3fb9724, src/models/diffusion-gemma.cpp and gemma4-common.h; the same model as transformers'
+ * modeling_diffusion_gemma.py runs as a causal encoder plus a bidirectional decoder).
+ *
+ * With P prompt rows, C = T - P canvas rows, E = n_embd, per layer il (its own head size hd,
+ * K/V heads, RoPE dims and base; sliding or global):
+ *   x    = embed(tokens) * sqrt(E);  canvas rows: x = rmsnorm_noscale(x + SC(prev logits))
+ *   xn   = rmsnorm(x) * attn_norm
+ *   q, k = xn Wq, xn Wk;  v = xn Wv, or the raw k where the layer has no attn_v (global)
+ *   q, k = rmsnorm per head * q_norm / k_norm;  v = rmsnorm_noscale per head;  NeoX RoPE on q, k
+ *          (global layers divide each pair's angle by rope_freqs: proportional RoPE)
+ *   att  = softmax(q k^T) v  (scale 1) over the region mask: a prompt row t sees prompt rows
+ *          [t - n_swa + 1 (sliding) or 0, t]; a canvas row sees every canvas row and the prompt
+ *          rows from P - n_swa + 1 (sliding) or 0
+ *   r    = x + rmsnorm(att Wo) * post_attention_norm
+ *   mlp  = rmsnorm(W_down(gelu(W_g h) * W_u h)) * post_ffw_norm_1,  h = rmsnorm(r) * ffn_norm
+ *   moe  = rmsnorm(sum_k w_k s_k expert_k(rmsnorm(r) * pre_ffw_norm_2)) * post_ffw_norm_2, the
+ *          top-k of softmax(W_router (rmsnorm_noscale(r) / sqrt(E) * ffn_gate_inp.scale)), w
+ *          renormalised, s = ffn_down_exps.scale, experts GeGLU
+ *   x    = (r + rmsnorm(mlp + moe) * post_ffw_norm) * (prompt rows: enc scalar, canvas: scalar)
+ * then logits = softcap(rmsnorm(x) * output_norm  token_embd^T).
+ * Every row goes through every layer (the canvas needs all its rows; the prompt's K/V are
+ * exact whatever the canvas holds, since no prompt row sees the canvas).
+ */
+#include "forward_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "quant.h"
+
+/* ------------------------------------------------------------------ self-conditioning */
+
+/* One embedding row as floats. */
+static void embd_row(const um_model *m, int64_t v, float *out) {
+    const um_weight *w = &m->tok_embd;
+    um_traits(w->type)->to_float_ref((const char *)w->data + (uint64_t)v * w->row_bytes, out, w->n_in);
+}
+
+typedef struct sc_job {
+    um_forward        *f;
+    const um_selfcond *sc;
+    int                n_vocab, E;
+} sc_job;
+
+/* p = softmax(z / temp) as llama.cpp forms it (scale by 1/temp, then ggml's soft_max: max,
+ * expf, sum in double); returns the sum of exp(z/temp - max) for the caller's tail mass. */
+static double sc_softmax(const float *z, float inv_t, int V, float *p) {
+    float mx = -INFINITY;
+    for (int v = 0; v < V; v++) { p[v] = z[v] * inv_t; if (p[v] > mx) mx = p[v]; }
+    double sum = 0;
+    for (int v = 0; v < V; v++) { p[v] = expf(p[v] - mx); sum += p[v]; }
+    float inv = (float)(1.0 / sum);
+    for (int v = 0; v < V; v++) p[v] *= inv;
+    return sum;
+}
+
+/* Exact: soft[c] = sum_v p[v] emb[v] over the whole vocabulary, in vocabulary order (float on
+ * the fast path, double on the reference path), from the probabilities p (V) of the row. */
+static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row) {
+    um_forward *f = j->f;
+    const int V = j->n_vocab, E = j->E;
+    float *out = f->sc_soft + c * E;
+    f->sc_exact[c] = 1;
+    if (f->ref) {
+        double *acc = f->wrow;
+        for (int i = 0; i < E; i++) acc[i] = 0;
+        for (int v = 0; v < V; v++) {
+            if (p[v] == 0) continue;
+            embd_row(f->m, v, row);
+            for (int i = 0; i < E; i++) acc[i] += (double)p[v] * row[i];
+        }
+        for (int i = 0; i < E; i++) out[i] = (float)acc[i];
+        return;
+    }
+    for (int i = 0; i < E; i++) out[i] = 0;
+    for (int v = 0; v < V; v++) {
+        if (p[v] == 0) continue;
+        embd_row(f->m, v, row);
+        const float pv = p[v];
+        for (int i = 0; i < E; i++) out[i] += pv * row[i];
+    }
+}
+
+static void sc_exact_row(void *arg, int64_t c, int tid) {
+    const sc_job *j = arg;
+    const int V = j->n_vocab, E = j->E;
+    float *p = j->f->sc_p + (int64_t)tid * (V + E);
+    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p);
+    sc_exact_from(j, c, p, p + V);
+}
+
+/* Before: a ranks below b (smaller probability, ties: the larger id ranks lower). */
+static bool sc_below(const float *p, int32_t a, int32_t b) { return p[a] < p[b] || (p[a] == p[b] && a > b); }
+
+/* Top-k: the k largest probabilities exactly (a min-heap over one pass), the tail's mass
+ * spread evenly over the other V - k tokens, whose embedding sum is the column sum less the
+ * kept rows: soft = sum_j p_j e_j + tail / (V - k) (colsum - sum_j e_j). */
+static void sc_topk_row(void *arg, int64_t c, int tid) {
+    const sc_job *j = arg;
+    um_forward *f = j->f;
+    const int V = j->n_vocab, E = j->E, K = j->sc->top_k;
+    float *p = f->sc_p + (int64_t)tid * (V + E), *row = p + V;
+    float *out = f->sc_soft + c * E;
+    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p);
+    int32_t heap[UM_SC_MAX_TOPK];
+    int n = 0;
+    for (int32_t v = 0; v < V; v++) {
+        int i;
+        if (n < K) {
+            i = n++;
+            heap[i] = v;
+            while (i > 0 && sc_below(p, heap[i], heap[(i - 1) / 2])) {
+                int par = (i - 1) / 2;
+                int32_t t = heap[par]; heap[par] = heap[i]; heap[i] = t; i = par;
+            }
+        } else if (sc_below(p, heap[0], v)) {
+            heap[0] = v;
+            for (i = 0;;) {
+                int l = 2 * i + 1, r = l + 1, s = i;
+                if (l < n && sc_below(p, heap[l], heap[s])) s = l;
+                if (r < n && sc_below(p, heap[r], heap[s])) s = r;
+                if (s == i) break;
+                int32_t t = heap[s]; heap[s] = heap[i]; heap[i] = t; i = s;
+            }
+        }
+    }
+    double mass = 0;
+    for (int k = 0; k < n; k++) mass += p[heap[k]];
+    if (j->sc->mode == UM_SC_AUTO && 1.0 - mass > (j->sc->tail_max > 0 ? j->sc->tail_max : UM_SC_AUTO_TAIL)) {
+        sc_exact_from(j, c, p, row);    /* too much mass outside the top k: the exact product */
+        return;
+    }
+    const double share = V > n && mass < 1.0 ? (1.0 - mass) / (double)(V - n) : 0.0;
+    for (int i = 0; i < E; i++) out[i] = (float)(share * f->sc_colsum[i]);
+    for (int k = 0; k < n; k++) {
+        embd_row(f->m, heap[k], row);
+        const float w = (float)((double)p[heap[k]] - share);
+        for (int i = 0; i < E; i++) out[i] += w * row[i];
+    }
+}
+
+/* Sum of every embedding row, once per forward state (the top-k tail's mean). */
+static void sc_colsum(um_forward *f) {
+    if (f->sc_colsum_ok) return;
+    const um_model *m = f->m;
+    const int E = m->hp.n_embd;
+    float *row = f->sc_p + m->hp.n_vocab;
+    for (int i = 0; i < E; i++) f->sc_colsum[i] = 0;
+    for (int64_t v = 0; v < m->hp.n_vocab; v++) {
+        embd_row(m, v, row);
+        for (int i = 0; i < E; i++) f->sc_colsum[i] += row[i];
+    }
+    f->sc_colsum_ok = true;
+}
+
+/* x (NC, E) += SC MLP of the soft embeddings of the canvas rows. */
+static int self_condition(um_forward *f, const um_selfcond *sc, float *x, int NC, um_err *e) {
+    const um_model *m = f->m;
+    const int E = m->hp.n_embd, V = m->hp.n_vocab;
+    const int64_t FF = m->hp.n_ff;
+    sc_job j = { f, sc, V, E };
+    memset(f->sc_exact, 0, (size_t)NC);
+    if (sc->mode != UM_SC_EXACT) {
+        sc_colsum(f);
+        pool_for(f->ref ? NULL : f->pool, NC, sc_topk_row, &j);
+    } else {
+        pool_for(f->ref ? NULL : f->pool, NC, sc_exact_row, &j);
+    }
+    f->sc_exact_rows = 0;
+    for (int c = 0; c < NC; c++) f->sc_exact_rows += f->sc_exact[c];
+    const float es = sqrtf((float)E);
+    for (int64_t i = 0; i < (int64_t)NC * E; i++) f->sc_soft[i] *= es;
+    fw_mark(f, UM_FW_EMBED);
+    fw_rmsnorm(f, f->sc_soft, f->sc_soft, m->sc_pre_norm, NC, E);
+    fw_linear(f, &f->sc_gate, &m->sc_gate, f->sc_soft, NC, f->ff_a, NULL);
+    fw_linear(f, &f->sc_up, &m->sc_up, f->sc_soft, NC, f->ff_b, NULL);
+    if (f->ref) ops_geglu_ref(f->ff_a, f->ff_a, f->ff_b, NC * FF);
+    else ops_geglu(f->pool, f->ff_a, f->ff_a, f->ff_b, NC * FF);
+    fw_linear(f, &f->sc_down, &m->sc_down, f->ff_a, NC, f->sc_soft, NULL);
+    fw_add(f, x, x, f->sc_soft, (int64_t)NC * E);
+    fw_mark(f, UM_FW_EMBED);
+    (void)e;
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ layer parts */
+
+static void scale_rows(float *x, int64_t n_rows, int E, float s) {
+    for (int64_t i = 0; i < n_rows * E; i++) x[i] *= s;
+}
+
+void forward_dg_key_range(int t, int T, int P, int n_swa, bool swa, int32_t *lo, int32_t *hi) {
+    if (t < P) {                    /* prompt: causal over the prompt; sliding: is_masked_swa, q - k >= n_swa */
+        *lo = swa ? UM_MAX(0, t - n_swa + 1) : 0;
+        *hi = t + 1;
+    } else {                        /* canvas: all of it, and the prompt (sliding: canvas_prompt_lo = P - n_swa + 1) */
+        *lo = swa ? UM_MAX(0, P - n_swa + 1) : 0;
+        *hi = T;
+    }
+}
+
+/* The region mask as key ranges (ops_attention's kv_lo/kv_hi), for a sliding or global layer. */
+static void region_ranges(um_forward *f, int T, int P, bool swa) {
+    for (int t = 0; t < T; t++) forward_dg_key_range(t, T, P, f->m->hp.n_swa, swa, &f->kv_lo[t], &f->kv_hi[t]);
+}
+
+/* The routed experts of layer il on r (T, E) into f->moe_out (T, E), before post_ffw_norm_2. */
+static int experts(um_forward *f, int il, const float *r, int T, um_err *e) {
+    const um_model *m = f->m;
+    const um_hparams *hp = &m->hp;
+    const um_layer *l = &m->layers[il];
+    const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
+    const int E = hp->n_embd, K = hp->n_expert_used, X = hp->n_expert;
+    const int64_t F = hp->n_ff_exp;
+    float *rin = f->att, *xin = f->hidden;       /* scratch: the attention output is consumed */
+    /* router input: rmsnorm_noscale(r) * 1/sqrt(E) * ffn_gate_inp.scale (gemma4_build_ffn_moe) */
+    fw_rmsnorm(f, rin, r, NULL, T, E);
+    const float inv = 1.0f / sqrtf((float)E);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < E; i++) rin[(int64_t)t * E + i] = (rin[(int64_t)t * E + i] * inv) * l->ffn_gate_inp_s[i];
+    fw_linear(f, fl ? &fl->router : NULL, &l->ffn_gate_inp, rin, T, f->router, NULL);
+    um_moe_cfg cfg = { .n_expert = X, .k = K, .gating = UM_MOE_SOFTMAX, .norm_topk = true, .scale = 0.0f };
+    if (ops_moe_route(&cfg, f->router, T, f->ex_id, f->ex_w, e)) return UM_FAIL;
+    if (l->down_exps_s)             /* per-expert output scale, folded into the combine weights */
+        for (int64_t i = 0; i < (int64_t)T * K; i++) f->ex_w[i] *= l->down_exps_s[f->ex_id[i]];
+    if (ops_moe_group(f->ex_id, f->ex_w, T, K, X, f->ex_off, f->ex_tok, f->ex_roww, f->ex_slot, e)) return UM_FAIL;
+    fw_mark(f, UM_FW_ROUTE);
+    fw_rmsnorm(f, xin, r, l->ffn_pre_norm_2, T, E);
+    fw_mark(f, UM_FW_NORM);
+    if (!f->ref) {
+        const um_matmul_group gu[2] = { { fl->gate_x, f->ff_a }, { fl->up_x, f->ff_b } };
+        fw_grouped(f, gu, 2, X, xin, T, K);
+        fw_mark(f, UM_FW_FFN_IN);
+        ops_geglu(f->pool, f->ff_a, f->ff_a, f->ff_b, (int64_t)T * K * F);
+        fw_mark(f, UM_FW_ACT);
+        const um_matmul_group gd = { fl->down_x, f->ex_out };
+        fw_grouped(f, &gd, 1, X, f->ff_a, (int64_t)T * K, 1);
+        fw_mark(f, UM_FW_FFN_DOWN);
+        ops_moe_combine(f->pool, f->moe_out, f->ex_out, f->ex_w, f->ex_slot, T, K, E, false);
+    } else {
+        for (int ex = 0; ex < X; ex++) {
+            int64_t r0 = f->ex_off[ex], cnt = f->ex_off[ex + 1] - r0;
+            if (!cnt) continue;
+            float *in = f->gathered + r0 * E, *ga = f->ff_a + r0 * F, *up = f->ff_b + r0 * F;
+            fw_gather(in, xin, f->ex_tok + r0, cnt, E);
+            fw_linear(f, NULL, &l->gate_exps[ex], in, cnt, ga, NULL);
+            fw_linear(f, NULL, &l->up_exps[ex], in, cnt, up, NULL);
+            ops_geglu_ref(ga, ga, up, cnt * F);
+            fw_linear(f, NULL, &l->down_exps[ex], ga, cnt, f->ex_out + r0 * E, NULL);
+        }
+        ops_moe_combine_ref(f->moe_out, f->ex_out, f->ex_w, f->ex_slot, T, K, E, false);
+    }
+    fw_mark(f, UM_FW_ROUTE);
+    return UM_OK;
+}
+
+/* Attention block of layer il: x (T, E) in, f->resid = x + post-normed attention out. */
+static int attention(um_forward *f, int il, int T, int P, um_err *e) {
+    const um_model *m = f->m;
+    const um_hparams *hp = &m->hp;
+    const um_layer *l = &m->layers[il];
+    const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
+    const int E = hp->n_embd, H = hp->n_head, HD = l->head_dim, HKV = l->n_head_kv;
+    um_pool *pool = f->ref ? NULL : f->pool;
+    fw_rmsnorm(f, f->xn, f->x, l->attn_norm, T, E);
+    fw_mark(f, UM_FW_NORM);
+    fw_linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, T, f->q, NULL);
+    fw_linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, T, f->k, NULL);
+    if (l->v_from_k) memcpy(f->v, f->k, (size_t)T * HKV * HD * sizeof(float));
+    else fw_linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, T, f->v, NULL);
+    fw_mark(f, UM_FW_QKV);
+    fw_rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)T * H, HD);
+    fw_rmsnorm(f, f->k, f->k, l->k_norm, (int64_t)T * HKV, HD);
+    fw_rmsnorm(f, f->v, f->v, NULL, (int64_t)T * HKV, HD);
+    fw_mark(f, UM_FW_NORM);
+    um_rope rope = { .mode = UM_ROPE_NEOX, .head_dim = HD, .n_dims = l->n_rot, .freq_base = l->rope_base,
+                     .freq_scale = 1.0f, .freq_factors = l->swa ? NULL : m->rope_freqs };
+    int rc = f->ref ? ops_rope_ref(&rope, f->pos, T, f->q, H, f->k, HKV, e)
+                    : ops_rope(pool, &rope, f->pos, T, f->q, H, f->k, HKV, e);
+    if (rc) return UM_FAIL;
+    fw_mark(f, UM_FW_ROPE);
+    region_ranges(f, T, P, l->swa);
+    um_attn at = { .n_q = T, .n_kv = T, .n_head = H, .n_head_kv = HKV, .head_dim = HD, .scale = 1.0f,
+                   .kv_lo = f->kv_lo, .kv_hi = f->kv_hi };
+    rc = f->ref ? ops_attention_ref(&at, f->att, f->q, f->k, f->v, e) : ops_attention(pool, &at, f->att, f->q, f->k, f->v, e);
+    if (rc) return UM_FAIL;
+    fw_mark(f, UM_FW_ATTN);
+    fw_linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, T, f->xn, NULL);
+    fw_mark(f, UM_FW_WO);
+    fw_rmsnorm(f, f->xn, f->xn, l->attn_post_norm, T, E);
+    fw_add(f, f->resid, f->x, f->xn, (int64_t)T * E);
+    fw_mark(f, UM_FW_ADD);
+    return UM_OK;
+}
+
+/* Dense MLP + experts + norms + residual + layer scalars: f->resid -> f->x. */
+static int feed_forward(um_forward *f, int il, int T, int P, um_err *e) {
+    const um_model *m = f->m;
+    const um_hparams *hp = &m->hp;
+    const um_layer *l = &m->layers[il];
+    const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
+    const int E = hp->n_embd;
+    const int64_t FF = hp->n_ff;
+    fw_rmsnorm(f, f->xn, f->resid, l->ffn_norm, T, E);
+    fw_linear(f, fl ? &fl->gate : NULL, &l->ffn_gate, f->xn, T, f->ff_a, NULL);
+    fw_linear(f, fl ? &fl->up : NULL, &l->ffn_up, f->xn, T, f->ff_b, NULL);
+    fw_mark(f, UM_FW_FFN_IN);
+    if (f->ref) ops_geglu_ref(f->ff_a, f->ff_a, f->ff_b, (int64_t)T * FF);
+    else ops_geglu(f->pool, f->ff_a, f->ff_a, f->ff_b, (int64_t)T * FF);
+    fw_mark(f, UM_FW_ACT);
+    fw_linear(f, fl ? &fl->down : NULL, &l->ffn_down, f->ff_a, T, f->xn, NULL);
+    fw_mark(f, UM_FW_FFN_DOWN);
+    fw_rmsnorm(f, f->xn, f->xn, l->ffn_post_norm_1, T, E);
+    if (experts(f, il, f->resid, T, e)) return UM_FAIL;
+    fw_rmsnorm(f, f->moe_out, f->moe_out, l->ffn_post_norm_2, T, E);
+    fw_add(f, f->xn, f->xn, f->moe_out, (int64_t)T * E);
+    fw_rmsnorm(f, f->xn, f->xn, l->ffn_post_norm, T, E);
+    fw_add(f, f->x, f->resid, f->xn, (int64_t)T * E);
+    scale_rows(f->x, P, E, l->enc_out_scale[0]);
+    scale_rows(f->x + (int64_t)P * E, T - P, E, l->out_scale[0]);
+    fw_mark(f, UM_FW_ADD);
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ the pass */
+
+int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+            const int32_t *rows, int n_rows, float *logits, um_err *e) {
+    const um_model *m = f->m;
+    const um_hparams *hp = &m->hp;
+    const int T = n_tokens, E = hp->n_embd, V = hp->n_vocab;
+    if (T <= 0 || T > f->max_tokens)
+        return um_errf(e, "canvas of %d tokens exceeds the prepared maximum of %d", T, f->max_tokens);
+    if (n_rows < 0 || n_rows > T) return um_errf(e, "bad row count %d", n_rows);
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i] < 0 || rows[i] >= T) return um_errf(e, "row %d outside the canvas", rows[i]);
+    const int P = n_prompt >= 0 ? n_prompt : (T > hp->canvas_length ? T - hp->canvas_length : 0);
+    if (P > T) return um_errf(e, "prompt of %d rows is longer than the %d-token pass", P, T);
+    const bool use_sc = sc && sc->logits;
+    if (use_sc) {
+        if (!m->sc_gate.data)
+            return um_errf(e, "this %s file has no self-conditioning tensors (self_cond_*)", m->arch->name);
+        if (!(sc->temp > 0) || !isfinite(sc->temp)) return um_errf(e, "self-conditioning temperature must be positive");
+        if (sc->mode != UM_SC_EXACT && sc->mode != UM_SC_TOPK && sc->mode != UM_SC_AUTO)
+            return um_errf(e, "unknown self-conditioning mode");
+        if (sc->mode != UM_SC_EXACT && (sc->top_k < 1 || sc->top_k > UM_SC_MAX_TOPK || sc->top_k >= V))
+            return um_errf(e, "self-conditioning top-k %d outside [1, %d] (and below the %d-token vocabulary)",
+                           sc->top_k, UM_SC_MAX_TOPK, V);
+        if (!(sc->tail_max >= 0 && sc->tail_max < 1)) return um_errf(e, "self-conditioning tail bound must be in [0, 1)");
+    }
+    const int NC = T - P;
+    f->sc_exact_rows = 0;
+    f->t_mark = um_now();
+    f->prof.passes++;
+    if (ops_embed(f->ref ? NULL : f->pool, f->x, m->tok_embd.data, m->tok_embd.type, V, E, tokens, T, e)) return UM_FAIL;
+    scale_rows(f->x, T, E, sqrtf((float)E));
+    fw_mark(f, UM_FW_EMBED);
+    if (NC > 0) {
+        float *xc = f->x + (int64_t)P * E;
+        if (use_sc && self_condition(f, sc, xc, NC, e)) return UM_FAIL;
+        fw_rmsnorm(f, xc, xc, NULL, NC, E);
+        fw_mark(f, UM_FW_NORM);
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        if (attention(f, il, T, P, e) || feed_forward(f, il, T, P, e)) return UM_FAIL;
+    }
+    fw_gather(f->hidden, f->x, rows, n_rows, E);
+    fw_rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, E);
+    fw_linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
+    if (hp->softcap > 0) {
+        if (f->ref) ops_softcap_ref(logits, (int64_t)n_rows * V, hp->softcap);
+        else ops_softcap(f->pool, logits, (int64_t)n_rows * V, hp->softcap);
+    }
+    fw_mark(f, UM_FW_HEAD);
+    return UM_OK;
+}
+
+int forward_sc_exact_rows(const um_forward *f) { return f->sc_exact_rows; }
