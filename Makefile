@@ -200,7 +200,7 @@ werror: deps
 
 # ---------------------------------------------------------------- fuzzing
 FUZZ_DIR := build/fuzz
-FUZZ_SRC := src/format/gguf.c src/base/util.c src/format/quant_types.c src/base/infile.c src/base/outfile.c
+FUZZ_SRC := src/format/gguf.c src/base/util.c src/base/esc.c src/format/quant_types.c src/base/infile.c src/base/outfile.c
 fuzz-build:
 	@tools/ensure-deps.sh fuzz
 	@mkdir -p $(FUZZ_DIR)
@@ -256,7 +256,7 @@ demo-model:
 # The sudoku data generator (tools/sudoku, docs/eval.md): plain C, no libraries beyond libc.
 SUDOKU_GEN_OBJ := $(BUILD)/tools/sudoku/gen.o $(BUILD)/src/eval/sudoku.o $(BUILD)/src/eval/tasks.o \
                   $(BUILD)/src/base/jsonr.o $(BUILD)/src/base/infile.o $(BUILD)/src/base/numparse.o \
-                  $(BUILD)/src/base/util.o
+                  $(BUILD)/src/base/util.o $(BUILD)/src/base/esc.o
 $(BUILD)/sudoku-gen: $(SUDOKU_GEN_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -pthread
 sudoku-gen:

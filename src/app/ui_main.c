@@ -43,6 +43,7 @@
 #include <curses.h>
 
 #include "draw_curses.h"
+#include "esc.h"
 #include "fake_source.h"
 #include "feopts.h"
 #include "cast.h"
@@ -661,11 +662,14 @@ static int list_models(void) {
     um_err e = { "" };
     if (models_conf_load(&mc, path, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); return 1; }
     printf("presets in %s:\n", path);
-    for (int i = 0; i < mc.n; i++) {
+    for (int i = 0; i < mc.n; i++) {                /* names and paths are the file's text: escaped */
         const models_preset *p = &mc.presets[i];
         struct stat st;
         bool ok = stat(p->path, &st) == 0 && S_ISREG(st.st_mode);
-        printf("  %-16s %-8s %s\n", p->name, ok ? "present" : "MISSING", p->path);
+        char name[4 * sizeof p->name], where[4 * sizeof p->path];
+        esc_str(name, sizeof name, p->name, strlen(p->name), 0, 0);
+        esc_str(where, sizeof where, p->path, strlen(p->path), 0, 0);
+        printf("  %-16s %-8s %s\n", name, ok ? "present" : "MISSING", where);
     }
     models_conf_free(&mc);
     return 0;
