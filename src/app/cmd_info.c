@@ -17,7 +17,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "esc.h"
 #include "gguf.h"
+#include "jsonw.h"
 #include "model.h"
 #include "quant.h"
 
@@ -32,29 +34,14 @@ static const struct { const char *key, *label; } token_ids[] = {
 
 /* ------------------------------------------------------------------ strings out */
 
-/* Text: printable bytes and UTF-8 as they are, control bytes and '\' as \xNN; at most max bytes. */
+/* Text: the first max bytes under the escaping rule (esc.h; '\' as "\\"), "..." after a cut. */
 static void put_text(FILE *f, gguf_str s, uint64_t max) {
-    for (uint64_t i = 0; i < s.len && i < max; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        if (c < 0x20 || c == 0x7f || c == '\\') fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
-    }
-    if (s.len > max) fputs("...", f);
+    size_t n = esc_cut(s.ptr, (size_t)s.len, (size_t)UM_MIN(max, s.len));
+    esc_fput(f, s.ptr, n, ESC_BACKSLASH, 0);
+    if (n < s.len) fputs("...", f);
 }
 
-static void put_json_str(FILE *f, gguf_str s) {
-    const unsigned char *p = (const unsigned char *)s.ptr;
-    fputc('"', f);
-    for (uint64_t i = 0; i < s.len;) {
-        int n = (int)um_utf8_len(p + i, (size_t)(s.len - i));
-        if (n == 0) { fputs("\\ufffd", f); i++; continue; }
-        if (p[i] == '"' || p[i] == '\\') fprintf(f, "\\%c", p[i]);
-        else if (p[i] < 0x20) fprintf(f, "\\u%04x", p[i]);
-        else fwrite(p + i, 1, (size_t)n, f);
-        i += (uint64_t)n;
-    }
-    fputc('"', f);
-}
+static void put_json_str(FILE *f, gguf_str s) { jsonw_put_str(f, s.ptr, (size_t)s.len); }
 
 static gguf_str cstr(const char *s) { return (gguf_str){ s, strlen(s) }; }
 
@@ -190,7 +177,9 @@ static void print_text(const info *in, FILE *f) {
         put_value(f, kv, false);
         fputc('\n', f);
     }
-    fprintf(f, "\nhyper-parameters (%s.*)\n", in->arch[0] ? in->arch : "?");
+    fputs("\nhyper-parameters (", f);
+    put_text(f, cstr(in->arch[0] ? in->arch : "?"), sizeof in->arch);
+    fputs(".*)\n", f);
     for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
         const gguf_kv *kv = gguf_kv_at(g, i);
         if (!is_hparam(in, kv)) continue;
@@ -392,5 +381,5 @@ int cmd_info(int argc, char **argv) {
     if (json) print_json(&in, stdout);
     else print_text(&in, stdout);
     gguf_close(g);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return 0;                                       /* stdout is checked at exit (stdfd.h) */
 }

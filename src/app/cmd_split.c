@@ -166,6 +166,5 @@ out:
     free(paths);
     free(part_of);
     gguf_close(g);
-    if (rc == 0 && fflush(stdout) != 0) rc = 1;
     return rc;
 }
