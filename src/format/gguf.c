@@ -834,12 +834,16 @@ static int write_stream(gguf_writer *w, FILE *f, um_err *e) {
     return UM_OK;
 }
 
+int gguf_writer_write_to(gguf_writer *w, outfile *o, um_err *e) {
+    return write_stream(w, outfile_stream(o), e) ? um_err_prefix(e, "%s", outfile_path(o)) : UM_OK;
+}
+
 int gguf_writer_write(gguf_writer *w, const char *path, um_err *e) {
     outfile *o;
     if (outfile_open(&o, path, e)) return UM_FAIL;
-    if (write_stream(w, outfile_stream(o), e)) {
+    if (gguf_writer_write_to(w, o, e)) {
         outfile_abort(o);
-        return um_err_prefix(e, "%s", path);
+        return UM_FAIL;
     }
     return outfile_commit(o, e);
 }
