@@ -4,9 +4,10 @@
  * summary, the tensor table, totals, and whether unmask can run it (and if not, why).
  * A split model (gguf.h) is described as one file, opened from any of its parts, with its
  * parts listed (path, bytes, tensors whose data each holds) after the first line.
- * "Can run" is decided by the model loader itself (model_open: architecture, hyper-parameters,
- * every required tensor with its shape and a type unmask computes with), so info never
- * promises more than `unmask generate` will do.
+ * "Can run" is decided by the one verdict every decoding command loads its model through
+ * (model_check_runnable: weights, architecture, hyper-parameters, every required tensor with
+ * its shape and a type unmask computes with, a mask token, a tokenizer that loads and fits
+ * the embedding), and its reason is the one `unmask generate` prints.
  *
  * Text and JSON come from the same walk over the file; every string from the file is
  * hostile, so text output escapes control bytes (no terminal escapes get through) and
@@ -124,13 +125,8 @@ static void gather(info *in, const gguf_file *g) {
         in->params += gguf_tensor_at(g, i)->n_elements;
         in->bytes += gguf_tensor_at(g, i)->size;
     }
-    um_model *m;
-    if (gguf_n_tensors(g) == 0)
-        snprintf(in->why_not, sizeof in->why_not, "vocabulary only (no weights)");
-    else if (model_open(&m, gguf_path(g), &e) == UM_OK)
-        model_close(m);
-    else
-        snprintf(in->why_not, sizeof in->why_not, "%s", e.msg);
+    /* the very checks generate runs, through the same function, with the same reason */
+    if (model_check_runnable(gguf_path(g), &e)) snprintf(in->why_not, sizeof in->why_not, "%s", e.msg);
 }
 
 static bool has_prefix(gguf_str s, const char *p) {
@@ -235,7 +231,8 @@ static void print_text(const info *in, FILE *f) {
         fprintf(f, "  %-18s%.4f (%.3f bits)\n", "bytes per weight", (double)in->bytes / (double)in->params,
                 8.0 * (double)in->bytes / (double)in->params);
     fputs(in->why_not[0] ? "\nrunnable: no: " : "\nrunnable: yes", f);
-    put_text(f, cstr(in->why_not), sizeof in->why_not);     /* may quote names from the file */
+    /* the reason generate gives, byte for byte (um_errf escaped what it quotes from the file) */
+    esc_fput(f, in->why_not, strlen(in->why_not), 0, 0);
     fputc('\n', f);
 }
 
