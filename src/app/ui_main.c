@@ -96,6 +96,7 @@ typedef struct app {
     frame         fr;
     view_ctx      vc;
     recorder     *rec_cli;         /* --gif / --cast, NULL when not recording */
+    char          rec_cli_lost[512];   /* why rec_cli stopped midway ("" if it did not): exit 1 */
     recorder     *rec_key;         /* the g key's GIF, NULL when not recording */
     char          rec_key_path[64];
     char          rec_title[128];  /* cast header title: "unmask: PROMPT" */
@@ -297,6 +298,7 @@ static void rec_feed(app *a) {
         recorder_abort(a->rec_cli);
         a->rec_cli = NULL;
         say(a, "recording stopped: %s", e.msg);
+        snprintf(a->rec_cli_lost, sizeof a->rec_cli_lost, "%s", e.msg);
     }
     if (a->rec_key && recorder_frame(a->rec_key, recorder_elapsed(a->rec_key), &a->rf, NULL, &e)) {
         recorder_abort(a->rec_key);
@@ -826,6 +828,10 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
             if (!rc) rc = 1;
         }
         a->rec_cli = NULL;
+    }
+    if (a->rec_cli_lost[0]) {                       /* the files asked for were not written */
+        fprintf(stderr, "unmask: recording: %s\n", a->rec_cli_lost);
+        if (!rc) rc = 1;
     }
     drain_worker(a);                                /* an error that arrived with the quit */
     for (int k = 0; k < a->n_panes; k++)            /* last: the lines that explain the status */
