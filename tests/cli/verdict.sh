@@ -38,6 +38,11 @@ case_ "token strings stored as integers" "key 'tokenizer.ggml.tokens' has type a
 case_ "mask id 4294967295: invalid, with its value (not 'missing')" \
   "key 'tokenizer.ggml.mask_token_id' = 4294967295 is outside the vocabulary (103 tokens)" \
   set:tokenizer.ggml.mask_token_id:u32:4294967295
+case_ "mask id = the vocabulary size (one past the last row)" \
+  "key 'tokenizer.ggml.mask_token_id' = 103 is outside the vocabulary (103 tokens)" set:tokenizer.ggml.mask_token_id:u32:103
+case_ "mask id = the last row" yes set:tokenizer.ggml.mask_token_id:u32:102
+case_ "one token more than embedding rows" "tokenizer has 104 tokens but the model only 103" \
+  grow:tokenizer.ggml.tokens:1 grow:tokenizer.ggml.token_type:1
 case_ "no mask id at all" "no tokenizer.ggml.mask_token_id: not a diffusion model file" del:tokenizer.ggml.mask_token_id
 case_ "context_length 4294967295 (a valid uint32)" yes set:llada.context_length:u32:4294967295
 "$BIN" info "$TMP/case-context_length 4294967295 (a valid uint32).gguf" >"$TMP/out"
