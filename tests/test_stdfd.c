@@ -62,6 +62,19 @@ static void print_a_lot_then_finish(int report) {
     say(report, "finish", rc, &e);
 }
 
+/* Writes larger than the buffer go straight to the descriptor: when they fail nothing stays
+ * buffered, and a flush at exit has nothing to retry, so only the reason kept when the write
+ * failed can name it */
+static void write_big_blocks_then_finish(int report) {
+    stdfd_init(true);
+    static char block[1 << 16];
+    memset(block, 'x', sizeof block);
+    for (int i = 0; i < 3; i++) fwrite(block, 1, sizeof block, stdout);
+    um_err e = { "" };
+    int rc = stdfd_finish(&e);
+    say(report, "finish", rc, &e);
+}
+
 static void check_then_finish(int report) {
     stdfd_init(true);
     printf("one line\n");
@@ -87,6 +100,11 @@ static void closed_then_open_a_file(int report) {
 
 TEST(stdfd_full_disk_keeps_the_reason) {
     const char *r = in_child(OUT_FULL, print_a_lot_then_finish);
+    CHECK_STREQ(r, "finish=-1:writing to standard output failed: No space left on device;");
+}
+
+TEST(stdfd_full_disk_reason_without_a_buffer_to_retry) {
+    const char *r = in_child(OUT_FULL, write_big_blocks_then_finish);
     CHECK_STREQ(r, "finish=-1:writing to standard output failed: No space left on device;");
 }
 
