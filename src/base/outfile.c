@@ -6,7 +6,10 @@
  * Registry invariant: pending_state[i] is ARMED exactly while pending_name[i] names a
  * temporary file this process created and has neither renamed nor removed; the name is
  * written before the state is published (release store), and the signal handler reads the
- * state with an acquire load, so it never sees a half-written name.
+ * state with an acquire load, so it never sees a half-written name. The same holds for sets
+ * (outfile_group): group_reg[k] points to a group only while its arrays exist (registered
+ * after they are allocated, unregistered before they are freed), and a member's state is
+ * M_WRITING or M_DONE exactly while tmp[i], written before the state, names a temporary file.
  */
 #include "outfile.h"
 
