@@ -7,6 +7,7 @@
 #   make werror     build every source with -Werror (build/werror/)
 #   make check-layout  the layer folders include and call only downwards (docs/architecture.md)
 #   make fuzz       libFuzzer on the GGUF reader for FUZZ_SECONDS (default 60)
+#   make mutants    one-line bugs in the data and numeric checks (tests/mutants.txt): all caught?
 #   make install    PREFIX=/usr/local: binary, man page, themes, models.conf, bundled model
 #   make peer       build llama.cpp (the benchmark/correctness peer) under build/peer/
 #
@@ -125,7 +126,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm bench-rows check-peer demo-model sudoku-model plot gpu-check emu-check
+.PHONY: mutants check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm bench-rows check-peer demo-model sudoku-model plot gpu-check emu-check
 # pkg-config runs when make reads this file, so on a fresh machine it runs before
 # ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
 # installs first and then builds in a second make, which reads the flags afresh.
@@ -211,9 +212,14 @@ tsan:
 werror: deps
 	@$(MAKE) --no-print-directory VARIANT=werror build/werror/unmask build/werror/unit_tests
 
+# Each one-line bug of tests/mutants.txt applied to a copy of the tree (build/mutants/tree),
+# built and run against the tests it names; every mutant must be caught (tools/mutants.sh).
+mutants: deps
+	@tools/mutants.sh
+
 # ---------------------------------------------------------------- fuzzing
 FUZZ_DIR := build/fuzz
-FUZZ_SRC := src/format/gguf.c src/base/util.c src/format/quant_types.c src/base/infile.c src/base/outfile.c
+FUZZ_SRC := src/format/gguf.c src/base/util.c src/base/esc.c src/format/quant_types.c src/base/infile.c src/base/outfile.c
 fuzz-build:
 	@tools/ensure-deps.sh fuzz
 	@mkdir -p $(FUZZ_DIR)
@@ -269,7 +275,7 @@ demo-model:
 # The sudoku data generator (tools/sudoku, docs/eval.md): plain C, no libraries beyond libc.
 SUDOKU_GEN_OBJ := $(BUILD)/tools/sudoku/gen.o $(BUILD)/src/eval/sudoku.o $(BUILD)/src/eval/tasks.o \
                   $(BUILD)/src/base/jsonr.o $(BUILD)/src/base/infile.o $(BUILD)/src/base/numparse.o \
-                  $(BUILD)/src/base/util.o
+                  $(BUILD)/src/base/util.o $(BUILD)/src/base/esc.o
 $(BUILD)/sudoku-gen: $(SUDOKU_GEN_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm -pthread
 sudoku-gen:

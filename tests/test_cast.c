@@ -82,7 +82,7 @@ static const char *check_py =
     "h = json.loads(lines[0])\n"
     "assert h['version'] == 2 and h['width'] == 40 and h['height'] == 5, h\n"
     "assert h['timestamp'] == 1700000000 and h['env']['TERM'] == 'xterm-256color', h\n"
-    "assert h['title'] == 'unmask \"demo\"\\n', repr(h['title'])\n"
+    "assert h['title'] == 'unmask \"demo\"\\\\x0a', repr(h['title'])   # escaped (esc.h): a player may print it\n"
     "ev = [json.loads(l) for l in lines[1:-1]]\n"
     "ts = [e[0] for e in ev]\n"
     "assert ts == sorted(ts) and ts[0] >= 0, ts\n"

@@ -13,6 +13,7 @@
 #include "model.h"
 #include "pool.h"
 #include "quant.h"
+#include "ref_f64.h"
 #include "synth.h"
 
 static int make_model(const char *shape, uint32_t type, char *path, size_t cap) {
@@ -116,6 +117,76 @@ TEST(forward_rnd1_q4_K_matches_reference) { compare_paths("tiny-rnd1", UM_TYPE_Q
 TEST(forward_llada2_f32_matches_reference) { compare_paths("tiny-llada2", UM_TYPE_F32, 0.99999); }
 TEST(forward_llada2_q8_0_matches_reference) { compare_paths("tiny-llada2", UM_TYPE_Q8_0, 0.99); }
 
+/* Both paths against the float64 truth (tests/ref_f64.h), for the quantized MoE models where
+ * fast-vs-reference alone can only ask for cosine 0.99 (a routing switch moves one row
+ * discontinuously) and where a defect both paths share (a dropped bias or shared-expert
+ * share, a wrong routing rule) would not show at all:
+ *  - the reference path (float activations, double dot products over the same dequantized
+ *    weights) must be the truth to rounding: every row >= 0.999999 (seen: 1 - 1e-10); only a
+ *    row whose routing margin is under 1e-6 may take the other expert;
+ *  - the fast path rounds activations to int8 (about 1e-3 relative in a logit): every row whose
+ *    routing margin (the gap between the last chosen and first unchosen key, over all MoE
+ *    layers) is at least 0.005 must be >= 0.9995 (seen >= 0.99974 on these models); a row
+ *    under that margin may switch experts and must stay >= 0.99; at least 60% of the rows
+ *    must be of the first kind, or the check would prove little. */
+static void against_truth(const char *shape, uint32_t type) {
+    char path[256];
+    if (make_model(shape, type, path, sizeof path)) { th_fail(__FILE__, __LINE__, "cannot write model"); return; }
+    um_err e = { "" };
+    um_model *m = NULL;
+    gguf_file *g = NULL;
+    int rc = model_open(&m, path, &e);
+    if (!rc) rc = gguf_open(&g, path, &e);
+    unlink(path);
+    ref_model r;
+    if (rc || !ref_init(&r, g)) {
+        th_fail(__FILE__, __LINE__, "%s: %s", shape, rc ? e.msg : "not a known family");
+        gguf_close(g);
+        model_close(m);
+        return;
+    }
+    enum { T = 37 };
+    const int V = r.V;
+    int32_t tok[T], rows[T];
+    for (int i = 0; i < T; i++) { tok[i] = (i * 131 + 17) % V; rows[i] = i; }
+    double *ld = malloc(sizeof(double) * T * V), margin[T];
+    float *lf = malloc(sizeof(float) * T * V), *lr = malloc(sizeof(float) * T * V);
+    um_pool *pool = pool_new(2);
+    um_forward *fast = NULL, *ref = NULL;
+    um_forward_opts fo = { .max_tokens = T, .kernel = UM_KERNEL_AUTO }, ro = { .max_tokens = T, .reference = true };
+    ref_forward(&r, tok, T, ld, margin);
+    if (forward_new(&fast, m, pool, &fo, &e) || forward_new(&ref, m, NULL, &ro, &e) ||
+        forward_run(fast, tok, T, rows, T, lf, &e) || forward_run(ref, tok, T, rows, T, lr, &e)) {
+        th_fail(__FILE__, __LINE__, "%s: %s", shape, e.msg);
+    } else {
+        int clear = 0;
+        for (int t = 0; t < T; t++) {
+            double cr = ref_cosine(lr + t * V, ld + t * V, V), cf = ref_cosine(lf + t * V, ld + t * V, V);
+            clear += margin[t] >= 0.005;
+            if ((margin[t] >= 1e-6 && cr < 0.999999) || (margin[t] >= 0.005 && cf < 0.9995) || cf < 0.99) {
+                th_fail(__FILE__, __LINE__, "%s %s row %d (routing margin %.5f): cosine to the float64 truth: "
+                        "reference %.9f (need 0.999999), fast %.9f (need %s)", shape, um_type_name(type), t,
+                        margin[t], cr, cf, margin[t] >= 0.005 ? "0.9995" : "0.99");
+                break;
+            }
+        }
+        if (!th_failed() && clear * 10 < T * 6)
+            th_fail(__FILE__, __LINE__, "%s: only %d of %d rows route clearly", shape, clear, T);
+    }
+    free(ld); free(lf); free(lr);
+    forward_free(fast);
+    forward_free(ref);
+    pool_free(pool);
+    gguf_close(g);
+    model_close(m);
+}
+
+TEST(forward_llada_moe_q8_0_matches_float64_truth) { against_truth("tiny-llada-moe", UM_TYPE_Q8_0); }
+TEST(forward_rnd1_q4_K_matches_float64_truth) { against_truth("tiny-rnd1", UM_TYPE_Q4_K); }
+TEST(forward_llada2_q8_0_matches_float64_truth) { against_truth("tiny-llada2", UM_TYPE_Q8_0); }
+TEST(forward_dream_q6_K_matches_float64_truth) { against_truth("tiny-dream", UM_TYPE_Q6_K); }   /* biases, dense */
+TEST(forward_llada_q4_K_matches_float64_truth) { against_truth("tiny-llada", UM_TYPE_Q4_K); }   /* adjacent-pair RoPE */
+
 TEST(model_rejects_unknown_arch_and_missing_tensor) {
     char path[256];
     CHECK(make_model("tiny-llada", UM_TYPE_F32, path, sizeof path) == 0);
@@ -199,3 +270,4 @@ TEST(forward_profile_counts_macs_and_adds_up) {
     pool_free(pool);
     model_close(m);
 }
+

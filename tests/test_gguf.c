@@ -566,6 +566,31 @@ TEST(gguf_broken_files_fail_with_their_message) {
     free(base);
 }
 
+/* The bound on tensor data is exact: a file that ends exactly where the last tensor's data
+ * ends opens (the writer pads after it; the padding is not required), one byte less fails.
+ * Expected ends are computed from the layout written above, not read back through gguf.c. */
+TEST(gguf_tensor_end_bound_is_exact) {
+    uint8_t *base; size_t n;
+    um_err e;
+    CHECK(make_base(&base, &n) == UM_OK);
+    layout L = base_layout(base, n);
+    uint64_t data_off = (L.t_bb + 44 + 31) / 32 * 32;   /* t.bb: name 4 bytes, 2 dims, as make_broken */
+    uint64_t end = data_off + 32 + 68;                  /* t.bb: at offset 32, two q8_0 blocks of 34 bytes */
+    CHECK(end <= n);
+    gguf_file *g;
+    CHECK_MSG(gguf_open_mem(&g, base, end, &e) == UM_OK, "exactly at the end: %s", e.msg);
+    const gguf_tensor *t = gguf_find_tensor(g, "t.bb");
+    CHECK(t && t->size == 68 && (const uint8_t *)t->data + t->size == base + end);
+    gguf_close(g);
+    CHECK(gguf_open_mem(&g, base, end - 1, &e) == UM_FAIL);
+    char want[256];
+    snprintf(want, sizeof want, "tensor 't.bb': data [%llu, %llu) ends past end of file (size %llu) (at byte %llu)",
+             (unsigned long long)(data_off + 32), (unsigned long long)end, (unsigned long long)(end - 1),
+             (unsigned long long)L.t_bb);
+    CHECK_STREQ(e.msg, want);
+    free(base);
+}
+
 TEST(gguf_open_reports_path) {
     gguf_file *g;
     um_err e;

@@ -123,11 +123,9 @@ static int split3(um_err *e) {
     uint32_t part[N_T], n;
     if (gguf_open(&g, in_dir("m.gguf"), e)) return UM_FAIL;
     int rc = gguf_split_plan(g, 2, 0, part, &n, e);
-    char path[160];
-    for (uint32_t i = 0; rc == UM_OK && i < n; i++) {
-        gguf_split_path(path, sizeof path, in_dir("p"), i, n);
-        rc = gguf_split_write_part(g, part, n, i, path, e);
-    }
+    char path[3][160], *paths[3] = { path[0], path[1], path[2] };
+    for (uint32_t i = 0; rc == UM_OK && i < n && i < 3; i++) gguf_split_path(path[i], sizeof path[i], in_dir("p"), i, n);
+    if (rc == UM_OK) rc = n == 3 ? gguf_split_write(g, part, n, paths, e) : um_errf(e, "%u parts, not 3", n);
     gguf_close(g);
     return rc;
 }

@@ -34,3 +34,15 @@ TEST(jsonw_strings_escaped_and_replaced) {
     fclose(m);
     CHECK_STREQ(buf, "{\"t\":\"a\\\"b\\\\\\n\\u0001\xEF\xBF\xBD\xEF\xBF\xBD\",\"n\":-3}");
 }
+
+/* The characters a terminal acts on are escapes in JSON too (esc.h's rule): DEL and the C1
+ * controls (U+009B is CSI to some terminals) as \u007f, \u009b; U+00A0, the first character
+ * past them, and a three-byte character stay as they are. */
+TEST(jsonw_escapes_del_and_c1_controls) {
+    char buf[128] = "";
+    FILE *m = fmemopen(buf, sizeof buf - 1, "w");
+    CHECK(m != NULL);
+    jsonw_put_str(m, "\x7f\xc2\x80\xc2\x9b" "2J\xc2\xa0\xe2\x82\xac\x1b", 13);
+    fclose(m);
+    CHECK_STREQ(buf, "\"\\u007f\\u0080\\u009b2J\xc2\xa0\xe2\x82\xac\\u001b\"");
+}

@@ -1,6 +1,6 @@
 /*
  * test_llada2: the llada2 architecture (LLaDA 2.x, the BailingMoeV2 layout) against an
- * independent float64 forward pass written here from the model's published definition
+ * independent float64 forward pass (tests/ref_f64.h) written from the model's published definition
  * (modeling_llada2_moe.py of inclusionAI/LLaDA2.0-mini and llama.cpp's bailingmoe2 graph), on
  * tiny-llada2 random weights read straight from the GGUF file (nothing of model.c or forward.c
  * is used by that reference); plus hand-checked small cases: group-limited routing, partial
@@ -29,239 +29,8 @@
 #include "ops.h"
 #include "pool.h"
 #include "quant.h"
+#include "ref_f64.h"
 #include "synth.h"
-
-/* ------------------------------------------------------------------ float64 reference */
-
-typedef struct ref_model {
-    const gguf_file *g;
-    int E, L, H, HKV, HD, NROT, V, FF, X, K, FX, FS, NG, NGU, DENSE, B;
-    double eps, base, scale;
-} ref_model;
-
-static uint32_t key_u32(const gguf_file *g, const char *k) {
-    uint32_t v = 0;
-    um_err e;
-    if (gguf_get_u32(g, k, &v, &e)) return 0;
-    return v;
-}
-
-static double key_f32(const gguf_file *g, const char *k) {
-    float v = 0;
-    um_err e;
-    if (gguf_get_f32(g, k, &v, &e)) return 0;
-    return v;
-}
-
-/* A tensor dequantized to doubles, row-major as stored (ne0 fastest); NULL if absent. */
-static double *tensor_d(const gguf_file *g, const char *name, int64_t *n_out) {
-    const gguf_tensor *t = gguf_find_tensor(g, name);
-    if (!t) return NULL;
-    int64_t n = (int64_t)t->n_elements;
-    float *f = malloc(sizeof(float) * (size_t)n);
-    double *d = malloc(sizeof(double) * (size_t)n);
-    um_traits(t->type)->to_float_ref(t->data, f, n);
-    for (int64_t i = 0; i < n; i++) d[i] = f[i];
-    free(f);
-    if (n_out) *n_out = n;
-    return d;
-}
-
-static double *layer_t(const ref_model *r, int il, const char *suffix) {
-    char n[128];
-    snprintf(n, sizeof n, "blk.%d.%s", il, suffix);
-    return tensor_d(r->g, n, NULL);
-}
-
-/* y (n_out) = W (n_out rows of n_in) x */
-static void matvec(double *y, const double *W, const double *x, int n_in, int n_out) {
-    for (int o = 0; o < n_out; o++) {
-        double s = 0;
-        for (int i = 0; i < n_in; i++) s += W[(int64_t)o * n_in + i] * x[i];
-        y[o] = s;
-    }
-}
-
-static void rmsnorm_d(double *y, const double *x, const double *w, int n, double eps) {
-    double ss = 0;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
-    double inv = 1.0 / sqrt(ss / n + eps);
-    for (int i = 0; i < n; i++) y[i] = x[i] * inv * w[i];
-}
-
-/* NeoX rotation of the first n_rot dims: pairs (i, i + n_rot/2), angle pos * base^(-2i/n_rot) */
-static void rope_d(double *v, int pos, int n_rot, double base) {
-    int half = n_rot / 2;
-    for (int i = 0; i < half; i++) {
-        double th = pos * pow(base, -2.0 * i / n_rot), c = cos(th), s = sin(th);
-        double a = v[i], b = v[i + half];
-        v[i] = a * c - b * s;
-        v[i + half] = a * s + b * c;
-    }
-}
-
-static double silu(double x) { return x / (1.0 + exp(-x)); }
-
-/* y += Wd (silu(Wg x) * (Wu x)) with width F */
-static void swiglu_ffn(double *y, const double *Wg, const double *Wu, const double *Wd, const double *x, int E, int F,
-                       double wt) {
-    double *a = malloc(sizeof(double) * F), *b = malloc(sizeof(double) * F), *o = malloc(sizeof(double) * E);
-    matvec(a, Wg, x, E, F);
-    matvec(b, Wu, x, E, F);
-    for (int i = 0; i < F; i++) a[i] = silu(a[i]) * b[i];
-    matvec(o, Wd, a, F, E);
-    for (int i = 0; i < E; i++) y[i] += wt * o[i];
-    free(a); free(b); free(o);
-}
-
-/* logits (T, V) of the canvas tokens[0..T) */
-static void ref_forward(const ref_model *r, const int32_t *tok, int T, double *logits) {
-    const int E = r->E, HD = r->HD, NQ = r->H * HD, NKV = r->HKV * HD;
-    double *x = calloc((size_t)T * E, sizeof(double)), *xn = malloc(sizeof(double) * E);
-    double *q = malloc(sizeof(double) * (size_t)T * NQ), *k = malloc(sizeof(double) * (size_t)T * NKV);
-    double *v = malloc(sizeof(double) * (size_t)T * NKV), *qkv = malloc(sizeof(double) * (NQ + 2 * NKV));
-    double *att = malloc(sizeof(double) * NQ), *o = malloc(sizeof(double) * E), *sc = malloc(sizeof(double) * T);
-    double *emb = tensor_d(r->g, "token_embd.weight", NULL);
-    for (int t = 0; t < T; t++) memcpy(x + (int64_t)t * E, emb + (int64_t)tok[t] * E, sizeof(double) * E);
-    free(emb);
-    for (int il = 0; il < r->L; il++) {
-        double *an = layer_t(r, il, "attn_norm.weight"), *wqkv = layer_t(r, il, "attn_qkv.weight");
-        double *qn = layer_t(r, il, "attn_q_norm.weight"), *kn = layer_t(r, il, "attn_k_norm.weight");
-        double *wo = layer_t(r, il, "attn_output.weight"), *fn = layer_t(r, il, "ffn_norm.weight");
-        for (int t = 0; t < T; t++) {
-            rmsnorm_d(xn, x + (int64_t)t * E, an, E, r->eps);
-            matvec(qkv, wqkv, xn, E, NQ + 2 * NKV);
-            for (int h = 0; h < r->H; h++) {
-                double *qh = q + (int64_t)t * NQ + h * HD;
-                rmsnorm_d(qh, qkv + h * HD, qn, HD, r->eps);
-                rope_d(qh, t, r->NROT, r->base);
-            }
-            for (int h = 0; h < r->HKV; h++) {
-                double *kh = k + (int64_t)t * NKV + h * HD;
-                rmsnorm_d(kh, qkv + NQ + h * HD, kn, HD, r->eps);
-                rope_d(kh, t, r->NROT, r->base);
-                memcpy(v + (int64_t)t * NKV + h * HD, qkv + NQ + NKV + h * HD, sizeof(double) * HD);
-            }
-        }
-        /* attention, block-causal, then the output projection and residual (all rows read the
-         * pre-attention state through q, k, v only, so updating x row by row is safe) */
-        for (int t = 0; t < T; t++) {
-            int n_keys = (t / r->B + 1) * r->B;
-            if (n_keys > T) n_keys = T;
-            for (int h = 0; h < r->H; h++) {
-                int g = h / (r->H / r->HKV);
-                const double *qh = q + (int64_t)t * NQ + h * HD;
-                double mx = -INFINITY, sum = 0;
-                for (int j = 0; j < n_keys; j++) {
-                    double s = 0;
-                    for (int d = 0; d < HD; d++) s += qh[d] * k[(int64_t)j * NKV + g * HD + d];
-                    sc[j] = s / sqrt((double)HD);
-                    if (sc[j] > mx) mx = sc[j];
-                }
-                for (int j = 0; j < n_keys; j++) { sc[j] = exp(sc[j] - mx); sum += sc[j]; }
-                for (int d = 0; d < HD; d++) {
-                    double a = 0;
-                    for (int j = 0; j < n_keys; j++) a += sc[j] * v[(int64_t)j * NKV + g * HD + d];
-                    att[h * HD + d] = a / sum;
-                }
-            }
-            matvec(o, wo, att, NQ, E);
-            for (int i = 0; i < E; i++) x[(int64_t)t * E + i] += o[i];
-        }
-        /* feed-forward */
-        if (il < r->DENSE) {
-            double *wg = layer_t(r, il, "ffn_gate.weight"), *wu = layer_t(r, il, "ffn_up.weight");
-            double *wd = layer_t(r, il, "ffn_down.weight");
-            for (int t = 0; t < T; t++) {
-                rmsnorm_d(xn, x + (int64_t)t * E, fn, E, r->eps);
-                swiglu_ffn(x + (int64_t)t * E, wg, wu, wd, xn, E, r->FF, 1.0);
-            }
-            free(wg); free(wu); free(wd);
-        } else {
-            double *wr = layer_t(r, il, "ffn_gate_inp.weight"), *bias = layer_t(r, il, "exp_probs_b.bias");
-            double *ge = layer_t(r, il, "ffn_gate_exps.weight"), *ue = layer_t(r, il, "ffn_up_exps.weight");
-            double *de = layer_t(r, il, "ffn_down_exps.weight");
-            double *gs = layer_t(r, il, "ffn_gate_shexp.weight"), *us = layer_t(r, il, "ffn_up_shexp.weight");
-            double *ds = layer_t(r, il, "ffn_down_shexp.weight");
-            double *p = malloc(sizeof(double) * r->X), *key = malloc(sizeof(double) * r->X);
-            const int per = r->X / r->NG;
-            const int64_t ex_in = (int64_t)r->FX * E;      /* one expert's gate/up (FX, E), down (E, FX) */
-            for (int t = 0; t < T; t++) {
-                rmsnorm_d(xn, x + (int64_t)t * E, fn, E, r->eps);
-                matvec(p, wr, xn, E, r->X);
-                for (int e = 0; e < r->X; e++) { p[e] = 1.0 / (1.0 + exp(-p[e])); key[e] = p[e] + bias[e]; }
-                /* groups: score = sum of the two best keys; keep the NGU best */
-                int on[64] = { 0 };
-                double gsc[64];
-                for (int gi = 0; gi < r->NG; gi++) {
-                    double b1 = -INFINITY, b2 = -INFINITY;
-                    for (int e = gi * per; e < (gi + 1) * per; e++) {
-                        if (key[e] > b1) { b2 = b1; b1 = key[e]; } else if (key[e] > b2) b2 = key[e];
-                    }
-                    gsc[gi] = b1 + b2;
-                }
-                for (int u = 0; u < r->NGU; u++) {
-                    int best = -1;
-                    for (int gi = 0; gi < r->NG; gi++) if (!on[gi] && (best < 0 || gsc[gi] > gsc[best])) best = gi;
-                    on[best] = 1;
-                }
-                int chosen[64];
-                for (int c = 0; c < r->K; c++) {
-                    int best = -1;
-                    for (int e = 0; e < r->X; e++) {
-                        if (!on[e / per]) continue;
-                        int used = 0;
-                        for (int c2 = 0; c2 < c; c2++) used |= chosen[c2] == e;
-                        if (!used && (best < 0 || key[e] > key[best])) best = e;
-                    }
-                    chosen[c] = best;
-                }
-                double psum = 0;
-                for (int c = 0; c < r->K; c++) psum += p[chosen[c]];
-                double *y = x + (int64_t)t * E;
-                for (int c = 0; c < r->K; c++) {
-                    int e = chosen[c];
-                    swiglu_ffn(y, ge + e * ex_in, ue + e * ex_in, de + e * ex_in, xn, E, r->FX, p[e] / psum * r->scale);
-                }
-                swiglu_ffn(y, gs, us, ds, xn, E, r->FS, 1.0);
-            }
-            free(p); free(key);
-            free(wr); free(bias); free(ge); free(ue); free(de); free(gs); free(us); free(ds);
-        }
-        free(an); free(wqkv); free(qn); free(kn); free(wo); free(fn);
-    }
-    double *on = tensor_d(r->g, "output_norm.weight", NULL), *wout = tensor_d(r->g, "output.weight", NULL);
-    for (int t = 0; t < T; t++) {
-        rmsnorm_d(xn, x + (int64_t)t * E, on, E, r->eps);
-        matvec(logits + (int64_t)t * r->V, wout, xn, E, r->V);
-    }
-    free(on); free(wout);
-    free(x); free(xn); free(q); free(k); free(v); free(qkv); free(att); free(o); free(sc);
-}
-
-static void ref_init(ref_model *r, const gguf_file *g) {
-    memset(r, 0, sizeof *r);
-    r->g = g;
-    r->E = (int)key_u32(g, "llada2.embedding_length");
-    r->L = (int)key_u32(g, "llada2.block_count");
-    r->H = (int)key_u32(g, "llada2.attention.head_count");
-    r->HKV = (int)key_u32(g, "llada2.attention.head_count_kv");
-    r->HD = (int)key_u32(g, "llada2.attention.key_length");
-    r->NROT = (int)key_u32(g, "llada2.rope.dimension_count");
-    r->FF = (int)key_u32(g, "llada2.feed_forward_length");
-    r->X = (int)key_u32(g, "llada2.expert_count");
-    r->K = (int)key_u32(g, "llada2.expert_used_count");
-    r->FX = (int)key_u32(g, "llada2.expert_feed_forward_length");
-    r->FS = (int)key_u32(g, "llada2.expert_shared_feed_forward_length") * (int)key_u32(g, "llada2.expert_shared_count");
-    r->NG = (int)key_u32(g, "llada2.expert_group_count");
-    r->NGU = (int)key_u32(g, "llada2.expert_group_used_count");
-    r->DENSE = (int)key_u32(g, "llada2.leading_dense_block_count");
-    r->eps = key_f32(g, "llada2.attention.layer_norm_rms_epsilon");
-    r->base = key_f32(g, "llada2.rope.freq_base");
-    r->scale = key_f32(g, "llada2.expert_weights_scale");
-    r->V = (int)gguf_find_tensor(g, "output.weight")->ne[1];
-    r->B = 32;                          /* the family's block length; tiny-llada2 writes no key */
-}
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -271,12 +40,6 @@ static int make_model(uint32_t type, char *path, size_t cap) {
     um_err e;
     if (!o.shape || synth_write(&o, path, &e)) { printf("    synth: %s\n", e.msg); return -1; }
     return 0;
-}
-
-static double cosine_fd(const float *a, const double *b, int n) {
-    double ab = 0, aa = 0, bb = 0;
-    for (int i = 0; i < n; i++) { ab += a[i] * b[i]; aa += (double)a[i] * a[i]; bb += b[i] * b[i]; }
-    return ab / sqrt(aa * bb);
 }
 
 static int argmax_f(const float *a, int n) { int b = 0; for (int i = 1; i < n; i++) if (a[i] > a[b]) b = i; return b; }
@@ -304,7 +67,7 @@ static void against_reference(uint32_t type) {
     unlink(path);
     if (rc) { th_fail(__FILE__, __LINE__, "open: %s", e.msg); model_close(m); return; }
     ref_model r;
-    ref_init(&r, g);
+    if (!ref_init(&r, g)) { th_fail(__FILE__, __LINE__, "not a known family"); gguf_close(g); model_close(m); return; }
     const int T = T_CANVAS, V = r.V;
     int32_t tok[T_CANVAS], rows[T_CANVAS];
     canvas(tok, V, 0);
@@ -315,7 +78,7 @@ static void against_reference(uint32_t type) {
     um_forward *fast = NULL, *ref = NULL;
     um_forward_opts fo = { .max_tokens = T, .kernel = UM_KERNEL_AUTO };
     um_forward_opts ro = { .max_tokens = T, .reference = true };
-    ref_forward(&r, tok, T, ld);
+    ref_forward(&r, tok, T, ld, NULL);
     if (forward_new(&fast, m, pool, &fo, &e) || forward_new(&ref, m, NULL, &ro, &e) ||
         forward_run(fast, tok, T, rows, T, lf, &e) || forward_run(ref, tok, T, rows, T, lr, &e)) {
         th_fail(__FILE__, __LINE__, "%s", e.msg);
@@ -323,7 +86,7 @@ static void against_reference(uint32_t type) {
         double worst_f = 1, worst_r = 1;
         int agree_f = 0, agree_r = 0;
         for (int t = 0; t < T; t++) {
-            double cf = cosine_fd(lf + t * V, ld + t * V, V), cr = cosine_fd(lr + t * V, ld + t * V, V);
+            double cf = ref_cosine(lf + t * V, ld + t * V, V), cr = ref_cosine(lr + t * V, ld + t * V, V);
             if (cf < worst_f) worst_f = cf;
             if (cr < worst_r) worst_r = cr;
             agree_f += argmax_f(lf + t * V, V) == argmax_d(ld + t * V, V);

@@ -2,7 +2,9 @@
  * Tests of src/base/outfile.c: the same-file checks (symlinks, "..", hard links, outputs that do
  * not exist yet), temporary file + rename (no temporary left, mode, the old file intact until
  * the commit), removal of the temporary on failure and on outfile_signal_cleanup, direct
- * writes to character devices, and a child killed by a signal leaving no temporary behind.
+ * writes to character devices, a child killed by a signal leaving no temporary behind,
+ * outputs through symbolic links (written where they lead, never replaced), and sets of
+ * files written all or nothing (outfile_group_*).
  * Every test works in its own mkdtemp directory.
  */
 #include <dirent.h>
@@ -108,6 +110,23 @@ TEST(outfile_refuses_two_outputs_that_are_one_file) {
     outfile_set_output(&s, "--gif", x);
     outfile_set_output(&s, "--cast", y);
     CHECK_MSG(outfile_check(&s, &e) == UM_OK, "%s", e.msg);
+    char h[160];                                     /* a file and its hard link: one file */
+    snprintf(h, sizeof h, "%s/X.hard", d);
+    CHECK(link(x, h) == 0);
+    outfile_set_init(&s);
+    outfile_set_output(&s, "--gif", x);
+    outfile_set_output(&s, "--cast", h);
+    CHECK(outfile_check(&s, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "X.hard: is the same file as --gif ");
+    outfile_set_init(&s);                            /* a dangling link and the file it names */
+    char dl[160], dt[160];
+    snprintf(dl, sizeof dl, "%s/dl", d);
+    snprintf(dt, sizeof dt, "%s/new.bin", d);
+    CHECK(symlink("new.bin", dl) == 0);
+    outfile_set_output(&s, "--gif", dt);
+    outfile_set_output(&s, "--cast", dl);
+    CHECK(outfile_check(&s, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "dl: is the same file as --gif ");
     outfile_set_init(&s);                            /* /dev/null twice is harmless */
     outfile_set_output(&s, "--gif", "/dev/null");
     outfile_set_output(&s, "--cast", "/dev/null");
@@ -297,5 +316,202 @@ TEST(outfile_fifo_without_reader_is_refused_not_waited_for) {
     close(rd);
     struct stat st;
     CHECK(stat(f, &st) == 0 && S_ISFIFO(st.st_mode));
+    remove_dir(d);
+}
+
+/* A link is written through, as cp does: the file it leads to gets the data (and is created
+ * when the link dangles); the link stays a link. */
+TEST(outfile_writes_through_symlinks_never_replacing_them) {
+    char d[64], p[160], t[160], l1[160], l2[160], loop[160];
+    make_dir(d);
+    CHECK(d[0]);
+    snprintf(p, sizeof p, "%s/sub", d);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(t, sizeof t, "%s/sub/target.f32", d);
+    snprintf(l1, sizeof l1, "%s/link.f32", d);
+    snprintf(l2, sizeof l2, "%s/link2.f32", d);
+    CHECK(symlink("sub/target.f32", l1) == 0);       /* dangling, relative */
+    CHECK(symlink(l1, l2) == 0);                     /* a chain: link2 -> link -> target */
+    um_err e = { "" };
+    outfile *o;
+    for (int round = 0; round < 2; round++) {        /* the target missing, then existing */
+        const char *via = round ? l2 : l1, *text = round ? "second" : "first";
+        outfile_set s;
+        outfile_set_init(&s);
+        outfile_set_output(&s, "--out", via);
+        CHECK_MSG(outfile_check(&s, &e) == UM_OK, "%s", e.msg);
+        CHECK_MSG(outfile_open(&o, via, &e) == UM_OK, "%s", e.msg);
+        CHECK(!outfile_direct(o));
+        CHECK(outfile_write(o, text, strlen(text), &e) == UM_OK);
+        CHECK_MSG(outfile_commit(o, &e) == UM_OK, "%s", e.msg);
+        struct stat st;
+        CHECK(lstat(l1, &st) == 0 && S_ISLNK(st.st_mode));
+        CHECK(lstat(l2, &st) == 0 && S_ISLNK(st.st_mode));
+        CHECK(lstat(t, &st) == 0 && S_ISREG(st.st_mode));
+        CHECK(file_is(t, text));
+    }
+    CHECK_EQ(hidden_entries(p), 0);
+    snprintf(loop, sizeof loop, "%s/loop", d);       /* a loop of links: an error naming it */
+    CHECK(symlink("loop", loop) == 0);
+    CHECK(outfile_open(&o, loop, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "loop: too many levels of symbolic links");
+    snprintf(l1, sizeof l1, "%s/nodir.f32", d);       /* leading into a missing directory */
+    CHECK(symlink("nodir/x.f32", l1) == 0);
+    outfile_set s;
+    outfile_set_init(&s);
+    outfile_set_output(&s, "--out", l1);
+    CHECK(outfile_check(&s, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "--out ");
+    CHECK_CONTAINS(e.msg, "nodir.f32: directory ");
+    CHECK_CONTAINS(e.msg, "No such file or directory");
+    remove_dir(d);
+}
+
+/* Write n members a0..a(n-1) of a set into dir with the given texts; fail_at >= 0 aborts that
+ * member midway (a write error) and then the whole set, as a caller does. */
+static int write_set(const char *dir, int n, const char *text, int fail_at, um_err *e) {
+    outfile_group *g;
+    if (outfile_group_new(&g, n, e)) return UM_FAIL;
+    for (int i = 0; i < n; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s/a%d", dir, i);
+        outfile *o;
+        if (outfile_group_open(g, &o, p, e)) { outfile_group_abort(g); return UM_FAIL; }
+        outfile_write(o, text, strlen(text), e);
+        if (i == fail_at) {
+            outfile_abort(o);
+            outfile_group_abort(g);
+            return um_errf(e, "member %d failed", i);
+        }
+        if (outfile_commit(o, e)) { outfile_group_abort(g); return UM_FAIL; }
+    }
+    return outfile_group_commit(g, e);
+}
+
+static bool set_is(const char *dir, int n, const char *text) {
+    for (int i = 0; i < n; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s/a%d", dir, i);
+        if (!file_is(p, text)) return false;
+    }
+    return true;
+}
+
+TEST(outfile_group_writes_all_or_nothing) {
+    char d[64];
+    make_dir(d);
+    CHECK(d[0]);
+    um_err e = { "" };
+    CHECK_MSG(write_set(d, 3, "old", -1, &e) == UM_OK, "%s", e.msg);
+    CHECK(set_is(d, 3, "old"));
+    for (int at = 0; at < 3; at++) {                 /* a failure in any member: the old set */
+        CHECK(write_set(d, 3, "new", at, &e) == UM_FAIL);
+        CHECK_MSG(set_is(d, 3, "old"), "failure at member %d changed the set", at);
+        CHECK_EQ(hidden_entries(d), 0);
+    }
+    CHECK_MSG(write_set(d, 3, "new", -1, &e) == UM_OK, "%s", e.msg);
+    CHECK(set_is(d, 3, "new"));
+    CHECK_EQ(hidden_entries(d), 0);
+
+    /* renamed only at the group's commit: until then every old file is untouched */
+    outfile_group *g;
+    CHECK(outfile_group_new(&g, 2, &e) == UM_OK);
+    outfile *o;
+    char p[160];
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/a%d", d, i);
+        CHECK(outfile_group_open(g, &o, p, &e) == UM_OK);
+        CHECK(outfile_write(o, "two", 3, &e) == UM_OK);
+        CHECK(outfile_commit(o, &e) == UM_OK);
+        CHECK(set_is(d, 2, "new"));
+    }
+    CHECK_EQ(hidden_entries(d), 2);
+    snprintf(p, sizeof p, "%s/a2", d);               /* a third member than declared: refused */
+    CHECK(outfile_group_open(g, &o, p, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "more than the 2 files declared");
+    CHECK(outfile_group_commit(g, &e) == UM_OK);
+    CHECK(set_is(d, 2, "two"));
+
+    /* a set with a member never written is refused whole */
+    CHECK(outfile_group_new(&g, 2, &e) == UM_OK);
+    snprintf(p, sizeof p, "%s/a0", d);
+    CHECK(outfile_group_open(g, &o, p, &e) == UM_OK);
+    CHECK(outfile_commit(o, &e) == UM_OK);
+    CHECK(outfile_group_commit(g, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "only 1 of the 2 files of the set were written; nothing was replaced");
+    CHECK(file_is(p, "two"));
+    CHECK_EQ(hidden_entries(d), 0);
+    remove_dir(d);
+}
+
+/* A rename that fails midway (the third target turned into a non-empty directory after its
+ * member was written): the files already renamed are put back, the old set stands. */
+TEST(outfile_group_failed_rename_puts_the_old_files_back) {
+    char d[64], p[160], inner[200];
+    make_dir(d);
+    CHECK(d[0]);
+    um_err e = { "" };
+    CHECK_MSG(write_set(d, 2, "old", -1, &e) == UM_OK, "%s", e.msg);   /* a0, a1 exist; a2 not */
+    outfile_group *g;
+    CHECK(outfile_group_new(&g, 3, &e) == UM_OK);
+    for (int i = 0; i < 3; i++) {
+        outfile *o;
+        snprintf(p, sizeof p, "%s/a%d", d, i);
+        CHECK(outfile_group_open(g, &o, p, &e) == UM_OK);
+        CHECK(outfile_write(o, "new", 3, &e) == UM_OK);
+        CHECK(outfile_commit(o, &e) == UM_OK);
+    }
+    snprintf(p, sizeof p, "%s/a2", d);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(inner, sizeof inner, "%s/keep", p);
+    put_file(inner, "k");
+    CHECK(outfile_group_commit(g, &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "a2: cannot rename the temporary file into place: ");
+    CHECK_CONTAINS(e.msg, "the files already replaced were put back");
+    CHECK(set_is(d, 2, "old"));
+    CHECK(file_is(inner, "k"));
+    CHECK_EQ(hidden_entries(d), 0);                  /* no temporary, no kept copy */
+    remove_dir(d);
+}
+
+TEST(outfile_group_temporaries_go_with_a_signal) {
+    char d[64], p[160];
+    make_dir(d);
+    CHECK(d[0]);
+    um_err e = { "" };
+    outfile_group *g;
+    CHECK(outfile_group_new(&g, 20, &e) == UM_OK);   /* more members than single slots */
+    outfile *o[20];
+    for (int i = 0; i < 20; i++) {
+        snprintf(p, sizeof p, "%s/part%02d", d, i);
+        CHECK_MSG(outfile_group_open(g, &o[i], p, &e) == UM_OK, "%s", e.msg);
+        if (i % 2) CHECK(outfile_commit(o[i], &e) == UM_OK);   /* finished ones count too */
+    }
+    CHECK_EQ(hidden_entries(d), 20);
+    outfile_signal_cleanup();
+    CHECK_EQ(hidden_entries(d), 0);
+    for (int i = 0; i < 20; i += 2) outfile_abort(o[i]);
+    outfile_group_abort(g);
+    pid_t pid = fork();                              /* and in a process that dies of one */
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        um_err se;
+        sigexit_add_hook(outfile_signal_cleanup);
+        if (sigexit_install(SIGEXIT_DIE, &se)) _exit(5);
+        outfile_group *cg;
+        outfile *co;
+        if (outfile_group_new(&cg, 2, &se)) _exit(3);
+        for (int i = 0; i < 2; i++) {
+            snprintf(p, sizeof p, "%s/child%d", d, i);
+            if (outfile_group_open(cg, &co, p, &se) || outfile_commit(co, &se)) _exit(3);
+        }
+        raise(SIGTERM);
+        _exit(4);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %#x", status);
+    CHECK_EQ(hidden_entries(d), 0);
     remove_dir(d);
 }

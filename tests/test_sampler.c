@@ -460,3 +460,70 @@ TEST(sampler_draws_follow_the_reference_formulas) {
     }
     sampler_ws_free(ws);
 }
+
+/* top-k at every edge: 1, 2, one less than the tokens that can be chosen, exactly those, the
+ * vocabulary (mask included), more, and 0 (off), on the prefix path (11 choosable tokens) and
+ * the heap path (99, past the 64-entry prefix). The scoring distribution is the softmax over
+ * the k best, so the greedy pick's probability is 1 / sum_{j<k} exp(l_j - l_0) and its
+ * negative entropy sum q log q over the same k: both computed here in double from the sorted
+ * logits. A top-k that is ignored at any edge (k = choosable - 1 treated as off) changes them. */
+static void check_top_k_edges(int32_t V, int32_t mask) {
+    float *l = malloc((size_t)V * sizeof *l);
+    double *sorted = malloc((size_t)V * sizeof *sorted);
+    int32_t n = 0;
+    for (int32_t i = 0; i < V; i++) {
+        l[i] = 0.25f * (float)((i * 7) % V) / 4.0f;      /* distinct, spread over [0, V/16) */
+        if (i != mask) sorted[n++] = l[i];
+    }
+    for (int32_t a = 0; a < n; a++)                      /* descending */
+        for (int32_t b = a + 1; b < n; b++)
+            if (sorted[b] > sorted[a]) { double t = sorted[a]; sorted[a] = sorted[b]; sorted[b] = t; }
+    um_sample_ws *ws = sampler_ws_new(V);
+    const int32_t ks[] = { 1, 2, n - 1, n, V, V + 1, 0 };
+    for (size_t c = 0; c < sizeof ks / sizeof ks[0]; c++) {
+        int32_t k = ks[c], kept = k == 0 || k > n ? n : k;
+        double z = 0.0, sxe = 0.0;
+        for (int32_t j = 0; j < kept; j++) {
+            double x = sorted[j] - sorted[0], ex = exp(x);
+            z += ex;
+            sxe += ex * x;
+        }
+        um_settings s = greedy_settings();
+        s.top_k = k;
+        um_pick pk;
+        um_err e = { "" };
+        if (sampler_pick(l, V, mask, &s, 0, 0, ws, &pk, &e) != UM_OK) { th_fail(__FILE__, __LINE__, "%s", e.msg); break; }
+        /* float sums inside the sampler: relative 1e-6 */
+        if (fabs(pk.prob - 1.0 / z) > 1e-6 || fabs(pk.neg_entropy - (sxe / z - log(z))) > 1e-5 * (1 + log(z))) {
+            th_fail(__FILE__, __LINE__, "V %d, top-k %d (keeps %d): prob %.9g want %.9g, neg_entropy %.9g want %.9g", V,
+                    k, kept, pk.prob, 1.0 / z, pk.neg_entropy, sxe / z - log(z));
+            break;
+        }
+        /* drawn tokens (Dream: one draw from the filtered distribution, temperature 4) stay in
+         * the k best; with k = n - 1 the worst token never comes, with k = n it does */
+        s.temperature = 4.0f;
+        int worst_seen = 0, outside = 0;
+        for (int64_t pos = 0; pos < 3000; pos++) {
+            if (sampler_pick(l, V, mask, &s, 1, pos, ws, &pk, &e) != UM_OK) { outside = -1; break; }
+            float lt = l[pk.token];
+            int rank = 0;
+            for (int32_t j = 0; j < n; j++) rank += sorted[j] > lt;
+            outside += rank >= kept;
+            worst_seen += rank == n - 1;
+        }
+        if (outside != 0 || (kept == n && worst_seen == 0) || (kept < n && worst_seen != 0)) {
+            th_fail(__FILE__, __LINE__, "V %d, top-k %d: %d draws outside the k best, the worst token drawn %d times", V, k,
+                    outside, worst_seen);
+            break;
+        }
+    }
+    sampler_ws_free(ws);
+    free(sorted);
+    free(l);
+}
+
+TEST(sampler_top_k_every_edge) {
+    check_top_k_edges(12, 5);        /* 11 choosable: the prefix path */
+    if (th_failed()) return;
+    check_top_k_edges(100, 40);      /* 99 choosable: k = 98, 99 take the heap past the 64-entry prefix */
+}

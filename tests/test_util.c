@@ -3,14 +3,17 @@
  * compose without overflowing.
  */
 #include "harness.h"
+#include "esc.h"
 #include "util.h"
 
 TEST(errors_never_carry_control_bytes) {
     um_err e;
     CHECK(um_errf(&e, "tensor '%s' missing", "evil\x1b[2J\nname\x7f") == UM_FAIL);
-    CHECK_STREQ(e.msg, "tensor 'evil?[2J?name?' missing");
+    CHECK_STREQ(e.msg, "tensor 'evil\\x1b[2J\\x0aname\\x7f' missing");
     um_err_prefix(&e, "file\r%s", ".gguf");
-    CHECK_STREQ(e.msg, "file?.gguf: tensor 'evil?[2J?name?' missing");
+    CHECK_STREQ(e.msg, "file\\x0d.gguf: tensor 'evil\\x1b[2J\\x0aname\\x7f' missing");
+    um_errf(&e, "name '%s'", "c1 \xc2\x9b" "2J bad \x9b utf8 \xc3\xa9");   /* C1 CSI, a lone 0x9b, valid e-acute */
+    CHECK_STREQ(e.msg, "name 'c1 \\xc2\\x9b2J bad \\x9b utf8 \xc3\xa9'");
 }
 
 TEST(error_prefix_truncates_safely) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "esc.h"
 #include "text.h"
 
 static int grow(void **p, size_t elem, size_t want, um_err *e) {
@@ -110,12 +111,12 @@ static int emit_cluster(ui_text *t, int32_t a, int32_t b, um_err *e) {
         append_cp(c->text, &len, sizeof c->text, 0x2192);
         return UM_OK;
     }
-    if (first < 0x20 || first == 0x7F) {
+    if (esc_is_control(first) && first <= 0x7F) {   /* esc.h's rule: C0 and DEL as pictures, */
         c->flags |= UI_CL_REPLACED;
         append_cp(c->text, &len, sizeof c->text, first == 0x7F ? 0x2421 : 0x2400 + first);
         return UM_OK;
     }
-    if (first >= 0x80 && first < 0xA0) {
+    if (esc_is_control(first)) {                      /* C1 as U+2370 */
         c->flags |= UI_CL_REPLACED;
         append_cp(c->text, &len, sizeof c->text, 0x2370);
         return UM_OK;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "esc.h"
 #include "engine.h"
 #include "snapshot.h"
 #include "evalcheck.h"
@@ -26,6 +27,7 @@
 #include "jsonw.h"
 #include "numparse.h"
 #include "schedule.h"
+#include "stdfd.h"
 #include "sudoku.h"
 #include "tasks.h"
 
@@ -85,24 +87,14 @@ static void on_step(void *ctx, um_snapshot *sn) {
     snapshot_unref(sn);
 }
 
-/* The output on one line: control characters escaped, at most max bytes of it. */
+/* The output on one line, quoted: the escaping rule (esc.h) with \n \t \r by name, '\' and
+ * '"' escaped; at most max bytes of it, cut on a character boundary. */
 static void print_oneline(FILE *f, const char *s, size_t max) {
-    size_t n = strlen(s), end = n;
-    if (end > max) {                                   /* cut on a UTF-8 character boundary */
-        end = max;
-        while (end > 0 && ((unsigned char)s[end] & 0xc0) == 0x80) end--;
-    }
+    size_t n = strlen(s), end = esc_cut(s, n, max);
     fputc('"', f);
-    for (size_t i = 0; i < end; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '"' || c == '\\') { fputc('\\', f); fputc(c, f); }
-        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
-    }
+    esc_fput(f, s, end, ESC_BACKSLASH | ESC_C_NAMES, '"');
     fputc('"', f);
-    if (n > max) fputs("...", f);
+    if (end < n) fputs("...", f);
 }
 
 /* "FILE:LINE" for a task from a file, "sudoku puzzle I" for a generated one. */
@@ -194,7 +186,11 @@ int cmd_eval(int argc, char **argv) {
             return 1;
         }
 
-    if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask eval: %s\n", e.msg); tasks_free(&ts); return 1; }
+    if (genopts_resolve(&g, &e) || stdfd_writable(&e)) {
+        fprintf(stderr, "unmask eval: %s\n", e.msg);
+        tasks_free(&ts);
+        return 1;
+    }
     bool tty = isatty(STDERR_FILENO);
     bool quiet_load = quiet || !tty;
     g.eng.progress = genopts_progress_stderr;
@@ -257,7 +253,7 @@ int cmd_eval(int argc, char **argv) {
                 print_oneline(stdout, it->output, 100);
             }
             putchar('\n');
-            fflush(stdout);
+            if (stdfd_check(&e)) goto out;        /* a lost line ends the run (stdfd.h) */
             if (b.on) bar_draw(&b, NULL);
         }
     }
@@ -270,9 +266,11 @@ int cmd_eval(int argc, char **argv) {
         printf("forward passes: %lld (%.1f per task), generated tokens: %lld (%.2f per pass), %.2f s (%.2f s per task)\n",
                (long long)passes, done ? (double)passes / done : 0, (long long)generated,
                passes ? (double)generated / passes : 0, seconds, done ? seconds / done : 0);
+        char name[4 * sizeof info.name];            /* the file's general.name: escaped (esc.h) */
+        esc_str(name, sizeof name, info.name, strlen(info.name), 0, 0);
         printf("settings: gen %d, steps %d, schedule %s, block %d, threshold %g, alg %s, temp %g, seed %llu; model %s\n",
                s.n_gen, s.steps, schedule_name(s.schedule), s.block_len, s.threshold, schedule_score_name(s.score),
-               s.temperature, (unsigned long long)s.seed, info.name);
+               s.temperature, (unsigned long long)s.seed, name);
     } else {
         jsonw j;
         jsonw_init(&j, stdout);

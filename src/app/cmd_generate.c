@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "esc.h"
 #include "engine.h"
 #include "snapshot.h"
 #include "genopts.h"
 #include "jsonw.h"
+#include "stdfd.h"
 #include "stepstream.h"
 
 static void usage(FILE *f) {
@@ -61,6 +63,24 @@ static void on_step(void *ctx, um_snapshot *sn) {
     else snapshot_unref(sn);
 }
 
+/* engine_run with a way out: a --stream-json line that did not arrive ends the run at once
+ * (nobody is reading the rest). Returns the steps run, or -1 with e set. */
+static int run_steps(um_engine *en, step_ctx *c, um_err *e) {
+    int steps = 0;
+    while (!engine_done(en)) {
+        int r = engine_step(en, e);
+        if (r < 0) return -1;
+        if (r == 0) break;
+        steps++;
+        on_step(c, engine_snapshot(en));
+        if (c->stream && stepstream_failed(c->stream)) {
+            if (!stdfd_check(e)) um_errf(e, "writing to standard output failed");
+            return -1;
+        }
+    }
+    return steps;
+}
+
 int cmd_generate(int argc, char **argv) {
     um_genopts g;
     genopts_init(&g);
@@ -77,6 +97,7 @@ int cmd_generate(int argc, char **argv) {
     um_err re = { "" };
     if (genopts_resolve(&g, &re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }
     if (!g.prompt) { fprintf(stderr, "unmask generate: -p PROMPT is required unless the preset has a prompt (see --help)\n"); return 2; }
+    if (stdfd_writable(&re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }   /* before the long part */
     g.eng.progress = genopts_progress_stderr;
     g.eng.progress_ctx = &quiet;
     g.eng.warn = genopts_warn_stderr;
@@ -95,13 +116,16 @@ int cmd_generate(int argc, char **argv) {
     if (engine_start(en, g.prompt, &s, &e)) goto out;
     um_engine_info info;
     engine_get_info(en, &info);
-    if (!quiet)
-        fprintf(stderr, "model: %s (%s, %s), kernel %s, %d threads, load %.2f s\n", info.name, info.arch, info.quant,
+    if (!quiet) {
+        char name[4 * sizeof info.name];            /* the file's general.name: escaped (esc.h) */
+        esc_str(name, sizeof name, info.name, strlen(info.name), 0, 0);
+        fprintf(stderr, "model: %s (%s, %s), kernel %s, %d threads, load %.2f s\n", name, info.arch, info.quant,
                 info.isa, info.n_threads, t_load);
+    }
     if (stream) stepstream_start(&ss, stdout, en, &s, g.prompt, t_load);
     double t_gen = um_now();
     step_ctx sc = { .quiet = quiet, .keep = g.json, .stream = stream ? &ss : NULL };
-    int ran = engine_run(en, on_step, &sc, &e);
+    int ran = run_steps(en, &sc, &e);
     hist = sc.hist;
     n_hist = sc.n_hist;
     if (ran < 0) goto out;
@@ -121,11 +145,16 @@ int cmd_generate(int argc, char **argv) {
         if (stepstream_failed(&ss)) {
             free(answer);
             snapshot_unref(last);
-            snprintf(e.msg, sizeof e.msg, "writing the stream to stdout failed");
+            if (!stdfd_check(&e)) um_errf(&e, "writing to standard output failed");
             goto out;
         }
     } else if (!g.json) {
-        printf("%s\n", answer ? answer : "");
+        /* the answer is made of the file's token pieces: on a terminal they pass the escaping
+         * rule (lines and tabs kept); into a pipe or a file they are the exact bytes */
+        const char *text = answer ? answer : "";
+        if (isatty(STDOUT_FILENO)) esc_fput(stdout, text, strlen(text), ESC_KEEP_LINES, 0);
+        else fputs(text, stdout);
+        putchar('\n');
     } else {
         jsonw j;
         jsonw_init(&j, stdout);

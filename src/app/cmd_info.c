@@ -4,9 +4,10 @@
  * summary, the tensor table, totals, and whether unmask can run it (and if not, why).
  * A split model (gguf.h) is described as one file, opened from any of its parts, with its
  * parts listed (path, bytes, tensors whose data each holds) after the first line.
- * "Can run" is decided by the model loader itself (model_open: architecture, hyper-parameters,
- * every required tensor with its shape and a type unmask computes with), so info never
- * promises more than `unmask generate` will do.
+ * "Can run" is decided by the one verdict every decoding command loads its model through
+ * (model_check_runnable: weights, architecture, hyper-parameters, every required tensor with
+ * its shape and a type unmask computes with, a mask token, a tokenizer that loads and fits
+ * the embedding), and its reason is the one `unmask generate` prints.
  *
  * Text and JSON come from the same walk over the file; every string from the file is
  * hostile, so text output escapes control bytes (no terminal escapes get through) and
@@ -17,7 +18,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "esc.h"
 #include "gguf.h"
+#include "jsonw.h"
 #include "model.h"
 #include "quant.h"
 
@@ -32,29 +35,14 @@ static const struct { const char *key, *label; } token_ids[] = {
 
 /* ------------------------------------------------------------------ strings out */
 
-/* Text: printable bytes and UTF-8 as they are, control bytes and '\' as \xNN; at most max bytes. */
+/* Text: the first max bytes under the escaping rule (esc.h; '\' as "\\"), "..." after a cut. */
 static void put_text(FILE *f, gguf_str s, uint64_t max) {
-    for (uint64_t i = 0; i < s.len && i < max; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        if (c < 0x20 || c == 0x7f || c == '\\') fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
-    }
-    if (s.len > max) fputs("...", f);
+    size_t n = esc_cut(s.ptr, (size_t)s.len, (size_t)UM_MIN(max, s.len));
+    esc_fput(f, s.ptr, n, ESC_BACKSLASH, 0);
+    if (n < s.len) fputs("...", f);
 }
 
-static void put_json_str(FILE *f, gguf_str s) {
-    const unsigned char *p = (const unsigned char *)s.ptr;
-    fputc('"', f);
-    for (uint64_t i = 0; i < s.len;) {
-        int n = (int)um_utf8_len(p + i, (size_t)(s.len - i));
-        if (n == 0) { fputs("\\ufffd", f); i++; continue; }
-        if (p[i] == '"' || p[i] == '\\') fprintf(f, "\\%c", p[i]);
-        else if (p[i] < 0x20) fprintf(f, "\\u%04x", p[i]);
-        else fwrite(p + i, 1, (size_t)n, f);
-        i += (uint64_t)n;
-    }
-    fputc('"', f);
-}
+static void put_json_str(FILE *f, gguf_str s) { jsonw_put_str(f, s.ptr, (size_t)s.len); }
 
 static gguf_str cstr(const char *s) { return (gguf_str){ s, strlen(s) }; }
 
@@ -137,13 +125,8 @@ static void gather(info *in, const gguf_file *g) {
         in->params += gguf_tensor_at(g, i)->n_elements;
         in->bytes += gguf_tensor_at(g, i)->size;
     }
-    um_model *m;
-    if (gguf_n_tensors(g) == 0)
-        snprintf(in->why_not, sizeof in->why_not, "vocabulary only (no weights)");
-    else if (model_open(&m, gguf_path(g), &e) == UM_OK)
-        model_close(m);
-    else
-        snprintf(in->why_not, sizeof in->why_not, "%s", e.msg);
+    /* the very checks generate runs, through the same function, with the same reason */
+    if (model_check_runnable(gguf_path(g), &e)) snprintf(in->why_not, sizeof in->why_not, "%s", e.msg);
 }
 
 static bool has_prefix(gguf_str s, const char *p) {
@@ -190,7 +173,9 @@ static void print_text(const info *in, FILE *f) {
         put_value(f, kv, false);
         fputc('\n', f);
     }
-    fprintf(f, "\nhyper-parameters (%s.*)\n", in->arch[0] ? in->arch : "?");
+    fputs("\nhyper-parameters (", f);
+    put_text(f, cstr(in->arch[0] ? in->arch : "?"), sizeof in->arch);
+    fputs(".*)\n", f);
     for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
         const gguf_kv *kv = gguf_kv_at(g, i);
         if (!is_hparam(in, kv)) continue;
@@ -260,7 +245,8 @@ static void print_text(const info *in, FILE *f) {
         fprintf(f, "  %-18s%.4f (%.3f bits)\n", "bytes per weight", (double)in->bytes / (double)in->params,
                 8.0 * (double)in->bytes / (double)in->params);
     fputs(in->why_not[0] ? "\nrunnable: no: " : "\nrunnable: yes", f);
-    put_text(f, cstr(in->why_not), sizeof in->why_not);     /* may quote names from the file */
+    /* the reason generate gives, byte for byte (um_errf escaped what it quotes from the file) */
+    esc_fput(f, in->why_not, strlen(in->why_not), 0, 0);
     fputc('\n', f);
 }
 
@@ -417,5 +403,5 @@ int cmd_info(int argc, char **argv) {
     if (json) print_json(&in, stdout);
     else print_text(&in, stdout);
     gguf_close(g);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return 0;                                       /* stdout is checked at exit (stdfd.h) */
 }

@@ -7,7 +7,9 @@
  * Files: IN may itself be any part of a split model (it is opened whole). Before anything is
  * written every part's name is checked against every input part by outfile_check (never
  * overwrite an input, refuse directories and special files, fail early on an unwritable
- * directory); each part is then written through outfile.h (temporary file + rename).
+ * directory); the parts are then written as one set through outfile.h (rule 6): each to a
+ * temporary file, all renamed into place only once every part is complete, so a failure
+ * (a full disk in the last part) leaves an existing set of the same names as it was.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,13 +154,11 @@ int cmd_split(int argc, char **argv) {
         goto out;
     }
     if (check_outputs(g, paths, n_parts, &e)) goto out;
-    for (uint32_t i = 0; i < n_parts; i++) {
-        if (gguf_split_write_part(g, part_of, n_parts, i, paths[i], &e)) {
-            if (i) um_err_prefix(&e, "parts 1 to %u were written, the set is incomplete", i);
-            goto out;
-        }
-        if (!quiet) printf("wrote %s (part %u of %u)\n", paths[i], i + 1, n_parts);
+    if (gguf_split_write(g, part_of, n_parts, paths, &e)) {       /* all the parts, or none */
+        um_err_prefix(&e, "nothing written");
+        goto out;
     }
+    for (uint32_t i = 0; i < n_parts && !quiet; i++) printf("wrote %s (part %u of %u)\n", paths[i], i + 1, n_parts);
     rc = 0;
 out:
     if (rc) fprintf(stderr, PROG ": %s\n", e.msg);
@@ -166,6 +166,5 @@ out:
     free(paths);
     free(part_of);
     gguf_close(g);
-    if (rc == 0 && fflush(stdout) != 0) rc = 1;
     return rc;
 }

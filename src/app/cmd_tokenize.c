@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "esc.h"
 #include "infile.h"
 #include "tokenizer.h"
-#include "unicode_pre.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -30,26 +30,13 @@ static void usage(FILE *f) {
         "  -h, --help         show this help\n"
         "\n"
         "Each line of the default output is: id TAB 'piece', where piece is the raw bytes the\n"
-        "token decodes to; \\n \\t \\r \\' \\\\ and \\xNN (bytes that are not complete UTF-8)\n"
-        "are escaped.\n");
+        "token decodes to; \\n \\t \\r \\' \\\\ and \\xNN (other control characters, C1\n"
+        "controls U+0080-U+009F and bytes that are not complete UTF-8) are escaped.\n");
 }
 
 static void print_piece(const uint8_t *p, size_t n) {
     putchar('\'');
-    for (size_t i = 0; i < n; ) {
-        uint8_t c = p[i];
-        if (c == '\'' || c == '\\') { printf("\\%c", c); i++; continue; }
-        if (c == '\n') { fputs("\\n", stdout); i++; continue; }
-        if (c == '\t') { fputs("\\t", stdout); i++; continue; }
-        if (c == '\r') { fputs("\\r", stdout); i++; continue; }
-        if (c < 0x20 || c == 0x7F) { printf("\\x%02x", c); i++; continue; }
-        if (c < 0x80) { putchar(c); i++; continue; }
-        uint32_t cp;
-        size_t k = upre_utf8_decode(p + i, n - i, &cp);
-        if (cp == UPRE_INVALID) { printf("\\x%02x", c); i++; continue; }
-        fwrite(p + i, 1, k, stdout);
-        i += k;
-    }
+    esc_fput(stdout, (const char *)p, n, ESC_BACKSLASH | ESC_C_NAMES, '\'');
     putchar('\'');
 }
 

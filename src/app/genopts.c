@@ -347,11 +347,17 @@ int genopts_parse_compare(um_genopts *g, char *flags, const char *prog) {
     };
     char *argv[COMPARE_MAX_ARGS + 1];
     int argc = 0;
-    char *r = flags, *w = flags;
+    char *r = flags, *w = flags, *given = strdup(flags);   /* given: for messages */
+    if (!given) { fprintf(stderr, "%s: out of memory\n", prog); return UM_FAIL; }
     for (;;) {                                      /* split in place, quotes removed */
         while (*r == ' ' || *r == '\t') r++;
         if (!*r) break;
-        if (argc == COMPARE_MAX_ARGS) { fprintf(stderr, "%s: --compare: more than %d words\n", prog, COMPARE_MAX_ARGS); return UM_FAIL; }
+        if (argc == COMPARE_MAX_ARGS) {
+            fprintf(stderr, "%s: --compare: more than %d words\n", prog, COMPARE_MAX_ARGS);
+            free(given);
+            return UM_FAIL;
+        }
+        const char *start = r;
         argv[argc++] = w;
         char quote = 0;
         for (; *r && (quote || (*r != ' ' && *r != '\t')); r++) {
@@ -359,13 +365,19 @@ int genopts_parse_compare(um_genopts *g, char *flags, const char *prog) {
             else if (quote && *r == quote) quote = 0;
             else *w++ = *r;
         }
-        if (quote) { fprintf(stderr, "%s: --compare: unterminated quote in '%s'\n", prog, argv[argc - 1]); return UM_FAIL; }
+        if (quote) {                                /* the text as given, from the word on: the */
+            fprintf(stderr, "%s: --compare: unterminated %c in '%s'\n", prog, quote,   /* split overwrote it */
+                    given + (start - flags));
+            free(given);
+            return UM_FAIL;
+        }
         bool end = !*r;
         *w++ = 0;
         if (end) break;
         r++;
     }
     argv[argc] = NULL;
+    free(given);
     if (argc == 0) { fprintf(stderr, "%s: --compare needs decoding flags, e.g. --compare \"--seed 2\"\n", prog); return UM_FAIL; }
     for (int i = 0; i < argc; i++) {
         for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++)

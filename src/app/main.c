@@ -11,6 +11,7 @@
 #include "gpu.h"
 #include "outfile.h"
 #include "sigexit.h"
+#include "stdfd.h"
 #include "ui_main.h"
 
 static const struct um_command {
@@ -70,7 +71,8 @@ static void version(void) {
     printf("gpu: %s\n", gpu);
 }
 
-int main(int argc, char **argv) {
+/* The command line, dispatched; *prog names the program in messages ("unmask NAME"). */
+static int run(int argc, char **argv, char *prog, size_t cap) {
     if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
         version();
         return 0;
@@ -87,7 +89,27 @@ int main(int argc, char **argv) {
     if (sigexit_install(SIGEXIT_DIE, &se)) fprintf(stderr, "unmask: warning: %s\n", se.msg);
     if (argc < 2 || argv[1][0] == '-') return ui_main(argc, argv);   /* no subcommand: the visualizer */
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            snprintf(prog, cap, "unmask %s", commands[i].name);
+            return commands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "unmask: unknown command '%s' (see unmask --help)\n", argv[1]);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    /* standard output checked in one place (stdfd.h): closed descriptors get placeholders,
+     * and every command but the visualizer (curses needs the C library's stream) writes
+     * through a stream that keeps the OS reason of a lost write */
+    bool visualizer = argc < 2 || (argv[1][0] == '-' && strcmp(argv[1], "--version") && strcmp(argv[1], "-V") &&
+                                   strcmp(argv[1], "--help") && strcmp(argv[1], "-h"));
+    stdfd_init(!visualizer);
+    char prog[64] = "unmask";
+    int rc = run(argc, argv, prog, sizeof prog);
+    um_err e = { "" };
+    if (stdfd_finish(&e)) {                      /* everything written must have arrived */
+        if (e.msg[0]) fprintf(stderr, "%s: %s\n", prog, e.msg);
+        if (rc == 0) rc = 1;
+    }
+    return rc;
 }

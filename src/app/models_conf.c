@@ -163,9 +163,12 @@ int models_conf_load(models_conf *mc, const char *path, um_err *e) {
     return rc;
 }
 
+/* The name is taken (by anything: a FIFO, a directory, a dangling link), so the lookup stops
+ * there and loading it says what is wrong ("not a regular file (a FIFO)") instead of the
+ * file passing for absent. */
 static bool exists(const char *p) {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return lstat(p, &st) == 0;
 }
 
 bool models_conf_find(char *path, size_t cap) {

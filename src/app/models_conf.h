@@ -15,7 +15,8 @@
  *     prompt        = ...          # the prompt when none is given (-p); the rest of the line
  *     layout        = grid9        # how views lay the canvas out: text | grid9 (a 9x9 sudoku)
  *
- * Lookup order (first existing file wins): ./models.conf, $XDG_CONFIG_HOME/unmask/models.conf
+ * Lookup order (the first name that exists wins, whatever it is: a FIFO or a directory there
+ * is an error, not an absent file): ./models.conf, $XDG_CONFIG_HOME/unmask/models.conf
  * (~/.config/unmask/models.conf when unset), UM_PREFIX/share/unmask/models.conf.
  * Errors name FILE:LINE. Unset numeric fields are -1 (temperature: NAN, schedule and
  * scoring: -1), so flags and presets merge simply.
@@ -49,7 +50,7 @@ typedef struct models_conf {
 /* Parse text; file names the source in errors and anchors relative paths. */
 int  models_conf_parse(models_conf *mc, const char *text, size_t len, const char *file, um_err *e);
 int  models_conf_load(models_conf *mc, const char *path, um_err *e);
-/* Find the first models.conf in the lookup order; false when none exists. */
+/* Find the first models.conf in the lookup order; false when no such name exists. */
 bool models_conf_find(char *path, size_t cap);
 const models_preset *models_conf_get(const models_conf *mc, const char *name);
 void models_conf_free(models_conf *mc);

@@ -43,6 +43,7 @@
 #include <curses.h>
 
 #include "draw_curses.h"
+#include "esc.h"
 #include "fake_source.h"
 #include "feopts.h"
 #include "cast.h"
@@ -95,6 +96,7 @@ typedef struct app {
     frame         fr;
     view_ctx      vc;
     recorder     *rec_cli;         /* --gif / --cast, NULL when not recording */
+    char          rec_cli_lost[512];   /* why rec_cli stopped midway ("" if it did not): exit 1 */
     recorder     *rec_key;         /* the g key's GIF, NULL when not recording */
     char          rec_key_path[64];
     char          rec_title[128];  /* cast header title: "unmask: PROMPT" */
@@ -296,6 +298,7 @@ static void rec_feed(app *a) {
         recorder_abort(a->rec_cli);
         a->rec_cli = NULL;
         say(a, "recording stopped: %s", e.msg);
+        snprintf(a->rec_cli_lost, sizeof a->rec_cli_lost, "%s", e.msg);
     }
     if (a->rec_key && recorder_frame(a->rec_key, recorder_elapsed(a->rec_key), &a->rf, NULL, &e)) {
         recorder_abort(a->rec_key);
@@ -661,11 +664,14 @@ static int list_models(void) {
     um_err e = { "" };
     if (models_conf_load(&mc, path, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); return 1; }
     printf("presets in %s:\n", path);
-    for (int i = 0; i < mc.n; i++) {
+    for (int i = 0; i < mc.n; i++) {                /* names and paths are the file's text: escaped */
         const models_preset *p = &mc.presets[i];
         struct stat st;
         bool ok = stat(p->path, &st) == 0 && S_ISREG(st.st_mode);
-        printf("  %-16s %-8s %s\n", p->name, ok ? "present" : "MISSING", p->path);
+        char name[4 * sizeof p->name], where[4 * sizeof p->path];
+        esc_str(name, sizeof name, p->name, strlen(p->name), 0, 0);
+        esc_str(where, sizeof where, p->path, strlen(p->path), 0, 0);
+        printf("  %-16s %-8s %s\n", name, ok ? "present" : "MISSING", where);
     }
     models_conf_free(&mc);
     return 0;
@@ -822,6 +828,10 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
             if (!rc) rc = 1;
         }
         a->rec_cli = NULL;
+    }
+    if (a->rec_cli_lost[0]) {                       /* the files asked for were not written */
+        fprintf(stderr, "unmask: recording: %s\n", a->rec_cli_lost);
+        if (!rc) rc = 1;
     }
     drain_worker(a);                                /* an error that arrived with the quit */
     for (int k = 0; k < a->n_panes; k++)            /* last: the lines that explain the status */

@@ -6,6 +6,7 @@
  * size, so memory stays proportional to what is kept.
  */
 #include "jsonr.h"
+#include "esc.h"
 
 #include <stdint.h>
 #include <stdlib.h>

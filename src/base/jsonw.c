@@ -2,6 +2,7 @@
  * jsonw: streaming JSON writer (see jsonw.h).
  */
 #include "jsonw.h"
+#include "esc.h"
 #include "util.h"
 
 #include <math.h>
@@ -47,20 +48,25 @@ bool jsonw_utf8_valid(const char *s, size_t n) {
     return true;
 }
 
-static void put_str(FILE *f, const char *s, size_t n) {
+/* Controls (esc.h's rule: C0, DEL and C1) as \u00NN, so a JSON document printed to a
+ * terminal cannot drive it either. */
+void jsonw_put_str(FILE *f, const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
     for (size_t i = 0; i < n;) {
         unsigned c = p[i];
+        size_t len = um_utf8_len(p + i, n - i);
         if (c == '"' || c == '\\') { fputc('\\', f); fputc((int)c, f); i++; }
         else if (c == '\n') { fputs("\\n", f); i++; }
         else if (c == '\t') { fputs("\\t", f); i++; }
         else if (c == '\r') { fputs("\\r", f); i++; }
-        else if (c < 0x20 || c == 0x7f) { fprintf(f, "\\u%04x", c); i++; }
+        else if (!len) { fputs("\xef\xbf\xbd", f); i++; }
         else {
-            size_t len = um_utf8_len(p + i, n - i);
-            if (!len) { fputs("\xef\xbf\xbd", f); i++; }
-            else { fwrite(p + i, 1, len, f); i += len; }
+            /* only a 1- or 2-byte character can be a control */
+            uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) << 6 | (p[i + 1] & 0x3f) : 0x800;
+            if (esc_is_control(cp)) fprintf(f, "\\u%04x", (unsigned)cp);
+            else fwrite(p + i, 1, len, f);
+            i += len;
         }
     }
     fputc('"', f);
@@ -68,12 +74,12 @@ static void put_str(FILE *f, const char *s, size_t n) {
 
 void jsonw_key(jsonw *j, const char *key) {
     sep(j);
-    put_str(j->f, key, strlen(key));
+    jsonw_put_str(j->f, key, strlen(key));
     fputc(':', j->f);
     j->after_key = true;
 }
 
-void jsonw_strn(jsonw *j, const char *s, size_t n) { sep(j); put_str(j->f, s, n); }
+void jsonw_strn(jsonw *j, const char *s, size_t n) { sep(j); jsonw_put_str(j->f, s, n); }
 void jsonw_str(jsonw *j, const char *s) { jsonw_strn(j, s, strlen(s)); }
 void jsonw_int(jsonw *j, long long v) { sep(j); fprintf(j->f, "%lld", v); }
 void jsonw_num(jsonw *j, double v) {

@@ -1,7 +1,8 @@
 /*
  * jsonw: a tiny streaming JSON writer (objects, arrays, strings with full escaping,
  * numbers). Commas are placed automatically; the caller keeps keys and values paired.
- * Strings are written as valid UTF-8: invalid bytes become U+FFFD.
+ * Strings are written as valid UTF-8: invalid bytes become U+FFFD, and the characters a
+ * terminal would act on (esc.h: C0, DEL, C1) are \u00NN escapes.
  */
 #ifndef UM_JSONW_H
 #define UM_JSONW_H
@@ -31,6 +32,8 @@ void jsonw_int(jsonw *j, long long v);
 void jsonw_num(jsonw *j, double v);      /* non-finite values are written as null */
 void jsonw_bool(jsonw *j, bool v);
 void jsonw_null(jsonw *j);
+/* One string value, quoted and escaped as above, for callers that lay JSON out by hand. */
+void jsonw_put_str(FILE *f, const char *s, size_t n);
 /* Are these n bytes valid UTF-8, so jsonw_strn writes them unchanged (no U+FFFD)? */
 bool jsonw_utf8_valid(const char *s, size_t n);
 

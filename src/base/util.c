@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "util.h"
+#include "esc.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -17,42 +18,37 @@
 #include <sys/stat.h>
 #include <pthread.h>
 
-/* Messages are one line and may quote names from hostile files: control bytes (newlines,
- * terminal escapes) become '?', so printing a message can never drive the terminal. */
-static void sanitize(char *s) {
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+/* Messages are one line and may quote names from hostile files: they go through the one
+ * escaping rule (esc.h), so a control byte (a newline, a terminal escape) or a byte that is not
+ * UTF-8 becomes \xNN and printing a message can never drive the terminal. raw is escaped
+ * into e->msg, cut at a whole unit when it does not fit. */
+static void set_escaped(um_err *e, const char *raw) {
+    esc_str(e->msg, sizeof e->msg, raw, strlen(raw), 0, 0);
 }
 
 int um_errf(um_err *e, const char *fmt, ...) {
     if (e) {
+        char raw[sizeof e->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
-        sanitize(e->msg);
+        set_escaped(e, raw);
     }
     return UM_FAIL;
 }
 
 int um_err_prefix(um_err *e, const char *fmt, ...) {
     if (!e) return UM_FAIL;
-    char old[sizeof e->msg];
+    char old[sizeof e->msg], pre[256], raw[sizeof e->msg];
     memcpy(old, e->msg, sizeof old);
-    char pre[256];
+    old[sizeof old - 1] = '\0';
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
-    size_t np = strlen(pre);
-    if (np >= sizeof e->msg - 3) np = sizeof e->msg - 3;
-    memcpy(e->msg, pre, np);
-    memcpy(e->msg + np, ": ", 2);
-    size_t room = sizeof e->msg - np - 3;
-    size_t no = strnlen(old, room);
-    memcpy(e->msg + np + 2, old, no);
-    e->msg[np + 2 + no] = '\0';
-    sanitize(e->msg);
+    snprintf(raw, sizeof raw, "%s: %s", pre, old);
+    set_escaped(e, raw);
     return UM_FAIL;
 }
 
@@ -82,25 +78,6 @@ double um_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-size_t um_utf8_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;                                  /* overlong, surrogate, past U+10FFFF */
-    return len;
 }
 
 /* IEEE half <-> single, exact for every half value (subnormals included). */

@@ -50,10 +50,6 @@ double um_now(void);
  * relocated install works), else UM_PREFIX "/share/unmask". No trailing slash. */
 const char *um_share_dir(void);
 
-/* Length of the valid UTF-8 sequence at s (n >= 1 bytes left): 1-4, or 0 when it is not valid
- * UTF-8 (a stray continuation byte, a truncated, overlong or surrogate sequence, past U+10FFFF). */
-size_t um_utf8_len(const unsigned char *s, size_t n);
-
 /* fp16 / bf16 <-> fp32, portable scalar versions (the references). */
 float    um_fp16_to_fp32(uint16_t h);
 uint16_t um_fp32_to_fp16(float f);

@@ -162,25 +162,12 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
     /* a template file is read before the model is mapped: its errors come at once */
     if (o->chat_template_file && chat_template_load_file(o->chat_template_file, &en->chat_file, e)) goto fail;
     if (o->progress) o->progress(o->progress_ctx, "mapping model", 0, 1);
-    gguf_file *g;                 /* model_open in two steps: gguf_open's messages name the file already */
+    gguf_file *g;                 /* gguf_open's messages name the file already */
     if (gguf_open(&g, o->model_path, e)) goto fail;
-    if (model_from_gguf(&en->model, g, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
+    /* the one verdict `unmask info` prints too (model.h) */
+    if (model_load_runnable(&en->model, &en->tok, g, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
     const um_model *m = en->model;
-    if (m->arch->uniform_state) {   /* DiffusionGemma: issue 28 phase 2 brings its decoding loop */
-        um_errf(e, "%s: %s is a uniform-state model; unmask runs its forward pass (unmask logits) but cannot "
-                   "decode it yet", o->model_path, m->arch->family);
-        goto fail;
-    }
-    if (m->hp.mask_id < 0) {
-        um_errf(e, "%s: no tokenizer.ggml.mask_token_id: not a diffusion model file", o->model_path);
-        goto fail;
-    }
     en->mask_id = m->hp.mask_id;
-    if (tok_load(&en->tok, m->gguf, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
-    if (tok_n_vocab(en->tok) > m->hp.n_vocab) {
-        um_errf(e, "%s: tokenizer has %d tokens but the model only %d", o->model_path, tok_n_vocab(en->tok), m->hp.n_vocab);
-        goto fail;
-    }
     en->n_ctx = o->n_ctx > 0 ? o->n_ctx : m->hp.n_ctx_train;
     en->ctx_explicit = o->n_ctx > 0;
     en->warn = o->warn;

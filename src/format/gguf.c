@@ -20,6 +20,7 @@
  * per-tensor data pointers work unchanged for callers.
  */
 #include "gguf_impl.h"
+#include "esc.h"
 #include "infile.h"
 #include "outfile.h"
 #include "quant.h"
@@ -62,14 +63,9 @@ bool gguf_str_eq(gguf_str s, const char *c) {
 
 gguf_shown gguf_show(gguf_str v) {
     gguf_shown o;
-    size_t j = 0;
-    for (uint64_t i = 0; i < v.len && j < sizeof o.s - 8; i++) {
-        unsigned char c = (unsigned char)v.ptr[i];
-        if (i == 80) { memcpy(o.s + j, "...", 3); j += 3; break; }
-        if (c >= 0x20 && c < 0x7f && c != '\\') o.s[j++] = (char)c;
-        else j += (size_t)snprintf(o.s + j, 5, "\\x%02x", c);
-    }
-    o.s[j] = 0;
+    size_t n = esc_cut(v.ptr, (size_t)v.len, 80);
+    size_t need = esc_str(o.s, sizeof o.s - 3, v.ptr, n, ESC_BACKSLASH, 0);   /* 80 bytes x 4 < 333 */
+    if (n < v.len || need >= sizeof o.s - 3) strcat(o.s, "...");
     return o;
 }
 
@@ -838,12 +834,16 @@ static int write_stream(gguf_writer *w, FILE *f, um_err *e) {
     return UM_OK;
 }
 
+int gguf_writer_write_to(gguf_writer *w, outfile *o, um_err *e) {
+    return write_stream(w, outfile_stream(o), e) ? um_err_prefix(e, "%s", outfile_path(o)) : UM_OK;
+}
+
 int gguf_writer_write(gguf_writer *w, const char *path, um_err *e) {
     outfile *o;
     if (outfile_open(&o, path, e)) return UM_FAIL;
-    if (write_stream(w, outfile_stream(o), e)) {
+    if (gguf_writer_write_to(w, o, e)) {
         outfile_abort(o);
-        return um_err_prefix(e, "%s", path);
+        return UM_FAIL;
     }
     return outfile_commit(o, e);
 }

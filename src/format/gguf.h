@@ -191,6 +191,9 @@ int gguf_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_
  * directory, then rename; a FIFO or device directly; the stream is never seeked). Alignment
  * from general.alignment if set (must be a power of two), else 32. */
 int gguf_writer_write(gguf_writer *w, const char *path, um_err *e);
+struct outfile;
+/* The same bytes into an output already open (outfile.h); the caller commits or aborts it. */
+int gguf_writer_write_to(gguf_writer *w, struct outfile *o, um_err *e);
 /* Same bytes into a malloc'd buffer (caller frees); for tests and fuzz seeds. */
 int gguf_writer_write_mem(gguf_writer *w, uint8_t **data, size_t *size, um_err *e);
 
@@ -211,12 +214,12 @@ int gguf_split_prefix(char *buf, size_t cap, const char *path, uint32_t no, uint
  * max_tensors and max_bytes is nonzero. */
 int gguf_split_plan(const gguf_file *g, uint64_t max_tensors, uint64_t max_bytes,
                     uint32_t *part_of, uint32_t *n_parts, um_err *e);
-/* Write part `part` of that plan to path (through outfile.h): the first part gets every key
+/* Write every part of that plan, part i to paths[i], as one set (outfile.h rule 6): all the
+ * parts, or none and every old file at those paths as it was. The first part gets every key
  * of g (less split.*), each part then split.no, split.tensors.count, split.count in that
  * order, and its tensors with n_dims as ggml writes it (trailing 1s dropped), so the bytes
  * equal gguf-split's for the same input and options. */
-int gguf_split_write_part(const gguf_file *g, const uint32_t *part_of, uint32_t n_parts,
-                          uint32_t part, const char *path, um_err *e);
+int gguf_split_write(const gguf_file *g, const uint32_t *part_of, uint32_t n_parts, char *const *paths, um_err *e);
 
 struct outfile_set;
 /* Rule 1 of outfile.h (never overwrite an input) for the other parts of split inputs: for each

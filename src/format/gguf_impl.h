@@ -28,7 +28,8 @@ struct gguf_file {
     gguf_file    **extra;       /* (n_parts - 1) parts 2..N, owned; NULL for a plain file */
 };
 
-/* A view made printable for messages: at most 80 bytes, odd bytes as \xNN. */
+/* A view made printable for messages: its first 80 bytes escaped by esc.h's rule (and '\'
+ * as "\\"), "..." after a cut. */
 typedef struct gguf_shown { char s[336]; } gguf_shown;
 gguf_shown gguf_show(gguf_str v);
 

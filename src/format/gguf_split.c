@@ -217,8 +217,9 @@ int gguf_split_plan(const gguf_file *g, uint64_t max_tensors, uint64_t max_bytes
     return UM_OK;
 }
 
-int gguf_split_write_part(const gguf_file *g, const uint32_t *part_of, uint32_t n_parts,
-                          uint32_t part, const char *path, um_err *e) {
+/* Part `part` of the plan into o (open, not committed). */
+static int write_part(const gguf_file *g, const uint32_t *part_of, uint32_t n_parts, uint32_t part, outfile *o,
+                      um_err *e) {
     gguf_writer *w = gguf_writer_new();
     if (!w) return um_errf(e, "out of memory");
     int rc = UM_FAIL;
@@ -243,10 +244,29 @@ int gguf_split_write_part(const gguf_file *g, const uint32_t *part_of, uint32_t 
         free(name);
         if (bad) goto out;
     }
-    rc = gguf_writer_write(w, path, e);
+    rc = gguf_writer_write_to(w, o, e);
 out:
     gguf_writer_free(w);
     return rc;
+}
+
+int gguf_split_write(const gguf_file *g, const uint32_t *part_of, uint32_t n_parts, char *const *paths, um_err *e) {
+    outfile_group *set;
+    if (n_parts < 1 || n_parts > GGUF_SPLIT_MAX) return um_errf(e, "%u parts", n_parts);
+    if (outfile_group_new(&set, (int)n_parts, e)) return UM_FAIL;
+    for (uint32_t i = 0; i < n_parts; i++) {
+        outfile *o;
+        if (outfile_group_open(set, &o, paths[i], e)) goto fail;
+        if (write_part(g, part_of, n_parts, i, o, e)) {
+            outfile_abort(o);
+            goto fail;
+        }
+        if (outfile_commit(o, e)) goto fail;        /* finished; renamed with the others */
+    }
+    return outfile_group_commit(set, e);
+fail:
+    outfile_group_abort(set);
+    return UM_FAIL;
 }
 
 /* The split by name: "PREFIX-%05d-of-%05d.gguf" -> *no (0-based), *count; UM_FAIL if not. */

@@ -14,6 +14,7 @@
 
 #include "ops.h"
 #include "quant.h"
+#include "tokenizer.h"
 
 #define MAX_VEC_TENSORS 8192
 
@@ -52,11 +53,22 @@ static int get_u32_opt(const um_model *m, const char *suffix, uint32_t def, uint
     return gguf_get_u32(m->gguf, key, v, e);
 }
 
-static int get_u32_req(const um_model *m, const char *suffix, uint32_t *v, um_err *e) {
+/* An integer hyper-parameter "<arch>.SUFFIX" read as its type (an unsigned 32-bit value
+ * stays unsigned; no narrowing before the check) and checked against [lo, hi]: absent, def
+ * (or "required key ... missing" when required); present but outside, "key 'K' = V is
+ * invalid (must be LO..HI)", naming the value the file holds. */
+static int get_u32_in(const um_model *m, const char *suffix, bool required, uint32_t def, uint32_t lo, uint32_t hi,
+                      uint32_t *v, um_err *e) {
     char key[160];
     arch_key(m, suffix, key, sizeof key);
-    if (!gguf_find_kv(m->gguf, key)) return um_errf(e, "required key '%s' missing", key);
-    return get_u32_opt(m, suffix, 0, v, e);
+    if (!gguf_find_kv(m->gguf, key)) {
+        if (required) return um_errf(e, "required key '%s' missing", key);
+        *v = def;
+        return UM_OK;
+    }
+    if (get_u32_opt(m, suffix, def, v, e)) return UM_FAIL;
+    if (*v < lo || *v > hi) return um_errf(e, "key '%s' = %u is invalid (must be %u..%u)", key, *v, lo, hi);
+    return UM_OK;
 }
 
 static int get_f32_opt(const um_model *m, const char *suffix, float def, float *v, um_err *e) {
@@ -174,8 +186,12 @@ static int read_moe_extras(um_model *m, um_err *e) {
     if (get_u32_opt(m, "leading_dense_block_count", 0, &v, e)) return UM_FAIL;
     if (v > (uint32_t)hp->n_layer) return um_errf(e, "leading_dense_block_count %u exceeds the %d layers", v, hp->n_layer);
     hp->n_layer_dense_lead = (int32_t)v;
-    if (hp->n_layer_dense_lead > 0 && hp->n_ff <= 0)
-        return um_errf(e, "required key '%s.feed_forward_length' missing (dense leading layers)", m->arch->name);
+    if (hp->n_layer_dense_lead > 0 && hp->n_ff <= 0) {
+        char key[160];
+        arch_key(m, "feed_forward_length", key, sizeof key);
+        if (!gguf_find_kv(m->gguf, key)) return um_errf(e, "required key '%s' missing (dense leading layers)", key);
+        return um_errf(e, "key '%s' = 0 is invalid: the %d leading dense layers need a width", key, hp->n_layer_dense_lead);
+    }
     if (get_u32_opt(m, "expert_shared_count", 0, &v, e)) return UM_FAIL;
     if (v > 64) return um_errf(e, "expert_shared_count %u out of range", v);
     hp->n_expert_shared = (int32_t)v;
@@ -209,45 +225,45 @@ static int read_moe_extras(um_model *m, um_err *e) {
     return UM_OK;
 }
 
+#define MAX_DIM (1u << 20)          /* widths: embedding, feed-forward */
+
 static int read_hparams(um_model *m, um_err *e) {
     um_hparams *hp = &m->hp;
     uint32_t v;
-    if (get_u32_req(m, "embedding_length", &v, e)) return UM_FAIL;
+    if (get_u32_in(m, "embedding_length", true, 0, 1, MAX_DIM, &v, e)) return UM_FAIL;
     hp->n_embd = (int32_t)v;
-    if (get_u32_req(m, "block_count", &v, e)) return UM_FAIL;
+    if (get_u32_in(m, "block_count", true, 0, 1, 8192, &v, e)) return UM_FAIL;
     hp->n_layer = (int32_t)v;
     /* trailing multi-token-prediction layers (BailingMoeV2's num_nextn_predict_layers) are
      * counted in block_count; a diffusion pass never runs them */
     uint32_t nextn;
     if (get_u32_opt(m, "nextn_predict_layers", 0, &nextn, e)) return UM_FAIL;
-    if (nextn >= (uint32_t)hp->n_layer && hp->n_layer > 0)
+    if (nextn >= (uint32_t)hp->n_layer)
         return um_errf(e, "nextn_predict_layers %u leaves no layer of block_count %d", nextn, hp->n_layer);
     hp->n_layer_nextn = (int32_t)nextn;
     hp->n_layer -= hp->n_layer_nextn;
-    if (get_u32_req(m, "attention.head_count", &v, e)) return UM_FAIL;
+    if (hp->n_layer > 4096) return um_errf(e, "block_count %d: more than 4096 layers to run", hp->n_layer);
+    if (get_u32_in(m, "attention.head_count", true, 0, 1, 4096, &v, e)) return UM_FAIL;
     hp->n_head = (int32_t)v;
-    if (get_u32_opt(m, "attention.head_count_kv", (uint32_t)hp->n_head, &v, e)) return UM_FAIL;
+    if (get_u32_in(m, "attention.head_count_kv", false, (uint32_t)hp->n_head, 1, 4096, &v, e)) return UM_FAIL;
     hp->n_head_kv = (int32_t)v;
-    if (get_u32_opt(m, "context_length", 4096, &v, e)) return UM_FAIL;
-    hp->n_ctx_train = (int32_t)v;
-    if (hp->n_embd <= 0 || hp->n_embd > (1 << 20)) return um_errf(e, "embedding_length %d out of range", hp->n_embd);
-    if (hp->n_layer <= 0 || hp->n_layer > 4096) return um_errf(e, "block_count %d out of range", hp->n_layer);
-    if (hp->n_head <= 0 || hp->n_head > 4096) return um_errf(e, "attention.head_count %d out of range", hp->n_head);
-    if (hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv)
+    /* any context a uint32 can say is valid; above INT32_MAX it limits nothing unmask runs */
+    if (get_u32_in(m, "context_length", false, 4096, 1, UINT32_MAX, &v, e)) return UM_FAIL;
+    hp->n_ctx_train = v > INT32_MAX ? INT32_MAX : (int32_t)v;
+    if (hp->n_head % hp->n_head_kv)
         return um_errf(e, "attention.head_count_kv %d must divide head_count %d", hp->n_head_kv, hp->n_head);
     uint32_t def_hd = hp->n_embd % hp->n_head ? 0 : (uint32_t)(hp->n_embd / hp->n_head);
     if (get_u32_opt(m, "attention.key_length", def_hd, &v, e)) return UM_FAIL;
+    if (v < 2 || v > 1024 || v % 2) return um_errf(e, "head dimension %u unsupported (must be even, 2..1024)", v);
     hp->head_dim = (int32_t)v;
     uint32_t vlen;
     if (get_u32_opt(m, "attention.value_length", (uint32_t)hp->head_dim, &vlen, e)) return UM_FAIL;
-    if (hp->head_dim <= 0 || hp->head_dim > 1024 || hp->head_dim % 2)
-        return um_errf(e, "head dimension %d unsupported (must be even, 2..1024)", hp->head_dim);
-    if ((int32_t)vlen != hp->head_dim)
+    if (vlen != (uint32_t)hp->head_dim)
         return um_errf(e, "attention.value_length %u differs from key_length %d (unsupported)", vlen, hp->head_dim);
     if (get_u32_opt(m, "rope.dimension_count", (uint32_t)hp->head_dim, &v, e)) return UM_FAIL;
+    if (v == 0 || v > (uint32_t)hp->head_dim || v % 2)
+        return um_errf(e, "rope.dimension_count %u invalid for head dimension %d", v, hp->head_dim);
     hp->n_rot = (int32_t)v;
-    if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2)
-        return um_errf(e, "rope.dimension_count %d invalid for head dimension %d", hp->n_rot, hp->head_dim);
     if (get_f32_opt(m, "rope.freq_base", 10000.0f, &hp->rope_base, e)) return UM_FAIL;
     if (!(hp->rope_base > 0)) return um_errf(e, "rope.freq_base must be positive");
     char key[160];
@@ -255,23 +271,24 @@ static int read_hparams(um_model *m, um_err *e) {
     if (!gguf_find_kv(m->gguf, key)) return um_errf(e, "required key '%s' missing", key);
     if (gguf_get_f32(m->gguf, key, &hp->norm_eps, e)) return UM_FAIL;
     if (!(hp->norm_eps > 0 && hp->norm_eps < 1)) return um_errf(e, "%s = %g out of range", key, hp->norm_eps);
-    if (get_u32_opt(m, "feed_forward_length", 0, &v, e)) return UM_FAIL;
+    /* a dense model needs the width; a MoE model's file may say 0 where no layer is dense */
+    if (get_u32_in(m, "feed_forward_length", !m->arch->moe, 0, m->arch->moe ? 0 : 1, MAX_DIM, &v, e)) return UM_FAIL;
     hp->n_ff = (int32_t)v;
     if (m->arch->moe) {
-        if (get_u32_req(m, "expert_count", &v, e)) return UM_FAIL;
+        if (get_u32_in(m, "expert_count", true, 0, 1, 4096, &v, e)) return UM_FAIL;
         hp->n_expert = (int32_t)v;
-        if (get_u32_req(m, "expert_used_count", &v, e)) return UM_FAIL;
+        if (get_u32_in(m, "expert_used_count", true, 0, 1, (uint32_t)hp->n_expert, &v, e)) return UM_FAIL;
         hp->n_expert_used = (int32_t)v;
-        if (hp->n_expert <= 0 || hp->n_expert > 4096 || hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert)
-            return um_errf(e, "expert_count %d / expert_used_count %d invalid", hp->n_expert, hp->n_expert_used);
-        uint32_t def = hp->n_ff > 0 ? (uint32_t)(hp->n_ff / hp->n_expert_used) : 0;
-        if (get_u32_opt(m, "expert_feed_forward_length", def, &v, e)) return UM_FAIL;
+        arch_key(m, "expert_feed_forward_length", key, sizeof key);
+        bool have = gguf_find_kv(m->gguf, key) != NULL;
+        if (!have && hp->n_ff / hp->n_expert_used <= 0)
+            return um_errf(e, "required key '%s' missing (feed_forward_length does not give it)", key);
+        if (get_u32_in(m, "expert_feed_forward_length", false, (uint32_t)(hp->n_ff / hp->n_expert_used), 1, MAX_DIM,
+                       &v, e))
+            return UM_FAIL;
         hp->n_ff_exp = (int32_t)v;
-        if (hp->n_ff_exp <= 0) return um_errf(e, "expert feed-forward length missing");
         if (get_f32_opt(m, "expert_weights_scale", 0.0f, &hp->expert_weights_scale, e)) return UM_FAIL;
         if (read_moe_extras(m, e)) return UM_FAIL;
-    } else if (hp->n_ff <= 0) {
-        return um_errf(e, "required key '%s.feed_forward_length' missing", m->arch->name);
     }
     bool b;
     const gguf_kv *kv = gguf_find_kv(m->gguf, "diffusion.shift_logits");
@@ -281,11 +298,7 @@ static int read_hparams(um_model *m, um_err *e) {
     } else {
         hp->shift_logits = m->arch->shift_logits;
     }
-    hp->mask_id = m->arch->default_mask_id > 0 ? m->arch->default_mask_id : -1;
-    if (gguf_find_kv(m->gguf, "tokenizer.ggml.mask_token_id")) {
-        if (gguf_get_u32(m->gguf, "tokenizer.ggml.mask_token_id", &v, e)) return UM_FAIL;
-        hp->mask_id = (int32_t)v;
-    }
+    hp->mask_id = m->arch->default_mask_id > 0 ? m->arch->default_mask_id : -1;   /* the file's: bind_all */
     hp->block_size = 0;
     if (m->arch->block_causal) {
         /* No converter writes the block length (it is a generate() argument, 32 by default in
@@ -351,17 +364,14 @@ static int diffusion_u32(const um_model *m, const char *key, uint32_t def, uint3
 static int gemma_hparams(um_model *m, um_err *e) {
     um_hparams *hp = &m->hp;
     uint32_t v;
-    if (get_u32_req(m, "embedding_length", &v, e)) return UM_FAIL;
+    if (get_u32_in(m, "embedding_length", true, 0, 1, 1u << 20, &v, e)) return UM_FAIL;
     hp->n_embd = (int32_t)v;
-    if (get_u32_req(m, "block_count", &v, e)) return UM_FAIL;
+    if (get_u32_in(m, "block_count", true, 0, 1, 4096, &v, e)) return UM_FAIL;
     hp->n_layer = (int32_t)v;
-    if (hp->n_embd <= 0 || hp->n_embd > (1 << 20)) return um_errf(e, "embedding_length %d out of range", hp->n_embd);
-    if (hp->n_layer <= 0 || hp->n_layer > 4096) return um_errf(e, "block_count %d out of range", hp->n_layer);
-    if (get_u32_req(m, "attention.head_count", &v, e)) return UM_FAIL;       /* uniform in Gemma 4 */
+    if (get_u32_in(m, "attention.head_count", true, 0, 1, 4096, &v, e)) return UM_FAIL;       /* uniform in Gemma 4 */
     hp->n_head = (int32_t)v;
-    if (hp->n_head <= 0 || hp->n_head > 4096) return um_errf(e, "attention.head_count %d out of range", hp->n_head);
-    if (get_u32_opt(m, "context_length", 131072, &v, e)) return UM_FAIL;
-    hp->n_ctx_train = (int32_t)v;
+    if (get_u32_in(m, "context_length", false, 131072, 1, UINT32_MAX, &v, e)) return UM_FAIL;
+    hp->n_ctx_train = v > INT32_MAX ? INT32_MAX : (int32_t)v;
     char key[160];
     arch_key(m, "attention.layer_norm_rms_epsilon", key, sizeof key);
     if (!gguf_find_kv(m->gguf, key)) return um_errf(e, "required key '%s' missing", key);
@@ -374,7 +384,7 @@ static int gemma_hparams(um_model *m, um_err *e) {
     if (get_u32_opt(m, "attention.key_length", def_hd, &hd_full, e)) return UM_FAIL;
     if (get_u32_opt(m, "attention.value_length", hd_full, &vl, e)) return UM_FAIL;
     if (vl != hd_full) return um_errf(e, "attention.value_length %u differs from key_length %u (unsupported)", vl, hd_full);
-    if (get_u32_req(m, "attention.key_length_swa", &hd_swa, e)) return UM_FAIL;
+    if (get_u32_in(m, "attention.key_length_swa", true, 0, 2, UM_OPS_MAX_HEAD_DIM, &hd_swa, e)) return UM_FAIL;
     if (get_u32_opt(m, "attention.value_length_swa", hd_swa, &vl, e)) return UM_FAIL;
     if (vl != hd_swa) return um_errf(e, "attention.value_length_swa %u differs from key_length_swa %u (unsupported)", vl, hd_swa);
     if (get_u32_opt(m, "rope.dimension_count", hd_full, &n_rot_full, e)) return UM_FAIL;
@@ -383,8 +393,7 @@ static int gemma_hparams(um_model *m, um_err *e) {
     if (get_f32_opt(m, "rope.freq_base", 10000.0f, &base_full, e) || get_f32_opt(m, "rope.freq_base_swa", 10000.0f, &base_swa, e))
         return UM_FAIL;
     if (!(base_full > 0) || !(base_swa > 0)) return um_errf(e, "rope.freq_base / rope.freq_base_swa must be positive");
-    if (get_u32_req(m, "attention.sliding_window", &v, e)) return UM_FAIL;
-    if (v < 1 || v > (1u << 24)) return um_errf(e, "attention.sliding_window %u out of range", v);
+    if (get_u32_in(m, "attention.sliding_window", true, 0, 1, 1u << 24, &v, e)) return UM_FAIL;
     hp->n_swa = (int32_t)v;
     if (get_f32_opt(m, "final_logit_softcapping", 0.0f, &hp->softcap, e)) return UM_FAIL;
     if (!(hp->softcap >= 0 && hp->softcap < 1e6f)) return um_errf(e, "final_logit_softcapping %g out of range", hp->softcap);
@@ -422,13 +431,13 @@ static int gemma_hparams(um_model *m, um_err *e) {
         hp->nkv_max = UM_MAX(hp->nkv_max, (int64_t)l->n_head_kv * l->head_dim);
     }
     hp->rope_base = base_full;
-    if (get_u32_req(m, "feed_forward_length", &v, e)) goto out;
+    if (get_u32_in(m, "feed_forward_length", true, 0, 1, 1u << 20, &v, e)) goto out;
     hp->n_ff = (int32_t)v;
-    if (get_u32_req(m, "expert_count", &v, e)) goto out;
+    if (get_u32_in(m, "expert_count", true, 0, 1, 4096, &v, e)) goto out;
     hp->n_expert = (int32_t)v;
-    if (get_u32_req(m, "expert_used_count", &v, e)) goto out;
+    if (get_u32_in(m, "expert_used_count", true, 0, 1, UM_MOE_MAX_K, &v, e)) goto out;
     hp->n_expert_used = (int32_t)v;
-    if (get_u32_req(m, "expert_feed_forward_length", &v, e)) goto out;
+    if (get_u32_in(m, "expert_feed_forward_length", true, 0, 1, 1u << 20, &v, e)) goto out;
     hp->n_ff_exp = (int32_t)v;
     if (hp->n_ff <= 0 || hp->n_ff > (1 << 20) || hp->n_ff_exp <= 0 || hp->n_ff_exp > (1 << 20) || hp->n_expert <= 0 ||
         hp->n_expert > 4096 || hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert || hp->n_expert_used > UM_MOE_MAX_K) {
@@ -564,10 +573,16 @@ static int bind_all(loader *L) {
     if (te->n_dims != 2 || (int64_t)te->ne[0] != hp->n_embd || te->ne[1] == 0 || te->ne[1] > (1u << 24))
         return um_errf(L->e, "tensor 'token_embd.weight' must be [%d x n_vocab]", hp->n_embd);
     hp->n_vocab = (int32_t)te->ne[1];
-    if (hp->mask_id >= hp->n_vocab && !gguf_find_kv(m->gguf, "tokenizer.ggml.mask_token_id"))
+    if (gguf_find_kv(m->gguf, "tokenizer.ggml.mask_token_id")) {   /* read as its type, then checked */
+        uint64_t id;
+        if (gguf_get_u64(m->gguf, "tokenizer.ggml.mask_token_id", &id, L->e)) return UM_FAIL;
+        if (id >= (uint64_t)hp->n_vocab)
+            return um_errf(L->e, "key 'tokenizer.ggml.mask_token_id' = %llu is outside the vocabulary (%d tokens)",
+                           (unsigned long long)id, hp->n_vocab);
+        hp->mask_id = (int32_t)id;
+    } else if (hp->mask_id >= hp->n_vocab) {
         hp->mask_id = -1;             /* the family default does not fit this (synthetic) vocabulary */
-    if (hp->mask_id >= hp->n_vocab)
-        return um_errf(L->e, "tokenizer.ggml.mask_token_id %d is outside the vocabulary (%d tokens)", hp->mask_id, hp->n_vocab);
+    }
     if (bind_weight(L, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true)) return UM_FAIL;
     if (bind_vec(L, &m->output_norm, "output_norm.weight", hp->n_embd, true)) return UM_FAIL;
     if (bind_weight(L, &m->output, "output.weight", hp->n_embd, hp->n_vocab, !m->arch->output_optional)) return UM_FAIL;
@@ -678,6 +693,10 @@ int model_from_gguf(um_model **out, gguf_file *g, um_err *e) {
     L->m = m;
     L->e = e;
     char arch[64];
+    if (gguf_n_tensors(g) == 0) {
+        um_errf(e, "vocabulary only (no weights)");
+        goto fail;
+    }
     if (gguf_get_str(g, "general.architecture", arch, sizeof arch, e)) goto fail;
     m->arch = arch_find(arch);
     if (!m->arch) {
@@ -709,6 +728,37 @@ int model_open(um_model **out, const char *path, um_err *e) {
     *out = NULL;
     if (gguf_open(&g, path, e)) return UM_FAIL;
     return model_from_gguf(out, g, e);
+}
+
+int model_load_runnable(um_model **m, tokenizer **tok, gguf_file *g, um_err *e) {
+    *m = NULL;
+    *tok = NULL;
+    if (model_from_gguf(m, g, e)) return UM_FAIL;
+    const um_hparams *hp = &(*m)->hp;
+    if ((*m)->arch->uniform_state)   /* DiffusionGemma: issue 28 phase 2 brings its decoding loop */
+        um_errf(e, "%s is a uniform-state model; unmask runs its forward pass (unmask logits) but cannot "
+                   "decode it yet", (*m)->arch->family);
+    else if (hp->mask_id < 0)
+        um_errf(e, "no tokenizer.ggml.mask_token_id: not a diffusion model file");
+    else if (tok_load(tok, (*m)->gguf, e) == UM_OK && tok_n_vocab(*tok) > hp->n_vocab)
+        um_errf(e, "tokenizer has %d tokens but the model only %d", tok_n_vocab(*tok), hp->n_vocab);
+    else if (*tok)
+        return UM_OK;
+    tok_free(*tok);
+    model_close(*m);
+    *tok = NULL;
+    *m = NULL;
+    return UM_FAIL;
+}
+
+int model_check_runnable(const char *path, um_err *e) {
+    gguf_file *g;
+    um_model *m;
+    tokenizer *tok;
+    if (gguf_open(&g, path, e) || model_load_runnable(&m, &tok, g, e)) return UM_FAIL;
+    tok_free(tok);
+    model_close(m);
+    return UM_OK;
 }
 
 void model_close(um_model *m) {

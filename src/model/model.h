@@ -122,6 +122,17 @@ int  model_open(um_model **out, const char *path, um_err *e);
 int  model_from_gguf(um_model **out, gguf_file *g, um_err *e);
 void model_close(um_model *m);
 
+typedef struct tokenizer tokenizer;
+/* The one verdict on whether a file runs: every command that decodes loads its model through
+ * this, and `unmask info` prints its reason on the "runnable" line, so the two never disagree.
+ * model_from_gguf (weights present, architecture, hyper-parameters, every tensor), then what
+ * decoding needs beyond the weights: a mask token, and a tokenizer that loads (model,
+ * pre-tokenizer, token strings and types) and has no more tokens than the embedding has rows.
+ * Takes ownership of g (closed on failure); messages do not name the file. */
+int  model_load_runnable(um_model **m, tokenizer **tok, gguf_file *g, um_err *e);
+/* The verdict alone, for PATH (a gguf_open failure names the file, as gguf_open does). */
+int  model_check_runnable(const char *path, um_err *e);
+
 /* Total bytes of weights, number of parameters. */
 uint64_t model_param_count(const um_model *m);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cast.h"
+#include "esc.h"
 #include "outfile.h"
 #include "render.h"
 
@@ -114,7 +115,7 @@ static int cell_eq(const rec_cell *a, const rec_cell *b) {
 
 static void put_utf8(cast_buf *b, uint32_t cp, int *oom) {
     /* cell text never carries control characters or non-characters into the stream */
-    if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0) || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
+    if (esc_is_control(cp) || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
     uint8_t u[4];
     size_t n;
     if (cp < 0x80) { u[0] = (uint8_t)cp; n = 1; }
@@ -275,7 +276,9 @@ int cast_open(cast_writer **out, const char *path, int cols, int rows, int64_t t
     buf_puts(l, "\"}", &oom);
     if (title) {
         buf_puts(l, ", \"title\": \"", &oom);
-        cast_json_escape(l, title, strlen(title), 0, &oom);
+        char safe[1024];            /* may quote a models.conf prompt; a player may print it */
+        esc_str(safe, sizeof safe, title, strlen(title), 0, 0);
+        cast_json_escape(l, safe, strlen(safe), 0, &oom);
         buf_puts(l, "\"", &oom);
     }
     buf_puts(l, "}\n", &oom);

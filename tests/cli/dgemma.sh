@@ -11,7 +11,7 @@ M=$TMP/tdg.gguf
 "$BIN" synth --shape tiny-diffusion-gemma --type f32 -o "$M" 2>/dev/null
 "$BIN" info "$M" >"$TMP/info" 2>&1
 expect_grep "info: architecture" "architecture +diffusion-gemma" "$TMP/info"
-expect_grep "info: runnable" "^runnable: yes" "$TMP/info"
+expect_grep "info: the same verdict as generate (runs its forward pass, cannot decode yet)" "^runnable: no: .*uniform-state model; unmask runs its forward pass" "$TMP/info"
 expect_grep "info: sliding pattern" "sliding_window_pattern +\[true, true, false\]" "$TMP/info"
 expect_grep "info: per-layer kv heads" "head_count_kv +\[2, 2, 1\]" "$TMP/info"
 expect_grep "info: canvas length" "^  canvas_length +16$" "$TMP/info"

@@ -219,6 +219,28 @@ conf_case temperature nan "is not a number"
 conf_case temperature inf "is not a number"
 conf_case temperature 101 "is out of range (0 to 100)"
 
+# models.conf that is not a regular file: an error naming it, not "no models.conf found" (exit 0)
+conf_special() {  # conf_special WHAT KIND
+  for cmd in "--list-models" "generate -M p -p hi -q"; do
+    # shellcheck disable=SC2086
+    (cd "$TMP/conf" && XDG_CONFIG_HOME=$TMP/conf/none "$BIN" $cmd >"$TMP/o" 2>"$TMP/e"); local rc=$?
+    if [ $rc = 1 ] && grep -qE "models\.conf: not a regular file \($2\)\$" "$TMP/e"; then ok "models.conf a $1: $cmd says so"
+    else fail "models.conf a $1: $cmd" "rc $rc: $(cat "$TMP/e" "$TMP/o")"; fi
+  done
+}
+rm -f "$TMP/conf/models.conf"; mkfifo "$TMP/conf/models.conf"; conf_special FIFO "a FIFO"
+rm -f "$TMP/conf/models.conf"; mkdir "$TMP/conf/models.conf"; conf_special directory "a directory"
+rmdir "$TMP/conf/models.conf"
+
+# --compare with an unterminated quote: the value shown as given (it used to read '--seed 22')
+for q in '"--seed 2' "--seed '2" '--seed 2 --temp"0.5'; do
+  want=$(printf '%s' "$q" | sed -E 's/^(.*[ ]|)([^ ]*["'"'"'].*)$/\2/')
+  "$BIN" record -m "$M" -p hi --gif "$OUT/c.gif" --compare "$q" >"$TMP/o" 2>"$TMP/e"; rc=$?
+  if [ $rc = 2 ] && grep -qxF "unmask record: --compare: unterminated ${q//[^\"\']/} in '$want'" "$TMP/e"; then
+    ok "--compare '$q': unterminated quote, shown as given"
+  else fail "--compare '$q'" "rc $rc: $(cat "$TMP/e") (wanted the text '$want')"; fi
+done
+
 # ---------------------------------------------------------------- nothing written, input untouched
 if [ "$(sha256sum <"$M")" = "$M_SHA" ]; then ok "the input model's bytes are unchanged"; else fail "input model changed" ""; fi
 if [ -z "$(ls -A "$OUT")" ]; then ok "no output file written by a refused command"; else fail "outputs written" "$(ls -A "$OUT")"; fi

@@ -16,8 +16,10 @@ expect_grep() { if grep -qE -- "$2" "$3"; then ok "$1"; else fail "$1" "no /$2/ 
 # ".NAME.XXXXXX"; older builds used NAME.tmp and NAME.tmp.PID), one per line; empty when none
 temps_in() { ls -A "$1" | grep -E '^\..+\.[A-Za-z0-9]{6}$|\.tmp(\.[0-9]+)?$'; }
 # synth_quant_matches LIST REMAKER : each line of LIST is "shape type mixture in_sha out_sha":
-# `unmask synth` must still write the recorded input (else skipped, naming REMAKER, the script
-# that remakes LIST) and `unmask quantize` must turn it into the bytes llama-quantize wrote
+# `unmask synth` must still write the recorded input (a change of synth's output fails, naming
+# REMAKER, the script that remakes LIST with llama-quantize: the comparison would otherwise stop
+# proving anything without a word) and `unmask quantize` must turn it into the bytes
+# llama-quantize wrote
 synth_quant_matches() { local shape ty mix in_sha out_sha name
   while read -r shape ty mix in_sha out_sha; do
     case "$shape" in ''|\#*) continue ;; esac
@@ -26,7 +28,7 @@ synth_quant_matches() { local shape ty mix in_sha out_sha name
       fail "$name" "unmask synth failed"; continue
     fi
     if [ "$(sha256sum <"$TMP/s.gguf" | cut -d' ' -f1)" != "$in_sha" ]; then
-      skip "$name" "synth output changed; remake with $2"; continue
+      fail "$name" "unmask synth no longer writes the recorded input; remake the list with $2"; continue
     fi
     if ! "$BIN" quantize -q -t 2 "$TMP/s.gguf" "$TMP/q.gguf" "$mix" 2>"$TMP/err"; then
       fail "$name" "$(cat "$TMP/err")"; continue
