@@ -642,15 +642,21 @@ TEST(dgemma_hparams_per_layer) {
     int ok = m->hp.canvas_length == s->canvas_length && m->hp.n_swa == s->n_swa && m->hp.softcap == s->softcap &&
              m->hp.mask_id == -1 && !m->hp.shift_logits && m->hp.eb_max_steps == 48 && m->hp.eb_t_min == 0.4f &&
              m->hp.eb_t_max == 0.8f && m->hp.eb_stability == 1 && m->arch->uniform_state && m->sc_gate.data && m->rope_freqs;
+    int bad_layer = -1;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const um_layer *l = &m->layers[il];
         const bool swa = (il + 1) % s->swa_period != 0;
-        ok &= l->swa == swa && l->head_dim == (swa ? s->head_dim_swa : s->head_dim) &&
+        if (!(l->swa == swa && l->head_dim == (swa ? s->head_dim_swa : s->head_dim) &&
               l->n_head_kv == (swa ? s->n_head_kv_swa : s->n_head_kv) && l->v_from_k == !swa &&
-              l->rope_base == (swa ? s->rope_base_swa : s->rope_base) && l->gate_exps && l->up_exps;
+              l->rope_base == (swa ? s->rope_base_swa : s->rope_base) && l->gate_exps && l->up_exps) && bad_layer < 0)
+            bad_layer = il;
     }
+    um_hparams hp = m->hp;
     model_close(m);
-    CHECK(ok);
+    CHECK_MSG(ok, "hyper-parameters: canvas %d swa %d softcap %g mask %d shift %d max_steps %d t %g..%g stability %d",
+              hp.canvas_length, hp.n_swa, hp.softcap, hp.mask_id, hp.shift_logits, hp.eb_max_steps, hp.eb_t_min,
+              hp.eb_t_max, hp.eb_stability);
+    CHECK_MSG(bad_layer < 0, "layer %d differs from the shape", bad_layer);
 }
 
 /* Gemma 4's tokenizer ("gemma4": SentencePiece-style BPE) on a vocabulary built here, worked by

@@ -573,7 +573,8 @@ static int bind_all(loader *L) {
     if (te->n_dims != 2 || (int64_t)te->ne[0] != hp->n_embd || te->ne[1] == 0 || te->ne[1] > (1u << 24))
         return um_errf(L->e, "tensor 'token_embd.weight' must be [%d x n_vocab]", hp->n_embd);
     hp->n_vocab = (int32_t)te->ne[1];
-    if (gguf_find_kv(m->gguf, "tokenizer.ggml.mask_token_id")) {   /* read as its type, then checked */
+    /* a uniform-state model decodes without a mask token, whatever its vocabulary names one */
+    if (!m->arch->uniform_state && gguf_find_kv(m->gguf, "tokenizer.ggml.mask_token_id")) {   /* read as its type, then checked */
         uint64_t id;
         if (gguf_get_u64(m->gguf, "tokenizer.ggml.mask_token_id", &id, L->e)) return UM_FAIL;
         if (id >= (uint64_t)hp->n_vocab)
