@@ -1,11 +1,10 @@
-/* Tests of ui/view.c and ui/frame.c: the screen as a frame, with hand-made snapshots over a
+/* Tests of ui/view.c and the frame (src/record/frame.c): the screen as a frame, with hand-made snapshots over a
  * tiny vocabulary, so every expected cell is written out here. */
 #include <math.h>
 #include <stdlib.h>
 #include "harness.h"
 #include "summary.h"
 #include "view.h"
-#include "rec_frame.h"
 
 static const char *const vocab[] = {
     "<m>", "ab", "\n", "cd", "\t", "x", "\xE2\x82", "\xAC", "漢字", "😀", "e", "\xCC\x81", "0123456789",
@@ -150,27 +149,28 @@ TEST(ui_frame_wide_cell_invariants) {
     frame_free(&f);
 }
 
-TEST(ui_frame_to_rec) {
+/* What the recorders read from a frame cell: its code points and its colours with the
+ * terminal default resolved. */
+TEST(ui_frame_cell_for_recorders) {
     frame f;
     frame_style st = { 0x112233, FRAME_DEFAULT, FRAME_BOLD | FRAME_ITALIC };
     CHECK(frame_init(&f, 4, 1, NULL) == UM_OK);
     frame_put_cluster(&f, 0, 0, 4, "e\xCC\x81", 1, st, 0);
     frame_put_cluster(&f, 1, 0, 4, "漢", 2, st, 1);
-    rec_cell cells[4];
-    rec_frame r = { 0, 0, cells };
-    frame_to_rec(&f, &r, 0xaaaaaa, 0x000000);
-    CHECK_EQ(r.cols, 4);
-    CHECK_EQ(cells[0].ncp, 2);
-    CHECK_EQ(cells[0].cp[0], 'e');
-    CHECK_EQ(cells[0].cp[1], 0x301);
-    CHECK_EQ(cells[0].fg, 0x112233);
-    CHECK_EQ(cells[0].bg, 0x000000);
-    CHECK_EQ(cells[0].attr, REC_BOLD);
-    CHECK_EQ(cells[1].width, 2);
-    CHECK_EQ(cells[1].cp[0], 0x6F22);
-    CHECK_EQ(cells[2].width, 0);
-    CHECK_EQ(cells[3].ncp, 0);                  /* blank */
-    CHECK_EQ(cells[3].fg, 0xaaaaaa);
+    uint32_t cp[FRAME_MAX_CP];
+    CHECK_EQ(frame_cell_cps(frame_at(&f, 0, 0), cp), 2);
+    CHECK_EQ(cp[0], 'e');
+    CHECK_EQ(cp[1], 0x301);
+    CHECK_EQ(frame_fg_rgb(frame_at(&f, 0, 0)), 0x112233);
+    CHECK_EQ(frame_bg_rgb(frame_at(&f, 0, 0)), FRAME_DEFAULT_BG);
+    CHECK_EQ(frame_cell_cps(frame_at(&f, 1, 0), cp), 1);
+    CHECK_EQ(cp[0], 0x6F22);
+    CHECK_EQ(frame_cell_cps(frame_at(&f, 2, 0), cp), 0);      /* continuation */
+    CHECK_EQ(frame_cell_cps(frame_at(&f, 3, 0), cp), 0);      /* blank */
+    CHECK_EQ(frame_fg_rgb(frame_at(&f, 3, 0)), FRAME_DEFAULT_FG);
+    frame_cell bad = { .text = "a\xff", .width = 1 };        /* hand-made, malformed: U+FFFD */
+    CHECK_EQ(frame_cell_cps(&bad, cp), 2);
+    CHECK_EQ(cp[1], 0xFFFD);
     frame_free(&f);
 }
 

@@ -289,7 +289,6 @@ out:
     free(a->prompt);
     free(a->edit);
     for (int k = 0; k < a->n_panes; k++) free(a->pn[k].hist);
-    free(a->rf.cells);
     frame_free(&a->fr);
     view_ctx_free(&a->vc);
     pthread_mutex_destroy(&a->warn.lock);

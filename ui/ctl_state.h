@@ -77,8 +77,6 @@ typedef struct ctl {
     char          rec_key_path[64];
     char          rec_title[128];  /* cast header title: "unmask: PROMPT" */
     int32_t       rec_step;        /* step of the last recorded frame (cast markers) */
-    rec_frame     rf;              /* fr converted for the recorders; cells (rf_cap) */
-    size_t        rf_cap;
 } ctl;
 
 /* ctl_state.c */

@@ -93,7 +93,7 @@ static int put_right(frame *f, int y, int end, const char *s, frame_style st) {
     int w = ui_text_width(s);
     int x = end - w;
     if (x < 0) x = 0;
-    frame_puts(f, x, y, end, s, st);
+    ui_text_puts(f, x, y, end, s, st);
     return x;
 }
 
@@ -145,8 +145,8 @@ static void draw_header(frame *f, const view_state *v, const um_snapshot *s) {
     int right = put_right(f, 0, f->w, "? keys ", st);
     int end = right - 1;
     if (kv[0] && ui_text_width(buf) + ui_text_width(kv) > end) end = put_right(f, 0, end, kv, st);
-    int x = frame_puts(f, 0, 0, end, buf, st);
-    if (kv[0] && end == right - 1) frame_puts(f, x, 0, end, kv, st);
+    int x = ui_text_puts(f, 0, 0, end, buf, st);
+    if (kv[0] && end == right - 1) ui_text_puts(f, x, 0, end, kv, st);
 }
 
 /* ------------------------------------------------------------------ canvas */
@@ -386,12 +386,12 @@ static int draw_grid_canvas(view_ctx *c, frame *f, const view_state *v, const um
     if (gy > y0) {
         frame_style ti = role(v, THEME_TITLE), cf = role(v, THEME_CONFLICT);
         char buf[48];
-        frame_puts(f, x0 + 1, y0, rx, g.puzzle0 >= 0 ? "puzzle" : "prompt", ti);
-        int x = frame_puts(f, rx + 1, y0, x0 + w, "answer", ti);
+        ui_text_puts(f, x0 + 1, y0, rx, g.puzzle0 >= 0 ? "puzzle" : "prompt", ti);
+        int x = ui_text_puts(f, rx + 1, y0, x0 + w, "answer", ti);
         if (g.n_conflicts) {
             snprintf(buf, sizeof buf, "%d conflict%s", g.n_conflicts, g.n_conflicts == 1 ? "" : "s");
             if (v->depth == 0) cf.attrs |= FRAME_REVERSE;
-            frame_puts(f, x + 2, y0, x0 + w, buf, cf);
+            ui_text_puts(f, x + 2, y0, x0 + w, buf, cf);
         }
     }
     if (g.puzzle0 >= 0) {
@@ -429,26 +429,26 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
     int32_t i = view_focus(v);
     char buf[512], raw[PIECE_MAX], label[PIECE_MAX * 2];
     int y = y0, lim = x0 + w;
-    if (i < 0) { frame_puts(f, x0, y, lim, "inspector", ti); return; }
+    if (i < 0) { ui_text_puts(f, x0, y, lim, "inspector", ti); return; }
     const um_pos *p = &s->pos[i];
     snprintf(buf, sizeof buf, "inspector  pos %d%s", i, v->cursor < 0 ? " (follows)" : "");
-    frame_puts(f, x0, y++, lim, buf, ti);
+    ui_text_puts(f, x0, y++, lim, buf, ti);
     if (y >= y0 + h) return;
     bool ghost;
     frame_style tok = pos_style(v, s, i, &ghost);
     size_t len = piece(v, p->token, raw, sizeof raw);
     if (p->masked) {
-        frame_puts(f, frame_puts(f, x0, y, lim, "token  ", pn), y, lim, v->th->mask_glyph, role(v, THEME_MASK));
+        ui_text_puts(f, ui_text_puts(f, x0, y, lim, "token  ", pn), y, lim, v->th->mask_glyph, role(v, THEME_MASK));
     } else {
         view_piece_label(raw, len, label, sizeof label);
-        int x = frame_puts(f, x0, y, lim, "token  ", pn);
-        frame_puts(f, x, y, lim, label, tok);
+        int x = ui_text_puts(f, x0, y, lim, "token  ", pn);
+        ui_text_puts(f, x, y, lim, label, tok);
     }
     if (++y >= y0 + h) return;
     if (p->is_prompt) snprintf(buf, sizeof buf, "prompt token");
     else if (p->masked) snprintf(buf, sizeof buf, "masked at step %d", s->step);
     else snprintf(buf, sizeof buf, "committed step %d, p %.3f%s", p->commit_step, p->commit_conf, p->fresh ? " (new)" : "");
-    frame_puts(f, x0, y++, lim, buf, pn);
+    ui_text_puts(f, x0, y++, lim, buf, pn);
     if (!p->masked && !p->is_prompt && p->n_edits > 0 && y < y0 + h) {
         /* token editing: the latest replacement, "edited at step S: OLD -> NEW" */
         char from[PIECE_MAX * 2], to[PIECE_MAX * 2];
@@ -466,11 +466,11 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
             if (er.bg != FRAME_DEFAULT) es.bg = er.bg;
             if (v->depth == 0) es.attrs |= FRAME_REVERSE;
         }
-        frame_puts(f, x0, y++, lim, buf, es);
+        ui_text_puts(f, x0, y++, lim, buf, es);
     }
     if (!p->has_view || y >= y0 + h) return;
     snprintf(buf, sizeof buf, "top-%d at step %d, H %.2f nats", UM_TOPK, s->step, p->entropy);
-    frame_puts(f, x0, y++, lim, buf, dim);
+    ui_text_puts(f, x0, y++, lim, buf, dim);
     int bar_w = w >= 30 ? 8 : 4;
     for (int k = 0; k < UM_TOPK && y < y0 + h; k++, y++) {
         const um_cand *cd = &p->top[k];
@@ -479,9 +479,9 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
         view_piece_label(raw, len, label, sizeof label);
         int x = x0;
         snprintf(buf, sizeof buf, "%d ", k + 1);
-        x = frame_puts(f, x, y, lim, buf, dim);
+        x = ui_text_puts(f, x, y, lim, buf, dim);
         int label_end = lim - bar_w - 7;
-        frame_puts(f, x, y, label_end, label, ui_heat_style(v, cd->prob, pn));
+        ui_text_puts(f, x, y, label_end, label, ui_heat_style(v, cd->prob, pn));
         /* probability bar in eighths, then the value */
         int bx = label_end + 1, eighths = (int)lroundf(cd->prob * (float)(bar_w * 8));
         frame_style bs = ui_heat_style(v, cd->prob, role(v, THEME_BAR));
@@ -491,7 +491,7 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
             frame_put_cluster(f, bx + j, y, lim, part[eighths >= 8 ? 8 : eighths <= 0 ? 0 : eighths], 1, bs, -1);
         }
         snprintf(buf, sizeof buf, " %.3f", cd->prob);
-        frame_puts(f, bx + bar_w, y, lim, buf, pn);
+        ui_text_puts(f, bx + bar_w, y, lim, buf, pn);
     }
 }
 
@@ -525,7 +525,7 @@ static void draw_schedule(view_ctx *cx, frame *f, const view_state *v, const um_
     char buf[256];
     snprintf(buf, sizeof buf, "schedule  %s \xC2\xB7 %s", schedule_name(s->settings.schedule),
              schedule_score_name(s->settings.score));
-    frame_puts(f, x0, y0, x0 + w, buf, ti);
+    ui_text_puts(f, x0, y0, x0 + w, buf, ti);
     if (h < 4) return;
     /* one column per step: recorded steps 1..n as bars (─ where the plan said more), then the
      * plan ahead as ░ columns; a window around the shown step when they do not all fit */
@@ -539,8 +539,8 @@ static void draw_schedule(view_ctx *cx, frame *f, const view_state *v, const um_
     for (int32_t k = 1; k <= n; k++) maxv = UM_MAX(maxv, UM_MAX(v->hist[k]->n_committed, v->hist[k]->planned));
     for (int32_t j = 0; j < n_future; j++) maxv = UM_MAX(maxv, cx->future[j]);
     snprintf(buf, sizeof buf, "%d", maxv);
-    frame_puts(f, x0, y0 + 1, x0 + label_w, buf, pn);
-    frame_puts(f, x0, y0 + chart_h, x0 + label_w, "0", pn);
+    ui_text_puts(f, x0, y0 + 1, x0 + label_w, buf, pn);
+    ui_text_puts(f, x0, y0 + chart_h, x0 + label_w, "0", pn);
     static const char *const eighth[9] = { " ", "\xE2\x96\x81", "\xE2\x96\x82", "\xE2\x96\x83", "\xE2\x96\x84",
                                            "\xE2\x96\x85", "\xE2\x96\x86", "\xE2\x96\x87", "\xE2\x96\x88" };
     for (int c = 0; c < cols; c++) {
@@ -566,7 +566,7 @@ static void draw_schedule(view_ctx *cx, frame *f, const view_state *v, const um_
     }
     if (n_future > 0) snprintf(buf, sizeof buf, "step %d: %d/%d committed, %d to go", cur, s->n_committed, s->planned, n_future);
     else snprintf(buf, sizeof buf, "step %d: %d/%d committed/planned", cur, s->n_committed, s->planned);
-    frame_puts(f, x0, y0 + h - 1, x0 + w, buf, pn);
+    ui_text_puts(f, x0, y0 + h - 1, x0 + w, buf, pn);
 }
 
 /* ------------------------------------------------------------------ status */
@@ -589,7 +589,7 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         const char *p = buf;
         while (ui_text_width(p) > right - 1 && *p) p++;
         while ((*p & 0xC0) == 0x80) p++;
-        frame_puts(f, 0, y, right - 1, p, st);
+        ui_text_puts(f, 0, y, right - 1, p, st);
         return;
     }
     if (v->error) {                                 /* the error, whole, instead of the numbers */
@@ -598,10 +598,10 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         frame_style msg_st = role(v, THEME_MESSAGE);
         msg_st.bg = st.bg;
         snprintf(buf, sizeof buf, " error: %s", v->error);
-        frame_puts(f, 0, y, right - 1, buf, msg_st);
+        ui_text_puts(f, 0, y, right - 1, buf, msg_st);
         return;
     }
-    if (!s) { frame_puts(f, 0, y, f->w, " starting...", st); return; }
+    if (!s) { ui_text_puts(f, 0, y, f->w, " starting...", st); return; }
     const um_snapshot *last = v->hist[v->n_hist - 1];
     double ms = 0;
     int32_t committed = 0;
@@ -650,10 +650,10 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         msg_st.bg = st.bg;
         int mw = ui_text_width(msg) + 2;
         int mx = UM_MAX(right / 3, right - mw);   /* keep "step k/N ..." readable */
-        frame_puts(f, mx + 1, y, right - 1, msg, msg_st);
+        ui_text_puts(f, mx + 1, y, right - 1, msg, msg_st);
         right = mx;
     }
-    frame_puts(f, 0, y, right - 1, buf, st);
+    ui_text_puts(f, 0, y, right - 1, buf, st);
 }
 
 /* No run to show: the source's error, wrapped to the width, and what can be done. */
@@ -671,7 +671,7 @@ static void draw_start_error(frame *f, const view_state *v, int y0, int h) {
             x = frame_put_cluster(f, x, y, f->w - 1, t.cl[i].text, t.cl[i].width, ms, -1);
         }
     ui_text_free(&t);
-    frame_puts(f, 1, y + 2, f->w, "q quits, e edits the prompt, settings keys restart", tx);
+    ui_text_puts(f, 1, y + 2, f->w, "q quits, e edits the prompt, settings keys restart", tx);
 }
 
 /* ------------------------------------------------------------------ help overlay */
@@ -684,12 +684,12 @@ static void draw_help(frame *f, const view_state *v) {
     frame_style st = role(v, THEME_HELP), ti = role(v, THEME_TITLE);
     ti.bg = st.bg;
     frame_fill(f, bx, by, bw, bh, st);
-    frame_puts(f, bx + 2, by, bx + bw, "keys (? or Esc closes)", ti);
+    ui_text_puts(f, bx + 2, by, bx + bw, "keys (? or Esc closes)", ti);
     int y = by + 2;
     for (int i = 0; i < ui_keys_len && y < by + bh - 1; i++) {
         if (!ui_keys[i].label) continue;
-        frame_puts(f, bx + 2, y, bx + 16, ui_keys[i].label, ti);
-        frame_puts(f, bx + 16, y, bx + bw - 1, ui_keys[i].help, st);
+        ui_text_puts(f, bx + 2, y, bx + 16, ui_keys[i].label, ti);
+        ui_text_puts(f, bx + 16, y, bx + bw - 1, ui_keys[i].help, st);
         y++;
     }
 }
@@ -700,9 +700,9 @@ static void draw_too_small(frame *f, const view_state *v) {
     char buf[128];
     frame_fill(f, 0, 0, f->w, f->h, role(v, THEME_TEXT));
     snprintf(buf, sizeof buf, "terminal too small: %dx%d", f->w, f->h);
-    frame_puts(f, 0, f->h / 2 - 1, f->w, buf, role(v, THEME_MESSAGE));
+    ui_text_puts(f, 0, f->h / 2 - 1, f->w, buf, role(v, THEME_MESSAGE));
     snprintf(buf, sizeof buf, "need at least %dx%d (q quits)", VIEW_MIN_W, VIEW_MIN_H);
-    frame_puts(f, 0, f->h / 2, f->w, buf, role(v, THEME_TEXT));
+    ui_text_puts(f, 0, f->h / 2, f->w, buf, role(v, THEME_TEXT));
 }
 
 /* ------------------------------------------------------------------ comparison panes */
@@ -753,13 +753,13 @@ static int draw_pane(view_ctx *c, frame *f, const view_state *v, int k, int x0, 
         }
         snprintf(line[cp], sizeof line[cp], "  %s%s%s", sum, sum[0] && diff[0] ? (cp ? " " : dot) : "", diff);
     }
-    frame_puts(f, x0, y0, x0 + w, head[ui_text_width(head[0]) > w], ti);
+    ui_text_puts(f, x0, y0, x0 + w, head[ui_text_width(head[0]) > w], ti);
     if (p->error) {
         char buf[600];
         snprintf(buf, sizeof buf, "  error: %s", p->error);
-        frame_puts(f, x0, y0 + 1, x0 + w, buf, role(v, THEME_MESSAGE));
+        ui_text_puts(f, x0, y0 + 1, x0 + w, buf, role(v, THEME_MESSAGE));
     } else if (s) {
-        frame_puts(f, x0, y0 + 1, x0 + w, line[ui_text_width(line[0]) > w], pn);
+        ui_text_puts(f, x0, y0 + 1, x0 + w, line[ui_text_width(line[0]) > w], pn);
     }
     if (!s) {
         frame_fill(f, x0, y0 + 2, w, h - 2, role(v, THEME_TEXT));
@@ -795,7 +795,7 @@ static int draw_panes(view_ctx *c, frame *f, const view_state *v, int x0, int y0
         char buf[160];
         snprintf(buf, sizeof buf, "terminal too small for %d panes: they need %d columns side by side or %d rows stacked here",
                  n, n * VIEW_PANE_MIN_W + n - 1, n * VIEW_PANE_MIN_H + n - 1);
-        frame_puts(f, x0 + 1, y0, x0 + w, buf, role(v, THEME_MESSAGE));
+        ui_text_puts(f, x0 + 1, y0, x0 + w, buf, role(v, THEME_MESSAGE));
     }
     return UM_OK;
 }
@@ -844,7 +844,7 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
         } else {
             frame_fill(f, 0, body_y, f->w, body_h, role(v, THEME_TEXT));
             if (v->error) draw_start_error(f, v, body_y, body_h);
-            else frame_puts(f, 1, body_y, f->w, "starting...", role(v, THEME_MESSAGE));
+            else ui_text_puts(f, 1, body_y, f->w, "starting...", role(v, THEME_MESSAGE));
         }
         ui_heat_legend(f, v, s, f->h - 2, grid);
         draw_status(f, v, s, f->h - 1, note);

@@ -1,5 +1,5 @@
 /*
- * view: composes the whole screen into a frame (ui/frame.h) from the visualizer's state,
+ * view: composes the whole screen into a frame (src/record/frame.h) from the visualizer's state,
  * in one pass per redraw. No curses here, so a recorder (GIF, asciicast) can build the
  * very same frames from recorded snapshots.
  *
