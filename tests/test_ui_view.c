@@ -189,11 +189,12 @@ TEST(ui_view_schedule_plan_ahead) {
     for (int y = 0; y < f.h; y++) found |= strstr(row(&f, y), "4 to go") != NULL;   /* 8 masks, 4 steps */
     CHECK(found);
     /* 4 planned columns of equal height (2 each = the scale maximum): full ░ columns. At
-     * 100x30 the schedule panel is rows 19..27 (9 rows: title, 6 chart rows, marker, footer). */
+     * 100x30 the schedule panel is rows 19..27 (9 rows: title, parameters, 5 chart rows,
+     * marker, footer). */
     int shaded = 0;
     for (int y = 19; y < 28; y++)
         for (int x = 66; x < f.w; x++) shaded += !strcmp(frame_at(&f, x, y)->text, "\xE2\x96\x91");
-    CHECK_EQ(shaded, 4 * 6);
+    CHECK_EQ(shaded, 4 * 5);
     s->settings.schedule = UM_SCHED_THRESHOLD;               /* model-dependent: no plan ahead */
     CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
     found = false;

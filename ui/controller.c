@@ -197,6 +197,7 @@ static int open_sources(ctl *a, const ui_ctl_opts *o, um_err *e) {
     um_engine_opts eng = { 0 };
     if (o->eng) eng = *o->eng;
     eng.warn = keep_warning;
+    eng.view_ahead = true;                          /* the inspector shows the next block's candidates */
     eng.warn_ctx = &a->warn;
     for (int k = 0; k < o->n_panes; k++) {
         ctl_pane *p = &a->pn[k];

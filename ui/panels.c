@@ -13,6 +13,109 @@
 #include "schedule.h"
 #include "view_util.h"
 
+/* s as word-wrapped lines in columns [x0, lim) from row y, never past row ymax (exclusive):
+ * breaks at spaces; a word longer than the line is cut at the edge. Returns the next row. */
+static int put_wrapped(frame *f, int x0, int y, int lim, int ymax, const char *s, frame_style st) {
+    ui_text t = { 0 };
+    if (ui_text_shape_str(&t, s, strlen(s), NULL) != UM_OK) { ui_text_free(&t); return y; }
+    int32_t i = 0;
+    while (i < t.n && y < ymax) {
+        while (i < t.n && !strcmp(t.cl[i].text, " ")) i++;          /* no space opens a line */
+        int x = x0;
+        int32_t end = i, brk = -1;                                   /* brk: the last space that fits */
+        for (int w = 0; end < t.n && w + t.cl[end].width <= lim - x0; w += t.cl[end].width, end++)
+            if (!strcmp(t.cl[end].text, " ")) brk = end;
+        if (end < t.n && brk > i) end = brk;                         /* break at a space */
+        for (; i < end; i++) x = frame_put_cluster(f, x, y, lim, t.cl[i].text, t.cl[i].width, st, -1);
+        if (i < t.n || x > x0) y++;
+    }
+    ui_text_free(&t);
+    return y;
+}
+
+/* What a score means, by the scoring rule: "p" (confidence), "margin", "-H", "u" (random). */
+static const char *score_label(um_score sc) {
+    switch (sc) {
+    case UM_SCORE_MARGIN:  return "margin";
+    case UM_SCORE_ENTROPY: return "-H";
+    case UM_SCORE_RANDOM:
+    case UM_SCORE_ORIGIN:  return "u";
+    default:               return "p";
+    }
+}
+
+void panel_why(const view_state *v, const um_snapshot *s, int32_t i, char *buf, size_t cap) {
+    const um_pos *p = &s->pos[i];
+    buf[0] = 0;
+    if (p->is_prompt || p->masked || p->commit_step < 0) return;
+    const um_snapshot *at = p->commit_step < v->n_hist ? v->hist[p->commit_step] : s;   /* the commit step */
+    const um_settings *se = &at->settings;
+    const um_why *w = &p->why;
+    const char *sl = score_label(se->score);
+    char of[96];
+    snprintf(of, sizeof of, "rank %d of %d masked in block %d", w->rank, w->n_elig, w->block + 1);
+    int n = 0;
+    switch (w->rule) {
+    case UM_WHY_COUNT:
+        if (w->count >= w->n_elig) n = snprintf(buf, cap, "all %d masks left commit: the block's last step", w->n_elig);
+        else n = snprintf(buf, cap, "%s, quota %d this step (%s %.2f)", of, w->count, sl, (double)w->score);
+        break;
+    case UM_WHY_SAMPLED:
+        n = snprintf(buf, cap, "drawn by alg_temp %.2f: %s, quota %d", (double)se->alg_temp, of, w->count);
+        break;
+    case UM_WHY_RANDOM:
+        n = snprintf(buf, cap, "origin: its coin fell below p_transfer %.2f (%d masked in block %d)", (double)w->bound,
+                     w->n_elig, w->block + 1);
+        break;
+    case UM_WHY_THRESHOLD:
+        n = snprintf(buf, cap, "%s %.2f >= threshold %.2f (%s)", sl, (double)w->score, (double)w->bound, of);
+        break;
+    case UM_WHY_QUOTA:
+        n = snprintf(buf, cap, "%s %.2f < threshold %.2f, but %s and the step commits at least %d", sl,
+                     (double)w->score, (double)w->bound, of, w->count);
+        break;
+    case UM_WHY_FACTOR:
+        if (w->rank == 1 && w->score < w->bound)
+            n = snprintf(buf, cap, "the best of %d masked: factor commits at least one (%s %.2f)", w->n_elig, sl, (double)w->score);
+        else
+            n = snprintf(buf, cap, "%s %.2f >= 1 - factor %.2f/(rank+1) = %.2f (%s)", sl, (double)w->score,
+                         (double)se->factor, (double)w->bound, of);
+        break;
+    case UM_WHY_EB:
+        n = snprintf(buf, cap, "entropy sum %.2f <= gamma %.2f (its H %.2f, %s; %d committed)", (double)w->value,
+                     (double)w->bound, (double)w->score, of, w->committed);
+        break;
+    case UM_WHY_EOS:
+        n = snprintf(buf, cap, "end of text: filled when the run stopped at one");
+        break;
+    default:
+        return;
+    }
+    /* what sampling and guidance did to the pick: the committed token against the view's top */
+    const um_pos *ap = &at->pos[i];
+    if (n < 0 || (size_t)n >= cap || !ap->has_view || w->rule == UM_WHY_EOS) return;
+    if (se->temperature > 0 && ap->top[0].token != p->token && p->n_edits == 0) {
+        char raw[PIECE_MAX], label[PIECE_MAX * 2];
+        size_t len = view_piece(v, ap->top[0].token, raw, sizeof raw);
+        view_piece_label(raw, len, label, sizeof label);
+        n += snprintf(buf + n, cap - (size_t)n, "; sampled at T %.2f, the top choice was %.40s p %.2f",
+                      (double)se->temperature, label, (double)ap->top[0].prob);
+    } else if (se->temperature > 0) {
+        n += snprintf(buf + n, cap - (size_t)n, "; sampled at T %.2f", (double)se->temperature);
+    }
+    if (n >= 0 && (size_t)n < cap && se->cfg > 0)
+        snprintf(buf + n, cap - (size_t)n, "; guidance cfg %.2f shaped these probabilities", (double)se->cfg);
+}
+
+/* The label of the candidates list: when they were computed. */
+static void topk_label(const view_state *v, const um_snapshot *s, const um_pos *p, char *buf, size_t cap) {
+    (void)v;
+    if (p->view_step == s->step) snprintf(buf, cap, "top-%d at the shown step %d, H %.2f", UM_TOPK, s->step, p->entropy);
+    else if (!p->masked && p->view_step == p->commit_step)
+        snprintf(buf, cap, "top-%d at commit, step %d, H %.2f", UM_TOPK, p->view_step, p->entropy);
+    else snprintf(buf, cap, "top-%d at step %d (not computed since), H %.2f", UM_TOPK, p->view_step, p->entropy);
+}
+
 void panel_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0, int y0, int w, int h) {
     frame_style pn = view_role(v, THEME_PANEL), ti = view_role(v, THEME_TITLE), dim = pn;
     dim.attrs |= FRAME_DIM;
@@ -39,7 +142,10 @@ void panel_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0
     if (p->is_prompt) snprintf(buf, sizeof buf, "prompt token");
     else if (p->masked) snprintf(buf, sizeof buf, "masked at step %d", s->step);
     else snprintf(buf, sizeof buf, "committed step %d, p %.3f%s", p->commit_step, p->commit_conf, p->fresh ? " (new)" : "");
-    ui_text_puts(f, x0, y++, lim, buf, pn);
+    y = put_wrapped(f, x0, y, lim, y0 + h, buf, pn);
+    char why[640];
+    panel_why(v, s, i, why, sizeof why);
+    if (why[0]) y = put_wrapped(f, x0, y, lim, y0 + h, why, pn);
     if (!p->masked && !p->is_prompt && p->n_edits > 0 && y < y0 + h) {
         /* token editing: the latest replacement, "edited at step S: OLD -> NEW" */
         char from[PIECE_MAX * 2], to[PIECE_MAX * 2];
@@ -49,7 +155,9 @@ void panel_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0
         view_piece_label(raw, len, to, sizeof to);
         char times[32] = "";
         if (p->n_edits > 1) snprintf(times, sizeof times, " (%d edits)", p->n_edits);
-        snprintf(buf, sizeof buf, "edited at step %d: %.64s -> %.64s%s", p->edit_step, from, to, times);
+        const um_snapshot *es_at = p->edit_step < v->n_hist ? v->hist[p->edit_step] : s;
+        snprintf(buf, sizeof buf, "edited at step %d: %.64s -> %.64s%s, p %.2f > edit threshold %.2f", p->edit_step, from,
+                 to, times, (double)p->commit_conf, (double)es_at->settings.edit_threshold);
         frame_style es = pn;
         if (p->edited) {
             frame_style er = view_role(v, THEME_EDITED);
@@ -57,11 +165,17 @@ void panel_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0
             if (er.bg != FRAME_DEFAULT) es.bg = er.bg;
             if (v->depth == 0) es.attrs |= FRAME_REVERSE;
         }
-        ui_text_puts(f, x0, y++, lim, buf, es);
+        y = put_wrapped(f, x0, y, lim, y0 + h, buf, es);
     }
-    if (!p->has_view || y >= y0 + h) return;
-    snprintf(buf, sizeof buf, "top-%d at step %d, H %.2f nats", UM_TOPK, s->step, p->entropy);
-    ui_text_puts(f, x0, y++, lim, buf, dim);
+    if (y >= y0 + h) return;
+    if (!p->has_view) {
+        if (p->masked)              /* the engine scores the active block (and with view_ahead the next) */
+            put_wrapped(f, x0, y, lim, y0 + h, "no candidates yet: the model scores only the active block "
+                        "and the next; this one's turn comes later", dim);
+        return;
+    }
+    topk_label(v, s, p, buf, sizeof buf);
+    y = put_wrapped(f, x0, y, lim, y0 + h, buf, dim);
     int bar_w = w >= 30 ? 8 : 4;
     for (int k = 0; k < UM_TOPK && y < y0 + h; k++, y++) {
         const um_cand *cd = &p->top[k];
@@ -110,6 +224,42 @@ static int32_t plan_ahead(view_ctx *c, const um_snapshot *last, um_err *e) {
     return n;
 }
 
+/* Did the decoding rule change between two steps' settings (what `s`, `a`, `+ -`, `b B` and
+ * a new threshold, factor, gamma or eps change)? */
+static bool rule_changed(const um_settings *a, const um_settings *b) {
+    return a->schedule != b->schedule || a->score != b->score || a->steps != b->steps || a->block_len != b->block_len ||
+           a->threshold != b->threshold || a->factor != b->factor || a->eb_gamma != b->eb_gamma || a->eps != b->eps ||
+           a->alg_temp != b->alg_temp || a->block_steps != b->block_steps;
+}
+
+void panel_schedule_params(const um_settings *se, int w, char *buf, size_t cap) {
+    char f[6][48];
+    int nf = 0;
+    const char *dot = " \xC2\xB7 ";
+    switch (se->schedule) {
+    case UM_SCHED_THRESHOLD: snprintf(f[nf++], sizeof f[0], "threshold %.2f", (double)se->threshold); break;
+    case UM_SCHED_FACTOR:    snprintf(f[nf++], sizeof f[0], "factor %.2f", (double)se->factor); break;
+    case UM_SCHED_EB:        snprintf(f[nf++], sizeof f[0], "gamma %.2f", (double)se->eb_gamma); break;
+    case UM_SCHED_TIMESTEP:  snprintf(f[nf++], sizeof f[0], "steps %d", se->steps);
+                             snprintf(f[nf++], sizeof f[0], "eps %.3g", (double)se->eps); break;
+    default:                 snprintf(f[nf++], sizeof f[0], "steps %d", se->steps); break;
+    }
+    if (se->block_len > 0 && se->block_len < se->n_gen) snprintf(f[nf++], sizeof f[0], "block %d", se->block_len);
+    else snprintf(f[nf++], sizeof f[0], "one block");
+    if (se->schedule == UM_SCHED_THRESHOLD)
+        snprintf(f[nf++], sizeof f[0], se->block_steps > 0 ? "quota B/%d" : "quota 1", se->block_steps);
+    if (se->alg_temp > 0) snprintf(f[nf++], sizeof f[0], "alg_temp %.2f", (double)se->alg_temp);
+    /* whole fields only, in priority order, while they fit */
+    char out[256] = "";
+    for (int k = 0; k < nf; k++) {
+        char next[256];
+        snprintf(next, sizeof next, "%.190s%s%.47s", out, out[0] ? dot : "", f[k]);
+        if (ui_text_width(next) > w) break;
+        memcpy(out, next, sizeof out);
+    }
+    snprintf(buf, cap, "%s", out);
+}
+
 void panel_schedule(view_ctx *cx, frame *f, const view_state *v, const um_snapshot *s, int x0, int y0, int w, int h) {
     frame_style pn = view_role(v, THEME_PANEL), ti = view_role(v, THEME_TITLE);
     frame_fill(f, x0, y0, w, h, pn);
@@ -117,9 +267,14 @@ void panel_schedule(view_ctx *cx, frame *f, const view_state *v, const um_snapsh
     snprintf(buf, sizeof buf, "schedule  %s \xC2\xB7 %s", schedule_name(s->settings.schedule),
              schedule_score_name(s->settings.score));
     ui_text_puts(f, x0, y0, x0 + w, buf, ti);
-    if (h < 4) return;
+    if (h < 5) return;
+    panel_schedule_params(&s->settings, w, buf, sizeof buf);
+    ui_text_puts(f, x0, y0 + 1, x0 + w, buf, pn);
+    y0++;                                                        /* the chart below the parameters */
+    h--;
     /* one column per step: recorded steps 1..n as bars (─ where the plan said more), then the
-     * plan ahead as ░ columns; a window around the shown step when they do not all fit */
+     * plan ahead as ░ columns; a window around the shown step when they do not all fit; ╎ on
+     * top of a step whose settings changed the rule (schedule, scoring, its parameters) */
     int label_w = 5, cols = w - label_w, chart_h = h - 3;
     int32_t n = v->n_hist - 1, cur = s->step;
     if (cols < 1 || n < 0) return;
@@ -154,8 +309,15 @@ void panel_schedule(view_ctx *cx, frame *f, const view_state *v, const um_snapsh
                 frame_put_cluster(f, cx0, y, x0 + w, "\xE2\x94\x80", 1, view_role(v, THEME_PLANNED), -1);
         }
         if (k == cur) frame_put_cluster(f, cx0, y0 + chart_h + 1, x0 + w, "\xE2\x96\xB2", 1, view_role(v, THEME_MARK), -1);
+        if (k > 1 && rule_changed(&v->hist[k - 1]->settings, &hs->settings))
+            frame_put_cluster(f, cx0, y0 + 1, x0 + w, "\xE2\x95\x8E", 1, view_role(v, THEME_MESSAGE), -1);
     }
-    if (n_future > 0) snprintf(buf, sizeof buf, "step %d: %d/%d committed, %d to go", cur, s->n_committed, s->planned, n_future);
+    if (cur > 1 && cur <= n && rule_changed(&v->hist[cur - 1]->settings, &s->settings)) {
+        const um_settings *was = &v->hist[cur - 1]->settings;
+        snprintf(buf, sizeof buf, "step %d: %s -> %s", cur, schedule_name(was->schedule), schedule_name(s->settings.schedule));
+        if (was->schedule == s->settings.schedule || ui_text_width(buf) > w)
+            snprintf(buf, sizeof buf, "step %d: rule changed here", cur);
+    } else if (n_future > 0) snprintf(buf, sizeof buf, "step %d: %d/%d committed, %d to go", cur, s->n_committed, s->planned, n_future);
     else snprintf(buf, sizeof buf, "step %d: %d/%d committed/planned", cur, s->n_committed, s->planned);
     ui_text_puts(f, x0, y0 + h - 1, x0 + w, buf, pn);
 }
