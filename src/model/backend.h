@@ -45,6 +45,7 @@ typedef struct um_backend {
                    bool prompt_cached, const int32_t *rows, int n_rows, float *logits, um_err *e);
     int  (*dg_prompt)(void *impl, const int32_t *tokens, int n_prompt, um_err *e);
     uint64_t (*dg_prompt_bytes)(void *impl);
+    int  (*dg_sc_exact_rows)(void *impl);   /* rows of the last pass whose self-conditioning went exact */
 } um_backend;
 
 #ifdef __cplusplus

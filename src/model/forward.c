@@ -657,6 +657,7 @@ static int cpu_dg_prompt(void *impl, const int32_t *tokens, int n_prompt, um_err
     return forward_dg_prompt(impl, tokens, n_prompt, e);
 }
 static uint64_t cpu_dg_prompt_bytes(void *impl) { return forward_dg_prompt_bytes(impl); }
+static int cpu_dg_sc_exact_rows(void *impl) { return forward_sc_exact_rows(impl); }
 
 void forward_as_backend(um_forward *f, um_backend *b) {
     b->name = "cpu";
@@ -672,4 +673,5 @@ void forward_as_backend(um_forward *f, um_backend *b) {
     b->run_dg = f->m->arch->gemma4 ? cpu_run_dg : NULL;
     b->dg_prompt = f->m->arch->gemma4 ? cpu_dg_prompt : NULL;
     b->dg_prompt_bytes = cpu_dg_prompt_bytes;
+    b->dg_sc_exact_rows = cpu_dg_sc_exact_rows;
 }
