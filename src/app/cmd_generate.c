@@ -212,6 +212,7 @@ int cmd_generate(int argc, char **argv) {
                 jsonw_obj_end(&j);
             }
             jsonw_arr_end(&j);
+            if (sn->us.on) { jsonw_key(&j, "uniform"); stepstream_json_uniform(&j, sn); }
             jsonw_obj_end(&j);
         }
         jsonw_arr_end(&j);

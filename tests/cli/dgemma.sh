@@ -80,6 +80,29 @@ assert a["rows_computed"] < b["rows_computed"], (a["rows_computed"], b["rows_com
 PY
 if python3 "$TMP/gen.py" "$TMP/gen-prefix.json" "$TMP/gen-none.json" 2>"$TMP/err"; then ok "generate --json: uniform settings, two canvases, cache = no cache"
 else fail "generate --json: uniform-state run" "$(tail -n 2 "$TMP/err")"; fi
+# --stream-json: every step line names the rule's state and the canvas, position by position
+expect_rc generate-stream 0 "$BIN" generate -m "$M" -p hello --gen 16 --steps 4 -t 2 --stream-json
+cat >"$TMP/stream.py" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+steps = [l for l in lines if l["type"] == "step"]
+assert len(steps) == 4 and lines[-1]["type"] == "done", [l["type"] for l in lines]
+for k, st in enumerate(steps):
+    u = st["uniform"]
+    assert u["end"] - u["start"] == 16 and u["canvas_step"] == k + 1, u
+    assert abs(u["temperature"] - (0.4 + 0.4 * (4 - k) / 4)) < 1e-6, u["temperature"]
+    assert all(len(u[a]) == 16 for a in ("kind", "token", "held", "entropy")), u
+    kinds = u["kind"]
+    if not u["stopped"]:
+        assert set(kinds) <= {"draft", "accepted"}, kinds
+        assert kinds.count("accepted") == u["accepted"] == len(st["commits"]) >= 1, u
+    assert u["self_cond"] == (k > 0), u
+    assert abs(u["mean_entropy"] - sum(u["entropy"]) / 16) < 1e-4, u
+assert steps[-1]["uniform"]["stopped"] and steps[-1]["done"]
+assert set(steps[-1]["uniform"]["kind"]) <= {"kept", "cut"}
+PY
+if python3 "$TMP/stream.py" "$TMP/out" 2>"$TMP/err"; then ok "--stream-json: the uniform object per step"
+else fail "--stream-json: the uniform object" "$(tail -n 2 "$TMP/err")"; fi
 expect_rc generate-dual-refused 1 "$BIN" generate -m "$M" -p hello --gen 16 --cache dual
 expect_grep generate-dual-refused-msg "prompt's K/V \(prefix\) or nothing" "$TMP/err"
 expect_rc generate-other-schedule-refused 1 "$BIN" generate -m "$M" -p hello --gen 16 --eb-gamma 1
