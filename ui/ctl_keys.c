@@ -116,7 +116,8 @@ static void act(ctl *a, ui_action action) {
         a->pace.ms = action == UI_ACT_PACE_HALVE ? ui_pace_halve(a->pace.ms) : ui_pace_double(a->pace.ms);
         break;
     case UI_ACT_SCHEDULE:
-        n.schedule = (um_schedule)((n.schedule + 1) % UM_SCHED_COUNT);
+        /* the masked schedules in turn; a uniform-state model has only its own */
+        if (n.schedule != UM_SCHED_UNIFORM) n.schedule = (um_schedule)((n.schedule + 1) % UM_SCHED_UNIFORM);
         snprintf(what, sizeof what, "schedule %s", schedule_name(n.schedule));
         change(a, n, what);
         break;

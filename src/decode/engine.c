@@ -20,7 +20,7 @@
  * Deterministic for a given seed whatever the thread count: every random draw comes from a
  * stream keyed by (seed, step, position, purpose).
  */
-#include "engine.h"
+#include "engine_impl.h"
 #include "snapshot.h"
 
 #include <inttypes.h>
@@ -39,115 +39,11 @@
 #include "schedule.h"
 #include "tokenizer.h"
 
-struct um_engine {
-    um_model     *model;
-    tokenizer    *tok;
-    um_pool      *pool;
-    um_backend    be;           /* where the forward pass runs (CPU or CUDA) */
-    um_chat       chat;
-    chat_custom  *chat_file;     /* --chat-template-file; NULL when none */
-    char         *system;
-    int           n_ctx;        /* the limit: opts.n_ctx when given, else the trained context */
-    bool          ctx_explicit; /* opts.n_ctx was given */
-    void        (*warn)(void *ctx, const char *msg);
-    void         *warn_ctx;
-    int           mask_id;
-    um_sample_ws **ws;          /* (n_threads) */
-    int           n_threads;
-    /* the canvas */
-    um_settings   set;
-    int32_t       n_prompt, n_canvas, steps_done;
-    int64_t       passes;       /* forward passes since engine_start */
-    int64_t       rows_total;   /* canvas rows run through the layers since engine_start */
-    int32_t      *tokens;       /* (n_canvas) */
-    bool         *masked;       /* (n_canvas) */
-    um_pos       *pos;          /* (n_canvas) live per-position state */
-    bool          done;
-    /* per-step scratch, sized for n_canvas */
-    int32_t      *elig;         /* eligible canvas positions */
-    int32_t      *rows;         /* logits rows for them */
-    float        *logits;       /* (n_elig, n_vocab) */
-    float        *logits_u;     /* CFG unconditional, same shape, or NULL */
-    int32_t      *canvas_u;     /* CFG canvas with the prompt masked */
-    um_pick      *picks;
-    um_scored    *scored;
-    um_why       *why;          /* (n_canvas) schedule_explain's output for the commits */
-    bool          view_ahead;   /* opts.view_ahead */
-    int32_t      *committed;
-    int32_t       attn_block;   /* block-causal attention's block length (hp.block_size), else 0 */
-    /* the active block's own state (docs/decoding.md, "Block diffusion (LLaDA 2.x) and editing") */
-    int32_t       blk_start;    /* canvas start of the block blk_steps counts for (-1: none) */
-    int32_t       blk_steps;    /* steps run on that block: the quota's in-block step */
-    int32_t       post_left;    /* editing: edit-only steps left on the block that just filled */
-    int32_t       post_block, post_start, post_end;
-    int32_t      *active;       /* (n_canvas) rows of a partial pass */
-    bool         *kv_masked;    /* (n_canvas) masked at the last refresh */
-    bool         *in_active;    /* (n_canvas) scratch: position already in active[] */
-    int           cap;          /* canvas capacity of the scratch */
-    /* K/V caches while settings.cache != none: [0] the canvas, [1] the unconditional
-       canvas of guidance; valid from a refresh until something makes it stale */
-    um_kvcache   *kv[2];
-    um_kv_store   kv_store;     /* the type they store */
-    int           kv_cap;       /* canvas capacity they were made for */
-    bool          kv_valid;
-    um_cache      kv_mode;      /* settings at the last refresh */
-    int32_t       kv_start, kv_end, kv_step;   /* active block's range and steps_done then */
-    float         kv_drift;     /* measured by the last partial pass */
-    um_snapshot  *snap;         /* latest published */
-    char          quant[32], isa[32];
-};
-
 /* ------------------------------------------------------------------ snapshots */
 
 um_snapshot *engine_snapshot(um_engine *en) {
     snapshot_ref(en->snap);
     return en->snap;
-}
-
-/* What the step's forward passes did, for the snapshot. */
-typedef struct step_work {
-    int32_t passes, rows;
-    bool    refreshed;
-    int32_t n_edited;           /* committed tokens replaced */
-    bool    post;               /* an edit-only step */
-} step_work;
-
-static int publish(um_engine *en, const um_plan *plan, int n_committed, int planned, double fwd_ms, double smp_ms,
-                   const step_work *w, um_err *e) {
-    um_snapshot *s = snapshot_new(en->n_canvas, n_committed);
-    if (!s) return um_errf(e, "out of memory for a snapshot");
-    s->step = en->steps_done;
-    s->n_prompt = en->n_prompt;
-    s->n_canvas = en->n_canvas;
-    s->settings = en->set;
-    memcpy(s->pos, en->pos, (size_t)en->n_canvas * sizeof(um_pos));
-    memcpy(s->committed, en->committed, (size_t)n_committed * sizeof(int32_t));
-    s->n_committed = n_committed;
-    s->planned = planned;
-    s->forward_ms = fwd_ms;
-    s->sample_ms = smp_ms;
-    if (w) {
-        s->passes = w->passes;
-        s->rows_computed = w->rows;
-        s->cache_refreshed = w->refreshed;
-        s->n_edited = w->n_edited;
-        s->post_step = w->post;
-    }
-    s->passes_total = en->passes;
-    s->cache_bytes = engine_cache_bytes(en);
-    int left = 0;
-    for (int i = en->n_prompt; i < en->n_canvas; i++) left += en->masked[i];
-    s->masks_left = left;
-    s->done = en->done;
-    s->block = plan ? plan->block : 0;
-    s->n_blocks = plan ? plan->n_blocks : 1;
-    /* planned total: steps done plus what the schedule says is left */
-    s->n_steps = schedule_adaptive(en->set.schedule) ? en->steps_done + (left > 0 || en->post_left > 0 ? 1 : 0)
-                                                         : UM_MAX(en->set.steps, en->steps_done);
-    if (en->done) s->n_steps = en->steps_done;
-    snapshot_unref(en->snap);
-    en->snap = s;
-    return UM_OK;
 }
 
 /* ------------------------------------------------------------------ open / close */
@@ -235,6 +131,8 @@ static void free_canvas(um_engine *en) {
     um_free_aligned(en->logits); um_free_aligned(en->logits_u); free(en->canvas_u);
     free(en->picks); free(en->scored); free(en->committed); free(en->why);
     free(en->active); free(en->kv_masked); free(en->in_active);
+    um_free_aligned(en->sc_logits);
+    en->sc_logits = NULL;
     en->active = NULL; en->kv_masked = en->in_active = NULL;
     en->tokens = en->elig = en->rows = en->canvas_u = en->committed = NULL;
     en->masked = NULL; en->pos = NULL; en->logits = en->logits_u = NULL;
@@ -274,61 +172,6 @@ void engine_get_info(const um_engine *en, um_engine_info *info) {
     info->can_cache = en->be.run_kv != NULL;
 }
 
-void engine_family_defaults(const char *a, bool block_causal, int32_t block_size, bool can_cache, um_settings *s) {
-    memset(s, 0, sizeof *s);
-    s->n_gen = 128;
-    s->steps = 128;
-    s->block_len = 32;
-    s->eps = 1e-3f;
-    s->threshold = 0.9f;
-    s->factor = 1.0f;
-    s->eb_gamma = 1.0f;
-    s->top_p = 1.0f;
-    s->seed = 42;
-    s->edit_threshold = UM_EDIT_THRESHOLD_DEFAULT;
-    s->post_steps = UM_POST_STEPS_DEFAULT;
-    if (block_causal) {
-        /* LLaDA 2.x (modeling_llada2_moe.py generate(), LLaDA2.0-mini and LLaDA2.1-mini):
-         * blocks of block_length aligned to canvas position 0, in each the masks whose
-         * confidence passes threshold 0.95 with at least get_num_transfer_tokens(32, steps 32)
-         * = 1 per step, greedy at temperature 0, stop at end of text. Finished blocks and the
-         * prompt never change and attend only to themselves and earlier blocks, so their K/V
-         * are final: the prefix cache is exact here and on by default (docs/decoding.md).
-         * Editing (LLaDA 2.1) stays off until asked: LLaDA 2.0 was not trained for it. */
-        s->schedule = UM_SCHED_THRESHOLD;
-        s->score = UM_SCORE_CONFIDENCE;
-        s->threshold = 0.95f;
-        s->block_len = block_size > 0 ? block_size : 32;
-        s->block_aligned = true;
-        s->block_steps = 32;
-        s->temperature = 0.0f;
-        s->gumbel = false;
-        s->eos_early_stop = true;
-        s->cache = can_cache ? UM_CACHE_PREFIX : UM_CACHE_NONE;
-        s->cache_type = UM_KV_F32;      /* f16 would round the cached K/V: f32 keeps it bit-exact */
-    } else if (!strcmp(a, "dream") || !strcmp(a, "rnd1")) {
-        /* Dream's README: timestep schedule with eps, entropy ordering; RND1's sampler keeps
-         * floor(N (S-k-1)/S) masks after step k (the linear schedule) */
-        s->schedule = !strcmp(a, "dream") ? UM_SCHED_TIMESTEP : UM_SCHED_LINEAR;
-        s->score = UM_SCORE_ENTROPY;
-        s->block_len = 0;
-        s->temperature = !strcmp(a, "dream") ? 0.2f : 0.1f;
-        s->top_p = !strcmp(a, "dream") ? 0.95f : 1.0f;
-        s->gumbel = false;
-    } else {
-        /* LLaDA generate.py: semi-autoregressive blocks, low-confidence remasking, greedy */
-        s->schedule = UM_SCHED_BLOCK;
-        s->score = UM_SCORE_CONFIDENCE;
-        s->temperature = 0.0f;
-        s->gumbel = true;
-    }
-}
-
-void engine_default_settings(const um_engine *en, um_settings *s) {
-    const um_model *m = en->model;
-    engine_family_defaults(m->arch->name, m->arch->block_causal, m->hp.block_size, en->be.run_kv != NULL, s);
-}
-
 const um_settings *engine_settings(const um_engine *en) { return &en->set; }
 bool engine_done(const um_engine *en) { return en->done; }
 
@@ -351,11 +194,17 @@ static int reserve(um_engine *en, int n, um_err *e) {
     en->active = um_calloc((size_t)n, sizeof *en->active);
     en->kv_masked = um_calloc((size_t)n, sizeof *en->kv_masked);
     en->in_active = um_calloc((size_t)n, sizeof *en->in_active);
-    en->logits = um_malloc_aligned((size_t)n * V * sizeof(float));
+    /* a uniform-state step asks for the rows of one canvas, and keeps the last step's for
+       self-conditioning; a masked step for every eligible position */
+    const bool uniform = en->model->arch->uniform_state;
+    const size_t rows = uniform ? (size_t)UM_MIN(n, en->model->hp.canvas_length) : (size_t)n;
+    en->logits = um_malloc_aligned(rows * V * sizeof(float));
+    if (uniform) en->sc_logits = um_malloc_aligned(rows * V * sizeof(float));
     if (!en->tokens || !en->masked || !en->pos || !en->elig || !en->rows || !en->canvas_u || !en->picks ||
-        !en->scored || !en->committed || !en->why || !en->active || !en->kv_masked || !en->in_active || !en->logits) {
+        !en->scored || !en->committed || !en->why || !en->active || !en->kv_masked || !en->in_active || !en->logits ||
+        (uniform && !en->sc_logits)) {
         free_canvas(en);
-        return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, (size_t)n * V * 4 >> 20);
+        return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, rows * V * 4 >> 20);
     }
     en->cap = n;
     return en->be.reserve(en->be.impl, n, e);
@@ -385,6 +234,28 @@ static int check_settings(const um_engine *en, const um_settings *s, um_err *e) 
     if (s->cache_refresh < 0 || s->cache_drift < 0) return um_errf(e, "--cache-refresh and --cache-drift must be >= 0");
     if (!(s->edit_threshold >= 0 && s->edit_threshold <= 1)) return um_errf(e, "--edit-threshold must be in [0, 1]");
     if (s->post_steps < 0 || s->block_steps < 0) return um_errf(e, "--post-steps and --block-steps must be >= 0");
+    const bool uniform = en->model->arch->uniform_state;
+    if (uniform != (s->schedule == UM_SCHED_UNIFORM))
+        return uniform ? um_errf(e, "%s is a uniform-state model: it decodes with the uniform schedule only",
+                                 en->model->arch->family)
+                       : um_errf(e, "the uniform schedule is for uniform-state models (this is %s)", en->model->arch->family);
+    if (uniform) {
+        if (!en->be.run_dg)
+            return um_errf(e, "the %s backend does not run %s yet (use the CPU backend)", en->be.name, en->model->arch->name);
+        if (s->us_canvas != en->model->hp.canvas_length)
+            return um_errf(e, "the canvas is the file's diffusion.canvas_length (%d), not %d", en->model->hp.canvas_length,
+                           s->us_canvas);
+        if (s->cache == UM_CACHE_DUAL || (s->cache == UM_CACHE_PREFIX && !en->be.dg_prompt))
+            return um_errf(e, "--cache %s: a uniform-state model keeps the prompt's K/V (prefix) or nothing (none)",
+                           engine_cache_name(s->cache));
+        if (!(s->us_t_min > 0) || !(s->us_t_max > 0) || !(s->us_bound >= 0) || !(s->us_confidence >= 0) ||
+            s->us_stability < 0 || s->steps <= 0)
+            return um_errf(e, "uniform-state settings: temperatures > 0, bound and confidence >= 0, steps >= 1");
+        if (s->us_self_cond && (s->us_sc_mode < 0 || s->us_sc_mode > 2 ||
+                                (s->us_sc_mode != 0 && (s->us_sc_top_k < 1 || s->us_sc_top_k >= en->model->hp.n_vocab))))
+            return um_errf(e, "self-conditioning: mode exact, topk or auto, top-k in [1, %d)", en->model->hp.n_vocab);
+        return UM_OK;
+    }
     if (s->cache != UM_CACHE_NONE && !en->be.run_kv)
         return um_errf(e, "--cache %s needs partial forward passes, which the %s backend does not run yet "
                        "(use --cache none, or the CPU backend)", engine_cache_name(s->cache), en->be.name);
@@ -419,8 +290,11 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
         if (ids[i] < 0 || ids[i] >= V) return um_errf(e, "prompt token %d at position %d is outside the vocabulary", ids[i], i);
     if (n == 0 && en->model->hp.shift_logits)
         return um_errf(e, "this model scores position i from row i-1, so it needs a non-empty prompt");
-    int64_t total = (int64_t)n + s->n_gen;
-    if (check_context(en, n, s->n_gen, e)) return UM_FAIL;
+    /* uniform-state: whole canvases, ceil(n_gen / canvas) of them */
+    const bool uniform = s->schedule == UM_SCHED_UNIFORM;
+    const int64_t gen = uniform ? ((int64_t)s->n_gen + s->us_canvas - 1) / s->us_canvas * s->us_canvas : s->n_gen;
+    int64_t total = (int64_t)n + gen;
+    if (check_context(en, n, gen, e)) return UM_FAIL;
     if (reserve(en, (int)total, e)) return UM_FAIL;
     en->set = *s;
     en->n_prompt = n;
@@ -445,6 +319,16 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
         en->pos[i].edit_step = -1;
         en->pos[i].edit_from = -1;
     }
+    if (uniform) {
+        if (total > en->model->hp.n_ctx_train && en->warn) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "prompt of %d tokens + %" PRId64 " to generate = %" PRId64 " exceeds the model's "
+                     "trained context of %d tokens; running it because --ctx %d allows it", n, gen, total,
+                     en->model->hp.n_ctx_train, en->n_ctx);
+            en->warn(en->warn_ctx, msg);
+        }
+        return engine_uniform_start(en, e);
+    }
     if (s->cfg > 0 && !en->logits_u) {
         en->logits_u = um_malloc_aligned((size_t)en->cap * (size_t)V * sizeof(float));
         if (!en->logits_u) return um_errf(e, "out of memory for classifier-free guidance");
@@ -459,7 +343,7 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
                  n, s->n_gen, total, en->model->hp.n_ctx_train, en->n_ctx);
         en->warn(en->warn_ctx, msg);
     }
-    return publish(en, &plan, 0, 0, 0, 0, NULL, e);
+    return engine_publish(en, &plan, 0, 0, 0, 0, NULL, e);
 }
 
 int engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err *e) {
@@ -649,6 +533,7 @@ static bool range_has_mask(const um_engine *en, int32_t lo, int32_t hi) {
 
 int engine_step(um_engine *en, um_err *e) {
     if (en->done || !en->snap) return 0;
+    if (en->set.schedule == UM_SCHED_UNIFORM) return engine_uniform_step(en, e);
     um_plan plan;
     const int n_gen = en->n_canvas - en->n_prompt;
     if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e)) return UM_FAIL;
@@ -664,7 +549,7 @@ int engine_step(um_engine *en, um_err *e) {
         plan.done = false;
     } else if (plan.done) {
         en->done = true;
-        return publish(en, &plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
+        return engine_publish(en, &plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
     } else {
         if (plan.start != en->blk_start) { en->blk_start = plan.start; en->blk_steps = 0; }
         if (en->set.schedule == UM_SCHED_THRESHOLD) plan.count = schedule_threshold_quota(&en->set, &plan, en->blk_steps);
@@ -791,7 +676,7 @@ int engine_step(um_engine *en, um_err *e) {
         }
     }
     en->done = after.done && en->post_left == 0;
-    if (publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, &work, e)) return UM_FAIL;
+    if (engine_publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, &work, e)) return UM_FAIL;
     return 1;
 }
 
@@ -810,11 +695,6 @@ int engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void 
 int64_t engine_forward_passes(const um_engine *en) { return en->passes; }
 int64_t engine_rows_computed(const um_engine *en) { return en->rows_total; }
 
-uint64_t engine_cache_bytes(const um_engine *en) {
-    uint64_t b = 0;
-    for (int i = 0; i < 2; i++) if (en->kv[i]) b += en->be.kv_bytes(en->kv[i]);
-    return b;
-}
 
 /* ------------------------------------------------------------------ text */
 
@@ -838,6 +718,7 @@ char *engine_answer(const um_engine *en, const um_snapshot *s) {
     size_t n = 0;
     for (int i = s->n_prompt; i < s->n_canvas; i++) {
         const um_pos *p = &s->pos[i];
+        if (p->us == UM_US_NOISE) break;         /* a canvas not denoised yet */
         if (p->masked) continue;
         if (tok_is_eog(en->tok, p->token)) break;
         ids[n++] = p->token;

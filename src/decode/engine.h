@@ -25,6 +25,8 @@ typedef enum um_schedule {       /* how many positions commit per step */
     UM_SCHED_LINEAR,             /* RND1: after step k of S, floor(N (S-k-1)/S) masks remain */
     UM_SCHED_FACTOR,             /* Fast-dLLM's factor rule: the n best while the n-th >= 1 - f/(n+1) */
     UM_SCHED_EB,                 /* EB-sampler: lowest entropies first while sum - max <= gamma */
+    UM_SCHED_UNIFORM,            /* uniform-state (DiffusionGemma): random canvas, accept by entropy, renoise
+                                    the rest; the only schedule of a uniform-state model (schedule.h) */
     UM_SCHED_COUNT
 } um_schedule;
 
@@ -95,6 +97,18 @@ typedef struct um_settings {
     um_kv_store cache_type;
     int32_t     cache_refresh;
     float       cache_drift;
+    /* uniform-state decoding (UM_SCHED_UNIFORM; docs/decoding.md "Uniform-state decoding"):
+       `steps` is the most steps a canvas takes (diffusion.eb_max_steps); cache prefix keeps the
+       prompt's K/V for every step of a canvas (exact), none runs the whole pass each step */
+    int32_t     us_canvas;       /* canvas length (diffusion.canvas_length); n_gen: ceil(n_gen / it) canvases */
+    float       us_t_min, us_t_max; /* temperature: t_max on a canvas's first step down to t_min */
+    float       us_bound;        /* entropy bound, nats: accept in increasing entropy while the sum
+                                    before the position stays <= it */
+    int32_t     us_stability;    /* steps the argmax canvas must stay unchanged ... */
+    float       us_confidence;   /* ... with the mean entropy below this, to stop the canvas */
+    bool        us_self_cond;    /* self-conditioning from the previous step (off on a canvas's first) */
+    int32_t     us_sc_mode;      /* its um_sc_mode (forward.h): 0 exact, 1 top-k, 2 auto */
+    int32_t     us_sc_top_k;     /* K for top-k and auto */
 } um_settings;
 
 typedef struct um_cand {
@@ -129,6 +143,17 @@ typedef struct um_why {
     float   value;               /* eb: the set's entropy sum without its largest */
 } um_why;
 
+/* What a position of a uniform-state run (UM_SCHED_UNIFORM) holds, as of one step. */
+typedef enum um_us_kind {
+    UM_US_NONE = 0,              /* not uniform-state, or a prompt position */
+    UM_US_NOISE,                 /* a random token: its canvas has had no step yet */
+    UM_US_DRAFT,                 /* token: the model's argmax, not accepted this step (held: fresh noise) */
+    UM_US_ACCEPTED,              /* token: the argmax; accepted this step (held: its sample) */
+    UM_US_KEPT,                  /* part of a stopped canvas's output, kept (the next canvas's prefix) */
+    UM_US_CUT,                   /* past the cut (end of text or a repeat loop): end of text */
+    UM_US_KIND_COUNT
+} um_us_kind;
+
 /* Per canvas position, as of one step. */
 typedef struct um_pos {
     int32_t token;               /* committed token, or the mask id while masked */
@@ -150,7 +175,29 @@ typedef struct um_pos {
     int32_t edit_step;           /* step of the latest replacement (valid when n_edits > 0) */
     int32_t edit_from;           /* the token it replaced then (valid when n_edits > 0) */
     int32_t n_edits;             /* replacements so far */
+    /* uniform-state decoding: token is the output (the last step's argmax), held the token
+       the working canvas feeds to the next step; entropy is that of softmax(logits / t),
+       the one the acceptance rule reads (top[] stays the raw view) */
+    uint8_t us;                  /* um_us_kind */
+    int32_t held;
 } um_pos;
+
+/* The step of a uniform-state run (docs/stream.md): everything its stop and acceptance rules read. */
+typedef struct um_us_view {
+    bool    on;                  /* a uniform-state run */
+    int32_t start, end;          /* the canvas being denoised: [start, end) */
+    int32_t canvas_step;         /* steps run on it, this one included (0: none yet) */
+    float   temperature;         /* this step's t */
+    float   entropy_bound;       /* the acceptance bound, nats */
+    int32_t accepted;            /* positions accepted this step */
+    int32_t held, stability;     /* steps the argmax canvas stayed unchanged, and the steps needed */
+    float   mean_entropy, confidence; /* mean entropy of this step, and the stop threshold */
+    bool    self_cond;           /* this step's pass was self-conditioned */
+    int32_t sc_exact_rows;       /* ... with the exact product on this many rows (auto/exact) */
+    bool    stopped, stable;     /* this step stopped the canvas; because stable and confident
+                                    (false: its step budget ran out) */
+    int32_t cut;                 /* when stopped: positions of the canvas kept */
+} um_us_view;
 
 /* One immutable snapshot. Made by snapshot_new (snapshot.h), freed when the last ref is dropped. */
 typedef struct um_snapshot {
@@ -170,6 +217,7 @@ typedef struct um_snapshot {
     bool           cache_refreshed; /* this step ran full passes that refilled the K/V cache */
     int64_t        passes_total; /* forward passes of this run so far, this step's included */
     uint64_t       cache_bytes;  /* bytes of the K/V caches held after this step (0 without) */
+    um_us_view     us;           /* uniform-state runs: the step's rule state */
     um_settings    settings;     /* in force for this step */
     um_pos        *pos;          /* (n_canvas) */
     int32_t       *committed;    /* (n_committed) canvas indices committed this step */
@@ -245,6 +293,7 @@ int64_t engine_rows_computed(const um_engine *en);
 /* Bytes of the K/V caches held now (0 without a cache; two caches with guidance). */
 uint64_t engine_cache_bytes(const um_engine *en);
 /* "none", "prefix", "dual" and "f16", "f32", "q8_0"; *_from_name fail listing the names. */
+const char *engine_us_kind_name(um_us_kind k);   /* "none", "noise", "draft", "accepted", "kept", "cut" */
 const char *engine_cache_name(um_cache c);
 int         engine_cache_from_name(const char *name, um_cache *out, um_err *e);
 const char *engine_kv_store_name(um_kv_store t);
@@ -262,7 +311,7 @@ const uint8_t *engine_token_bytes(const um_engine *en, int32_t token, size_t *le
 bool engine_token_is_eog(const um_engine *en, int32_t token);
 bool engine_token_is_special(const um_engine *en, int32_t token);
 /* Decode the generated part of a snapshot (masks skipped, stops at the first end-of-generation
- * token). Heap string, caller frees. */
+ * token; uniform-state: at the first canvas not yet denoised). Heap string, caller frees. */
 char *engine_answer(const um_engine *en, const um_snapshot *s);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * engine_names: the names of the cache modes and K/V storage types (engine.h), for flags,
+ * engine_names: the names of the cache modes, K/V storage types and uniform-state position kinds (engine.h), for flags,
  * JSON and the UI; *_from_name fails with a message listing the known names.
  */
 #include <string.h>
@@ -13,6 +13,12 @@ static const char *const kv_store_names[UM_KV_STORE_COUNT] = {
     [UM_KV_F16] = "f16", [UM_KV_F32] = "f32", [UM_KV_Q8_0] = "q8_0",
 };
 
+static const char *const us_kind_names[UM_US_KIND_COUNT] = {
+    [UM_US_NONE] = "none", [UM_US_NOISE] = "noise", [UM_US_DRAFT] = "draft", [UM_US_ACCEPTED] = "accepted",
+    [UM_US_KEPT] = "kept", [UM_US_CUT] = "cut",
+};
+
+const char *engine_us_kind_name(um_us_kind k) { return (int)k >= 0 && k < UM_US_KIND_COUNT ? us_kind_names[k] : "?"; }
 const char *engine_cache_name(um_cache c) { return (int)c >= 0 && c < UM_CACHE_COUNT ? cache_names[c] : "?"; }
 const char *engine_kv_store_name(um_kv_store t) {
     return (int)t >= 0 && t < UM_KV_STORE_COUNT ? kv_store_names[t] : "?";

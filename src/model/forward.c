@@ -192,6 +192,7 @@ static void free_buffers(um_forward *f) {
         um_free_aligned(*bufs[i]);
         *bufs[i] = NULL;
     }
+    fwg_free_prompt(f);
     free(f->wrow);
     free(f->wrow_f);
     f->wrow = NULL;
@@ -473,7 +474,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     const um_hparams *hp = &m->hp;
     if (m->arch->gemma4) {
         if (kv) return um_errf(e, "K/V cache passes are not supported for %s yet", m->arch->name);
-        return fwg_run(f, tokens, n_tokens, -1, NULL, rows, n_rows, logits, e);
+        return fwg_run(f, tokens, n_tokens, -1, NULL, rows, n_rows, logits, FWG_FULL, e);
     }
     if (n_tokens <= 0 || n_tokens > f->max_tokens)
         return um_errf(e, "canvas of %d tokens exceeds the prepared maximum of %d", n_tokens, f->max_tokens);
@@ -603,8 +604,26 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
 int forward_run_dg(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
                    const int32_t *rows, int n_rows, float *logits, um_err *e) {
     if (!f->m->arch->gemma4) return um_errf(e, "architecture '%s' has no region-aware pass", f->m->arch->name);
-    return fwg_run(f, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, e);
+    return fwg_run(f, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, FWG_FULL, e);
 }
+
+int forward_dg_prompt(um_forward *f, const int32_t *tokens, int n_prompt, um_err *e) {
+    if (!f->m->arch->gemma4) return um_errf(e, "architecture '%s' has no region-aware pass", f->m->arch->name);
+    if (n_prompt <= 0) {            /* nothing to store: an empty prompt */
+        if (n_prompt < 0) return um_errf(e, "negative prompt length %d", n_prompt);
+        f->pc_n = 0;
+        return UM_OK;
+    }
+    return fwg_run(f, tokens, n_prompt, n_prompt, NULL, NULL, 0, NULL, FWG_PROMPT, e);
+}
+
+int forward_run_dg_cached(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+                          const int32_t *rows, int n_rows, float *logits, um_err *e) {
+    if (!f->m->arch->gemma4) return um_errf(e, "architecture '%s' has no region-aware pass", f->m->arch->name);
+    return fwg_run(f, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, FWG_CANVAS, e);
+}
+
+uint64_t forward_dg_prompt_bytes(const um_forward *f) { return f->pc_bytes; }
 
 int forward_run_kv(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
                    int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
@@ -629,6 +648,17 @@ static int cpu_run_kv(void *impl, um_kvcache *kv, const int32_t *tokens, int n_t
     return forward_run_kv(impl, kv, tokens, n_tokens, active, n_active, rows, n_rows, logits, drift, e);
 }
 
+static int cpu_run_dg(void *impl, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+                      bool prompt_cached, const int32_t *rows, int n_rows, float *logits, um_err *e) {
+    return prompt_cached ? forward_run_dg_cached(impl, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, e)
+                         : forward_run_dg(impl, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, e);
+}
+static int cpu_dg_prompt(void *impl, const int32_t *tokens, int n_prompt, um_err *e) {
+    return forward_dg_prompt(impl, tokens, n_prompt, e);
+}
+static uint64_t cpu_dg_prompt_bytes(void *impl) { return forward_dg_prompt_bytes(impl); }
+static int cpu_dg_sc_exact_rows(void *impl) { return forward_sc_exact_rows(impl); }
+
 void forward_as_backend(um_forward *f, um_backend *b) {
     b->name = "cpu";
     b->impl = f;
@@ -640,4 +670,8 @@ void forward_as_backend(um_forward *f, um_backend *b) {
     b->kv_free = forward_kv_free;
     b->kv_bytes = forward_kv_bytes;
     b->run_kv = cpu_run_kv;
+    b->run_dg = f->m->arch->gemma4 ? cpu_run_dg : NULL;
+    b->dg_prompt = f->m->arch->gemma4 ? cpu_dg_prompt : NULL;
+    b->dg_prompt_bytes = cpu_dg_prompt_bytes;
+    b->dg_sc_exact_rows = cpu_dg_sc_exact_rows;
 }
