@@ -337,9 +337,10 @@ TEST(ui_view_compare_panes) {
         for (int y = 1; y < f.h - 2; y++) marked += frame_at(&f, x, y)->bg == th.role[THEME_DIFF].bg;
     CHECK(marked >= 1);
     frame_free(&f);
-    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);             /* panes of 32 columns: the short form */
+    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);             /* panes of 32 columns: whole fields */
     CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
-    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 1/4 m1 f0");
+    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 \xC2\xB7 step 1/4 \xC2\xB7 masks 1");
+    CHECK(!strstr(row(&f, 1), "fwd"));                      /* left out whole, not cut */
     CHECK_CONTAINS(row(&f, 2), "1 differ");                 /* the summary line fits in words */
     frame_free(&f);
     CHECK(frame_init(&f, 60, 16, &e) == UM_OK);              /* 4 panes at 60x16: 3 canvas rows, too few */
@@ -357,7 +358,7 @@ TEST(ui_view_compare_panes) {
 }
 
 /* The header names the shown step's K/V cache (mode/storage, refresh rule, bytes held) or
- * "cache off"; a model name too long for the row is cut, never the cache. */
+ * "cache off"; a model name too long for the row is cut with "…", never the cache. */
 TEST(ui_view_header_names_the_cache) {
     theme_builtin(&th);
     frame f = { 0 };
@@ -387,7 +388,9 @@ TEST(ui_view_header_names_the_cache) {
     int rc = build(&f, 100, 30, s, VIEW_HEAT_COMMIT);
     src = keep;
     CHECK(rc == UM_OK);
-    CHECK_MSG(strstr(row(&f, 0), "\xE2\x94\x82 cache dual/q8_0 refresh 8 \xC2\xB7 512 B ? keys") != NULL, "%s", row(&f, 0));
+    CHECK_MSG(strstr(row(&f, 0), "nnn\xE2\x80\xA6 \xE2\x94\x82") != NULL, "%s", row(&f, 0));   /* cut with a mark */
+    CHECK_MSG(strstr(row(&f, 0), "\xE2\x94\x82 cache dual/q8_0 refresh 8 \xC2\xB7 512 B") != NULL, "%s", row(&f, 0));
+    CHECK_MSG(strstr(row(&f, 0), "? keys") != NULL, "%s", row(&f, 0));
     frame_free(&f);
     free(s);
     view_ctx_free(&ctx);

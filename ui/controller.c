@@ -148,7 +148,8 @@ static int redraw(ctl *a, um_err *e) {
     view_state v = {
         .src = &fp->src, .hist = fp->hist, .n_hist = fp->n_hist, .shown = UM_MIN(a->shown, fp->n_hist - 1), .th = &a->th,
         .depth = a->depth, .heat = a->heat, .layout = a->layout, .cursor = a->cursor, .paused = a->paused,
-        .busy = a->paused && busy, .help = a->help,
+        .busy = a->paused && busy, .help = a->help, .help_page = a->help_page,
+        .hide_inspector = a->hide_inspector, .hide_schedule = a->hide_schedule,
         .message = um_now() < a->message_until ? a->message : NULL,
         .edit = a->editing ? a->edit : NULL, .recording = a->rec_cli || a->rec_key,
         .error = fp->error[0] ? fp->error : a->n_panes > 1 ? NULL : any_error(a), .following = a->follow,

@@ -64,6 +64,8 @@ typedef struct ctl {
     view_layout   layout;
     int32_t       cursor;
     bool          paused, help, editing, quit;
+    int           help_page;       /* the help's page (space turns it) */
+    bool          hide_inspector, hide_schedule;   /* i, p */
     char         *edit;            /* (edit_cap) the prompt editor's line */
     size_t        edit_cap;
     char          message[512];

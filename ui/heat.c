@@ -69,8 +69,13 @@ static int cache_scale(frame *f, const view_state *v, const um_snapshot *s, int 
     const char *why = !s ? NULL : s->passes == 0 ? "(no forward pass at this step)"
                     : s->settings.cache == UM_CACHE_NONE ? "(cache off: every row recomputed)"
                     : s->cache_refreshed ? "(a refresh: every row recomputed)" : NULL;
-    if (why) x = ui_text_puts(f, x, y, f->w, why, pn) + 2;
+    if (why && x + ui_text_width(why) <= f->w) x = ui_text_puts(f, x, y, f->w, why, pn) + 2;
     return x;
+}
+
+/* Does an item "MARK LABEL" fit whole from column x? (The legend leaves out what does not.) */
+static bool room(const frame *f, int x, const char *mark, const char *label) {
+    return x + ui_text_width(mark) + 1 + ui_text_width(label) <= f->w;
 }
 
 void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, bool grid) {
@@ -78,6 +83,7 @@ void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, 
     frame_fill(f, 0, y, f->w, 1, pn);
     int x = ui_text_puts(f, 1, y, f->w, ui_heat_names[v->heat], role(v, THEME_TITLE)) + 1;
     if (v->heat == VIEW_HEAT_CACHE) {
+        if (x + 48 > f->w) return;                          /* its scale needs the room */
         x = cache_scale(f, v, s, x, y);
     } else {
         char lo[32], hi[32];
@@ -86,14 +92,17 @@ void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, 
         case VIEW_HEAT_ENTROPY: snprintf(lo, sizeof lo, "%.0f+ nats", (double)UI_HEAT_ENTROPY_SCALE); snprintf(hi, sizeof hi, "0 nats"); break;
         default:                snprintf(lo, sizeof lo, "p 0"); snprintf(hi, sizeof hi, "1"); break;
         }
+        if (x + ui_text_width(lo) + RAMP_W + ui_text_width(hi) + 2 > f->w) return;
         x = ui_text_puts(f, x, y, f->w, lo, pn) + 1;
         for (int j = 0; j < RAMP_W; j++) x = swatch(f, v, x, y, (float)j / (float)(RAMP_W - 1));
         x = ui_text_puts(f, x + 1, y, f->w, hi, pn) + 2;
     }
+    if (!room(f, x, v->th->mask_glyph, "masked")) return;
     x = ui_text_puts(f, x, y, f->w, v->th->mask_glyph, role(v, THEME_MASK));
     x = ui_text_puts(f, x + 1, y, f->w, "masked", pn) + 2;
     frame_style fr = ui_heat_style(v, 1.0f, role(v, THEME_TEXT));
     fr.attrs |= role(v, THEME_FRESH).attrs;
+    if (!room(f, x, "new", "this step")) return;
     x = ui_text_puts(f, x, y, f->w, "new", fr);
     x = ui_text_puts(f, x + 1, y, f->w, "this step", pn) + 2;
     if (s && (s->settings.edit || s->n_edited > 0)) {      /* token editing on: its mark */
@@ -101,12 +110,14 @@ void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, 
         if (er.fg != FRAME_DEFAULT) ed.fg = er.fg;
         if (er.bg != FRAME_DEFAULT) ed.bg = er.bg;
         ed.attrs |= er.attrs | (v->depth == 0 ? FRAME_REVERSE : 0);
+        if (!room(f, x, "tok", "edited")) return;
         x = ui_text_puts(f, x, y, f->w, "tok", ed);
         x = ui_text_puts(f, x + 1, y, f->w, "edited", pn) + 2;
     }
     if (grid) {
         frame_style cf = role(v, THEME_CONFLICT);
         if (v->depth == 0) cf.attrs |= FRAME_REVERSE;
+        if (!room(f, x, "5", "conflict")) return;
         x = ui_text_puts(f, x, y, f->w, "5", cf);
         x = ui_text_puts(f, x + 1, y, f->w, "conflict", pn) + 2;
     }
@@ -115,6 +126,7 @@ void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, 
         if (d.fg != FRAME_DEFAULT) df.fg = d.fg;
         if (d.bg != FRAME_DEFAULT) df.bg = d.bg;
         df.attrs |= d.attrs | (v->depth == 0 ? FRAME_REVERSE : 0);
+        if (!room(f, x, "tok", "differs from pane 1")) return;
         x = ui_text_puts(f, x, y, f->w, "tok", df);
         ui_text_puts(f, x + 1, y, f->w, "differs from pane 1", pn);
     }

@@ -13,26 +13,6 @@
 #include "schedule.h"
 #include "view_util.h"
 
-/* s as word-wrapped lines in columns [x0, lim) from row y, never past row ymax (exclusive):
- * breaks at spaces; a word longer than the line is cut at the edge. Returns the next row. */
-static int put_wrapped(frame *f, int x0, int y, int lim, int ymax, const char *s, frame_style st) {
-    ui_text t = { 0 };
-    if (ui_text_shape_str(&t, s, strlen(s), NULL) != UM_OK) { ui_text_free(&t); return y; }
-    int32_t i = 0;
-    while (i < t.n && y < ymax) {
-        while (i < t.n && !strcmp(t.cl[i].text, " ")) i++;          /* no space opens a line */
-        int x = x0;
-        int32_t end = i, brk = -1;                                   /* brk: the last space that fits */
-        for (int w = 0; end < t.n && w + t.cl[end].width <= lim - x0; w += t.cl[end].width, end++)
-            if (!strcmp(t.cl[end].text, " ")) brk = end;
-        if (end < t.n && brk > i) end = brk;                         /* break at a space */
-        for (; i < end; i++) x = frame_put_cluster(f, x, y, lim, t.cl[i].text, t.cl[i].width, st, -1);
-        if (i < t.n || x > x0) y++;
-    }
-    ui_text_free(&t);
-    return y;
-}
-
 /* What a score means, by the scoring rule: "p" (confidence), "margin", "-H", "u" (random). */
 static const char *score_label(um_score sc) {
     switch (sc) {
@@ -142,10 +122,10 @@ void panel_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0
     if (p->is_prompt) snprintf(buf, sizeof buf, "prompt token");
     else if (p->masked) snprintf(buf, sizeof buf, "masked at step %d", s->step);
     else snprintf(buf, sizeof buf, "committed step %d, p %.3f%s", p->commit_step, p->commit_conf, p->fresh ? " (new)" : "");
-    y = put_wrapped(f, x0, y, lim, y0 + h, buf, pn);
+    y = view_put_wrapped(f, x0, y, lim, y0 + h, buf, pn);
     char why[640];
     panel_why(v, s, i, why, sizeof why);
-    if (why[0]) y = put_wrapped(f, x0, y, lim, y0 + h, why, pn);
+    if (why[0]) y = view_put_wrapped(f, x0, y, lim, y0 + h, why, pn);
     if (!p->masked && !p->is_prompt && p->n_edits > 0 && y < y0 + h) {
         /* token editing: the latest replacement, "edited at step S: OLD -> NEW" */
         char from[PIECE_MAX * 2], to[PIECE_MAX * 2];
@@ -165,17 +145,19 @@ void panel_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0
             if (er.bg != FRAME_DEFAULT) es.bg = er.bg;
             if (v->depth == 0) es.attrs |= FRAME_REVERSE;
         }
-        y = put_wrapped(f, x0, y, lim, y0 + h, buf, es);
+        y = view_put_wrapped(f, x0, y, lim, y0 + h, buf, es);
     }
     if (y >= y0 + h) return;
     if (!p->has_view) {
-        if (p->masked)              /* the engine scores the active block (and with view_ahead the next) */
-            put_wrapped(f, x0, y, lim, y0 + h, "no candidates yet: the model scores only the active block "
-                        "and the next; this one's turn comes later", dim);
+        if (p->masked && s->step == 0)
+            view_put_wrapped(f, x0, y, lim, y0 + h, "no candidates yet: step 0 is the canvas before any forward pass", dim);
+        else if (p->masked)         /* the engine scores the active block (and with view_ahead the next) */
+            view_put_wrapped(f, x0, y, lim, y0 + h, "no candidates yet: the model scores only the active block "
+                             "and the next; this one's turn comes later", dim);
         return;
     }
     topk_label(v, s, p, buf, sizeof buf);
-    y = put_wrapped(f, x0, y, lim, y0 + h, buf, dim);
+    y = view_put_wrapped(f, x0, y, lim, y0 + h, buf, dim);
     int bar_w = w >= 30 ? 8 : 4;
     for (int k = 0; k < UM_TOPK && y < y0 + h; k++, y++) {
         const um_cand *cd = &p->top[k];

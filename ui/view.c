@@ -57,29 +57,33 @@ static void cache_label(const um_snapshot *s, char *buf, size_t cap) {
              rule, bytes);
 }
 
-/* The source's model and machine, then the shown step's cache: after them when it fits,
- * else right-aligned before "? keys" over the end of the model's part. */
+/* The source's model and machine and the shown step's cache, fields left out whole by
+ * priority when the line is narrow, then "? keys" right-aligned. The model's name is shown up
+ * to its parenthesis (the bundled models' names go on "(llada, N params, 5000 steps)": their
+ * training, which reads as denoising steps beside the step counter; `unmask info` has it). */
 static void draw_header(frame *f, const view_state *v, const um_snapshot *s) {
     frame_style st = view_role(v, THEME_HEADER);
     frame_fill(f, 0, 0, f->w, 1, st);
-    char buf[512], kv[160] = "";
+    char name[128] = "", arch[40] = "", quant[40] = "", where[100] = "", threads[32] = "", kv[128] = "", buf[512];
     if (v->src) {
         const um_engine_info *in = &v->src->info;
-        snprintf(buf, sizeof buf, " unmask \xE2\x94\x82 %s \xE2\x94\x82 %s \xE2\x94\x82 %s \xE2\x94\x82 %s %s \xE2\x94\x82 %d thread%s",
-                 in->name, in->arch, in->quant, in->backend, in->isa, in->n_threads, in->n_threads == 1 ? "" : "s");
-    } else {
-        snprintf(buf, sizeof buf, " unmask");
+        const char *paren = strstr(in->name, " (");
+        char base[128];
+        snprintf(base, sizeof base, "%.*s", paren ? (int)(paren - in->name) : (int)strlen(in->name), in->name);
+        view_cut_cols(base, UM_MAX(12, f->w - 64), name, sizeof name);     /* a long name leaves room */
+        snprintf(arch, sizeof arch, "%s", in->arch);
+        snprintf(quant, sizeof quant, "%s", in->quant);
+        snprintf(where, sizeof where, "%s %s", in->backend, in->isa);
+        snprintf(threads, sizeof threads, "%d thread%s", in->n_threads, in->n_threads == 1 ? "" : "s");
     }
-    if (s) {
-        char label[128];
-        cache_label(s, label, sizeof label);
-        snprintf(kv, sizeof kv, " \xE2\x94\x82 %s", label);
-    }
+    if (s) cache_label(s, kv, sizeof kv);
+    const view_field fields[] = {
+        { "unmask", 0 }, { name, 1 }, { arch, 5 }, { quant, 4 }, { where, 3 }, { threads, 6 }, { kv, 2 },
+    };
     int right = view_put_right(f, 0, f->w, "? keys ", st);
-    int end = right - 1;
-    if (kv[0] && ui_text_width(buf) + ui_text_width(kv) > end) end = view_put_right(f, 0, end, kv, st);
-    int x = ui_text_puts(f, 0, 0, end, buf, st);
-    if (kv[0] && end == right - 1) ui_text_puts(f, x, 0, end, kv, st);
+    buf[0] = ' ';
+    view_fit(fields, (int)(sizeof fields / sizeof fields[0]), " \xE2\x94\x82 ", right - 2, buf + 1, sizeof buf - 1);
+    ui_text_puts(f, 0, 0, right - 1, buf, st);
 }
 
 /* ------------------------------------------------------------------ canvas */
@@ -92,6 +96,16 @@ static bool is_special(const view_state *v, int32_t tok) {
 static bool differs(const um_snapshot *a, const um_snapshot *b, int32_t i) {
     if (a->n_canvas != b->n_canvas || a->n_prompt != b->n_prompt || i < a->n_prompt || i >= a->n_canvas) return false;
     return !a->pos[i].masked && !b->pos[i].masked && a->pos[i].token != b->pos[i].token;
+}
+
+/* st marked as differing from the first pane's token (THEME_DIFF over the heat). */
+static frame_style diff_style(const view_state *v, frame_style st) {
+    frame_style df = view_role(v, THEME_DIFF);
+    if (df.fg != FRAME_DEFAULT) st.fg = df.fg;
+    if (df.bg != FRAME_DEFAULT) st.bg = df.bg;
+    st.attrs |= df.attrs;
+    if (v->depth == 0) st.attrs |= FRAME_REVERSE;          /* no colours: the mark must still show */
+    return st;
 }
 
 /* Positions [from, to) of s as wrapped text in the rectangle (x0, y0, w, h). */
@@ -179,13 +193,7 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
         frame_style st = view_pos_style(v, s, cl->pos, &ghost);
         if (cl->kind != UI_CL_TEXT || (cl->flags & UI_CL_REPLACED)) st.attrs |= FRAME_DIM;
         if (!s->pos[cl->pos].masked && !strcmp(cl->text, SPECIAL_GLYPH) && cl->pos >= s->n_prompt) st.attrs |= FRAME_DIM;
-        if (v->diff_ref && differs(v->diff_ref, s, cl->pos)) {
-            frame_style df = view_role(v, THEME_DIFF);
-            if (df.fg != FRAME_DEFAULT) st.fg = df.fg;
-            if (df.bg != FRAME_DEFAULT) st.bg = df.bg;
-            st.attrs |= df.attrs;
-            if (v->depth == 0) st.attrs |= FRAME_REVERSE;      /* no colours: the mark must still show */
-        }
+        if (v->diff_ref && differs(v->diff_ref, s, cl->pos)) st = diff_style(v, st);
         if (v->cursor >= 0 && cl->pos <= v->cursor && v->cursor <= cl->pos_last) st = cursor;
         frame_put_cluster(f, cx, y0 + ln, x0 + w, cl->text, cl->width, st, cl->pos);
         for (int j = 1; j < cw && cl->kind == UI_CL_TAB; j++)
@@ -236,6 +244,8 @@ static frame_style answer_style(const view_state *v, const um_snapshot *s, const
         if (cf.bg != FRAME_DEFAULT) st.bg = cf.bg;
         st.attrs |= cf.attrs;
         if (v->depth == 0) st.attrs |= FRAME_REVERSE;      /* no colours: the mark must still show */
+    } else if (v->diff_ref && differs(v->diff_ref, s, i)) {
+        st = diff_style(v, st);                            /* --compare: differs from pane 1 */
     }
     return v->cursor == i ? view_role(v, THEME_CURSOR) : st;
 }
@@ -294,11 +304,9 @@ static int draw_grid_canvas(view_ctx *c, frame *f, const view_state *v, const um
         char buf[48];
         ui_text_puts(f, x0 + 1, y0, rx, g.puzzle0 >= 0 ? "puzzle" : "prompt", ti);
         int x = ui_text_puts(f, rx + 1, y0, x0 + w, "answer", ti);
-        if (g.n_conflicts) {
-            snprintf(buf, sizeof buf, "%d conflict%s", g.n_conflicts, g.n_conflicts == 1 ? "" : "s");
-            if (v->depth == 0) cf.attrs |= FRAME_REVERSE;
-            ui_text_puts(f, x + 2, y0, x0 + w, buf, cf);
-        }
+        grid9_verdict(&g, buf, sizeof buf);
+        if (g.n_conflicts && v->depth == 0) cf.attrs |= FRAME_REVERSE;
+        if (x + 2 + ui_text_width(buf) <= x0 + w) ui_text_puts(f, x + 2, y0, x0 + w, buf, g.n_conflicts ? cf : ti);
     }
     if (g.puzzle0 >= 0) {
         draw_box_lines(f, v, x0, gy);
@@ -354,7 +362,10 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         if (v->recording) right = view_put_right(f, y, right - 1, " REC ", view_role(v, THEME_PAUSED));
         frame_style msg_st = view_role(v, THEME_MESSAGE);
         msg_st.bg = st.bg;
-        snprintf(buf, sizeof buf, " error: %s", v->error);
+        char err[600];
+        snprintf(err, sizeof err, "error: %s", v->error);
+        view_cut_words(err, right - 2, buf + 1, sizeof buf - 1);
+        buf[0] = ' ';
         ui_text_puts(f, 0, y, right - 1, buf, msg_st);
         return;
     }
@@ -368,17 +379,26 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     }
     double ms_step = v->shown > 0 ? ms / v->shown : 0, tps = ms > 0 ? committed / (ms / 1000.0) : 0;
     const um_settings *se = &s->settings;
-    char rows[64] = "0";                            /* step 0 ran no forward pass */
+    char rows[64] = "rows 0";                       /* step 0 ran no forward pass */
     if (s->passes > 0)
-        snprintf(rows, sizeof rows, "%d/%lld%s", s->rows_computed, (long long)s->passes * s->n_canvas,
+        snprintf(rows, sizeof rows, "rows %d/%lld%s", s->rows_computed, (long long)s->passes * s->n_canvas,
                  s->cache_refreshed ? " refresh" : "");
-    char edits[48] = "";                            /* token editing: this step's replacements */
-    if (s->settings.edit || s->n_edited > 0)
-        snprintf(edits, sizeof edits, "  edits %d%s", s->n_edited, s->post_step ? " (post)" : "");
-    snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d%s  rows %s  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
-             s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, edits, rows, ms_step, tps,
-             schedule_name(se->schedule), schedule_score_name(se->score),
-             (double)se->temperature, (unsigned long long)se->seed);
+    char stepf[48], blockf[32], masks[64], msf[32], tpsf[32], sched[80], tempf[24], seedf[40];
+    view_step_label(s, stepf, sizeof stepf);
+    snprintf(blockf, sizeof blockf, "block %d/%d", s->block + 1, s->n_blocks);
+    snprintf(masks, sizeof masks, "masks %d", s->masks_left);
+    if (s->settings.edit || s->n_edited > 0)       /* token editing: this step's replacements */
+        snprintf(masks + strlen(masks), sizeof masks - strlen(masks), "  edits %d%s", s->n_edited, s->post_step ? " (post)" : "");
+    snprintf(msf, sizeof msf, "%.0f ms/step", ms_step);
+    snprintf(tpsf, sizeof tpsf, "%.1f tok/s", tps);
+    snprintf(sched, sizeof sched, "%s/%s", schedule_name(se->schedule), schedule_score_name(se->score));
+    snprintf(tempf, sizeof tempf, "T %.2f", (double)se->temperature);
+    snprintf(seedf, sizeof seedf, "seed %llu", (unsigned long long)se->seed);
+    /* in screen order; a narrow line leaves out whole fields, the highest prio first */
+    const view_field fields[] = {
+        { stepf, 0 }, { blockf, 2 }, { masks, 1 }, { rows, 6 }, { msf, 7 }, { tpsf, 4 }, { sched, 3 },
+        { tempf, 5 }, { seedf, 8 },
+    };
     theme_role br;
     if (v->shown < v->n_hist - 1 && !v->following) {
         snprintf(badge, sizeof badge, " REWIND %d/%d ", s->step, last->step);
@@ -395,21 +415,29 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     }
     int right = view_put_right(f, y, f->w, badge, view_role(v, br));
     if (v->recording) right = view_put_right(f, y, right - 1, " REC ", view_role(v, THEME_PAUSED));
-    if (v->pace_ms >= 0) {
+    const char *msg = v->message && *v->message ? v->message : note;
+    int min_left = 1 + ui_text_width(stepf) + 1, msg_w = msg && *msg ? ui_text_width(msg) + 2 : 0;
+    if (v->pace_ms >= 0) {                          /* the pace goes before the message does */
         char label[24], pace[32];
         ui_pace_label(v->pace_ms, label, sizeof label);
         snprintf(pace, sizeof pace, " %s ", label);
-        right = view_put_right(f, y, right - 1, pace, st);
+        if (right - 1 - ui_text_width(pace) - msg_w >= min_left) right = view_put_right(f, y, right - 1, pace, st);
     }
-    const char *msg = v->message && *v->message ? v->message : note;
     if (msg && *msg) {                     /* "...: from the next step" / "...: restarted" */
         frame_style msg_st = view_role(v, THEME_MESSAGE);
         msg_st.bg = st.bg;
-        int mw = ui_text_width(msg) + 2;
-        int mx = UM_MAX(right / 3, right - mw);   /* keep "step k/N ..." readable */
-        ui_text_puts(f, mx + 1, y, right - 1, msg, msg_st);
-        right = mx;
+        if (right - 1 - msg_w >= min_left) {
+            int mx = right - msg_w;
+            ui_text_puts(f, mx + 1, y, right - 1, msg, msg_st);
+            right = mx;
+        } else {                           /* a long message has the line to itself for a while */
+            view_cut_words(msg, right - 2, buf, sizeof buf);
+            ui_text_puts(f, 1, y, right - 1, buf, msg_st);
+            return;
+        }
     }
+    buf[0] = ' ';
+    view_fit(fields, (int)(sizeof fields / sizeof fields[0]), "  ", right - 2, buf + 1, sizeof buf - 1);
     ui_text_puts(f, 0, y, right - 1, buf, st);
 }
 
@@ -433,21 +461,39 @@ static void draw_start_error(frame *f, const view_state *v, int y0, int h) {
 
 /* ------------------------------------------------------------------ help overlay */
 
+/* The key table in a box: each help text wrapped at spaces under its own column, rows never
+ * split over two pages; pages (v->help_page, wrapped around) when they do not all fit. */
 static void draw_help(frame *f, const view_state *v) {
-    int lines = 0;
-    for (int i = 0; i < ui_keys_len; i++) lines += ui_keys[i].label != NULL;
-    int bw = UM_MIN(f->w - 2, 72), bh = UM_MIN(f->h - 2, lines + 4);
-    int bx = (f->w - bw) / 2, by = (f->h - bh) / 2;
+    int bw = UM_MIN(f->w - 2, 76), bh = f->h - 2;
+    int bx = (f->w - bw) / 2, by = 1, col = 15, text_w = bw - col - 3, rows = bh - 3;
     frame_style st = view_role(v, THEME_HELP), ti = view_role(v, THEME_TITLE);
     ti.bg = st.bg;
-    frame_fill(f, bx, by, bw, bh, st);
-    ui_text_puts(f, bx + 2, by, bx + bw, "keys (? or Esc closes)", ti);
-    int y = by + 2;
-    for (int i = 0; i < ui_keys_len && y < by + bh - 1; i++) {
+    /* first pass: the page each table row starts on */
+    int page_of[64], n_pages = 1, used = 0;
+    for (int i = 0; i < ui_keys_len && i < 64; i++) {
+        page_of[i] = -1;
         if (!ui_keys[i].label) continue;
-        ui_text_puts(f, bx + 2, y, bx + 16, ui_keys[i].label, ti);
-        ui_text_puts(f, bx + 16, y, bx + bw - 1, ui_keys[i].help, st);
-        y++;
+        int need = UM_MAX(1, view_wrap_count(ui_keys[i].help, text_w));
+        if (used + need > rows && used > 0) { n_pages++; used = 0; }
+        page_of[i] = n_pages - 1;
+        used += need;
+    }
+    int page = ((v->help_page % n_pages) + n_pages) % n_pages, lines = 0;
+    for (int i = 0; i < ui_keys_len && i < 64; i++)
+        if (page_of[i] == page) lines += UM_MAX(1, view_wrap_count(ui_keys[i].help, text_w));
+    bh = UM_MIN(bh, lines + 3);
+    by = (f->h - bh) / 2;
+    frame_fill(f, bx, by, bw, bh, st);
+    char title[96];
+    if (n_pages > 1) snprintf(title, sizeof title, "keys %d/%d (space: next page, ? or Esc closes)", page + 1, n_pages);
+    else snprintf(title, sizeof title, "keys (? or Esc closes)");
+    if (ui_text_width(title) > bw - 4) snprintf(title, sizeof title, n_pages > 1 ? "keys %d/%d" : "keys", page + 1, n_pages);
+    ui_text_puts(f, bx + 2, by, bx + bw, title, ti);
+    int y = by + 2;
+    for (int i = 0; i < ui_keys_len && i < 64; i++) {
+        if (page_of[i] != page) continue;
+        ui_text_puts(f, bx + 2, y, bx + col, ui_keys[i].label, ti);
+        y = view_put_wrapped(f, bx + col, y, bx + col + text_w, by + bh - 1, ui_keys[i].help, st);
     }
 }
 
@@ -478,45 +524,52 @@ static int draw_pane(view_ctx *c, frame *f, const view_state *v, int k, int x0, 
     const view_pane *p0 = &v->panes[0];
     const um_snapshot *ref = k > 0 && p0->n_hist > 0 ? p0->hist[UM_MIN(v->pane_step, p0->n_hist - 1)] : NULL;
     frame_style ti = view_role(v, k == v->focus_pane ? THEME_TITLE : THEME_PANEL), pn = view_role(v, THEME_PANEL);
-    char head[2][512], line[2][512];
     const char *dot = " \xC2\xB7 ";
     frame_fill(f, x0, y0, w, 2, pn);
-    /* the header and summary lines in words ([0]), and compact ([1]) for when they do not fit */
-    for (int cp = 0; cp < 2; cp++) {
-        char sum[256] = "", diff[64] = "";
-        int off = snprintf(head[cp], sizeof head[cp], "%s%d %s", k == v->focus_pane ? "\xE2\x96\xB8" : " ", k + 1, p->label);
-        if (s && !cp) snprintf(head[cp] + off, sizeof head[cp] - (size_t)off, "%sstep %d/%d%smasks %d%sfwd %lld",
-                               dot, s->step, s->n_steps, dot, s->masks_left, dot, (long long)s->passes_total);
-        if (s && cp) snprintf(head[cp] + off, sizeof head[cp] - (size_t)off, " %d/%d m%d f%lld",
-                              s->step, s->n_steps, s->masks_left, (long long)s->passes_total);
-        if (s && s->done) {
-            int32_t need = s->step + 2 + s->n_canvas;
-            if (view_grow((void **)&c->rank, sizeof *c->rank, &c->rank_cap, need, e)) return UM_FAIL;
-            ui_summary sm;
-            ui_summary_of(s, c->rank, &sm);
-            if (!cp)
-                snprintf(sum, sizeof sum, "done %d steps%s%lld fwd%s%.2f tok/fwd%sorder %.2f", sm.steps, dot,
-                         (long long)sm.passes, dot, sm.tok_per_pass, dot, sm.order_dist);
-            else
-                snprintf(sum, sizeof sum, "%d st %lld fwd %.2f t/f ord %.2f", sm.steps, (long long)sm.passes,
-                         sm.tok_per_pass, sm.order_dist);
-        }
-        if (s && ref && (ref->n_canvas != s->n_canvas || ref->n_prompt != s->n_prompt)) {
-            snprintf(diff, sizeof diff, cp ? "len\xE2\x89\xA0" : "other length: no marks");
-        } else if (s && ref) {
-            int32_t nd = 0;
-            for (int32_t i = s->n_prompt; i < s->n_canvas; i++) nd += differs(ref, s, i);
-            snprintf(diff, sizeof diff, cp ? "%d\xE2\x89\xA0" : "%d differ", nd);
-        }
-        snprintf(line[cp], sizeof line[cp], "  %s%s%s", sum, sum[0] && diff[0] ? (cp ? " " : dot) : "", diff);
+    /* the header and summary lines: whole fields, the least important left out first */
+    char name[200], label[176], stepf[48] = "", masks[32] = "", fwd[48] = "", buf[600];
+    snprintf(name, sizeof name, "%s%d ", k == v->focus_pane ? "\xE2\x96\xB8" : " ", k + 1);
+    view_cut_words(p->label, UM_MAX(1, w - 4), label, sizeof label);
+    snprintf(name + strlen(name), sizeof name - strlen(name), "%s", label);
+    if (s) {
+        view_step_label(s, stepf, sizeof stepf);
+        snprintf(masks, sizeof masks, "masks %d", s->masks_left);
+        snprintf(fwd, sizeof fwd, "fwd %lld", (long long)s->passes_total);
     }
-    ui_text_puts(f, x0, y0, x0 + w, head[ui_text_width(head[0]) > w], ti);
+    const view_field head[] = { { name, 0 }, { stepf, 1 }, { masks, 2 }, { fwd, 3 } };
+    view_fit(head, 4, dot, w, buf, sizeof buf);
+    ui_text_puts(f, x0, y0, x0 + w, buf, ti);
+    char verdict[48] = "", done[48] = "", passes[48] = "", tpf[48] = "", order[48] = "", diff[64] = "";
+    if (s && s->done) {
+        int32_t need = s->step + 2 + s->n_canvas;
+        if (view_grow((void **)&c->rank, sizeof *c->rank, &c->rank_cap, need, e)) return UM_FAIL;
+        ui_summary sm;
+        ui_summary_of(s, c->rank, &sm);
+        snprintf(done, sizeof done, "done %d steps", sm.steps);
+        snprintf(passes, sizeof passes, "%lld fwd", (long long)sm.passes);
+        snprintf(tpf, sizeof tpf, "%.2f tok/fwd", sm.tok_per_pass);
+        snprintf(order, sizeof order, "order %.2f", sm.order_dist);
+    }
+    grid9 g;                                        /* a sudoku: solved, or how many conflicts */
+    if (s && v->layout == VIEW_LAYOUT_GRID9 && grid9_scan(v->src, s, &g) && (s->done || g.n_conflicts))
+        grid9_verdict(&g, verdict, sizeof verdict);
+    if (s && ref && (ref->n_canvas != s->n_canvas || ref->n_prompt != s->n_prompt)) {
+        snprintf(diff, sizeof diff, "other length: no marks");
+    } else if (s && ref) {
+        int32_t nd = 0;
+        for (int32_t i = s->n_prompt; i < s->n_canvas; i++) nd += differs(ref, s, i);
+        snprintf(diff, sizeof diff, "%d differ", nd);
+    }
+    const view_field sum[] = { { verdict, 0 }, { done, 1 }, { passes, 3 }, { tpf, 4 }, { order, 5 }, { diff, 2 } };
+    memcpy(buf, "  ", 3);
+    view_fit(sum, 6, dot, w - 2, buf + 2, sizeof buf - 2);
     if (p->error) {
-        char buf[600];
-        snprintf(buf, sizeof buf, "  error: %s", p->error);
+        char err[600];
+        snprintf(err, sizeof err, "error: %s", p->error);
+        view_cut_words(err, w - 2, buf + 2, sizeof buf - 2);
         ui_text_puts(f, x0, y0 + 1, x0 + w, buf, view_role(v, THEME_MESSAGE));
     } else if (s) {
-        ui_text_puts(f, x0, y0 + 1, x0 + w, line[ui_text_width(line[0]) > w], pn);
+        ui_text_puts(f, x0, y0 + 1, x0 + w, buf, pn);
     }
     if (!s) {
         frame_fill(f, x0, y0 + 2, w, h - 2, view_role(v, THEME_TEXT));
@@ -573,30 +626,39 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
         const um_snapshot *s = view_shown(v);
         char note[128] = "";
         bool grid = false;
+        frame_fill(f, 0, 0, f->w, f->h, view_role(v, THEME_TEXT));   /* nothing stays from the last frame */
         draw_header(f, v, s);
         int body_y = 1, body_h = f->h - 3;
         if (s) {
             f->step = s->step;
-            if (f->w >= VIEW_SIDE_MIN_W) {
+            const bool insp = !v->hide_inspector, sched = !v->hide_schedule;
+            const frame_style bd = view_role(v, THEME_BORDER);
+            if (!insp && !sched) {                              /* i and p: the canvas takes it all */
+                if (draw_main(c, f, v, s, 0, body_y, f->w, body_h, note, sizeof note, &grid, e)) return UM_FAIL;
+            } else if (f->w >= VIEW_SIDE_MIN_W) {
                 int sx = f->w - SIDE_W, cw = sx - 1;
                 if (draw_main(c, f, v, s, 0, body_y, cw, body_h, note, sizeof note, &grid, e)) return UM_FAIL;
-                for (int y = body_y; y < body_y + body_h; y++)
-                    frame_put_cluster(f, cw, y, f->w, "\xE2\x94\x82", 1, view_role(v, THEME_BORDER), -1);
-                int ih = body_h - 10;
-                panel_inspector(f, v, s, sx + 1, body_y, SIDE_W - 1, ih);
-                frame_fill(f, sx, body_y + ih, SIDE_W, 1, view_role(v, THEME_BORDER));
-                for (int x = sx; x < f->w; x++)
-                    frame_put_cluster(f, x, body_y + ih, f->w, "\xE2\x94\x80", 1, view_role(v, THEME_BORDER), -1);
-                panel_schedule(c, f, v, s, sx + 1, body_y + ih + 1, SIDE_W - 1, body_h - ih - 1);
+                for (int y = body_y; y < body_y + body_h; y++) frame_put_cluster(f, cw, y, f->w, "\xE2\x94\x82", 1, bd, -1);
+                frame_fill(f, sx, body_y, SIDE_W, body_h, view_role(v, THEME_PANEL));
+                if (insp && sched) {
+                    int ih = body_h - 10;
+                    panel_inspector(f, v, s, sx + 1, body_y, SIDE_W - 1, ih);
+                    frame_fill(f, sx, body_y + ih, SIDE_W, 1, bd);
+                    for (int x = sx; x < f->w; x++) frame_put_cluster(f, x, body_y + ih, f->w, "\xE2\x94\x80", 1, bd, -1);
+                    panel_schedule(c, f, v, s, sx + 1, body_y + ih + 1, SIDE_W - 1, body_h - ih - 1);
+                } else if (insp) {
+                    panel_inspector(f, v, s, sx + 1, body_y, SIDE_W - 1, body_h);
+                } else {
+                    panel_schedule(c, f, v, s, sx + 1, body_y, SIDE_W - 1, body_h);
+                }
             } else {
-                int ch = body_h - STRIP_H - 1, half = f->w / 2;
+                int ch = body_h - STRIP_H - 1, half = insp && sched ? f->w / 2 : f->w + 1;
                 if (draw_main(c, f, v, s, 0, body_y, f->w, ch, note, sizeof note, &grid, e)) return UM_FAIL;
-                for (int x = 0; x < f->w; x++)
-                    frame_put_cluster(f, x, body_y + ch, f->w, "\xE2\x94\x80", 1, view_role(v, THEME_BORDER), -1);
-                panel_inspector(f, v, s, 0, body_y + ch + 1, half - 1, STRIP_H);
-                for (int y = body_y + ch + 1; y < body_y + body_h; y++)
-                    frame_put_cluster(f, half - 1, y, f->w, "\xE2\x94\x82", 1, view_role(v, THEME_BORDER), -1);
-                panel_schedule(c, f, v, s, half, body_y + ch + 1, f->w - half, STRIP_H);
+                for (int x = 0; x < f->w; x++) frame_put_cluster(f, x, body_y + ch, f->w, "\xE2\x94\x80", 1, bd, -1);
+                if (insp) panel_inspector(f, v, s, 0, body_y + ch + 1, half - 1, STRIP_H);
+                if (insp && sched)
+                    for (int y = body_y + ch + 1; y < body_y + body_h; y++) frame_put_cluster(f, half - 1, y, f->w, "\xE2\x94\x82", 1, bd, -1);
+                if (sched) panel_schedule(c, f, v, s, insp ? half : 0, body_y + ch + 1, insp ? f->w - half : f->w, STRIP_H);
             }
         } else {
             frame_fill(f, 0, body_y, f->w, body_h, view_role(v, THEME_TEXT));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "heat.h"
+#include "schedule.h"
 #include "view_util.h"
 
 size_t view_piece(const view_state *v, int32_t tok, char *buf, size_t cap) {
@@ -101,3 +102,96 @@ frame_style view_pos_style(const view_state *v, const um_snapshot *s, int32_t i,
     return st;
 }
 
+
+int view_fit(const view_field *fl, int n, const char *sep, int w, char *out, size_t cap) {
+    bool keep[32];
+    n = UM_MIN(n, 32);
+    for (int k = 0; k < n; k++) keep[k] = fl[k].text && fl[k].text[0];
+    for (;;) {
+        size_t len = 0;
+        out[0] = 0;
+        for (int k = 0; k < n; k++) {
+            if (!keep[k]) continue;
+            int m = snprintf(out + len, cap - len, "%s%s", len ? sep : "", fl[k].text);
+            if (m < 0 || (size_t)m >= cap - len) { out[len] = 0; break; }
+            len += (size_t)m;
+        }
+        int width = ui_text_width(out);
+        if (width <= w) return width;
+        int drop = -1;                              /* the least important field left (later on ties) */
+        for (int k = 0; k < n; k++)
+            if (keep[k] && (drop < 0 || fl[k].prio >= fl[drop].prio)) drop = k;
+        if (drop < 0) { out[0] = 0; return 0; }
+        keep[drop] = false;
+    }
+}
+
+int view_cut_words(const char *s, int w, char *out, size_t cap) {
+    snprintf(out, cap, "%s", s);
+    if (ui_text_width(out) <= w) return ui_text_width(out);
+    /* the longest prefix ending before a space that fits with the ellipsis */
+    size_t best = 0;
+    for (size_t i = 1; s[i] && i < cap - 4; i++) {
+        if (s[i] != ' ') continue;
+        char tmp[1024];
+        snprintf(tmp, sizeof tmp, "%.*s\xE2\x80\xA6", (int)i, s);
+        if (ui_text_width(tmp) > w) break;
+        best = i;
+    }
+    if (best == 0) { out[0] = 0; return 0; }
+    snprintf(out, cap, "%.*s\xE2\x80\xA6", (int)best, s);
+    return ui_text_width(out);
+}
+
+void view_step_label(const um_snapshot *s, char *buf, size_t cap) {
+    if (!s->done && schedule_adaptive(s->settings.schedule)) snprintf(buf, cap, "step %d", s->step);   /* no made-up total */
+    else snprintf(buf, cap, "step %d/%d", s->step, s->n_steps);
+}
+
+/* s as word-wrapped lines in columns [x0, lim) from row y, never past row ymax (exclusive):
+ * breaks at spaces; a word longer than the line is cut at the edge. Returns the next row. */
+int view_put_wrapped(frame *f, int x0, int y, int lim, int ymax, const char *s, frame_style st) {
+    ui_text t = { 0 };
+    if (ui_text_shape_str(&t, s, strlen(s), NULL) != UM_OK) { ui_text_free(&t); return y; }
+    int32_t i = 0;
+    while (i < t.n && y < ymax) {
+        while (i < t.n && !strcmp(t.cl[i].text, " ")) i++;          /* no space opens a line */
+        int x = x0;
+        int32_t end = i, brk = -1;                                   /* brk: the last space that fits */
+        for (int w = 0; end < t.n && w + t.cl[end].width <= lim - x0; w += t.cl[end].width, end++)
+            if (!strcmp(t.cl[end].text, " ")) brk = end;
+        if (end < t.n && brk > i) end = brk;                         /* break at a space */
+        for (; i < end; i++) x = frame_put_cluster(f, x, y, lim, t.cl[i].text, t.cl[i].width, st, -1);
+        if (i < t.n || x > x0) y++;
+    }
+    ui_text_free(&t);
+    return y;
+}
+
+int view_wrap_count(const char *s, int w) {
+    frame tmp = { 0 };
+    if (w < 1 || frame_init(&tmp, w, 64, NULL)) return 1;
+    int n = view_put_wrapped(&tmp, 0, 0, w, 64, s, (frame_style){ FRAME_DEFAULT, FRAME_DEFAULT, 0 });
+    frame_free(&tmp);
+    return n;
+}
+
+int view_cut_cols(const char *s, int w, char *out, size_t cap) {
+    snprintf(out, cap, "%s", s);
+    if (ui_text_width(out) <= w) return ui_text_width(out);
+    ui_text t = { 0 };
+    size_t n = 0;
+    int width = 0;
+    out[0] = 0;
+    if (w >= 1 && ui_text_shape_str(&t, s, strlen(s), NULL) == UM_OK)
+        for (int32_t i = 0; i < t.n && width + t.cl[i].width <= w - 1; i++) {
+            size_t l = strlen(t.cl[i].text);
+            if (n + l + 4 > cap) break;
+            memcpy(out + n, t.cl[i].text, l);
+            n += l;
+            width += t.cl[i].width;
+        }
+    ui_text_free(&t);
+    if (w >= 1 && n + 4 <= cap) { memcpy(out + n, "\xE2\x80\xA6", 4); width++; }
+    return width;
+}
