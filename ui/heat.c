@@ -22,6 +22,12 @@ float ui_heat_value(const view_state *v, const um_snapshot *s, int32_t i) {
     if (v->heat == VIEW_HEAT_CACHE)                     /* the prompt's K/V are cached too */
         return s->passes > 0 ? (p->cached ? 0.0f : 1.0f) : NAN;
     if (p->is_prompt) return NAN;
+    /* uniform-state: every position holds a token each step; its heat is the entropy the
+       acceptance rule reads (the order mode keeps its meaning: the last step accepted) */
+    if (p->us != UM_US_NONE && v->heat != VIEW_HEAT_ORDER) {
+        if (p->us == UM_US_NOISE || p->us == UM_US_CUT || !p->has_view) return NAN;
+        return 1.0f - fminf(p->entropy / UI_HEAT_ENTROPY_SCALE, 1.0f);
+    }
     switch (v->heat) {
     case VIEW_HEAT_COMMIT:
         return p->masked ? NAN : p->commit_conf;
@@ -86,17 +92,37 @@ void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, 
         case VIEW_HEAT_ENTROPY: snprintf(lo, sizeof lo, "%.0f+ nats", (double)UI_HEAT_ENTROPY_SCALE); snprintf(hi, sizeof hi, "0 nats"); break;
         default:                snprintf(lo, sizeof lo, "p 0"); snprintf(hi, sizeof hi, "1"); break;
         }
+        if (s && s->us.on && v->heat != VIEW_HEAT_ORDER) {   /* uniform-state: the rule's entropy */
+            snprintf(lo, sizeof lo, "H %.0f+ nats", (double)UI_HEAT_ENTROPY_SCALE);
+            snprintf(hi, sizeof hi, "0");
+        }
         x = frame_puts(f, x, y, f->w, lo, pn) + 1;
         for (int j = 0; j < RAMP_W; j++) x = swatch(f, v, x, y, (float)j / (float)(RAMP_W - 1));
         x = frame_puts(f, x + 1, y, f->w, hi, pn) + 2;
     }
-    x = frame_puts(f, x, y, f->w, v->th->mask_glyph, role(v, THEME_MASK));
-    x = frame_puts(f, x + 1, y, f->w, "masked", pn) + 2;
-    frame_style fr = ui_heat_style(v, 1.0f, role(v, THEME_TEXT));
-    fr.attrs |= role(v, THEME_FRESH).attrs;
-    x = frame_puts(f, x, y, f->w, "new", fr);
-    x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
-    if (s && (s->settings.edit || s->n_edited > 0)) {      /* token editing on: its mark */
+    if (s && s->us.on) {                                  /* uniform-state: the three kinds */
+        static const struct { theme_role r; const char *label; } kinds[] = {
+            { THEME_NOISE, "noise" }, { THEME_DRAFT, "draft" }, { THEME_ACCEPTED, "accepted" },
+        };
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            frame_style ks = kinds[k].r == THEME_NOISE ? role(v, THEME_NOISE) : ui_heat_style(v, 1.0f, role(v, THEME_TEXT));
+            frame_style kr = role(v, kinds[k].r);
+            if (kinds[k].r != THEME_NOISE) {
+                ks.attrs |= kr.attrs | (kinds[k].r == THEME_ACCEPTED && v->depth == 0 ? FRAME_UNDERLINE : 0);
+                if (kr.bg != FRAME_DEFAULT) ks.bg = kr.bg;
+            }
+            x = frame_puts(f, x, y, f->w, "tok", ks);
+            x = frame_puts(f, x + 1, y, f->w, kinds[k].label, pn) + 2;
+        }
+    } else {
+        x = frame_puts(f, x, y, f->w, v->th->mask_glyph, role(v, THEME_MASK));
+        x = frame_puts(f, x + 1, y, f->w, "masked", pn) + 2;
+        frame_style fr = ui_heat_style(v, 1.0f, role(v, THEME_TEXT));
+        fr.attrs |= role(v, THEME_FRESH).attrs;
+        x = frame_puts(f, x, y, f->w, "new", fr);
+        x = frame_puts(f, x + 1, y, f->w, "this step", pn) + 2;
+    }
+    if (s && !s->us.on && (s->settings.edit || s->n_edited > 0)) {      /* token editing on: its mark */
         frame_style ed = ui_heat_style(v, 1.0f, role(v, THEME_TEXT)), er = role(v, THEME_EDITED);
         if (er.fg != FRAME_DEFAULT) ed.fg = er.fg;
         if (er.bg != FRAME_DEFAULT) ed.bg = er.bg;

@@ -1,7 +1,9 @@
 /*
  * summary: a finished run in numbers (see summary.h). The order distance counts ranks with
- * one counting pass over the commit steps (scratch), no sort and no allocation.
+ * one counting pass over the commit steps (scratch), no sort and no allocation. The uniform-state
+ * lines read only the snapshot.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "summary.h"
@@ -24,4 +26,30 @@ void ui_summary_of(const um_snapshot *s, int32_t *scratch, ui_summary *out) {
         sum += r > i ? r - i : i - r;
     }
     out->order_dist = (double)sum / (double)((int64_t)n * n / 2);
+}
+
+void ui_summary_why_uniform(const um_snapshot *s, int32_t i, char *buf, size_t cap) {
+    const um_pos *p = &s->pos[i];
+    const um_us_view *u = &s->us;
+    if (p->us == UM_US_NOISE) { snprintf(buf, cap, "noise: random, no step yet"); return; }
+    if (p->us == UM_US_CUT) { snprintf(buf, cap, "cut: past end of text/repeat"); return; }
+    if (p->us == UM_US_KEPT) { snprintf(buf, cap, "kept: a stopped canvas's output"); return; }
+    double below = 0;
+    for (int32_t j = u->start; j < u->end && j < s->n_canvas; j++) {
+        const um_pos *q = &s->pos[j];
+        if (q->entropy < p->entropy || (q->entropy == p->entropy && j < i)) below += q->entropy;
+    }
+    if (p->us == UM_US_ACCEPTED)
+        snprintf(buf, cap, "accepted: lower H %.3f <= %.3f", below, (double)u->entropy_bound);
+    else
+        snprintf(buf, cap, "draft: lower H %.3f > %.3f", below, (double)u->entropy_bound);
+}
+
+void ui_summary_status_uniform(const um_snapshot *s, const char *rows, double ms_step, char *buf, size_t cap) {
+    const um_us_view *u = &s->us;
+    snprintf(buf, cap, " step %d/%d  canvas %d/%d  t %.2f  bound %.2f  accepted %d  held %d/%d  H %.3f < %.3f%s"
+             "  rows %s  %.0f ms/step  seed %llu", s->step, s->n_steps, s->block + 1, s->n_blocks,
+             (double)u->temperature, (double)u->entropy_bound, u->accepted, u->held, u->stability,
+             (double)u->mean_entropy, (double)u->confidence, u->stopped ? (u->stable ? "  stable" : "  out of steps") : "",
+             rows, ms_step, (unsigned long long)s->settings.seed);
 }

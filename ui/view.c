@@ -157,6 +157,16 @@ static frame_style pos_style(const view_state *v, const um_snapshot *s, int32_t 
     float h = ui_heat_value(v, s, i);
     *ghost = false;
     if (p->is_prompt) return isnan(h) ? role(v, THEME_PROMPT) : ui_heat_style(v, h, role(v, THEME_PROMPT));
+    if (p->us == UM_US_NOISE) return role(v, THEME_NOISE);
+    if (p->us == UM_US_CUT) return role(v, THEME_MASK);
+    if (p->us == UM_US_DRAFT || p->us == UM_US_ACCEPTED) {     /* uniform-state: heat, then the kind */
+        frame_style st = ui_heat_style(v, isnan(h) ? 1.0f : h, role(v, THEME_TEXT));
+        frame_style k = role(v, p->us == UM_US_DRAFT ? THEME_DRAFT : THEME_ACCEPTED);
+        st.attrs |= k.attrs;
+        if (k.bg != FRAME_DEFAULT) st.bg = k.bg;
+        if (p->us == UM_US_ACCEPTED && v->depth == 0) st.attrs |= FRAME_UNDERLINE;   /* no colours: still shows */
+        return st;
+    }
     if (p->masked) {
         if (v->heat == VIEW_HEAT_LIVE && p->has_view) {
             *ghost = true;
@@ -446,6 +456,7 @@ static void draw_inspector(frame *f, const view_state *v, const um_snapshot *s, 
     }
     if (++y >= y0 + h) return;
     if (p->is_prompt) snprintf(buf, sizeof buf, "prompt token");
+    else if (p->us != UM_US_NONE) ui_summary_why_uniform(s, i, buf, sizeof buf);
     else if (p->masked) snprintf(buf, sizeof buf, "masked at step %d", s->step);
     else snprintf(buf, sizeof buf, "committed step %d, p %.3f%s", p->commit_step, p->commit_conf, p->fresh ? " (new)" : "");
     frame_puts(f, x0, y++, lim, buf, pn);
@@ -618,7 +629,8 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     char edits[48] = "";                            /* token editing: this step's replacements */
     if (s->settings.edit || s->n_edited > 0)
         snprintf(edits, sizeof edits, "  edits %d%s", s->n_edited, s->post_step ? " (post)" : "");
-    snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d%s  rows %s  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
+    if (s->us.on) ui_summary_status_uniform(s, rows, ms_step, buf, sizeof buf);   /* the rule's numbers */
+    else snprintf(buf, sizeof buf, " step %d/%d  block %d/%d  masks %d%s  rows %s  %.0f ms/step  %.1f tok/s  %s/%s  T %.2f  seed %llu",
              s->step, s->n_steps, s->block + 1, s->n_blocks, s->masks_left, edits, rows, ms_step, tps,
              schedule_name(se->schedule), schedule_score_name(se->score),
              (double)se->temperature, (unsigned long long)se->seed);
