@@ -82,7 +82,9 @@ static int cache_scale(frame *f, const view_state *v, const um_snapshot *s, int 
 void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, bool grid) {
     frame_style pn = role(v, THEME_PANEL);
     frame_fill(f, 0, y, f->w, 1, pn);
-    int x = frame_puts(f, 1, y, f->w, ui_heat_names[v->heat], role(v, THEME_TITLE)) + 1;
+    /* uniform-state: every mode but order and cache shows the rule's entropy */
+    const bool us_entropy = s && s->us.on && v->heat != VIEW_HEAT_ORDER && v->heat != VIEW_HEAT_CACHE;
+    int x = frame_puts(f, 1, y, f->w, us_entropy ? "entropy (the rule's)" : ui_heat_names[v->heat], role(v, THEME_TITLE)) + 1;
     if (v->heat == VIEW_HEAT_CACHE) {
         x = cache_scale(f, v, s, x, y);
     } else {
@@ -92,7 +94,7 @@ void ui_heat_legend(frame *f, const view_state *v, const um_snapshot *s, int y, 
         case VIEW_HEAT_ENTROPY: snprintf(lo, sizeof lo, "%.0f+ nats", (double)UI_HEAT_ENTROPY_SCALE); snprintf(hi, sizeof hi, "0 nats"); break;
         default:                snprintf(lo, sizeof lo, "p 0"); snprintf(hi, sizeof hi, "1"); break;
         }
-        if (s && s->us.on && v->heat != VIEW_HEAT_ORDER) {   /* uniform-state: the rule's entropy */
+        if (us_entropy) {
             snprintf(lo, sizeof lo, "H %.0f+ nats", (double)UI_HEAT_ENTROPY_SCALE);
             snprintf(hi, sizeof hi, "0");
         }
