@@ -571,3 +571,49 @@ TEST(ui_view_token_edit_is_distinct) {
     free(a); free(b);
     view_ctx_free(&ctx);
 }
+
+/* Uniform-state (DiffusionGemma): every position holds a token; the kinds get their roles
+ * (noise its own colours, a draft the draft attrs, an accepted token the accepted background),
+ * the legend names them, the status line shows the rule's numbers, and the inspector's why line
+ * names the entropy rule with the sum worked here: entropies 0.02 and 0.05 are below the draft's
+ * 0.4, and 0.07 > the bound 0.06. */
+TEST(ui_view_uniform_state_kinds) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    um_err e = { "" };
+    int32_t t[] = { AB, X, E, CD, X, E };          /* prompt "ab"; canvas x e cd x e */
+    um_snapshot *s = snap(t, 6, 1);
+    s->us = (um_us_view){ .on = true, .start = 1, .end = 6, .canvas_step = 2, .temperature = 0.7f, .entropy_bound = 0.06f,
+                          .accepted = 2, .held = 1, .stability = 2, .mean_entropy = 0.25f, .confidence = 0.005f };
+    const uint8_t kind[6] = { UM_US_NONE, UM_US_ACCEPTED, UM_US_ACCEPTED, UM_US_DRAFT, UM_US_NOISE, UM_US_DRAFT };
+    const float ent[6] = { 0, 0.05f, 0.02f, 0.4f, 0, 0.9f };
+    for (int i = 0; i < 6; i++) { s->pos[i].us = kind[i]; s->pos[i].entropy = ent[i]; }
+    s->pos[4].has_view = false;
+    um_snapshot *hist[1] = { s };
+    CHECK(frame_init(&f, 140, 30, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = hist, .n_hist = 1, .shown = 0, .th = &th, .depth = 256, .cursor = -1 };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    /* row 2: x e cd x e at columns 0, 1, 2-3, 4, 5 */
+    const frame_cell *acc = frame_at(&f, 0, 2), *dr = frame_at(&f, 2, 2), *no = frame_at(&f, 4, 2);
+    CHECK(acc->pos == 1 && dr->pos == 3 && no->pos == 4);
+    CHECK_EQ(acc->bg, th.role[THEME_ACCEPTED].bg);
+    CHECK((acc->attrs & th.role[THEME_ACCEPTED].attrs) == th.role[THEME_ACCEPTED].attrs);
+    CHECK((dr->attrs & th.role[THEME_DRAFT].attrs) == th.role[THEME_DRAFT].attrs);
+    CHECK(dr->bg != th.role[THEME_ACCEPTED].bg);
+    CHECK_EQ(no->fg, th.role[THEME_NOISE].fg);
+    CHECK(acc->fg != dr->fg);                      /* heat: entropy 0.05 against 0.4 */
+    CHECK(frame_has(&f, "noise") && frame_has(&f, "draft") && frame_has(&f, "accepted"));   /* legend */
+    CHECK_CONTAINS(row(&f, 29), "t 0.70  bound 0.06  accepted 2  held 1/2  H 0.250 < 0.005");
+    v.cursor = 3;                                  /* below 0.4: 0.05 + 0.02 = 0.07 > 0.06 */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_MSG(frame_has(&f, "draft: lower H 0.070 > 0.060"), "%s", row(&f, 3));
+    v.cursor = 1;                                  /* below 0.05: 0.02 */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK(frame_has(&f, "accepted: lower H 0.020 <= 0.060"));
+    v.cursor = 4;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK(frame_has(&f, "noise: random, no step yet"));
+    frame_free(&f);
+    free(s);
+    view_ctx_free(&ctx);
+}

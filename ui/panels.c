@@ -10,6 +10,7 @@
 
 #include "heat.h"
 #include "panels.h"
+#include "summary.h"
 #include "schedule.h"
 #include "view_util.h"
 
@@ -120,6 +121,7 @@ void panel_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0
     }
     if (++y >= y0 + h) return;
     if (p->is_prompt) snprintf(buf, sizeof buf, "prompt token");
+    else if (p->us != UM_US_NONE) ui_summary_why_uniform(s, i, buf, sizeof buf);
     else if (p->masked) snprintf(buf, sizeof buf, "masked at step %d", s->step);
     else snprintf(buf, sizeof buf, "committed step %d, p %.3f%s", p->commit_step, p->commit_conf, p->fresh ? " (new)" : "");
     y = view_put_wrapped(f, x0, y, lim, y0 + h, buf, pn);

@@ -395,10 +395,27 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     snprintf(tempf, sizeof tempf, "T %.2f", (double)se->temperature);
     snprintf(seedf, sizeof seedf, "seed %llu", (unsigned long long)se->seed);
     /* in screen order; a narrow line leaves out whole fields, the highest prio first */
-    const view_field fields[] = {
+    const view_field masked_fields[] = {
         { stepf, 0 }, { blockf, 2 }, { masks, 1 }, { rows, 6 }, { msf, 7 }, { tpsf, 4 }, { sched, 3 },
         { tempf, 5 }, { seedf, 8 },
     };
+    /* uniform-state: the numbers its acceptance and stop rules read, instead of the masks */
+    const um_us_view *u = &s->us;
+    char canvf[32], tf[24], boundf[24], accf[24], heldf[32], hf[48];
+    snprintf(canvf, sizeof canvf, "canvas %d/%d", s->block + 1, s->n_blocks);
+    snprintf(tf, sizeof tf, "t %.2f", (double)u->temperature);
+    snprintf(boundf, sizeof boundf, "bound %.2f", (double)u->entropy_bound);
+    snprintf(accf, sizeof accf, "accepted %d", u->accepted);
+    snprintf(heldf, sizeof heldf, "held %d/%d", u->held, u->stability);
+    snprintf(hf, sizeof hf, "H %.3f < %.3f", (double)u->mean_entropy, (double)u->confidence);
+    const char *stopf = u->stopped ? (u->stable ? "stable" : "out of steps") : "";
+    const view_field uniform_fields[] = {
+        { stepf, 0 }, { canvf, 6 }, { tf, 1 }, { boundf, 4 }, { accf, 2 }, { heldf, 5 }, { hf, 3 },
+        { stopf, 1 }, { rows, 7 }, { msf, 8 }, { seedf, 9 },
+    };
+    const view_field *fields = u->on ? uniform_fields : masked_fields;
+    const int n_fields = u->on ? (int)(sizeof uniform_fields / sizeof uniform_fields[0])
+                               : (int)(sizeof masked_fields / sizeof masked_fields[0]);
     theme_role br;
     if (v->shown < v->n_hist - 1 && !v->following) {
         snprintf(badge, sizeof badge, " REWIND %d/%d ", s->step, last->step);
@@ -437,7 +454,7 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         }
     }
     buf[0] = ' ';
-    view_fit(fields, (int)(sizeof fields / sizeof fields[0]), "  ", right - 2, buf + 1, sizeof buf - 1);
+    view_fit(fields, n_fields, "  ", right - 2, buf + 1, sizeof buf - 1);
     ui_text_puts(f, 0, y, right - 1, buf, st);
 }
 

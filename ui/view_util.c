@@ -81,6 +81,16 @@ frame_style view_pos_style(const view_state *v, const um_snapshot *s, int32_t i,
     float h = ui_heat_value(v, s, i);
     *ghost = false;
     if (p->is_prompt) return isnan(h) ? view_role(v, THEME_PROMPT) : ui_heat_style(v, h, view_role(v, THEME_PROMPT));
+    if (p->us == UM_US_NOISE) return view_role(v, THEME_NOISE);
+    if (p->us == UM_US_CUT) return view_role(v, THEME_MASK);
+    if (p->us == UM_US_DRAFT || p->us == UM_US_ACCEPTED) {     /* uniform-state: heat, then the kind */
+        frame_style st = ui_heat_style(v, isnan(h) ? 1.0f : h, view_role(v, THEME_TEXT));
+        frame_style k = view_role(v, p->us == UM_US_DRAFT ? THEME_DRAFT : THEME_ACCEPTED);
+        st.attrs |= k.attrs;
+        if (k.bg != FRAME_DEFAULT) st.bg = k.bg;
+        if (p->us == UM_US_ACCEPTED && v->depth == 0) st.attrs |= FRAME_UNDERLINE;   /* no colours: still shows */
+        return st;
+    }
     if (p->masked) {
         if (v->heat == VIEW_HEAT_LIVE && p->has_view) {
             *ghost = true;

@@ -1,8 +1,9 @@
 /*
  * engine: a diffusion LM turned into a step-by-step denoiser that a UI can watch.
  *
- * engine_open() loads a model; engine_start() lays out the canvas (prompt + n_gen masks)
- * for a set of settings; engine_step() runs one denoising step and publishes a new
+ * engine_open() loads a model; engine_start() lays out the canvas (prompt + n_gen masks;
+ * uniform-state models: prompt + whole canvases of random tokens) for a set of settings;
+ * engine_step() runs one denoising step and publishes a new
  * immutable snapshot. Snapshots are reference counted: the UI may hold any number of
  * them (for rewind) while the worker keeps stepping. Nothing here touches a terminal.
  *

@@ -120,6 +120,7 @@ int engine_uniform_step(um_engine *en, um_err *e) {
                        .mode = (um_sc_mode)s->us_sc_mode, .top_k = s->us_sc_top_k };
     if (en->be.run_dg(en->be.impl, en->tokens, T, P, &sc, cached, en->rows, C, en->logits, e)) return UM_FAIL;
     w.rows += cached ? C : T;
+    for (int32_t i = 0; i < en->n_canvas; i++) en->pos[i].cached = cached && !w.refreshed && i < P;
     en->passes += w.passes;
     en->rows_total += w.rows;
     double t1 = um_now();
