@@ -203,10 +203,15 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
-    mm_panel_tables_avx512(w, panel, tab);
+    const bool iq = mm_iq_int(w);           /* decoded like a Q6_K panel, see matmul_impl.h */
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
-    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, ub);
+    if (iq) {
+        mm_iq_panel(w, panel, tab, ub, true);
+    } else {
+        mm_panel_tables_avx512(w, panel, tab);
+        if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, ub);
+    }
     int64_t nb = w->n_in / um_type_blck(w->type);
     int tb = TB;
     /* even blocks: 32 tokens run as 4 x 8, not 3 x 10 + 2 */
@@ -225,7 +230,7 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
         if (pn)
             for (size_t e = UM_MIN(pf + pf_step, pbytes); pf < e; pf += 64) _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
         if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, TB, ub, tab, nb, j, t, y) }
-        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, TB, ub, tab, nb, j, t, y) }
+        else if (w->type == UM_TYPE_Q6_K || iq) { CASES(q6k_block, TB, ub, tab, nb, j, t, y) }
         else { CASES(q8_0_block, TB, pb, tab, nb, j, t, y) }
     }
 }
@@ -319,6 +324,6 @@ static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, 
 
 void mm_chunk_avx512(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
     const um_matmul_weights *w = j->w;
-    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) int_chunk(j, panel, t0, t1, ts);
+    if ((w->packed || mm_iq_int(w)) && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) int_chunk(j, panel, t0, t1, ts);
     else float_chunk(j, panel, t0, t1, ts);
 }
