@@ -200,11 +200,18 @@ def profile_table():
         tot = d["forward_ms"]
         types = ", ".join(f"{k} {v / tf:.0%}" for tf in [sum(d["weight_types"].values())]
                           for k, v in sorted(d["weight_types"].items(), key=lambda kv: -kv[1]))
-        out += [f"**{d['model']}** ({types} of the weight bytes), {d['canvas_tokens']} tokens, {d['threads']} threads, "
+        part = d.get("partial")
+        what = (f"a cached step's pass (rows {part['first']}-{part['end'] - 1}, {part['rows']} rows, against an "
+                f"{part['cache_type'].upper()} K/V cache of the {d['canvas_tokens']}-token canvas)" if part else
+                f"{d['canvas_tokens']} tokens")
+        hand = (f" The thread pool: {d['dispatches']:,} dispatches per pass, the calling thread waiting "
+                f"{_ms(d['handoff_ms'])} ms in them after its own share (hand-offs; inside the parts below)."
+                if d.get("dispatches") is not None else "")
+        out += [f"**{d['model']}** ({types} of the weight bytes), {what}, {d['threads']} threads, "
                 f"kernel {d['kernel']}: {_ms(tot)} ms per forward pass (median of {d['passes']}); "
                 f"{_ms(d['gmacs_total'])} GMAC of weight products at {d['gmac_per_s_matmul']:.0f} GMAC/s = "
                 f"{100 * d['gmac_per_s_matmul'] / d['peak_gmacs']:.0f}% of the measured {d['peak_kind']} peak "
-                f"({d['peak_gmacs']:.0f} GMAC/s, bench/peak.c).", "",
+                f"({d['peak_gmacs']:.0f} GMAC/s, bench/peak.c).{hand}", "",
                 "| part | ms | share |", "|---|---:|---:|"]
         for name, ms in sorted(d["parts_ms"].items(), key=lambda kv: -kv[1]):
             if ms > 0:      # parts the architecture does not have (MoE routing on a dense model) are left out

@@ -515,8 +515,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     const int64_t E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
     um_pool *pool = f->ref ? NULL : f->pool;
 
-    f->t_mark = um_now();
-    f->prof.passes++;
+    fw_prof_begin(f);
     if (ops_embed(pool, f->x, m->tok_embd.data, m->tok_embd.type, hp->n_vocab, (int)E, ctok, N, e)) return UM_FAIL;
     fw_mark(f, UM_FW_EMBED);
     um_rope rope = { .mode = m->arch->rope_neox ? UM_ROPE_NEOX : UM_ROPE_NORM, .head_dim = (int)HD,
@@ -561,7 +560,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
             if (partial && drift && il == hp->n_layer - 1) *drift = kv_drift(f, kv, il, act, n_act, tokens);
             kv_job kj = { .f = f, .kv = kv, .il = il, .store = !partial, .keep = partial && m->arch->block_causal };
             pool_for(pool, T, kv_one, &kj);
-            fw_mark(f, UM_FW_ADD);
+            fw_mark(f, UM_FW_KV);
         }
         if (attend(f, qpos, nq, T, e)) return UM_FAIL;
         fw_mark(f, UM_FW_ATTN);
@@ -569,7 +568,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
             /* shrink the residual stream to the kept rows, in the caller's order */
             fw_gather(f->hidden, f->x, hrow, n_rows, E);
             memcpy(f->x, f->hidden, (size_t)(n_rows * E) * sizeof(float));
-            fw_mark(f, UM_FW_ADD);
+            fw_mark(f, UM_FW_GATHER);
         }
         fw_linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, nq, f->xn, l->bo);
         fw_mark(f, UM_FW_WO);
@@ -582,7 +581,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     const bool subset_done = !f->ref && n_rows < N;
     if (subset_done) memcpy(f->hidden, f->x, (size_t)(n_rows * E) * sizeof(float));
     else fw_gather(f->hidden, f->x, hrow, n_rows, E);
-    fw_mark(f, UM_FW_ADD);
+    fw_mark(f, UM_FW_GATHER);
     fw_rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
     fw_linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
     fw_mark(f, UM_FW_HEAD);
@@ -592,6 +591,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     } else if (kv && m->arch->block_causal) {
         for (int i = 0; i < n_act; i++) kv->tok[act[i]] = tokens[act[i]];
     }
+    fw_prof_end(f);
     return UM_OK;
 }
 

@@ -355,8 +355,7 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
     }
     const int NC = T - P;
     f->sc_exact_rows = 0;
-    f->t_mark = um_now();
-    f->prof.passes++;
+    fw_prof_begin(f);
     if (ops_embed(f->ref ? NULL : f->pool, f->x, m->tok_embd.data, m->tok_embd.type, V, E, tokens, T, e)) return UM_FAIL;
     scale_rows(f->x, T, E, sqrtf((float)E));
     fw_mark(f, UM_FW_EMBED);
@@ -377,6 +376,7 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
         else ops_softcap(f->pool, logits, (int64_t)n_rows * V, hp->softcap);
     }
     fw_mark(f, UM_FW_HEAD);
+    fw_prof_end(f);
     return UM_OK;
 }
 
