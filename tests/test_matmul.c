@@ -663,20 +663,25 @@ TEST(matmul_grouped_equals_per_expert_products) {
  * must not depend on how many tokens share its product. Every kernel, panel formats. */
 TEST(matmul_token_count_does_not_change_a_row) {
     static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    /* 1-4: one 256-bit register block (AVX2's packed Q4_K); 64 and fewer: AVX-512's packed Q4_K
+     * (Q4K_DIRECT_MAX); 80: both kernels unpack the panel first */
+    static const int counts[] = { 1, 2, 3, 4, 10, 64 };
+    enum { ALL = 80 };
     for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
         mcase c;
         CHECK(make_case(&c, types[ti], 512, 48, 40 + ti) == UM_OK);
-        float *x = make_x(9, 512, 41);
-        float *all = malloc(sizeof(float) * 9 * 48), *few = malloc(sizeof(float) * 4 * 48);
+        float *x = make_x(ALL, 512, 41);
+        float *all = malloc(sizeof(float) * ALL * 48), *few = malloc(sizeof(float) * 64 * 48);
         for (int k = UM_KERNEL_AVX2; k < UM_KERNEL_COUNT; k++) {
             if (!matmul_kernel_available((um_kernel)k)) continue;
             um_err e;
-            CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x, 9, all, &e) == UM_OK);
-            for (int n = 1; n <= 4; n++) {
+            CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x, ALL, all, &e) == UM_OK);
+            for (size_t i = 0; i < UM_ARRAY_LEN(counts); i++) {
+                int n = counts[i];
                 CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x + 5 * 512, n, few, &e) == UM_OK);
                 CHECK_MSG(memcmp(few, all + 5 * 48, sizeof(float) * (size_t)(n * 48)) == 0,
-                          "%s/%s: %d tokens differ from the same tokens among 9", um_type_name(types[ti]),
-                          matmul_kernel_name((um_kernel)k), n);
+                          "%s/%s: %d tokens differ from the same tokens among %d", um_type_name(types[ti]),
+                          matmul_kernel_name((um_kernel)k), n, ALL);
             }
         }
         free(all); free(few); free(x);
