@@ -22,12 +22,17 @@ build/release/gemm --types iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,tq1_0,
   --shapes 4096x4096 --tokens 32,160 "$@" > "$tmp3"
 python3 - "$tmp" "$tmp2" "$tmp3" "$out" <<'PY'
 import json, sys, datetime, subprocess
+sys.path.insert(0, "bench")
+import benchlib as B
 a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2])); c = json.load(open(sys.argv[3]))
+a["machine"] = B.machine()          # its cpu_family keys the comparison with the previous file
+a["kernel"] = B.kernel_in_use()     # unmask's own choice here (each run names the kernel it ran)
 a["runs"] += b["runs"] + c["runs"]
 a["peak_gmacs_second_pass"] = b["peak_gmacs"]
 a["date"] = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
 a["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 a["load_avg_at_end"] = open("/proc/loadavg").read().split()[:3]
+B.keep_previous(sys.argv[4])
 json.dump(a, open(sys.argv[4], "w"), indent=1)
 PY
 rm -f "$tmp" "$tmp2" "$tmp3"
