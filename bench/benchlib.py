@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNMASK = os.path.join(ROOT, "unmask")
 PEER = os.path.join(ROOT, "build", "peer")
 WORK = os.path.join(ROOT, "build", "bench")
-RESULTS = os.path.join(ROOT, "bench", "results")
+# where results are written; UNMASK_BENCH_RESULTS redirects them (a trial run of a script)
+RESULTS = os.environ.get("UNMASK_BENCH_RESULTS") or os.path.join(ROOT, "bench", "results")
 # The prompt of every comparison: short, plain text (no chat template on either side). On
 # the byte-level vocabularies of the synthetic LLaDA-8B/Dream-7B files it is 31 tokens (32
 # with LLaDA's BOS), so the canvas is 159-160 tokens with 128 masks.
