@@ -382,6 +382,20 @@ typedef struct kv_job {
     bool        keep;               /* a partial pass that also stores its active rows */
 } kv_job;
 
+/* One cached row to f32 and back: F16 with the SIMD conversions on the fast path (every
+ * cached row of every layer is converted on every partial pass: the scalar conversion was
+ * most of the K/V cache's part of a cached step), the reference conversion otherwise (same
+ * values, tests/test_ops.c). */
+static void kv_get(const um_forward *f, const um_kvcache *kv, const void *src, float *dst, int64_t n) {
+    if (!f->ref && kv->tr == um_traits(UM_TYPE_F16)) ops_f16_to_f32(src, dst, n);
+    else kv->tr->to_float_ref(src, dst, n);
+}
+
+static void kv_put(const um_forward *f, const um_kvcache *kv, const float *src, void *dst, int64_t n) {
+    if (!f->ref && kv->tr == um_traits(UM_TYPE_F16)) ops_f32_to_f16(src, dst, n);
+    else kv->tr->from_float_ref(src, dst, n);
+}
+
 static void kv_one(void *arg, int64_t p, int tid) {
     (void)tid;
     kv_job *j = arg;
@@ -390,18 +404,18 @@ static void kv_one(void *arg, int64_t p, int tid) {
     const int64_t n = kv->nkv;
     float *k = f->k + p * n, *v = f->v + p * n;
     if (j->store) {
-        kv->tr->from_float_ref(k, kv_row(kv, kv->k, j->il, p), n);
-        kv->tr->from_float_ref(v, kv_row(kv, kv->v, j->il, p), n);
+        kv_put(f, kv, k, kv_row(kv, kv->k, j->il, p), n);
+        kv_put(f, kv, v, kv_row(kv, kv->v, j->il, p), n);
     } else if (f->slot[p] >= 0) {
         memcpy(k, f->kc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
         memcpy(v, f->vc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
         if (j->keep) {
-            kv->tr->from_float_ref(k, kv_row(kv, kv->k, j->il, p), n);
-            kv->tr->from_float_ref(v, kv_row(kv, kv->v, j->il, p), n);
+            kv_put(f, kv, k, kv_row(kv, kv->k, j->il, p), n);
+            kv_put(f, kv, v, kv_row(kv, kv->v, j->il, p), n);
         }
     } else {
-        kv->tr->to_float_ref(kv_row(kv, kv->k, j->il, p), k, n);
-        kv->tr->to_float_ref(kv_row(kv, kv->v, j->il, p), v, n);
+        kv_get(f, kv, kv_row(kv, kv->k, j->il, p), k, n);
+        kv_get(f, kv, kv_row(kv, kv->v, j->il, p), v, n);
     }
 }
 
