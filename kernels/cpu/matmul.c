@@ -6,6 +6,9 @@
  * tables, activation quantizing, row decoding) is in matmul_shared.c, below both, so no
  * kernel calls back into the dispatcher; what the x86 kernels share among themselves is in
  * arch/x86/x86_shared_avx2.c and x86_shared_avx512.c, so no kernel calls another sideways.
+ * On AArch64 the folder is arch/arm (matmul_neon.c, matmul_dotprod.c, matmul_i8mm.c, shared
+ * layer arm_shared*.c); those kernels decode the file layout per panel, so the layouts
+ * below are the x86 kernels' only.
  *
  * Panel layouts (16 rows r = 0..15 interleaved so that one 64-byte vector holds 4
  * consecutive columns of every row: byte r*4+i is column k0+i of row r, which is the

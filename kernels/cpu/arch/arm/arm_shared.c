@@ -2,7 +2,7 @@
  * arm_shared: what the AArch64 integer kernels share (baseline AArch64, no extension): the
  * level decoders of every format, the panel decoder from the file layout into int8 levels
  * and scale tables (layouts in matmul_arm.h) and the per-thread scratch size. With
- * rows_dotprod.c (the few-token path) the shared layer of kernels/cpu/arch/arm:
+ * arm_shared_dotprod.c (the few-token path) the shared layer of kernels/cpu/arch/arm:
  * matmul_dotprod.c and matmul_i8mm.c call into it and into nothing else beside them.
  *
  * The levels follow quant.c's reference dequantizers exactly (the same bit fields, scale

@@ -45,7 +45,7 @@ void mm_arm_levels32(uint32_t type, const uint8_t *blk, int8_t q[32], float *d, 
 void mm_arm_levels256(uint32_t type, const uint8_t *blk, int8_t q[256], int32_t sc[16], int32_t mn[16],
                       float *d, float *dmin);
 
-/* The few-token path (rows_dotprod.c, SDOT): a chunk of at most ARM_FEW tokens computed row
+/* The few-token path (arm_shared_dotprod.c, SDOT): a chunk of at most ARM_FEW tokens computed row
  * by row from the decoded levels, without building the panel. */
 #define ARM_FEW 4
 void mm_arm_rows(const mm_job *j, int64_t panel, int64_t t0, int64_t t1);

@@ -1,5 +1,5 @@
 /*
- * rows_dotprod: the AArch64 few-token path (SDOT; part of the arch/arm shared layer, used by
+ * arm_shared_dotprod: the AArch64 few-token path (SDOT; part of the arch/arm shared layer, used by
  * the dotprod and i8mm kernels, both of which run only where FEAT_DotProd is present).
  *
  * A chunk of at most ARM_FEW tokens (an expert with few rows, a short canvas) would spend
