@@ -528,6 +528,23 @@ TEST(matmul_unmask_kernel_env) {
         CHECK(matmul_kernel_default(&k, &e) == UM_OK);
         CHECK(k == UM_KERNEL_AVX2 || k == UM_KERNEL_AVXVNNI);
     }
+    /* the AArch64 kernels: each forces exactly itself where the CPU has it, else one error
+     * line naming it (x86, or dotprod/i8mm under qemu -cpu cortex-a53) */
+    static const struct { const char *name; um_kernel k; } arm[] = {
+        { "neon", UM_KERNEL_NEON }, { "dotprod", UM_KERNEL_DOTPROD }, { "i8mm", UM_KERNEL_I8MM } };
+    for (size_t i = 0; i < UM_ARRAY_LEN(arm); i++) {
+        setenv("UNMASK_KERNEL", arm[i].name, 1);
+        if (matmul_kernel_available(arm[i].k)) {
+            CHECK(matmul_kernel_default(&k, &e) == UM_OK && k == arm[i].k);
+        } else {
+            CHECK(matmul_kernel_default(&k, &e) == UM_FAIL);
+            CHECK_CONTAINS(e.msg, "cannot run");
+        }
+    }
+    unsetenv("UNMASK_KERNEL");
+    CHECK(matmul_kernel_default(&k, &e) == UM_OK);
+    if (matmul_kernel_available(UM_KERNEL_I8MM)) CHECK(k == UM_KERNEL_I8MM);
+    else if (matmul_kernel_available(UM_KERNEL_DOTPROD)) CHECK(k == UM_KERNEL_DOTPROD);
     if (saved) { setenv("UNMASK_KERNEL", saved, 1); free(saved); }
     else unsetenv("UNMASK_KERNEL");
 }

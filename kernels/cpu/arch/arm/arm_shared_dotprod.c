@@ -24,6 +24,7 @@ void mm_arm_rows(const mm_job *j, int64_t panel, int64_t t0, int64_t t1) {
     const int nt = (int)(t1 - t0);
     const uint32_t bytes = um_type_bytes(w->type);
     const bool b32 = mm_arm_blk32(w->type), aff = mm_arm_affine(w->type);
+    const int g = mm_arm_sub32(w->type) ? 2 : 1;
     const int64_t nu = w->n_in / (b32 ? 32 : 256);
     const int8_t *aq[ARM_FEW];
     const float *as[ARM_FEW];
@@ -59,12 +60,14 @@ void mm_arm_rows(const mm_job *j, int64_t panel, int64_t t0, int64_t t1) {
                 for (int u = 0; u < nt; u++) {
                     const int8_t *a = aq[u] + b * 256;
                     int32_t ia = 0;
-                    for (int s = 0; s < 16; s++)
-                        ia += vaddvq_s32(vdotq_s32(vdupq_n_s32(0), vld1q_s8(q + s * 16), vld1q_s8(a + s * 16))) * sc[s];
+                    for (int s = 0; s < 16; s += g)      /* one sub-block of g x 16 columns */
+                        ia += vaddvq_s32(g == 2 ? vdotq_s32(vdotq_s32(vdupq_n_s32(0), vld1q_s8(q + s * 16), vld1q_s8(a + s * 16)),
+                                                            vld1q_s8(q + s * 16 + 16), vld1q_s8(a + s * 16 + 16))
+                                                : vdotq_s32(vdupq_n_s32(0), vld1q_s8(q + s * 16), vld1q_s8(a + s * 16))) * sc[s];
                     acc[u] = fmaf((float)ia, d * as[u][b], acc[u]);
                     if (aff) {
                         int32_t ms = 0;
-                        for (int s = 0; s < 16; s++) ms += mn[s] * bsum[u][b * 16 + s];
+                        for (int s = 0; s < 16; s++) ms += mn[s] * bsum[u][b * 16 + s];   /* exact: any grouping */
                         acc[u] = fmaf(-(float)ms, dmin * as[u][b], acc[u]);
                     }
                 }

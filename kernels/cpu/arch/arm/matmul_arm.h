@@ -35,6 +35,12 @@ static inline bool mm_arm_affine(uint32_t t) {
     return t == UM_TYPE_Q4_1 || t == UM_TYPE_Q5_1 || t == UM_TYPE_Q2_K || t == UM_TYPE_Q4_K || t == UM_TYPE_Q5_K;
 }
 
+/* 256-block formats whose scales (and mins) are per 32 columns: the kernels sum 32 columns
+ * before scaling (the tables still hold them per 16, duplicated). */
+static inline bool mm_arm_sub32(uint32_t t) {
+    return t == UM_TYPE_Q4_K || t == UM_TYPE_Q5_K || t == UM_TYPE_IQ4_XS;
+}
+
 static inline size_t mm_arm_tables_bytes(const um_matmul_weights *w) {
     return mm_arm_blk32(w->type) ? (size_t)(w->n_in / 32) * ARM_T32 * 4 : (size_t)(w->n_in / 256) * ARM_T256 * 4;
 }

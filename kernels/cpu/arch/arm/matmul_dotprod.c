@@ -11,9 +11,10 @@
  * (vdotq_laneq_s32). No horizontal sums: lane i of an accumulator is a row.
  *   32-blocks:  per 32 columns the int32 sums are converted once and multiplied by
  *               d[row] * scale[token] (+ m[row] * scale * sum(q) for Q4_1/Q5_1).
- *   256-blocks: per 16 columns the sums are multiplied by the integer sub-block scales into
- *               an int32 super-block sum (vmlaq_s32), converted once per 256; mins the same
- *               way against the activations' int16 sums per 16. The sums are exact: at most
+ *   256-blocks: per sub-block (16 columns, or 32 for Q4_K/Q5_K/IQ4_XS) the sums are
+ *               multiplied by the integer sub-block scales into an int32 super-block sum
+ *               (vmlaq_s32), converted once per 256; mins the same way against the
+ *               activations' int16 sums per 16 (added in pairs for 32-column sub-blocks). The sums are exact: at most
  *               16 x 16 x 127 x 127 x 32 (IQ4_XS) < 2^31.
  */
 #include <arm_neon.h>
@@ -88,7 +89,7 @@ AI void blk32(const int T, const bool affine, const int8_t *wq, const float *tab
 }
 
 /* 256-blocks: rows 8h..8h+7, tokens t..t+T-1. */
-AI void blk256(const int T, const bool affine, const int8_t *wq, const int32_t *tab, int64_t nsb,
+AI void blk256(const int T, const bool affine, const int G, const int8_t *wq, const int32_t *tab, int64_t nsb,
                const mm_job *j, int64_t t, int h, float *y) {
     tok_ptrs p;
     tok_init(T, j, t, &p);
@@ -100,14 +101,14 @@ AI void blk256(const int T, const bool affine, const int8_t *wq, const int32_t *
         const int32_t *tb = tab + sb * ARM_T256 + h * 8;
         int32x4_t ia[TB][2];
         UNROLL for (int u = 0; u < T; u++) ia[u][0] = ia[u][1] = vdupq_n_s32(0);
-        for (int s = 0; s < 16; s++) {
+        for (int s = 0; s < 16; s += G) {     /* one sub-block: G groups of 16 columns */
             int32x4_t is[TB][2];
-            int8x16_t a[TB];
-            UNROLL for (int u = 0; u < T; u++) {
-                is[u][0] = is[u][1] = vdupq_n_s32(0);
-                a[u] = vld1q_s8(p.q[u] + sb * 256 + s * 16);
+            UNROLL for (int u = 0; u < T; u++) is[u][0] = is[u][1] = vdupq_n_s32(0);
+            UNROLL for (int g = 0; g < G; g++) {
+                int8x16_t a[TB];
+                UNROLL for (int u = 0; u < T; u++) a[u] = vld1q_s8(p.q[u] + sb * 256 + (s + g) * 16);
+                dot16(T, wq + (sb * 64 + (s + g) * 4) * 64 + h * 32, a, is);
             }
-            dot16(T, wq + (sb * 64 + s * 4) * 64 + h * 32, a, is);
             const int32x4_t sc0 = vld1q_s32(tb + s * 32), sc1 = vld1q_s32(tb + s * 32 + 4);
             UNROLL for (int u = 0; u < T; u++) {
                 ia[u][0] = vmlaq_s32(ia[u][0], is[u][0], sc0);
@@ -121,8 +122,8 @@ AI void blk256(const int T, const bool affine, const int8_t *wq, const int32_t *
             acc[u][1] = vfmaq_f32(acc[u][1], vcvtq_f32_s32(ia[u][1]), vmulq_n_f32(d1, sa));
             if (affine) {
                 int32x4_t m0 = vdupq_n_s32(0), m1 = vdupq_n_s32(0);
-                for (int s = 0; s < 16; s++) {
-                    const int32_t bs = bsum[u][sb * 16 + s];
+                for (int s = 0; s < 16; s += G) {
+                    const int32_t bs = G == 2 ? bsum[u][sb * 16 + s] + bsum[u][sb * 16 + s + 1] : bsum[u][sb * 16 + s];
                     m0 = vmlaq_n_s32(m0, vld1q_s32(tb + 512 + s * 32), bs);
                     m1 = vmlaq_n_s32(m1, vld1q_s32(tb + 512 + s * 32 + 4), bs);
                 }
@@ -149,7 +150,7 @@ void mm_chunk_dotprod(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, vo
     void *tab = ts;
     int8_t *wq = (int8_t *)ts + mm_arm_tables_bytes(w);
     mm_arm_panel(w, panel, false, tab, wq);
-    const bool b32 = mm_arm_blk32(w->type), aff = mm_arm_affine(w->type);
+    const bool b32 = mm_arm_blk32(w->type), aff = mm_arm_affine(w->type), s32 = mm_arm_sub32(w->type);
     const int64_t nu = w->n_in / (b32 ? 32 : 256);
     int64_t n_blocks = (t1 - t0 + TB - 1) / TB;   /* even register blocks */
     int bs = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
@@ -159,8 +160,10 @@ void mm_chunk_dotprod(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, vo
         for (int h = 0; h < 2; h++) {
             if (b32 && aff) { CASES(blk32, true, wq, tab, nu, j, t, h, y) }
             else if (b32) { CASES(blk32, false, wq, tab, nu, j, t, h, y) }
-            else if (aff) { CASES(blk256, true, wq, tab, nu, j, t, h, y) }
-            else { CASES(blk256, false, wq, tab, nu, j, t, h, y) }
+            else if (aff && s32) { CASES(blk256, true, 2, wq, tab, nu, j, t, h, y) }
+            else if (aff) { CASES(blk256, true, 1, wq, tab, nu, j, t, h, y) }
+            else if (s32) { CASES(blk256, false, 2, wq, tab, nu, j, t, h, y) }
+            else { CASES(blk256, false, 1, wq, tab, nu, j, t, h, y) }
         }
     }
 }

@@ -100,7 +100,7 @@ AI void blk32(const int P, const bool affine, int nt, const int8_t *wq, const fl
     store_pairs(P, nt, acc, y, j->w->n_out, h);
 }
 
-AI void blk256(const int P, const bool affine, int nt, const int8_t *wq, const int32_t *tab, int64_t nsb,
+AI void blk256(const int P, const bool affine, const int G, int nt, const int8_t *wq, const int32_t *tab, int64_t nsb,
                const mm_job *j, int64_t t, int h, float *y) {
     pair_ptrs p;
     pair_init(P, nt, j, t, &p);
@@ -112,10 +112,11 @@ AI void blk256(const int P, const bool affine, int nt, const int8_t *wq, const i
         const int32_t *tb = tab + sb * ARM_T256 + h * 16;
         int32x4_t ia[TP][4];
         UNROLL for (int pp = 0; pp < P; pp++) UNROLL for (int i = 0; i < 4; i++) ia[pp][i] = vdupq_n_s32(0);
-        for (int s = 0; s < 16; s++) {
+        for (int s = 0; s < 16; s += G) {     /* one sub-block: G groups of 16 columns */
             int32x4_t is[TP][4];
             UNROLL for (int pp = 0; pp < P; pp++) UNROLL for (int i = 0; i < 4; i++) is[pp][i] = vdupq_n_s32(0);
-            mmla16(P, wq + (sb * 32 + s * 2) * 128 + h * 64, &p, (size_t)sb * 256 + s * 16, is);
+            UNROLL for (int g = 0; g < G; g++)
+                mmla16(P, wq + (sb * 32 + (s + g) * 2) * 128 + h * 64, &p, (size_t)sb * 256 + (s + g) * 16, is);
             UNROLL for (int i = 0; i < 4; i++) {
                 const int32x4_t sc = vld1q_s32(tb + s * 32 + 4 * i);
                 UNROLL for (int pp = 0; pp < P; pp++) ia[pp][i] = vmlaq_s32(ia[pp][i], is[pp][i], sc);
@@ -125,8 +126,9 @@ AI void blk256(const int P, const bool affine, int nt, const int8_t *wq, const i
             const float32x4_t sa = pair_f32(p.scale[2 * pp][sb], p.scale[2 * pp + 1][sb]);
             int32x4_t ms[4] = { vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0) };
             if (affine)
-                for (int s = 0; s < 16; s++) {
-                    const int32x4_t bs = pair_s32(bsum[2 * pp][sb * 16 + s], bsum[2 * pp + 1][sb * 16 + s]);
+                for (int s = 0; s < 16; s += G) {
+                    const int16_t *b0 = bsum[2 * pp] + sb * 16 + s, *b1 = bsum[2 * pp + 1] + sb * 16 + s;
+                    const int32x4_t bs = G == 2 ? pair_s32(b0[0] + b0[1], b1[0] + b1[1]) : pair_s32(b0[0], b1[0]);
                     UNROLL for (int i = 0; i < 4; i++) ms[i] = vmlaq_s32(ms[i], vld1q_s32(tb + 512 + s * 32 + 4 * i), bs);
                 }
             UNROLL for (int i = 0; i < 4; i++) {
@@ -151,7 +153,7 @@ void mm_chunk_i8mm(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void 
     void *tab = ts;
     int8_t *wq = (int8_t *)ts + mm_arm_tables_bytes(w);
     mm_arm_panel(w, panel, true, tab, wq);
-    const bool b32 = mm_arm_blk32(w->type), aff = mm_arm_affine(w->type);
+    const bool b32 = mm_arm_blk32(w->type), aff = mm_arm_affine(w->type), s32 = mm_arm_sub32(w->type);
     const int64_t nu = w->n_in / (b32 ? 32 : 256);
     const int TB = 2 * TP;
     int64_t n_blocks = (t1 - t0 + TB - 1) / TB;   /* even register blocks */
@@ -162,8 +164,10 @@ void mm_chunk_i8mm(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void 
         for (int h = 0; h < 2; h++) {
             if (b32 && aff) { CASES(blk32, true, nt, wq, tab, nu, j, t, h, y) }
             else if (b32) { CASES(blk32, false, nt, wq, tab, nu, j, t, h, y) }
-            else if (aff) { CASES(blk256, true, nt, wq, tab, nu, j, t, h, y) }
-            else { CASES(blk256, false, nt, wq, tab, nu, j, t, h, y) }
+            else if (aff && s32) { CASES(blk256, true, 2, nt, wq, tab, nu, j, t, h, y) }
+            else if (aff) { CASES(blk256, true, 1, nt, wq, tab, nu, j, t, h, y) }
+            else if (s32) { CASES(blk256, false, 2, nt, wq, tab, nu, j, t, h, y) }
+            else { CASES(blk256, false, 1, nt, wq, tab, nu, j, t, h, y) }
         }
     }
 }
