@@ -1,7 +1,8 @@
 /*
- * genopts: the generation flags shared by `generate`, `record` and the visualizer, parsed
- * into engine options and settings, with one help text so every command documents the
- * same flags the same way.
+ * genopts: the generation flags shared by `generate`, `eval`, `record` and the visualizer:
+ * one table (genopts.c, flags.h rows) parsed into engine options and settings, printed as
+ * every command's help, reported as the JSON settings and refused in --compare where a
+ * row names the model, prompt or machine.
  */
 #ifndef UM_GENOPTS_H
 #define UM_GENOPTS_H
@@ -10,6 +11,7 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "flags.h"
 #include "jsonw.h"
 #include "models_conf.h"
 
@@ -25,6 +27,10 @@
 #define GENOPTS_FAST_EB_GAMMA  0.01f
 #define GENOPTS_FAST_CACHE     UM_CACHE_DUAL
 #define GENOPTS_FAST_DRIFT     0.05f
+
+/* --gen's largest value: a canvas past it is refused while the flags are read, before any
+ * model is loaded (and repacked). */
+#define GENOPTS_MAX_GEN (1 << 20)
 
 typedef struct um_genopts {
     um_engine_opts eng;
@@ -58,8 +64,13 @@ typedef struct um_genopts {
 } um_genopts;
 
 void genopts_init(um_genopts *g);
-/* Try argv[*i] (and its value) as a generation flag. Returns 1 if consumed (and advances *i),
- * 0 if not a generation flag, -1 on a bad value (message printed with prog as prefix). */
+/* Add the generation rows to a command's parser: the shared -m -M -t (flags_model_rows) and
+ * the generation table, both into g (NULL: for help only). Rows are taken by the commands
+ * in FLAG_CMD_DECODE. */
+void genopts_add(flags_parser *p, um_genopts *g);
+/* Try argv[*i] (and its value) as a generation flag of the visualizer. Returns 1 if consumed
+ * (and advances *i), 0 if not a generation flag, -1 on a bad value (message printed with prog
+ * as prefix). */
 int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog);
 /* One --compare FLAGS string (the visualizer, record): split on spaces (single or double
  * quotes keep spaces in a value) in place (flags is modified and must outlive g), parsed
@@ -81,9 +92,14 @@ void genopts_apply(const um_genopts *g, um_settings *s);
 void genopts_warn_stderr(void *prog, const char *msg);
 /* The engine's load progress on stderr (um_engine_opts.progress), unless *(bool *)quiet. */
 void genopts_progress_stderr(void *quiet, const char *what, int done, int total);
-/* The help text of the generation flags. */
+/* The help text of the generation flags (the visualizer's rows) and the number rules. */
 void genopts_usage(FILE *f);
-/* The decoding settings as one JSON object (a value: the caller writes its key first). */
+/* The lines after a command's flags: how numbers and values are spelled. */
+void genopts_usage_numbers(FILE *f);
+/* The decoding settings as one JSON object (a value: the caller writes its key first): one
+ * key per table row that sets a value (its `key`), in table order, then block_aligned. */
 void genopts_json_settings(jsonw *j, const um_settings *s);
+/* Does the setting reported as `key` apply under s's schedule (--threshold under block: no)? */
+bool genopts_setting_used(const char *key, const um_settings *s);
 
 #endif
