@@ -187,7 +187,8 @@ void flags_head(const um_flag *f, char *buf, size_t cap) {
     if (f->arg && n < cap) snprintf(buf + n, cap - n, " %s", f->arg);
 }
 
-/* The help column: heads up to HEAD_W wide, the text after them; longer heads get a line. */
+/* The help column: heads narrower than HEAD_W, the text after them (at least two spaces
+ * apart); longer heads get a line of their own. */
 #define HEAD_W 20
 
 static void print_row(FILE *out, const flags_set *s, const um_flag *f) {
@@ -197,7 +198,7 @@ static void print_row(FILE *out, const flags_set *s, const um_flag *f) {
     if (at && s->fill) s->fill(f, fill, sizeof fill);
     if (at) snprintf(text, sizeof text, "%.*s%s%s", (int)(at - f->help), f->help, fill, at + 2);
     else snprintf(text, sizeof text, "%s", f->help);
-    if (strlen(head) > HEAD_W) fprintf(out, "  %s\n  %-*s ", head, HEAD_W, "");
+    if (strlen(head) >= HEAD_W) fprintf(out, "  %s\n  %-*s ", head, HEAD_W, "");
     else fprintf(out, "  %-*s ", HEAD_W, head);
     for (const char *t = text; *t; t++) {
         fputc(*t, out);

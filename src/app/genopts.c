@@ -363,7 +363,10 @@ void genopts_progress_stderr(void *quiet, const char *what, int done, int total)
     if (isatty(STDERR_FILENO)) {                   /* redrawn in place */
         fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
         if (done == total) fputc('\n', stderr);
-    } else if (done == total) {                     /* a log: the finished line only */
+    } else if (done == total) {                     /* a log: the finished line only, once */
+        static char last[64];
+        if (!strncmp(last, what, sizeof last - 1)) return;
+        snprintf(last, sizeof last, "%s", what);
         fprintf(stderr, "load: %s %d/%d\n", what, done, total);
     }
 }
@@ -459,5 +462,16 @@ int genopts_parse_compare(um_genopts *g, char *flags, const char *prog) {
             return UM_FAIL;
         }
     }
+    return UM_OK;
+}
+
+int genopts_model_file(const char *model, const char *preset, char *buf, size_t cap, um_err *e) {
+    if (model) {
+        snprintf(buf, cap, "%s", model);
+        return UM_OK;
+    }
+    models_preset pre;
+    if (models_conf_resolve(preset, &pre, e)) return um_err_prefix(e, "-M %s", preset);
+    snprintf(buf, cap, "%s", pre.path);
     return UM_OK;
 }

@@ -85,6 +85,9 @@ int  genopts_parse_compare(um_genopts *g, char *flags, const char *prog);
  * with no -p, the preset's prompt (g->prompt then points into g->pre: g must not be copied).
  * Fails with a one-line message. */
 int  genopts_resolve(um_genopts *g, um_err *e);
+/* The model file a command without decoding settings (info, tokenize, logits) reads: -m, else
+ * the path of preset `preset` (-M) from models.conf. */
+int  genopts_model_file(const char *model, const char *preset, char *buf, size_t cap, um_err *e);
 /* Apply the preset's settings and then the flags over s (which holds the model's defaults). */
 void genopts_apply(const um_genopts *g, um_settings *s);
 /* An engine warning callback (um_engine_opts.warn) for commands without a screen: prints
