@@ -12,7 +12,9 @@
 #include "schedule.h"
 
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void genopts_init(um_genopts *g) {
@@ -299,12 +301,6 @@ void genopts_add(flags_parser *p, um_genopts *g) {
     flags_add(p, gen_rows, (int)(sizeof gen_rows / sizeof gen_rows[0]), gen_fn, g, NULL);
 }
 
-int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog) {
-    flags_parser p = { .prog = prog, .cmd = FLAG_CMD_VIEW };
-    genopts_add(&p, g);
-    int r = flags_parse_one(&p, argc, argv, i);
-    return r > 1 ? 1 : r;
-}
 
 void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->have_preset) models_conf_apply(&g->pre, s);
@@ -375,16 +371,20 @@ void genopts_warn_stderr(void *prog, const char *msg) {
     fprintf(stderr, "%s: warning: %s\n", (const char *)prog, msg);
 }
 
-/* The bundled model: models/ in the working directory, then the installed data folder. */
-static bool bundled_model(char *buf, size_t cap) {
-    char installed[3800];
-    snprintf(installed, sizeof installed, "%.3700s/models/unmask-demo.gguf", um_share_dir());
-    const char *const cands[] = { "models/unmask-demo.gguf", installed };
-    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
-        if (infile_is_regular(cands[i])) {       /* a probe: never opens (a FIFO would block) */
-            snprintf(buf, cap, "%s", cands[i]);
-            return true;
-        }
+/* The bundled model: models/ in the working directory, beside the binary (a build tree), then
+ * in the installed data folder; where it looked goes into `looked` for the message. */
+static bool bundled_model(char *buf, size_t cap, char *looked, size_t looked_cap) {
+    char beside[3800], installed[3800];
+    snprintf(beside, sizeof beside, "%.3700s/models/", um_exe_dir());
+    snprintf(installed, sizeof installed, "%.3700s/models/", um_share_dir());
+    const char *const dirs[] = { "models/", um_exe_dir()[0] ? beside : NULL, installed };
+    size_t n = 0;
+    looked[0] = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        if (!dirs[i]) continue;
+        snprintf(buf, cap, "%s" UM_BUNDLED_MODEL, dirs[i]);
+        if (infile_is_regular(buf)) return true;       /* a probe: never opens (a FIFO would block) */
+        if (n < looked_cap) n += (size_t)snprintf(looked + n, looked_cap - n, "%s%s", n ? ", " : "", dirs[i]);
     }
     return false;
 }
@@ -393,15 +393,24 @@ int genopts_resolve(um_genopts *g, um_err *e) {
     if (g->preset) {
         if (models_conf_resolve(g->preset, &g->pre, e)) return um_err_prefix(e, "-M %s", g->preset);
         g->have_preset = true;
-    } else if (!g->model && models_conf_resolve(UM_DEFAULT_PRESET, &g->pre, NULL) == UM_OK) {
+        struct stat st;
+        if (!g->model && stat(g->pre.path, &st) != 0 && errno == ENOENT)
+            return um_errf(e, "-M %s: its model file %s does not exist (where to get it and how presets name "
+                              "files: docs/models.md)", g->preset, g->pre.path);
+    } else if (g->model) {
+        /* a file a preset names runs with that preset's settings: `-m models/unmask-demo.gguf`
+         * is `-M demo` (the preset follows the file, not the spelling of its path) */
+        g->have_preset = models_conf_preset_of(g->model, &g->pre);
+    } else if (models_conf_resolve(UM_DEFAULT_PRESET, &g->pre, NULL) == UM_OK) {
         /* no model named: models.conf's default preset, when its file is there */
         if (infile_is_regular(g->pre.path)) g->have_preset = true;
     }
+    char looked[4096];
     if (g->model) g->eng.model_path = g->model;
     else if (g->have_preset) g->eng.model_path = g->pre.path;
-    else if (bundled_model(g->model_buf, sizeof g->model_buf)) g->eng.model_path = g->model_buf;
-    else return um_errf(e, "no model given (-m FILE or -M PRESET) and the bundled model models/unmask-demo.gguf "
-                           "was not found (make demo-model builds it)");
+    else if (bundled_model(g->model_buf, sizeof g->model_buf, looked, sizeof looked)) g->eng.model_path = g->model_buf;
+    else return um_errf(e, "no model given (-m FILE or -M PRESET), and the bundled model " UM_BUNDLED_MODEL
+                           " is in none of %s", looked);
     g->eng.n_gen_min = g->n_gen > 0 ? g->n_gen : g->have_preset && g->pre.gen > 0 ? g->pre.gen : 0;
     if (!g->prompt && g->have_preset && g->pre.prompt[0]) g->prompt = g->pre.prompt;   /* points into g */
     if (g->no_chat) { g->eng.chat_template = "none"; g->eng.chat_template_file = NULL; }

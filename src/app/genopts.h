@@ -17,6 +17,9 @@
 
 /* The models.conf preset used when neither -m nor -M is given (the bundled model). */
 #define UM_DEFAULT_PRESET "demo"
+/* The bundled model's file name, looked for in models/ of the working directory, beside the
+ * binary and in the installed data folder when no preset names it. */
+#define UM_BUNDLED_MODEL "unmask-demo.gguf"
 
 /* --fast: the setting measured best on the sudoku yardstick (bench/results/sudoku-eval.json,
  * docs/decoding.md "What each method costs"): the entropy-bounded sampler with gamma 0.01 and
@@ -68,10 +71,6 @@ void genopts_init(um_genopts *g);
  * the generation table, both into g (NULL: for help only). Rows are taken by the commands
  * in FLAG_CMD_DECODE. */
 void genopts_add(flags_parser *p, um_genopts *g);
-/* Try argv[*i] (and its value) as a generation flag of the visualizer. Returns 1 if consumed
- * (and advances *i), 0 if not a generation flag, -1 on a bad value (message printed with prog
- * as prefix). */
-int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog);
 /* One --compare FLAGS string (the visualizer, record): split on spaces (single or double
  * quotes keep spaces in a value) in place (flags is modified and must outlive g), parsed
  * with genopts_parse into g (fresh from genopts_init). Flags that change the model, the

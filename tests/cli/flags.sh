@@ -134,6 +134,41 @@ expect_rc "--compare '--steps=2 -t1': -t refused" 2 "$BIN" record -m "$M" -p hi 
 expect_grep "--compare -t1: refused (the machine is shared)" "^unmask record: --compare: -t is not allowed there" "$TMP/err"
 expect_rc "--compare --steps=2: accepted" 0 "$BIN" record -m "$M" -p hi --gen 8 --steps 4 -q --gif "$TMP/c.gif" --compare "--steps=2"
 
+# ---------------------------------------------------------------- the model and its preset
+# ./unmask and ./unmask -m models/unmask-demo.gguf: the same settings (the preset follows the
+# file, by inode: another spelling of its path too); a copy of the file is not the preset's
+settings() { "$BIN" generate -q --json -p hi "$@" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["settings"], sort_keys=True))'; }
+s_none=$(settings); s_m=$(settings -m "$M"); s_dot=$(settings -m "./models/../$M"); s_M=$(settings -M demo)
+cp "$M" "$TMP/copy.gguf"; s_copy=$(settings -m "$TMP/copy.gguf")
+[ -n "$s_none" ] && [ "$s_none" = "$s_m" ] && [ "$s_m" = "$s_dot" ] && [ "$s_m" = "$s_M" ] \
+  && ok "no -m, -m FILE, -m ./models/../FILE and -M demo: the same settings" || fail "the preset follows the file" "$s_none / $s_m / $s_dot / $s_M"
+python3 -c 'import json,sys; a=json.loads(sys.argv[1]); sys.exit(0 if a["gen"] == 96 and a["steps_requested"] == 48 else 1)' "$s_m" \
+  && ok "-m FILE: the demo preset's gen 96, steps 48 (models.conf)" || fail "-m FILE: the demo preset's settings" "$s_m"
+[ "$s_copy" != "$s_m" ] && ok "a copy of the file: the model's own defaults, not the preset's" || fail "a copy of the file" "$s_copy"
+# from another directory, the build tree's binary finds models.conf and the models beside it
+case "$BIN" in /*) ABS=$BIN ;; *) ABS=$PWD/$BIN ;; esac
+if [ "$(dirname "$ABS")" = "$PWD" ]; then
+  mkdir -p "$TMP/elsewhere"
+  (cd "$TMP/elsewhere" && HOME="$TMP/elsewhere" XDG_CONFIG_HOME= "$ABS" generate -q --json -p hi) >"$TMP/o" 2>"$TMP/e"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["settings"]["gen"] == 96 else 1)' "$TMP/o" 2>/dev/null \
+    && ok "run from another directory: the demo preset and model found beside the binary" || fail "run from another directory" "$(head -c 300 "$TMP/e")"
+  (cd "$TMP/elsewhere" && HOME="$TMP/elsewhere" XDG_CONFIG_HOME= "$ABS" generate -q -M sudoku --gen 81) >"$TMP/o" 2>"$TMP/e"
+  if [ -f models/unmask-sudoku.gguf ]; then
+    [ -s "$TMP/o" ] && ok "run from another directory: -M sudoku found" || fail "-M sudoku from another directory" "$(cat "$TMP/e")"
+  else
+    grep -q "its model file .*unmask-sudoku.gguf does not exist .*docs/models.md" "$TMP/e" \
+      && ok "-M sudoku, file missing: says so, points to docs/models.md" || fail "-M sudoku, file missing" "$(cat "$TMP/e")"
+  fi
+else skip "run from another directory" "the binary is not the build tree's ($ABS)"; fi
+printf '[gone]\npath = nowhere/x.gguf\n' >"$TMP/elsewhere/models.conf"
+(cd "$TMP/elsewhere" && "$ABS" generate -q -M gone -p hi) >"$TMP/o" 2>"$TMP/e"; rc=$?
+[ $rc = 1 ] && grep -qF -- "-M gone: its model file ./nowhere/x.gguf does not exist (where to get it and how presets name files: docs/models.md)" "$TMP/e" \
+  && ok "a preset's missing file: named, docs/models.md pointed to" || fail "a preset's missing file" "rc $rc: $(cat "$TMP/e")"
+rm "$TMP/elsewhere/models.conf"
+(cd "$TMP/elsewhere" && HOME="$TMP/elsewhere" XDG_CONFIG_HOME= "$ABS" generate -q -M nothing -p hi) >"$TMP/o" 2>"$TMP/e"
+if [ "$(dirname "$ABS")" = "$PWD" ]; then :; else
+  grep -q "no models.conf in .*docs/models.md" "$TMP/e" && ok "no models.conf: docs/models.md pointed to" || fail "no models.conf message" "$(cat "$TMP/e")"; fi
+
 # ---------------------------------------------------------------- point 7
 # JSON numbers: the shortest text that reads back as the same float (0.9, not 0.899999976)
 expect_rc "generate --threshold 0.9 --json" 0 "$BIN" generate -m "$M" -p hi --gen 8 -q --threshold 0.9 --top-p 0.95 --json
