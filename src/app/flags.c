@@ -14,12 +14,12 @@ const um_flag flags_model_rows[] = {
     { .help = "model:", .cmds = FLAG_CMD_DECODE },
     { 'm', "model", "FILE", FLAG_ID_MODEL,
       FLAG_CMD_DECODE | FLAG_CMD_LOGITS | FLAG_CMD_TOKENIZE | FLAG_CMD_INFO, FLAG_RUN, NULL, 0,
-      "model file (GGUF, or any part of a split model); decoding commands default\n"
-      "to models.conf's demo preset, else the bundled demo model" },
+      "model file (GGUF; any part of a split model); when decoding, a file\n"
+      "a preset names gets its settings; default: the demo preset" },
     { 'M', "preset", "NAME", FLAG_ID_PRESET,
       FLAG_CMD_DECODE | FLAG_CMD_LOGITS | FLAG_CMD_TOKENIZE | FLAG_CMD_INFO, FLAG_RUN, NULL, 0,
-      "a preset from models.conf (unmask --list-models): its model file, and for the\n"
-      "decoding commands its settings" },
+      "a preset of models.conf (unmask --list-models): its model file and,\n"
+      "when decoding, its settings" },
     { 't', "threads", "N", FLAG_ID_THREADS, FLAG_CMD_DECODE | FLAG_CMD_LOGITS | FLAG_CMD_QUANTIZE, FLAG_RUN, NULL, 0,
       "threads, 1 to 1024 (default: physical cores)" },
 };

@@ -34,7 +34,8 @@ static const um_flag view_rows[] = {
     { .help = "visualizer:", .cmds = FLAG_CMD_VIEW },
     { 0, "compare", "FLAGS", VW_COMPARE, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0,
       "also decode the prompt with these decoding flags in quotes (up to 3\n"
-      "times: 4 panes in lock step, Tab moves the focus; not -m -M -p -t --ctx --gpu)" },
+      "times: 4 panes in lock step, Tab moves the focus); not the flags\n"
+      "naming the model, prompt or machine (-m -M -p -t --ctx --gpu ...)" },
     { 0, "list-models", NULL, VW_LIST_MODELS, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0,
       "list the presets of models.conf and whether their files exist" },
     { 0, "ui-help", NULL, VW_UI_HELP, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0, "this help" },

@@ -66,6 +66,22 @@ if [ "$(awk '/^\.SS generate/{on=1} on && /stepz/{print "x"; exit}' "$TMP/unmask
   ok "man page check: a renamed --steps in the man page is seen"
 else fail "man page check: a renamed --steps in the man page is seen"; fi
 
+# the --compare refusals: a generation flag is refused inside --compare exactly when the man
+# page's list names it (the table's FLAG_RUN rows; a trailing --frob stops a taken one from running)
+refused=$(awk '/^\.S[HS] VISUALIZER/{on=1} /^\.SS Keys/{on=0} on' docs/unmask.1 | tr '\n' ' ' |
+  sed 's/.*name the model, the prompt or the machine,//; s/are refused there.*//; s/\\-/-/g; s/\\f[BIR]//g' |
+  grep -oE -- '--?[a-zA-Z][a-z-]*' | sort -u)
+bad=""
+while read -r spell arg; do
+  "$BIN" record -m "$M" -p hi --gif "$TMP/x.gif" --compare "$spell${arg:+ 1}" --frob >/dev/null 2>"$TMP/e"
+  if grep -q "is not allowed there" "$TMP/e"; then got=yes; else got=no; fi
+  if grep -qx -- "$spell" <<<"$refused"; then want=yes; else want=no; fi
+  [ $got = $want ] || bad="$bad $spell(refused: $got, man: $want)"
+done <"$TMP/gen.rows"
+[ "$(wc -l <<<"$refused")" -ge 10 ] || bad="$bad [man list read: $(echo $refused)]"
+[ -z "$bad" ] && ok "--compare refuses exactly the man page's list ($(wc -l <"$TMP/gen.rows") spellings tried)" \
+  || fail "--compare refusals = the man page's list" "$bad"
+
 # every command: -h and --help print its help (exit 0), the same text
 for c in generate eval record info logits synth tokenize quantize split; do
   "$BIN" $c -h >"$TMP/a" 2>&1; r1=$?; "$BIN" $c --help >"$TMP/b" 2>&1; r2=$?
