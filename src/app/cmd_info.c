@@ -61,7 +61,12 @@ static void put_number(FILE *f, gguf_type t, uint64_t u, int64_t i, double d, bo
     switch (t) {
     case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64:
         if (json && !isfinite(d)) fputs("null", f);
-        else fprintf(f, json ? (t == GGUF_TYPE_FLOAT32 ? "%.9g" : "%.17g") : "%g", d);
+        else if (json) {                            /* the shortest text that reads back the same */
+            char buf[40];
+            if (t == GGUF_TYPE_FLOAT32) jsonw_fmt_float((float)d, buf, sizeof buf);
+            else jsonw_fmt_double(d, buf, sizeof buf);
+            fputs(buf, f);
+        } else fprintf(f, "%g", d);
         break;
     case GGUF_TYPE_BOOL: fputs(u ? "true" : "false", f); break;
     case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:

@@ -206,6 +206,8 @@ bad = [t for t in nums if len(t) > len(shortest(f32(float(t))))]
 sys.exit(1 if bad or not nums else 0)
 PY
 then ok "every float in settings and commits: the shortest text"; else fail "every float in settings and commits: the shortest text"; fi
+"$BIN" info --json "$M" >"$TMP/info.json"
+expect_grep "info --json: a float32 key as the shortest text (1e-05, not 9.99999975e-06)" '"attention.layer_norm_rms_epsilon": 1e-05[,}]' "$TMP/info.json"
 # progress: '\r' only on a terminal (here stderr is a file)
 "$BIN" generate -m "$M" -p hi --gen 16 --steps 8 >/dev/null 2>"$TMP/err"
 if grep -q $'\r' "$TMP/err"; then fail "generate: no '\\r' progress off a terminal" "$(od -c "$TMP/err" | head -3)"
