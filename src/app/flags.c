@@ -29,7 +29,7 @@ const um_flag flags_misc_rows[] = {
     { 'q', "quiet", NULL, FLAG_ID_QUIET,
       FLAG_CMD_VIEW | FLAG_CMD_GENERATE | FLAG_CMD_EVAL | FLAG_CMD_RECORD | FLAG_CMD_QUANTIZE | FLAG_CMD_SPLIT |
       FLAG_CMD_SYNTH, FLAG_RUN, NULL, 0, "no progress on stderr" },
-    { 'h', "help", NULL, FLAG_ID_HELP, FLAG_CMD_ALL & ~FLAG_CMD_VIEW, FLAG_RUN, NULL, 0, "this help" },
+    { 'h', "help", NULL, FLAG_ID_HELP, FLAG_CMD_ALL, FLAG_RUN, NULL, 0, "this help" },
 };
 const int flags_misc_rows_n = (int)(sizeof flags_misc_rows / sizeof flags_misc_rows[0]);
 

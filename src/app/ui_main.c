@@ -38,7 +38,7 @@ static const um_flag view_rows[] = {
       "naming the model, prompt or machine (-m -M -p -t --ctx --gpu ...)" },
     { 0, "list-models", NULL, VW_LIST_MODELS, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0,
       "list the presets of models.conf and whether their files exist" },
-    { 0, "ui-help", NULL, VW_UI_HELP, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0, "this help" },
+    { 0, "ui-help", NULL, VW_UI_HELP, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0, "this help (so is -h after another flag; unmask -h: the commands)" },
 };
 
 /* The --compare runs: their flags (parsed copies) and labels. */
@@ -159,7 +159,7 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
     flags_parser p;
     parser(&p, &g, &fe, &own, &com);
     int pr = flags_parse(&p, argc, argv);
-    if (own.help) { usage(stdout); return 0; }
+    if (own.help || com.help) { usage(stdout); return 0; }   /* --ui-help, or -h after other flags */
     if (own.list_models) return list_models();
     if (pr) return pr;
     quiet_load = com.quiet;

@@ -88,6 +88,8 @@ for c in generate eval record info logits synth tokenize quantize split; do
   if [ $r1 = 0 ] && [ $r2 = 0 ] && cmp -s "$TMP/a" "$TMP/b" && grep -q "^usage: unmask $c" "$TMP/a"; then ok "$c: -h = --help"
   else fail "$c: -h = --help" "exit $r1/$r2"; fi
 done
+expect_rc "visualizer: -h after another flag" 0 "$BIN" -p hi -h
+expect_grep "visualizer: -h prints its help" "^usage: unmask \[OPTIONS\]" "$TMP/out"
 # the shared rows: spelled the same wherever they appear
 for c in generate eval record info logits tokenize; do
   grep -q '^  -m, --model FILE ' "$TMP/h.$c" && grep -q '^  -M, --preset NAME ' "$TMP/h.$c" &&
