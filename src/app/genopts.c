@@ -122,13 +122,6 @@ static const um_flag gen_rows[] = {
 };
 #undef D
 
-void genopts_usage(FILE *f) {
-    flags_parser p = { .cmd = FLAG_CMD_VIEW };
-    genopts_add(&p, NULL);
-    flags_usage(f, &p);
-    genopts_usage_numbers(f);
-}
-
 void genopts_usage_numbers(FILE *f) {
     fprintf(f, "N, S, B, K are whole numbers (no fraction, exponent, hex or leading zero), the others\n"
                "decimals (no nan or inf); a value outside a flag's range is refused, naming the range.\n"

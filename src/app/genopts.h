@@ -94,8 +94,6 @@ void genopts_apply(const um_genopts *g, um_settings *s);
 void genopts_warn_stderr(void *prog, const char *msg);
 /* The engine's load progress on stderr (um_engine_opts.progress), unless *(bool *)quiet. */
 void genopts_progress_stderr(void *quiet, const char *what, int done, int total);
-/* The help text of the generation flags (the visualizer's rows) and the number rules. */
-void genopts_usage(FILE *f);
 /* The lines after a command's flags: how numbers and values are spelled. */
 void genopts_usage_numbers(FILE *f);
 /* The decoding settings as one JSON object (a value: the caller writes its key first): one
