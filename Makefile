@@ -196,8 +196,9 @@ check-layout:
 
 test: deps
 	@tools/ensure-deps.sh test
-	@$(MAKE) --no-print-directory $(BIN) $(UNIT) $(BUILD)/sudoku-gen
-	@UNMASK_BIN=$(BIN) UNMASK_UNIT=$(UNIT) UNMASK_VARIANT=$(VARIANT) SUDOKU_GEN=$(BUILD)/sudoku-gen tests/run.sh
+	@$(MAKE) --no-print-directory $(BIN) $(UNIT) $(BUILD)/sudoku-gen $(BUILD)/unmask-train
+	@UNMASK_BIN=$(BIN) UNMASK_UNIT=$(UNIT) UNMASK_VARIANT=$(VARIANT) SUDOKU_GEN=$(BUILD)/sudoku-gen \
+	  UNMASK_TRAIN=$(BUILD)/unmask-train tests/run.sh
 
 unit: deps
 	@$(MAKE) --no-print-directory $(UNIT)

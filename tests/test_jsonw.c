@@ -46,3 +46,42 @@ TEST(jsonw_escapes_del_and_c1_controls) {
     fclose(m);
     CHECK_STREQ(buf, "\"\\u007f\\u0080\\u009b2J\xc2\xa0\xe2\x82\xac\\u001b\"");
 }
+
+/* Numbers: the shortest text that reads back as the same value. Expected texts are written
+ * out by hand (the decimal a person would write for the value stored); each is also checked
+ * to read back exactly, and a float that needs all 9 digits keeps them. */
+TEST(jsonw_numbers_shortest_round_trip) {
+    const struct { float v; const char *want; } fl[] = {
+        { 0.9f, "0.9" }, { 0.95f, "0.95" }, { 0.1f, "0.1" }, { 1e-3f, "0.001" }, { 42.0f, "42" },
+        { 0.0f, "0" }, { -2.5f, "-2.5" }, { 16777216.0f, "16777216" }, { 0.333333343f, "0.33333334" }, { 0.104274996f, "0.104274996" },
+        { 1e-30f, "1e-30" },
+    };
+    char buf[64];
+    for (size_t k = 0; k < sizeof fl / sizeof fl[0]; k++) {
+        jsonw_fmt_float(fl[k].v, buf, sizeof buf);
+        CHECK_STREQ(buf, fl[k].want);
+        CHECK(strtof(buf, NULL) == fl[k].v);
+    }
+    const struct { double v; const char *want; } db[] = {
+        { 0.9, "0.9" }, { 0.1 + 0.2, "0.30000000000000004" }, { 1.0 / 3.0, "0.3333333333333333" },
+        { 123456789.125, "123456789.125" }, { (double)0.9f, "0.8999999761581421" },
+    };
+    for (size_t k = 0; k < sizeof db / sizeof db[0]; k++) {
+        jsonw_fmt_double(db[k].v, buf, sizeof buf);
+        CHECK_STREQ(buf, db[k].want);
+        CHECK(strtod(buf, NULL) == db[k].v);
+    }
+    char out[256] = "";
+    FILE *m = fmemopen(out, sizeof out - 1, "w");
+    CHECK(m != NULL);
+    jsonw j;
+    jsonw_init(&j, m);
+    jsonw_arr_begin(&j);
+    jsonw_f32(&j, 0.9f);
+    jsonw_num(&j, 0.5);
+    jsonw_f32(&j, NAN);
+    jsonw_num(&j, INFINITY);
+    jsonw_arr_end(&j);
+    fclose(m);
+    CHECK_STREQ(out, "[0.9,0.5,null,null]");
+}

@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "snapshot.h"
 #include "evalcheck.h"
+#include "flags.h"
 #include "genopts.h"
 #include "jsonw.h"
 #include "numparse.h"
@@ -34,23 +35,58 @@
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
+enum { EV_CHECK = 1, EV_SUDOKU, EV_DIFFICULTY, EV_SUDOKU_SEED, EV_LIMIT, EV_JSON };
+
+#define EV FLAG_CMD_EVAL
+static const um_flag eval_rows[] = {
+    { .help = "tasks:", .cmds = EV },
+    { 0, "check", "C", EV_CHECK, EV, FLAG_RUN, NULL, 0,
+      "exact (trimmed text equal, the default for task files), number (last\n"
+      "number equal) or sudoku (a valid grid keeping the prompt's givens)" },
+    { 0, "sudoku", "N", EV_SUDOKU, EV, FLAG_RUN, NULL, 0, "N held-out sudoku puzzles from the test split instead of a file" },
+    { 0, "difficulty", "D", EV_DIFFICULTY, EV, FLAG_RUN, NULL, 0, "their difficulty: easy (default), medium, hard or mix" },
+    { 0, "sudoku-seed", "S", EV_SUDOKU_SEED, EV, FLAG_RUN, NULL, 0, "their seed base (default: --seed if given, else 0)" },
+    { 0, "limit", "N", EV_LIMIT, EV, FLAG_RUN, NULL, 0, "only the first N tasks" },
+    { .help = "output:", .cmds = EV },
+    { 0, "json", NULL, EV_JSON, EV, FLAG_RUN, NULL, 0, "one JSON object: totals, settings and every task's output" },
+};
+#undef EV
+
+typedef struct eval_own {
+    um_genopts *g;
+    const char *check_s, *diff_s;
+    int64_t     n_sudoku, limit, sudoku_seed;
+} eval_own;
+
+static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    eval_own *o = ctx;
+    switch (f->id) {
+    case EV_CHECK:       o->check_s = v; return 0;
+    case EV_DIFFICULTY:  o->diff_s = v; return 0;
+    case EV_SUDOKU:      return num_arg_int(prog, name, v, 1, 1000000, &o->n_sudoku);
+    case EV_LIMIT:       return num_arg_int(prog, name, v, 1, (int64_t)1 << 30, &o->limit);
+    case EV_SUDOKU_SEED: return num_arg_int(prog, name, v, 0, (int64_t)(SUDOKU_SPLIT_SPAN - 1), &o->sudoku_seed);
+    case EV_JSON:        o->g->json = true; return 0;
+    default:             return 0;
+    }
+}
+
+static void parser(flags_parser *p, um_genopts *g, eval_own *o, flags_common *c, const char **pos) {
+    *p = (flags_parser){ .prog = "unmask eval", .cmd = FLAG_CMD_EVAL, .pos = pos, .max_pos = 1 };
+    genopts_add(p, g);
+    flags_add(p, eval_rows, (int)(sizeof eval_rows / sizeof eval_rows[0]), own_fn, o, NULL);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, c, NULL);
+}
+
 static void usage(FILE *f) {
+    flags_parser p;
+    parser(&p, NULL, NULL, NULL, NULL);
     fprintf(f, "usage: unmask eval [-m FILE | -M PRESET] TASKS.jsonl [--check exact|number|sudoku] [options]\n"
                "       unmask eval [-m FILE | -M PRESET] --sudoku N [--difficulty D] [options]\n\n"
                "Run the model on every task and check its answers. A task file holds one JSON object per\n"
                "line: {\"prompt\": \"...\", \"answer\": \"...\"}. The decoding flags are those of generate.\n\n");
-    genopts_usage(f);
-    fprintf(f, "tasks:\n"
-               "  --check C          exact (trimmed text equal, the default for task files), number (last\n"
-               "                     number equal) or sudoku (a valid grid keeping the prompt's givens)\n"
-               "  --sudoku N         N held-out sudoku puzzles from the test split instead of a file\n"
-               "  --difficulty D     their difficulty: easy (default), medium, hard or mix\n"
-               "  --sudoku-seed S    their seed base (default: --seed if given, else 0)\n"
-               "  --limit N          only the first N tasks\n"
-               "output:\n"
-               "  --json             one JSON object: totals, settings and every task's output\n"
-               "  -q, --quiet        no progress on stderr\n"
-               "  -h, --help         this help\n");
+    flags_usage(f, &p);
+    genopts_usage_numbers(f);
 }
 
 /* One task's result. */
@@ -121,33 +157,17 @@ static int make_sudoku_tasks(task_set *ts, long long n, bool mix, sudoku_difficu
 int cmd_eval(int argc, char **argv) {
     um_genopts g;
     genopts_init(&g);
-    bool quiet = false;
-    const char *path = NULL, *check_s = NULL, *diff_s = NULL;
-    int64_t n_sudoku = 0, limit = 0, sudoku_seed = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
-        static const char *const own[] = { "--check", "--sudoku", "--difficulty", "--sudoku-seed", "--limit" };
-        bool is_own = false;
-        for (size_t k = 0; k < UM_ARRAY_LEN(own); k++) is_own |= !strcmp(a, own[k]);
-        if (is_own) {
-            if (i + 1 >= argc) { fprintf(stderr, "unmask eval: %s needs a value\n", a); return 2; }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--check")) check_s = v;
-            else if (!strcmp(a, "--difficulty")) diff_s = v;
-            else if (!strcmp(a, "--sudoku")) { if (num_arg_int("unmask eval", a, v, 1, 1000000, &n_sudoku)) return 2; }
-            else if (!strcmp(a, "--limit")) { if (num_arg_int("unmask eval", a, v, 1, (int64_t)1 << 30, &limit)) return 2; }
-            else if (num_arg_int("unmask eval", a, v, 0, (int64_t)(SUDOKU_SPLIT_SPAN - 1), &sudoku_seed)) return 2;
-            continue;
-        }
-        int r = genopts_parse(&g, argc, argv, &i, "unmask eval");
-        if (r < 0) return 2;
-        if (r == 1) continue;
-        if (a[0] == '-' && a[1]) { fprintf(stderr, "unmask eval: unknown option '%s' (see --help)\n", a); return 2; }
-        if (path) { fprintf(stderr, "unmask eval: one task file only ('%s' and '%s')\n", path, a); return 2; }
-        path = a;
-    }
+    eval_own own = { .g = &g, .sudoku_seed = -1 };
+    flags_common com = { 0 };
+    const char *pos[1] = { NULL };
+    flags_parser p;
+    parser(&p, &g, &own, &com, pos);
+    int pr = flags_parse(&p, argc, argv);
+    if (pr == FLAGS_STOP) { usage(stdout); return 0; }
+    if (pr) return pr;
+    const bool quiet = com.quiet;
+    const char *path = p.n_pos ? pos[0] : NULL, *check_s = own.check_s, *diff_s = own.diff_s;
+    const int64_t n_sudoku = own.n_sudoku, limit = own.limit, sudoku_seed = own.sudoku_seed;
     if (g.prompt) { fprintf(stderr, "unmask eval: -p is not used: the prompts come from the tasks\n"); return 2; }
     if (!path == !n_sudoku) {
         fprintf(stderr, "unmask eval: give a task file or --sudoku N (one of them; see --help)\n");
@@ -268,8 +288,18 @@ int cmd_eval(int argc, char **argv) {
                passes ? (double)generated / passes : 0, seconds, done ? seconds / done : 0);
         char name[4 * sizeof info.name];            /* the file's general.name: escaped (esc.h) */
         esc_str(name, sizeof name, info.name, strlen(info.name), 0, 0);
-        printf("settings: gen %d, steps %d, schedule %s, block %d, threshold %g, alg %s, temp %g, seed %llu; model %s\n",
-               s.n_gen, s.steps, schedule_name(s.schedule), s.block_len, s.threshold, schedule_score_name(s.score),
+        /* the schedule's own parameters only (genopts' table says which schedule each belongs to) */
+        char sched[160] = "";
+        size_t len = 0;
+        const struct { const char *key; double v; } params[] = {
+            { "eps", s.eps }, { "threshold", s.threshold }, { "block_steps", s.block_steps },
+            { "factor", s.factor }, { "eb_gamma", s.eb_gamma },
+        };
+        for (size_t k = 0; k < UM_ARRAY_LEN(params) && len < sizeof sched; k++)
+            if (genopts_setting_used(params[k].key, &s) && (params[k].v > 0 || strcmp(params[k].key, "block_steps")))
+                len += (size_t)snprintf(sched + len, sizeof sched - len, ", %s %g", params[k].key, params[k].v);
+        printf("settings: gen %d, steps %d, schedule %s%s, block %d, alg %s, temp %g, seed %llu; model %s\n",
+               s.n_gen, s.steps, schedule_name(s.schedule), sched, s.block_len, schedule_score_name(s.score),
                s.temperature, (unsigned long long)s.seed, name);
     } else {
         jsonw j;

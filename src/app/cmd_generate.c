@@ -18,26 +18,52 @@
 #include "esc.h"
 #include "engine.h"
 #include "snapshot.h"
+#include "flags.h"
 #include "genopts.h"
 #include "jsonw.h"
 #include "stdfd.h"
 #include "stepstream.h"
 
+enum { GEN_JSON = 1, GEN_STREAM_JSON };
+
+static const um_flag gen_own_rows[] = {
+    { .help = "output:", .cmds = FLAG_CMD_GENERATE },
+    { 0, "json", NULL, GEN_JSON, FLAG_CMD_GENERATE, FLAG_RUN, NULL, 0, "print tokens, per-step commits and timings as JSON" },
+    { 0, "stream-json", NULL, GEN_STREAM_JSON, FLAG_CMD_GENERATE, FLAG_RUN, NULL, 0,
+      "print one JSON line per step as it runs, flushed (docs/stream.md)" },
+};
+
+typedef struct gen_own { um_genopts *g; bool stream; } gen_own;
+
+static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    gen_own *o = ctx;
+    if (f->id == GEN_JSON) o->g->json = true;
+    else if (f->id == GEN_STREAM_JSON) o->stream = true;
+    return 0;
+}
+
+/* The command's parser: the generation rows, its own, -q and -h; usage prints the same. */
+static void parser(flags_parser *p, um_genopts *g, gen_own *o, flags_common *c) {
+    *p = (flags_parser){ .prog = "unmask generate", .cmd = FLAG_CMD_GENERATE };
+    genopts_add(p, g);
+    flags_add(p, gen_own_rows, (int)(sizeof gen_own_rows / sizeof gen_own_rows[0]), own_fn, o, NULL);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, c, NULL);
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: unmask generate [-m FILE] -p PROMPT [options]\n\n"
+    flags_parser p;
+    parser(&p, NULL, NULL, NULL);
+    fprintf(f, "usage: unmask generate [-m FILE | -M PRESET] -p PROMPT [options]\n\n"
                "Run a whole denoising generation and print the answer.\n\n");
-    genopts_usage(f);
-    fprintf(f, "output:\n"
-               "  --json             print tokens, per-step commits and timings as JSON\n"
-               "  --stream-json      print one JSON line per step as it runs, flushed (docs/stream.md)\n"
-               "  -q, --quiet        no progress on stderr\n"
-               "  -h, --help         this help\n");
+    flags_usage(f, &p);
+    genopts_usage_numbers(f);
 }
 
 /* Per step: progress on stderr, and with --json every snapshot that ran kept for the step
  * list (however many: a timestep schedule may run more steps than tokens). */
 typedef struct step_ctx {
     bool          quiet, keep;
+    bool          tty;       /* stderr is a terminal: the step line is redrawn with '\r' */
     um_snapshot **hist;      /* (cap) grown as needed */
     int           n_hist, cap;
     bool          oom;       /* a snapshot could not be kept */
@@ -49,12 +75,12 @@ static void on_step(void *ctx, um_snapshot *sn) {
     step_ctx *c = ctx;
     c->fwd += sn->forward_ms;
     c->smp += sn->sample_ms;
-    if (!c->quiet && sn->us.on)     /* uniform-state: the rule's numbers instead of masks */
+    if (!c->quiet && c->tty && sn->us.on)     /* uniform-state: the rule's numbers instead of masks */
         fprintf(stderr, "\rstep %d/%d  canvas %d/%d  t %.3f  accepted %d  held %d/%d  H %.4f/%.4f  %.0f ms/step   ",
                 sn->step, sn->n_steps, sn->block + 1, sn->n_blocks, (double)sn->us.temperature, sn->us.accepted,
                 sn->us.held, sn->us.stability, (double)sn->us.mean_entropy, (double)sn->us.confidence,
                 sn->forward_ms + sn->sample_ms);
-    else if (!c->quiet)
+    else if (!c->quiet && c->tty)
         fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
                 sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
     if (c->stream) stepstream_step(c->stream, sn);
@@ -89,15 +115,15 @@ static int run_steps(um_engine *en, step_ctx *c, um_err *e) {
 int cmd_generate(int argc, char **argv) {
     um_genopts g;
     genopts_init(&g);
-    bool quiet = false, stream = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
-        if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) { quiet = true; continue; }
-        if (!strcmp(argv[i], "--stream-json")) { stream = true; continue; }
-        int r = genopts_parse(&g, argc, argv, &i, "unmask generate");
-        if (r < 0) return 2;
-        if (r == 0) { fprintf(stderr, "unmask generate: unknown option '%s' (see --help)\n", argv[i]); return 2; }
-    }
+    gen_own own = { .g = &g };
+    flags_common com = { 0 };
+    flags_parser fp;
+    parser(&fp, &g, &own, &com);
+    int pr = flags_parse(&fp, argc, argv);
+    if (pr == FLAGS_STOP) { usage(stdout); return 0; }
+    if (pr) return pr;
+    bool quiet = com.quiet, stream = own.stream;
+    const bool tty = isatty(STDERR_FILENO);         /* else no '\r' progress: a log gets whole lines */
     if (stream && g.json) { fprintf(stderr, "unmask generate: --json and --stream-json both write stdout; give one\n"); return 2; }
     um_err re = { "" };
     if (genopts_resolve(&g, &re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }
@@ -129,7 +155,7 @@ int cmd_generate(int argc, char **argv) {
     }
     if (stream) stepstream_start(&ss, stdout, en, &s, g.prompt, t_load);
     double t_gen = um_now();
-    step_ctx sc = { .quiet = quiet, .keep = g.json, .stream = stream ? &ss : NULL };
+    step_ctx sc = { .quiet = quiet, .tty = tty, .keep = g.json, .stream = stream ? &ss : NULL };
     int ran = run_steps(en, &sc, &e);
     hist = sc.hist;
     n_hist = sc.n_hist;
@@ -140,7 +166,7 @@ int cmd_generate(int argc, char **argv) {
     um_snapshot *last = engine_snapshot(en);
     if (!quiet) {
         int steps = last->step;
-        fprintf(stderr, "\rdone: %d steps in %.2f s (%.0f ms/step: forward %.0f, sampling %.0f), %.1f tokens/s\n", steps,
+        fprintf(stderr, "%sdone: %d steps in %.2f s (%.0f ms/step: forward %.0f, sampling %.0f), %.1f tokens/s\n", tty ? "\r" : "", steps,
                 t_total, steps ? t_total * 1e3 / steps : 0, steps ? fwd / steps : 0, steps ? smp / steps : 0,
                 t_total > 0 ? (last->n_canvas - last->n_prompt) / t_total : 0);
     }
@@ -195,7 +221,7 @@ int cmd_generate(int argc, char **argv) {
                 jsonw_obj_begin(&j);
                 jsonw_key(&j, "pos"); jsonw_int(&j, p);
                 jsonw_key(&j, "token"); jsonw_int(&j, sn->pos[p].token);
-                jsonw_key(&j, "conf"); jsonw_num(&j, sn->pos[p].commit_conf);
+                jsonw_key(&j, "conf"); jsonw_f32(&j, sn->pos[p].commit_conf);
                 jsonw_obj_end(&j);
             }
             jsonw_arr_end(&j);
@@ -208,7 +234,7 @@ int cmd_generate(int argc, char **argv) {
                 jsonw_key(&j, "pos"); jsonw_int(&j, p);
                 jsonw_key(&j, "from"); jsonw_int(&j, sn->pos[p].edit_from);
                 jsonw_key(&j, "token"); jsonw_int(&j, sn->pos[p].token);
-                jsonw_key(&j, "conf"); jsonw_num(&j, sn->pos[p].commit_conf);
+                jsonw_key(&j, "conf"); jsonw_f32(&j, sn->pos[p].commit_conf);
                 jsonw_obj_end(&j);
             }
             jsonw_arr_end(&j);
@@ -226,7 +252,7 @@ int cmd_generate(int argc, char **argv) {
     rc = 0;
 out:
     if (rc && stream) stepstream_error(&ss, e.msg);
-    if (rc) fprintf(stderr, "%sunmask generate: %s\n", quiet ? "" : "\n", e.msg);
+    if (rc) fprintf(stderr, "%sunmask generate: %s\n", quiet || !tty ? "" : "\n", e.msg);
     for (int h = 0; h < n_hist; h++) snapshot_unref(hist[h]);
     free(hist);
     engine_close(en);

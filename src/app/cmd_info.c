@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "flags.h"
+#include "genopts.h"
 #include "esc.h"
 #include "gguf.h"
 #include "jsonw.h"
@@ -59,7 +61,12 @@ static void put_number(FILE *f, gguf_type t, uint64_t u, int64_t i, double d, bo
     switch (t) {
     case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64:
         if (json && !isfinite(d)) fputs("null", f);
-        else fprintf(f, json ? (t == GGUF_TYPE_FLOAT32 ? "%.9g" : "%.17g") : "%g", d);
+        else if (json) {                            /* the shortest text that reads back the same */
+            char buf[40];
+            if (t == GGUF_TYPE_FLOAT32) jsonw_fmt_float((float)d, buf, sizeof buf);
+            else jsonw_fmt_double(d, buf, sizeof buf);
+            fputs(buf, f);
+        } else fprintf(f, "%g", d);
         break;
     case GGUF_TYPE_BOOL: fputs(u ? "true" : "false", f); break;
     case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
@@ -358,39 +365,60 @@ static void print_json(const info *in, FILE *f) {
 
 /* ------------------------------------------------------------------ command */
 
+enum { INFO_JSON = 1 };
+
+static const um_flag info_rows[] = {
+    { 0, "json", NULL, INFO_JSON, FLAG_CMD_INFO, FLAG_RUN, NULL, 0, "print the same as one JSON object" },
+};
+
+static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    *(bool *)ctx = true;                            /* --json */
+    return 0;
+}
+
+static void parser(flags_parser *p, flags_common *c, bool *json, const char **pos) {
+    *p = (flags_parser){ .prog = "unmask info", .cmd = FLAG_CMD_INFO, .pos = pos, .max_pos = 1 };
+    flags_add(p, flags_model_rows, flags_model_rows_n, flags_common_fn, c, NULL);
+    flags_add(p, info_rows, (int)(sizeof info_rows / sizeof info_rows[0]), own_fn, json, NULL);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, c, NULL);
+}
+
 static void usage(FILE *f) {
+    flags_parser p;
+    parser(&p, NULL, NULL, NULL);
     fprintf(f,
         "usage: unmask info [--json] FILE.gguf\n"
+        "       unmask info [--json] (-m FILE | -M PRESET)\n"
         "\n"
         "Describe a GGUF file: format version, general metadata, the architecture's\n"
         "hyper-parameters, a tokenizer summary, every tensor (name, type, shape, bytes),\n"
         "totals, and whether unmask can run it (and if not, why). Any part of a split\n"
         "model (NAME-00001-of-0000N.gguf) describes the whole model and lists its parts.\n"
         "\n"
-        "options:\n"
-        "  --json      print the same as one JSON object\n"
-        "  -h, --help  show this help\n");
+        "options:\n");
+    flags_usage(f, &p);
 }
 
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "unmask info: unknown option '%s' (see unmask info --help)\n", argv[i]);
-            return 2;
-        }
-        if (path) {
-            fprintf(stderr, "unmask info: one file at a time ('%s' and '%s')\n", path, argv[i]);
-            return 2;
-        }
-        path = argv[i];
-    }
-    if (!path) {
-        usage(stderr);
+    flags_common com = { 0 };
+    const char *pos[1] = { NULL };
+    flags_parser fp;
+    parser(&fp, &com, &json, pos);
+    int pr = flags_parse(&fp, argc, argv);
+    if (pr == FLAGS_STOP) { usage(stdout); return 0; }
+    if (pr) return pr;
+    if (fp.n_pos + (com.model || com.preset) != 1) {
+        if (fp.n_pos) fprintf(stderr, "unmask info: one file at a time (FILE.gguf or -m or -M)\n");
+        else usage(stderr);
         return 2;
+    }
+    char path[2048];
+    um_err pe = { "" };
+    if (fp.n_pos) snprintf(path, sizeof path, "%s", pos[0]);
+    else if (genopts_model_file(com.model, com.preset, path, sizeof path, &pe)) {
+        fprintf(stderr, "unmask info: %s\n", pe.msg);
+        return 1;
     }
     gguf_file *g;
     um_err e;

@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "flags.h"
 #include "forward.h"
+#include "genopts.h"
 #include "model.h"
 #include "numparse.h"
 #include "gguf.h"
@@ -24,35 +26,110 @@
 
 #define MAX_REPS 1024
 
+enum { LG_TOKENS = 1, LG_OUT, LG_REFERENCE, LG_GPU, LG_REPS, LG_PROFILE, LG_PARTIAL, LG_PROMPT_LEN, LG_SC, LG_SC_TEMP,
+       LG_SC_MODE, LG_SC_TOPK };
+
+#define LG FLAG_CMD_LOGITS
+static const um_flag logits_rows[] = {
+    { 0, "tokens", "LIST", LG_TOKENS, LG, FLAG_RUN, NULL, 0, "comma-separated token ids: the whole canvas" },
+    { 0, "out", "FILE", LG_OUT, LG, FLAG_RUN, NULL, 0, "output file (little-endian float32, row-major)" },
+    { 0, "reference", NULL, LG_REFERENCE, LG, FLAG_RUN, NULL, 0, "use the scalar reference forward pass (slow)" },
+    { 0, "gpu", NULL, LG_GPU, LG, FLAG_RUN, NULL, 0, "run on the CUDA backend" },
+    { 0, "reps", "N", LG_REPS, LG, FLAG_RUN, NULL, 0, "run N passes (1 to 1024) and print their median time as JSON on stdout" },
+    { 0, "profile", NULL, LG_PROFILE, LG, FLAG_RUN, NULL, 0, "with --reps (CPU only): add where the median pass spent its time, per part" },
+    { 0, "partial", "A:B", LG_PARTIAL, LG, FLAG_RUN, NULL, 0,
+      "CPU only: fill a K/V cache (F16) with one full pass, then run (and time) the\n"
+      "partial pass of a cached step: rows A..B-1 only, against the cache; --out gets\n"
+      "their B-A rows" },
+    { .help = "DiffusionGemma (diffusion-gemma) files, CPU only:", .cmds = LG },
+    { 0, "prompt-len", "N", LG_PROMPT_LEN, LG, FLAG_RUN, NULL, 0,
+      "the first N tokens are the prompt, the rest the canvas (default: all but the\n"
+      "file's diffusion.canvas_length last tokens, as llama.cpp splits)" },
+    { 0, "sc", "FILE", LG_SC, LG, FLAG_RUN, NULL, 0,
+      "self-conditioning input: the previous step's logits of the canvas rows\n"
+      "(n_canvas x n_vocab float32, as --out writes them)" },
+    { 0, "sc-temp", "T", LG_SC_TEMP, LG, FLAG_RUN, NULL, 0, "the previous step's temperature (default 1): p = softmax(logits / T)" },
+    { 0, "sc-mode", "M", LG_SC_MODE, LG, FLAG_RUN, NULL, 0,
+      "exact (default): p times the whole embedding table; topk: each row's K largest\n"
+      "entries plus the rest spread evenly; auto: topk where those K hold all but 0.001\n"
+      "of the mass, exact elsewhere" },
+    { 0, "sc-topk", "K", LG_SC_TOPK, LG, FLAG_RUN, NULL, 0, "K for topk and auto, 1 to 4096 (default 256)" },
+};
+#undef LG
+
+typedef struct logits_opts {
+    const char *tokens, *out, *sc_path, *sc_mode;
+    int32_t     reps, prompt_len, sc_topk;
+    int32_t     part_a, part_b;      /* --partial A:B; part_a -1: a full pass */
+    float       sc_temp;
+    bool        reference, gpu, profile;
+} logits_opts;
+
+/* "A:B", 0 <= A < B: the partial pass's rows (checked against the canvas once it is known). */
+static int parse_range(const char *v, int32_t *a, int32_t *b) {
+    const char *colon = strchr(v, ':');
+    um_err e;
+    int64_t x, y;
+    char first[32];
+    if (!colon || (size_t)(colon - v) >= sizeof first) {
+        fprintf(stderr, "unmask logits: --partial wants A:B (rows A to B-1), not '%s'\n", v);
+        return -1;
+    }
+    memcpy(first, v, (size_t)(colon - v));
+    first[colon - v] = 0;
+    if (num_int("--partial: A", first, 0, INT32_MAX - 1, &x, &e) || num_int("--partial: B", colon + 1, 1, INT32_MAX, &y, &e)) {
+        fprintf(stderr, "unmask logits: %s\n", e.msg);
+        return -1;
+    }
+    if (y <= x) { fprintf(stderr, "unmask logits: --partial %s: B must be greater than A\n", v); return -1; }
+    *a = (int32_t)x;
+    *b = (int32_t)y;
+    return 0;
+}
+
+static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    logits_opts *o = ctx;
+    switch (f->id) {
+    case LG_TOKENS:     o->tokens = v; return 0;
+    case LG_OUT:        o->out = v; return 0;
+    case LG_REFERENCE:  o->reference = true; return 0;
+    case LG_GPU:        o->gpu = true; return 0;
+    case LG_PROFILE:    o->profile = true; return 0;
+    case LG_REPS:       return num_arg_i32(prog, name, v, 1, MAX_REPS, &o->reps);
+    case LG_PARTIAL:    return parse_range(v, &o->part_a, &o->part_b);
+    case LG_PROMPT_LEN: return num_arg_i32(prog, name, v, 0, INT32_MAX, &o->prompt_len);
+    case LG_SC:         o->sc_path = v; return 0;
+    case LG_SC_TEMP:    return num_arg_f32(prog, name, v, 0, 1000, NUM_LO_OPEN, &o->sc_temp);
+    case LG_SC_TOPK:    return num_arg_i32(prog, name, v, 1, UM_SC_MAX_TOPK, &o->sc_topk);
+    case LG_SC_MODE:
+        if (strcmp(v, "exact") && strcmp(v, "topk") && strcmp(v, "auto")) {
+            fprintf(stderr, "%s: %s is exact, topk or auto (not '%s')\n", prog, name, v);
+            return -1;
+        }
+        o->sc_mode = v;
+        return 0;
+    default: return 0;
+    }
+}
+
+static void parser(flags_parser *p, flags_common *c, logits_opts *o) {
+    *p = (flags_parser){ .prog = "unmask logits", .cmd = FLAG_CMD_LOGITS };
+    flags_add(p, flags_model_rows, flags_model_rows_n, flags_common_fn, c, NULL);
+    flags_add(p, logits_rows, (int)(sizeof logits_rows / sizeof logits_rows[0]), own_fn, o, NULL);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, c, NULL);
+}
+
 static void usage(FILE *f) {
+    flags_parser p;
+    parser(&p, NULL, NULL);
     fprintf(f,
         "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N] [--profile]\n"
         "                     [--partial A:B]\n"
         "                     [--prompt-len N] [--sc FILE.f32 [--sc-temp T] [--sc-mode M] [--sc-topk K]]\n"
         "\n"
         "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
-        "\n"
-        "  -m FILE         model (GGUF)\n"
-        "  --tokens LIST   comma-separated token ids: the whole canvas\n"
-        "  --out FILE      output file (little-endian float32, row-major)\n"
-        "  -t N            threads (default: physical cores)\n"
-        "  --reference     use the scalar reference forward pass (slow)\n"
-        "  --gpu           run on the CUDA backend\n"
-        "  --reps N        run N passes (1 to 1024) and print their median time as JSON on stdout\n"
-        "  --profile       with --reps (CPU only): add where the median pass spent its time, per part\n"
-        "  --partial A:B   CPU only: fill a K/V cache (F16) with one full pass, then run (and time) the\n"
-        "                  partial pass of a cached step: rows A..B-1 only, against the cache; --out gets\n"
-        "                  their B-A rows\n"
-        "DiffusionGemma (diffusion-gemma) files, CPU only:\n"
-        "  --prompt-len N  the first N tokens are the prompt, the rest the canvas (default: all but the\n"
-        "                  file's diffusion.canvas_length last tokens, as llama.cpp splits)\n"
-        "  --sc FILE       self-conditioning input: the previous step's logits of the canvas rows\n"
-        "                  (n_canvas x n_vocab float32, as --out writes them)\n"
-        "  --sc-temp T     the previous step's temperature (default 1): p = softmax(logits / T)\n"
-        "  --sc-mode M     exact (default): p times the whole embedding table; topk: each row's K largest\n"
-        "                  entries plus the rest spread evenly; auto: topk where those K hold all but 0.001\n"
-        "                  of the mass, exact elsewhere\n"
-        "  --sc-topk K     K for topk and auto, 1 to 4096 (default 256)\n");
+        "\n");
+    flags_usage(f, &p);
 }
 
 /* "ID,ID,...": each id a whole number 0..INT32_MAX (numparse.h); fails with a message. */
@@ -89,27 +166,6 @@ static int parse_tokens(const char *s, int32_t **out, int *n) {
     return 0;
 }
 
-/* "A:B", 0 <= A < B: the partial pass's rows (checked against the canvas once it is known). */
-static int parse_range(const char *v, int32_t *a, int32_t *b) {
-    const char *colon = strchr(v, ':');
-    um_err e;
-    int64_t x, y;
-    char first[32];
-    if (!colon || (size_t)(colon - v) >= sizeof first) {
-        fprintf(stderr, "unmask logits: --partial wants A:B (rows A to B-1), not '%s'\n", v);
-        return -1;
-    }
-    memcpy(first, v, (size_t)(colon - v));
-    first[colon - v] = 0;
-    if (num_int("--partial: A", first, 0, INT32_MAX - 1, &x, &e) || num_int("--partial: B", colon + 1, 1, INT32_MAX, &y, &e)) {
-        fprintf(stderr, "unmask logits: %s\n", e.msg);
-        return -1;
-    }
-    if (y <= x) { fprintf(stderr, "unmask logits: --partial %s: B must be greater than A\n", v); return -1; }
-    *a = (int32_t)x;
-    *b = (int32_t)y;
-    return 0;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -117,38 +173,26 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 int cmd_logits(int argc, char **argv) {
-    const char *model_path = NULL, *tokens = NULL, *out = NULL;
-    int32_t threads = 0, reps = 0, prompt_len = -1, sc_topk = 0, part_a = -1, part_b = -1;
-    const char *sc_path = NULL, *sc_mode = NULL;
-    float sc_temp = 1.0f;
-    bool reference = false, gpu = false, profile = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        if (!strcmp(a, "--reference")) { reference = true; continue; }
-        if (!strcmp(a, "--gpu")) { gpu = true; continue; }
-        if (!strcmp(a, "--profile")) { profile = true; continue; }
-        if (i + 1 >= argc) { fprintf(stderr, "unmask logits: '%s' needs a value or is unknown (see --help)\n", a); return 2; }
-        const char *v = argv[++i];
-        if (!strcmp(a, "-m")) model_path = v;
-        else if (!strcmp(a, "--tokens")) tokens = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "-t")) { if (num_arg_i32("unmask logits", a, v, 1, 1024, &threads)) return 2; }
-        else if (!strcmp(a, "--reps")) { if (num_arg_i32("unmask logits", a, v, 1, MAX_REPS, &reps)) return 2; }
-        else if (!strcmp(a, "--prompt-len")) { if (num_arg_i32("unmask logits", a, v, 0, INT32_MAX, &prompt_len)) return 2; }
-        else if (!strcmp(a, "--partial")) { if (parse_range(v, &part_a, &part_b)) return 2; }
-        else if (!strcmp(a, "--sc")) sc_path = v;
-        else if (!strcmp(a, "--sc-temp")) { if (num_arg_f32("unmask logits", a, v, 0, 1000, NUM_LO_OPEN, &sc_temp)) return 2; }
-        else if (!strcmp(a, "--sc-topk")) { if (num_arg_i32("unmask logits", a, v, 1, UM_SC_MAX_TOPK, &sc_topk)) return 2; }
-        else if (!strcmp(a, "--sc-mode")) {
-            if (strcmp(v, "exact") && strcmp(v, "topk") && strcmp(v, "auto")) {
-                fprintf(stderr, "unmask logits: --sc-mode is exact, topk or auto (not '%s')\n", v);
-                return 2;
-            }
-            sc_mode = v;
-        }
-        else { fprintf(stderr, "unmask logits: unknown option '%s' (see --help)\n", a); return 2; }
+    logits_opts o = { .prompt_len = -1, .sc_temp = 1.0f, .part_a = -1, .part_b = -1 };
+    flags_common com = { 0 };
+    flags_parser fp;
+    parser(&fp, &com, &o);
+    int pr = flags_parse(&fp, argc, argv);
+    if (pr == FLAGS_STOP) { usage(stdout); return 0; }
+    if (pr) return pr;
+    char model_buf[2048];
+    um_err me = { "" };
+    const char *model_path = NULL;
+    if ((com.model || com.preset) && genopts_model_file(com.model, com.preset, model_buf, sizeof model_buf, &me)) {
+        fprintf(stderr, "unmask logits: %s\n", me.msg);
+        return 1;
     }
+    if (com.model || com.preset) model_path = model_buf;
+    const char *tokens = o.tokens, *out = o.out, *sc_path = o.sc_path, *sc_mode = o.sc_mode;
+    const int32_t threads = com.threads, reps = o.reps, prompt_len = o.prompt_len, sc_topk = o.sc_topk;
+    const float sc_temp = o.sc_temp;
+    const bool reference = o.reference, gpu = o.gpu, profile = o.profile;
+    const int32_t part_a = o.part_a, part_b = o.part_b;
     if (!model_path || !tokens || (!out && reps <= 0)) { usage(stderr); return 2; }
     if (profile && (gpu || reps <= 0)) { fprintf(stderr, "unmask logits: --profile needs --reps and the CPU backend\n"); return 2; }
     int32_t *tok;

@@ -7,13 +7,35 @@
 #include <string.h>
 
 #include "cli.h"
+#include "flags.h"
 #include "cpu.h"
 #include "numparse.h"
 #include "gguf.h"
 #include "outfile.h"
 #include "quantize.h"
 
+enum { QZ_ALLOW_REQUANTIZE = 1 };
+
+static const um_flag quant_rows[] = {
+    { 0, "allow-requantize", NULL, QZ_ALLOW_REQUANTIZE, FLAG_CMD_QUANTIZE, FLAG_RUN, NULL, 0,
+      "convert tensors that are already quantized (loses quality)" },
+};
+
+static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    *(bool *)ctx = true;                            /* --allow-requantize */
+    return 0;
+}
+
+static void parser(flags_parser *p, flags_common *c, bool *allow, const char **pos) {
+    *p = (flags_parser){ .prog = "unmask quantize", .cmd = FLAG_CMD_QUANTIZE, .pos = pos, .max_pos = 3 };
+    flags_add(p, flags_model_rows, flags_model_rows_n, flags_common_fn, c, NULL);
+    flags_add(p, quant_rows, (int)(sizeof quant_rows / sizeof quant_rows[0]), own_fn, allow, NULL);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, c, NULL);
+}
+
 static void usage(FILE *f) {
+    flags_parser p;
+    parser(&p, NULL, NULL, NULL);
     fprintf(f,
         "usage: unmask quantize [options] IN.gguf OUT.gguf TYPE\n"
         "\n"
@@ -22,13 +44,9 @@ static void usage(FILE *f) {
         "metadata key is copied; general.file_type is set to llama.cpp's number for TYPE.\n"
         "1-D tensors and norms stay as they are.\n"
         "\n"
-        "options:\n"
-        "  -t, --threads N        threads (default: physical cores)\n"
-        "  --allow-requantize     convert tensors that are already quantized (loses quality)\n"
-        "  -q, --quiet            no per-tensor progress\n"
-        "  -h, --help             this help\n"
-        "\n"
-        "TYPE:\n");
+        "options:\n");
+    flags_usage(f, &p);
+    fprintf(f, "\nTYPE:\n");
     for (size_t i = 0; um_mixture_at(i); i++) {
         const um_mixture *m = um_mixture_at(i);
         fprintf(f, "  %-8s %2u  %s\n", m->name, m->ftype, m->summary);
@@ -38,32 +56,15 @@ static void usage(FILE *f) {
 int cmd_quantize(int argc, char **argv) {
     um_quantize_opts o = { .n_threads = cpu_features()->n_physical };
     const char *pos[3];
-    int n_pos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "unmask quantize: %s needs a number\n", a);
-                return 2;
-            }
-            if (num_arg_i32("unmask quantize", a, argv[++i], 1, 1024, &o.n_threads)) return 2;
-        } else if (!strcmp(a, "--allow-requantize")) {
-            o.allow_requantize = true;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            o.quiet = true;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "unmask quantize: unknown option '%s' (see --help)\n", a);
-            return 2;
-        } else if (n_pos < 3) {
-            pos[n_pos++] = a;
-        } else {
-            fprintf(stderr, "unmask quantize: too many arguments (see --help)\n");
-            return 2;
-        }
-    }
+    flags_common com = { 0 };
+    flags_parser fp;
+    parser(&fp, &com, &o.allow_requantize, pos);
+    int pr = flags_parse(&fp, argc, argv);
+    if (pr == FLAGS_STOP) { usage(stdout); return 0; }
+    if (pr) return pr;
+    if (com.threads > 0) o.n_threads = com.threads;
+    o.quiet = com.quiet;
+    const int n_pos = fp.n_pos;
     if (n_pos != 3) {
         fprintf(stderr, "unmask quantize: need IN.gguf OUT.gguf TYPE (see --help)\n");
         return 2;

@@ -25,10 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cast.h"
 #include "cli.h"
 #include "feopts.h"
+#include "flags.h"
 #include "genopts.h"
 #include "numparse.h"
 #include "gguf.h"
@@ -40,17 +42,54 @@
 #include "view.h"
 
 
+enum { REC_COMPARE = 1 };
+
+static const um_flag rec_rows[] = {
+    { .help = "recording:", .cmds = FLAG_CMD_RECORD },
+    { 0, "compare", "FLAGS", REC_COMPARE, FLAG_CMD_RECORD, FLAG_RUN, NULL, 0,
+      "also decode the prompt with these decoding flags in quotes (up to 3\n"
+      "times): the runs side by side or stacked, as the visualizer shows them" },
+};
+
+#define RECORD_MAX_PANES VIEW_MAX_PANES
+
+/* The --compare runs: their flags (parsed copies, cbuf: the split strings they point into). */
+typedef struct rec_cmp {
+    um_genopts *cg;
+    char      **cbuf;
+    const char **clabel;
+    int        *n_cmp;
+} rec_cmp;
+
+static int rec_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    rec_cmp *c = ctx;
+    if (*c->n_cmp == RECORD_MAX_PANES - 1) {
+        fprintf(stderr, "%s: %s: at most %d (%d runs in all)\n", prog, name, RECORD_MAX_PANES - 1, RECORD_MAX_PANES);
+        return -1;
+    }
+    int k = (*c->n_cmp)++;
+    genopts_init(&c->cg[k]);
+    c->clabel[k] = v;
+    if (!(c->cbuf[k] = strdup(v))) { fprintf(stderr, "%s: out of memory\n", prog); return -1; }
+    return genopts_parse_compare(&c->cg[k], c->cbuf[k], prog) ? -1 : 0;
+}
+
+static void parser(flags_parser *p, um_genopts *g, feopts *fe, rec_cmp *rc, flags_common *com) {
+    *p = (flags_parser){ .prog = "unmask record", .cmd = FLAG_CMD_RECORD };
+    genopts_add(p, g);
+    flags_add(p, rec_rows, (int)(sizeof rec_rows / sizeof rec_rows[0]), rec_fn, rc, NULL);
+    feopts_add(p, fe);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, com, NULL);
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: unmask record [-m FILE] -p PROMPT --gif OUT.gif [--cast OUT.cast] [options]\n\n"
+    flags_parser p;
+    parser(&p, NULL, NULL, NULL, NULL);
+    fprintf(f, "usage: unmask record [-m FILE | -M PRESET] -p PROMPT --gif OUT.gif [--cast OUT.cast] [options]\n\n"
                "Run a whole generation without a terminal and record what the visualizer shows:\n"
                "one frame per denoising step (plus the initial all-mask frame).\n\n");
-    genopts_usage(f);
-    fprintf(f, "recording:\n"
-               "  --compare FLAGS    also decode the prompt with these decoding flags in quotes (up to 3\n"
-               "                     times): the runs side by side or stacked, as the visualizer shows them\n");
-    feopts_usage(f, FE_RECORD);
-    fprintf(f, "  -q, --quiet        no progress on stderr\n"
-               "  -h, --help         this help\n");
+    flags_usage(f, &p);
+    genopts_usage_numbers(f);
 }
 
 /* Compose snapshot hist[shown] and hand it to the recorder at time t (seconds). */
@@ -75,7 +114,7 @@ static int run_to_end(ui_source *src, const um_settings *s, const char *prompt, 
             *hist = h;
         }
         (*hist)[(*n)++] = snap;
-        if (!quiet) fprintf(stderr, "\rrun %d: step %d/%d  masks %d   ", k + 1, snap->step, snap->n_steps, snap->masks_left);
+        if (!quiet && isatty(STDERR_FILENO)) fprintf(stderr, "\rrun %d: step %d/%d  masks %d   ", k + 1, snap->step, snap->n_steps, snap->masks_left);
         if (snap->done || sigexit_caught()) return UM_OK;
         int32_t prev = snap->step;
         snap = src->step(src->self, e);
@@ -83,8 +122,6 @@ static int run_to_end(ui_source *src, const um_settings *s, const char *prompt, 
     }
     return UM_FAIL;
 }
-
-#define RECORD_MAX_PANES VIEW_MAX_PANES
 
 static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const char **clabel, int *n_cmp, bool *quietp);
 
@@ -106,32 +143,15 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     feopts fe;
     genopts_init(&g);
     feopts_init(&fe);
-    bool quiet = *quietp;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
-        if (!strcmp(a, "--compare")) {
-            if (i + 1 >= argc) { fprintf(stderr, "unmask record: --compare needs a value (decoding flags in quotes)\n"); return 2; }
-            if (*n_cmp == RECORD_MAX_PANES - 1) {
-                fprintf(stderr, "unmask record: --compare: at most %d (%d runs in all)\n", RECORD_MAX_PANES - 1, RECORD_MAX_PANES);
-                return 2;
-            }
-            int k = (*n_cmp)++;
-            genopts_init(&cg[k]);
-            clabel[k] = argv[++i];
-            if (!(cbuf[k] = strdup(argv[i]))) { fprintf(stderr, "unmask record: out of memory\n"); return 1; }
-            if (genopts_parse_compare(&cg[k], cbuf[k], "unmask record")) return 2;
-            continue;
-        }
-        int r = genopts_parse(&g, argc, argv, &i, "unmask record");
-        if (r == 0) r = feopts_parse(&fe, FE_RECORD, argc, argv, &i, "unmask record");
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        fprintf(stderr, a[0] == '-' ? "unmask record: unknown option '%s' (see --help)\n"
-                                    : "unmask record: unexpected argument '%s' (see --help)\n", a);
-        return 2;
-    }
+    rec_cmp rcmp = { cg, cbuf, clabel, n_cmp };
+    flags_common com = { 0 };
+    flags_parser p;
+    parser(&p, &g, &fe, &rcmp, &com);
+    int pr = flags_parse(&p, argc, argv);
+    if (pr == FLAGS_STOP) { usage(stdout); return 0; }
+    if (pr) return pr;
+    bool quiet = *quietp = com.quiet;
+    const bool tty = isatty(STDERR_FILENO);         /* the step lines are redrawn with '\r' only there */
     if (!fe.gif && !fe.cast) { fprintf(stderr, "unmask record: give --gif FILE and/or --cast FILE (see --help)\n"); return 2; }
     theme th;
     um_err e = { "" };
@@ -199,7 +219,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         bool ok = run_to_end(&src, &s, g.prompt, &hist, &n_hist, quiet, 0, &e) == UM_OK;
         for (int k = 0; ok && k < *n_cmp && !sigexit_caught(); k++)
             ok = run_to_end(&csrc[k], &cset[k], g.prompt, &chist[k], &cn[k], quiet, k + 1, &e) == UM_OK;
-        if (!quiet) fputc('\n', stderr);
+        if (!quiet && tty) fputc('\n', stderr);
         int32_t last = n_hist - 1;
         panes[0] = (view_pane){ .hist = hist, .n_hist = n_hist, .label = "main" };
         for (int k = 0; k < *n_cmp; k++) {
@@ -235,7 +255,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         v.shown = n_hist - 1;
         double t = paced ? (double)(n_hist - 1) * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
         if (record_one(rec, t, &vc, &fr, &v, &e)) { snap = NULL; break; }
-        if (!quiet)
+        if (!quiet && tty)
             fprintf(stderr, "\rstep %d/%d  masks %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->masks_left,
                     snap->forward_ms + snap->sample_ms);
         if (snap->done || sigexit_caught()) break;
@@ -246,7 +266,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
             break;
         }
     }
-    if (!quiet) fputc('\n', stderr);
+    if (!quiet && tty) fputc('\n', stderr);
     t_end = paced ? (double)n_hist * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
     }
     if (!snap && e.msg[0]) {                          /* a failed step or frame: keep nothing */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "flags.h"
 #include "gguf.h"
 #include "numparse.h"
 #include "outfile.h"
@@ -23,7 +24,43 @@
 #define PROG "unmask split"
 #define DEFAULT_MAX_TENSORS 128         /* gguf-split's default (split_params.n_split_tensors) */
 
+enum { SP_MAX_TENSORS = 1, SP_MAX_SIZE, SP_DRY_RUN };
+
+#define SP FLAG_CMD_SPLIT
+static const um_flag split_rows[] = {
+    { 0, "split-max-tensors", "N", SP_MAX_TENSORS, SP, FLAG_RUN, NULL, 0, "at most N tensors per part (default 128)" },
+    { 0, "split-max-size", "SIZE", SP_MAX_SIZE, SP, FLAG_RUN, NULL, 0,
+      "at most SIZE bytes of tensor data per part (each tensor\n"
+      "padded to 32 bytes); SIZE is a whole number with an\n"
+      "optional unit K, M or G (1000, 10^6, 10^9), e.g. 2M" },
+    { 0, "dry-run", NULL, SP_DRY_RUN, SP, FLAG_RUN, NULL, 0, "print the plan, write nothing" },
+};
+#undef SP
+
+typedef struct split_opts { int64_t max_tensors; uint64_t max_bytes; bool dry_run; } split_opts;
+
+static int parse_size(const char *v, uint64_t *out);
+
+static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    split_opts *o = ctx;
+    if (f->id == SP_DRY_RUN) { o->dry_run = true; return 0; }
+    bool by_size = f->id == SP_MAX_SIZE;
+    if ((by_size && o->max_tensors) || (!by_size && o->max_bytes)) {
+        fprintf(stderr, "%s: give either --split-max-tensors or --split-max-size, not both\n", prog);
+        return -1;
+    }
+    return by_size ? (parse_size(v, &o->max_bytes) ? -1 : 0) : num_arg_int(prog, name, v, 1, GGUF_MAX_TENSORS, &o->max_tensors);
+}
+
+static void parser(flags_parser *p, flags_common *c, split_opts *o, const char **pos) {
+    *p = (flags_parser){ .prog = PROG, .cmd = FLAG_CMD_SPLIT, .pos = pos, .max_pos = 2 };
+    flags_add(p, split_rows, (int)(sizeof split_rows / sizeof split_rows[0]), own_fn, o, NULL);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, c, NULL);
+}
+
 static void usage(FILE *f) {
+    flags_parser p;
+    parser(&p, NULL, NULL, NULL);
     fprintf(f,
         "usage: unmask split [options] IN.gguf OUTPREFIX\n"
         "\n"
@@ -33,14 +70,8 @@ static void usage(FILE *f) {
         "Tensors keep their order. unmask and llama.cpp open the model from its first part\n"
         "(unmask from any part). IN may itself be a split model.\n"
         "\n"
-        "options:\n"
-        "  --split-max-tensors N   at most N tensors per part (default 128)\n"
-        "  --split-max-size SIZE   at most SIZE bytes of tensor data per part (each tensor\n"
-        "                          padded to 32 bytes); SIZE is a whole number with an\n"
-        "                          optional unit K, M or G (1000, 10^6, 10^9), e.g. 2M\n"
-        "  --dry-run               print the plan, write nothing\n"
-        "  -q, --quiet             no line per written part\n"
-        "  -h, --help              this help\n");
+        "options:\n");
+    flags_usage(f, &p);
 }
 
 /* "N", "NK", "NM", "NG" (decimal units, as gguf-split's M and G) into bytes. */
@@ -79,43 +110,18 @@ static int check_outputs(const gguf_file *in, char *const *paths, uint32_t n_par
 }
 
 int cmd_split(int argc, char **argv) {
-    int64_t max_tensors = 0;
-    uint64_t max_bytes = 0;
-    bool dry_run = false, quiet = false;
+    split_opts o = { 0 };
+    flags_common com = { 0 };
     const char *pos[2];
-    int n_pos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--split-max-tensors") || !strcmp(a, "--split-max-size")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, PROG ": %s needs a value\n", a);
-                return 2;
-            }
-            bool by_size = !strcmp(a, "--split-max-size");
-            if ((by_size && max_tensors) || (!by_size && max_bytes)) {
-                fprintf(stderr, PROG ": give either --split-max-tensors or --split-max-size, not both\n");
-                return 2;
-            }
-            if (by_size ? parse_size(argv[++i], &max_bytes)
-                        : num_arg_int(PROG, a, argv[++i], 1, GGUF_MAX_TENSORS, &max_tensors))
-                return 2;
-        } else if (!strcmp(a, "--dry-run")) {
-            dry_run = true;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            quiet = true;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, PROG ": unknown option '%s' (see --help)\n", a);
-            return 2;
-        } else if (n_pos < 2) {
-            pos[n_pos++] = a;
-        } else {
-            fprintf(stderr, PROG ": too many arguments (see --help)\n");
-            return 2;
-        }
-    }
+    flags_parser fp;
+    parser(&fp, &com, &o, pos);
+    int pr = flags_parse(&fp, argc, argv);
+    if (pr == FLAGS_STOP) { usage(stdout); return 0; }
+    if (pr) return pr;
+    int64_t max_tensors = o.max_tensors;
+    uint64_t max_bytes = o.max_bytes;
+    const bool dry_run = o.dry_run, quiet = com.quiet;
+    const int n_pos = fp.n_pos;
     if (n_pos != 2 || !pos[1][0]) {
         fprintf(stderr, PROG ": need IN.gguf and a non-empty OUTPREFIX (see --help)\n");
         return 2;

@@ -9,25 +9,59 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "flags.h"
+#include "genopts.h"
 #include "esc.h"
 #include "infile.h"
 #include "tokenizer.h"
 
+enum { TK_FILE = 1, TK_IDS_ONLY, TK_NO_BOS, TK_NO_SPECIAL };
+
+#define TK FLAG_CMD_TOKENIZE
+static const um_flag tok_rows[] = {
+    { 'f', "file", "PATH", TK_FILE, TK, FLAG_RUN, NULL, 0,
+      "read the text from PATH (bytes as they are; '-' is stdin; a regular\n"
+      "file of at most 16 MiB)" },
+    { 0, "ids-only", NULL, TK_IDS_ONLY, TK, FLAG_RUN, NULL, 0, "print the ids on one line, separated by spaces" },
+    { 0, "no-bos", NULL, TK_NO_BOS, TK, FLAG_RUN, NULL, 0, "do not add BOS/EOS even when the file asks for them" },
+    { 0, "no-special", NULL, TK_NO_SPECIAL, TK, FLAG_RUN, NULL, 0, "treat special-token text (e.g. <|eot_id|>) as plain text" },
+};
+#undef TK
+
+typedef struct tok_opts { const char *file; bool ids_only, no_bos, no_special; } tok_opts;
+
+static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    tok_opts *o = ctx;
+    switch (f->id) {
+    case TK_FILE:       o->file = v; break;
+    case TK_IDS_ONLY:   o->ids_only = true; break;
+    case TK_NO_BOS:     o->no_bos = true; break;
+    case TK_NO_SPECIAL: o->no_special = true; break;
+    default:            break;
+    }
+    return 0;
+}
+
+static void parser(flags_parser *p, flags_common *c, tok_opts *o, const char **pos) {
+    *p = (flags_parser){ .prog = "unmask tokenize", .cmd = FLAG_CMD_TOKENIZE, .pos = pos, .max_pos = 1 };
+    flags_add(p, flags_model_rows, flags_model_rows_n, flags_common_fn, c, NULL);
+    flags_add(p, tok_rows, (int)(sizeof tok_rows / sizeof tok_rows[0]), own_fn, o, NULL);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, c, NULL);
+}
+
 static void usage(FILE *f) {
+    flags_parser p;
+    parser(&p, NULL, NULL, NULL);
     fprintf(f,
-        "usage: unmask tokenize -m FILE [options] TEXT\n"
-        "       unmask tokenize -m FILE [options] -f TEXTFILE\n"
+        "usage: unmask tokenize (-m FILE | -M PRESET) [options] TEXT\n"
+        "       unmask tokenize (-m FILE | -M PRESET) [options] -f TEXTFILE\n"
         "\n"
-        "Tokenize TEXT with the tokenizer stored in the GGUF file FILE.\n"
+        "Tokenize TEXT with the tokenizer stored in the GGUF file FILE (tokenizer.ggml.* keys).\n"
+        "A TEXT that starts with '-' goes after -- (unmask tokenize -m FILE -- -x).\n"
         "\n"
-        "options:\n"
-        "  -m, --model FILE   GGUF file holding the tokenizer (tokenizer.ggml.* keys)\n"
-        "  -f, --file PATH    read the text from PATH (bytes as they are; '-' is stdin; a regular\n"
-        "                     file of at most 16 MiB)\n"
-        "      --ids-only     print the ids on one line, separated by spaces\n"
-        "      --no-bos       do not add BOS/EOS even when the file asks for them\n"
-        "      --no-special   treat special-token text (e.g. <|eot_id|>) as plain text\n"
-        "  -h, --help         show this help\n"
+        "options:\n");
+    flags_usage(f, &p);
+    fprintf(f,
         "\n"
         "Each line of the default output is: id TAB 'piece', where piece is the raw bytes the\n"
         "token decodes to; \\n \\t \\r \\' \\\\ and \\xNN (other control characters, C1\n"
@@ -41,33 +75,29 @@ static void print_piece(const uint8_t *p, size_t n) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *model = NULL, *file = NULL, *text = NULL;
-    bool ids_only = false, no_bos = false, no_special = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (++i >= argc) { fprintf(stderr, "unmask tokenize: %s needs a file\n", a); return 2; }
-            model = argv[i];
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (++i >= argc) { fprintf(stderr, "unmask tokenize: %s needs a path\n", a); return 2; }
-            file = argv[i];
-        } else if (!strcmp(a, "--ids-only")) ids_only = true;
-        else if (!strcmp(a, "--no-bos")) no_bos = true;
-        else if (!strcmp(a, "--no-special")) no_special = true;
-        else if (a[0] == '-' && a[1] != 0 && strcmp(a, "--") != 0) {
-            fprintf(stderr, "unmask tokenize: unknown option '%s' (see unmask tokenize --help)\n", a);
-            return 2;
-        } else {
-            if (!strcmp(a, "--")) { if (++i >= argc) break; a = argv[i]; }
-            if (text) { fprintf(stderr, "unmask tokenize: give the text as one argument (quote it)\n"); return 2; }
-            text = a;
-        }
+    tok_opts o = { 0 };
+    flags_common com = { 0 };
+    const char *pos[1] = { NULL };
+    flags_parser fp;
+    parser(&fp, &com, &o, pos);
+    int pr = flags_parse(&fp, argc, argv);
+    if (pr == FLAGS_STOP) { usage(stdout); return 0; }
+    if (pr) return pr;
+    const char *file = o.file, *text = fp.n_pos ? pos[0] : NULL;
+    const bool ids_only = o.ids_only, no_bos = o.no_bos, no_special = o.no_special;
+    if (!com.model && !com.preset) {
+        fprintf(stderr, "unmask tokenize: -m FILE (or -M PRESET) is required (see unmask tokenize --help)\n");
+        return 2;
     }
-    if (!model) { fprintf(stderr, "unmask tokenize: -m FILE is required (see unmask tokenize --help)\n"); return 2; }
     if (!text == !file) {
         fprintf(stderr, "unmask tokenize: give either TEXT or -f TEXTFILE (see unmask tokenize --help)\n");
         return 2;
+    }
+    char model[2048];
+    um_err me = { "" };
+    if (genopts_model_file(com.model, com.preset, model, sizeof model, &me)) {
+        fprintf(stderr, "unmask tokenize: %s\n", me.msg);
+        return 1;
     }
 
     char *owned = NULL;

@@ -17,19 +17,6 @@
 #define STR_(x) #x
 #define STR(x)  STR_(x)              /* a number macro as a string literal, for help texts */
 
-typedef int (*fe_parse_fn)(feopts *f, const char *flag, const char *v, const char *prog);
-
-typedef struct fe_flag {
-    const char  *name;
-    const char  *arg;            /* NULL: the flag takes no value */
-    unsigned     cmds;           /* FE_VIEW | FE_RECORD */
-    fe_parse_fn  parse;          /* NULL for a value-less flag (handled by name) */
-    const char  *help;           /* one "%s": replaced by the row's choices or defaults, if any */
-} fe_flag;
-
-static int p_theme(feopts *f, const char *flag, const char *v, const char *prog) { (void)flag; (void)prog; f->theme = v; return 0; }
-static int p_gif(feopts *f, const char *flag, const char *v, const char *prog) { (void)flag; (void)prog; f->gif = v; return 0; }
-static int p_cast(feopts *f, const char *flag, const char *v, const char *prog) { (void)flag; (void)prog; f->cast = v; return 0; }
 
 static int p_heat(feopts *f, const char *flag, const char *v, const char *prog) {
     for (int k = 0; k < VIEW_HEAT_COUNT; k++)
@@ -91,23 +78,81 @@ static int p_hold_cs(feopts *f, const char *flag, const char *v, const char *pro
 static int p_delay_ms(feopts *f, const char *flag, const char *v, const char *prog) { return num_arg_int(prog, flag, v, 0, 600000, &f->delay_ms); }
 static int p_pace(feopts *f, const char *flag, const char *v, const char *prog) { f->pace_set = true; return num_arg_i32(prog, flag, v, 0, UI_PACE_MAX_MS, &f->pace_ms); }
 
-static const fe_flag fe_flags[] = {
-    { "--gif",      "FILE",      FE_VIEW | FE_RECORD, p_gif,      "write an animated GIF of the screen, one frame per step%s" },
-    { "--cast",     "FILE",      FE_VIEW | FE_RECORD, p_cast,     "write an asciicast v2 recording (asciinema), one marker per step%s" },
-    { "--size",     "COLSxROWS", FE_RECORD,           p_size,     "the virtual screen (default 100x30, at least %s)" },
-    { "--delay-cs", "N",         FE_RECORD,           p_delay_cs, "GIF: centiseconds each step is shown, 2 to 65535 (default %s)" },
-    { "--hold-cs",  "N",         FE_RECORD,           p_hold_cs,  "GIF: centiseconds the last frame is held, 0 to 65535 (default %s)" },
-    { "--theme",    "NAME|FILE", FE_VIEW | FE_RECORD, p_theme,    "%s, or a .theme file" },
-    { "--color",    "MODE",      FE_VIEW,             p_color,    "auto, 24bit, 256, 8 or none (NO_COLOR is honoured)%s" },
-    { "--heat",     "MODE",      FE_VIEW | FE_RECORD, p_heat,     "%s" },
-    { "--layout",   "MODE",      FE_VIEW | FE_RECORD, p_layout,   "%s (a 9x9 sudoku grid);\n"
-                                                                  "                     default: the preset's layout, else text" },
-    { "--paused",   NULL,        FE_VIEW,             NULL,       "start paused at step 0%s" },
-    { "--demo-ui",  NULL,        FE_VIEW,             NULL,       "a synthetic denoiser instead of a model (tests, demos)%s" },
-    { "--delay-ms", "N",         FE_VIEW,             p_delay_ms, "its step time, 0 to 600000 (default 300)%s" },
-    { "--pace",     "MS",        FE_VIEW,             p_pace,     "ms between steps shown while following (default " STR(UI_PACE_DEFAULT_MS) "; 0: engine speed; keys < >)%s" },
-    { "--pace",     "MS",        FE_RECORD,           p_pace,     "ms per step in the cast and the GIF (unless --delay-cs); 0: real times%s" },
+enum { FE_GIF = 1, FE_CAST, FE_SIZE, FE_DELAY_CS, FE_HOLD_CS, FE_THEME, FE_COLOR, FE_HEAT, FE_LAYOUT, FE_PAUSED,
+       FE_DEMO_UI, FE_DELAY_MS, FE_PACE };
+
+#define VR (FE_VIEW | FE_RECORD)
+
+/* Every front-end flag; FLAG_RUN: not a decoding setting (refused in --compare). */
+static const um_flag fe_rows[] = {
+    { 0, "gif",      "FILE",      FE_GIF,      VR,        FLAG_RUN, NULL, 0, "write an animated GIF of the screen, one frame per step" },
+    { 0, "cast",     "FILE",      FE_CAST,     VR,        FLAG_RUN, NULL, 0, "write an asciicast v2 recording (asciinema), one marker per step" },
+    { 0, "size",     "COLSxROWS", FE_SIZE,     FE_RECORD, FLAG_RUN, NULL, 0, "the virtual screen (default 100x30, at least %s)" },
+    { 0, "delay-cs", "N",         FE_DELAY_CS, FE_RECORD, FLAG_RUN, NULL, 0, "GIF: centiseconds each step is shown, 2 to 65535 (default %s)" },
+    { 0, "hold-cs",  "N",         FE_HOLD_CS,  FE_RECORD, FLAG_RUN, NULL, 0, "GIF: centiseconds the last frame is held, 0 to 65535 (default %s)" },
+    { 0, "theme",    "NAME|FILE", FE_THEME,    VR,        FLAG_RUN, NULL, 0, "%s, or a .theme file" },
+    { 0, "color",    "MODE",      FE_COLOR,    FE_VIEW,   FLAG_RUN, NULL, 0, "auto, 24bit, 256, 8 or none (NO_COLOR is honoured)" },
+    { 0, "heat",     "MODE",      FE_HEAT,     VR,        FLAG_RUN, NULL, 0, "%s" },
+    { 0, "layout",   "MODE",      FE_LAYOUT,   VR,        FLAG_RUN, NULL, 0, "%s (a 9x9 sudoku grid);\n"
+                                                                              "default: the preset's layout, else text" },
+    { 0, "paused",   NULL,        FE_PAUSED,   FE_VIEW,   FLAG_RUN, NULL, 0, "start paused at step 0" },
+    { 0, "demo-ui",  NULL,        FE_DEMO_UI,  FE_VIEW,   FLAG_RUN, NULL, 0, "a synthetic denoiser instead of a model (tests, demos)" },
+    { 0, "delay-ms", "N",         FE_DELAY_MS, FE_VIEW,   FLAG_RUN, NULL, 0, "its step time, 0 to 600000 (default 300)" },
+    { 0, "pace",     "MS",        FE_PACE,     FE_VIEW,   FLAG_RUN, NULL, 0,
+      "ms between steps shown while following (default " STR(UI_PACE_DEFAULT_MS) "; 0: engine speed; keys < >)" },
+    { 0, "pace",     "MS",        FE_PACE,     FE_RECORD, FLAG_RUN, NULL, 0, "ms per step in the cast and the GIF (unless --delay-cs); 0: real times" },
 };
+#undef VR
+
+static int fe_fn(void *ctx, const um_flag *fl, const char *name, const char *v, const char *prog) {
+    feopts *f = ctx;
+    switch (fl->id) {
+    case FE_GIF:      f->gif = v; return 0;
+    case FE_CAST:     f->cast = v; return 0;
+    case FE_SIZE:     return p_size(f, name, v, prog);
+    case FE_DELAY_CS: return p_delay_cs(f, name, v, prog);
+    case FE_HOLD_CS:  return p_hold_cs(f, name, v, prog);
+    case FE_THEME:    f->theme = v; return 0;
+    case FE_COLOR:    return p_color(f, name, v, prog);
+    case FE_HEAT:     return p_heat(f, name, v, prog);
+    case FE_LAYOUT:   return p_layout(f, name, v, prog);
+    case FE_PAUSED:   f->paused = true; return 0;
+    case FE_DEMO_UI:  f->demo = true; return 0;
+    case FE_DELAY_MS: return p_delay_ms(f, name, v, prog);
+    case FE_PACE:     return p_pace(f, name, v, prog);
+    default:          return 0;
+    }
+}
+
+/* The "%s" of a row's help: the choices or defaults, from the lists that define them. */
+static void fe_fill(const um_flag *fl, char *fill, size_t cap) {
+    size_t n = 0;
+    fill[0] = 0;
+    switch (fl->id) {
+    case FE_THEME:
+        for (int t = 0; t < theme_cycle_len && n < cap; t++)
+            n += (size_t)snprintf(fill + n, cap - n, "%s%s%s", t ? ", " : "", theme_cycle[t], t ? "" : " (default)");
+        break;
+    case FE_HEAT:
+        for (int h = 0; h < VIEW_HEAT_COUNT && n < cap; h++)
+            n += (size_t)snprintf(fill + n, cap - n, "%s%s%s", h == 0 ? "" : h == VIEW_HEAT_COUNT - 1 ? " or " : ", ",
+                                  ui_heat_keys[h], h == VIEW_HEAT_COMMIT ? " (default)" : "");
+        break;
+    case FE_LAYOUT:
+        for (int l = 0; l < VIEW_LAYOUT_COUNT && n < cap; l++)
+            n += (size_t)snprintf(fill + n, cap - n, "%s%s", l == 0 ? "" : l == VIEW_LAYOUT_COUNT - 1 ? " or " : ", ",
+                                  view_layout_keys[l]);
+        break;
+    case FE_SIZE:     snprintf(fill, cap, "%dx%d", VIEW_MIN_W, VIEW_MIN_H); break;
+    case FE_DELAY_CS: snprintf(fill, cap, "%d", RECORDER_DELAY_CS); break;
+    case FE_HOLD_CS:  snprintf(fill, cap, "%d", RECORDER_HOLD_CS); break;
+    default:          break;
+    }
+}
+
+void feopts_add(flags_parser *p, feopts *f) {
+    flags_add(p, fe_rows, (int)(sizeof fe_rows / sizeof fe_rows[0]), fe_fn, f, fe_fill);
+}
 
 void feopts_init(feopts *f) {
     memset(f, 0, sizeof *f);
@@ -123,52 +168,16 @@ void feopts_init(feopts *f) {
 }
 
 int feopts_parse(feopts *f, unsigned cmd, int argc, char **argv, int *i, const char *prog) {
-    const char *a = argv[*i];
-    for (size_t k = 0; k < sizeof fe_flags / sizeof fe_flags[0]; k++) {
-        const fe_flag *fl = &fe_flags[k];
-        if (!(fl->cmds & cmd) || strcmp(a, fl->name)) continue;
-        if (!fl->arg) {
-            if (!strcmp(a, "--paused")) f->paused = true;
-            else if (!strcmp(a, "--demo-ui")) f->demo = true;
-            return 1;
-        }
-        if (*i + 1 >= argc) { fprintf(stderr, "%s: %s needs a value\n", prog, a); return -1; }
-        const char *v = argv[++*i];
-        return fl->parse(f, a, v, prog) ? -1 : 1;
-    }
-    return 0;
+    flags_parser p = { .prog = prog, .cmd = cmd };
+    feopts_add(&p, f);
+    int r = flags_parse_one(&p, argc, argv, i);
+    return r > 1 ? 1 : r;
 }
 
 void feopts_usage(FILE *out, unsigned cmd) {
-    for (size_t k = 0; k < sizeof fe_flags / sizeof fe_flags[0]; k++) {
-        const fe_flag *fl = &fe_flags[k];
-        if (!(fl->cmds & cmd)) continue;
-        char head[40], fill[160] = "";
-        snprintf(head, sizeof head, "%s%s%s", fl->name, fl->arg ? " " : "", fl->arg ? fl->arg : "");
-        if (!strcmp(fl->name, "--theme")) {
-            size_t n = 0;
-            for (int t = 0; t < theme_cycle_len; t++)
-                n += (size_t)snprintf(fill + n, sizeof fill - n, "%s%s%s", t ? ", " : "", theme_cycle[t], t ? "" : " (default)");
-        } else if (!strcmp(fl->name, "--heat")) {
-            size_t n = 0;
-            for (int h = 0; h < VIEW_HEAT_COUNT; h++)
-                n += (size_t)snprintf(fill + n, sizeof fill - n, "%s%s%s", h == 0 ? "" : h == VIEW_HEAT_COUNT - 1 ? " or " : ", ",
-                                      ui_heat_keys[h], h == VIEW_HEAT_COMMIT ? " (default)" : "");
-        } else if (!strcmp(fl->name, "--layout")) {
-            size_t n = 0;
-            for (int l = 0; l < VIEW_LAYOUT_COUNT; l++)
-                n += (size_t)snprintf(fill + n, sizeof fill - n, "%s%s", l == 0 ? "" : l == VIEW_LAYOUT_COUNT - 1 ? " or " : ", ",
-                                      view_layout_keys[l]);
-        } else if (!strcmp(fl->name, "--size")) {
-            snprintf(fill, sizeof fill, "%dx%d", VIEW_MIN_W, VIEW_MIN_H);
-        } else if (!strcmp(fl->name, "--delay-cs")) {
-            snprintf(fill, sizeof fill, "%d", RECORDER_DELAY_CS);
-        } else if (!strcmp(fl->name, "--hold-cs")) {
-            snprintf(fill, sizeof fill, "%d", RECORDER_HOLD_CS);
-        }
-        const char *at = strstr(fl->help, "%s");         /* the choices go where the row says */
-        fprintf(out, "  %-18s %.*s%s%s\n", head, (int)(at - fl->help), fl->help, fill, at + 2);
-    }
+    flags_parser p = { .cmd = cmd };
+    feopts_add(&p, NULL);
+    flags_usage(out, &p);
 }
 
 int feopts_layout(const feopts *f, const char *preset_layout) {

@@ -4,8 +4,8 @@
  * commands spell, check and document each flag the same way. The generation flags are
  * genopts.h's; this module holds only what decides how the run is shown or recorded.
  *
- * Each table row names the commands that take it (FE_VIEW, FE_RECORD); a flag given to a
- * command that does not take it is not consumed (the command reports it as unknown).
+ * Each table row (flags.h) names the commands that take it (FE_VIEW, FE_RECORD); a flag given
+ * to a command that does not take it is not consumed (the command reports it as unknown).
  */
 #ifndef UM_FEOPTS_H
 #define UM_FEOPTS_H
@@ -14,9 +14,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "flags.h"
 #include "outfile.h"
 
-enum { FE_VIEW = 1, FE_RECORD = 2 };
+enum { FE_VIEW = FLAG_CMD_VIEW, FE_RECORD = FLAG_CMD_RECORD };
 
 typedef struct feopts {
     const char *theme;           /* --theme NAME|FILE */
@@ -37,11 +38,15 @@ typedef struct feopts {
 } feopts;
 
 void feopts_init(feopts *f);
-/* Try argv[*i] (and its value) as a front-end flag of command cmd (FE_VIEW or FE_RECORD).
+/* Add the front-end rows to a command's parser (p->cmd FE_VIEW or FE_RECORD), into f (NULL:
+ * for help only). */
+void feopts_add(flags_parser *p, feopts *f);
+/* Try argv[*i] (and its value) as a front-end flag of command cmd (FE_VIEW or FE_RECORD), by
+ * the same rows feopts_add gives the commands' parsers (the table's tests use it alone).
  * Returns 1 if consumed (*i advanced past a value), 0 if not one of cmd's flags, -1 on a bad
  * value (the message printed with prog as prefix; the command exits 2). */
 int  feopts_parse(feopts *f, unsigned cmd, int argc, char **argv, int *i, const char *prog);
-/* The help lines of cmd's front-end flags, from the table. */
+/* The help lines of cmd's front-end flags, from the table (as flags_usage prints them). */
 void feopts_usage(FILE *out, unsigned cmd);
 /* The canvas layout (a view_layout): --layout when given, else the preset's `layout`
  * (preset_layout: a view_layout_keys name, "" or NULL when it has none), else text. */

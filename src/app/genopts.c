@@ -6,12 +6,16 @@
  */
 #include "genopts.h"
 
+#include "esc.h"
 #include "numparse.h"
 #include "infile.h"
 #include "schedule.h"
 
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void genopts_init(um_genopts *g) {
     memset(g, 0, sizeof *g);
@@ -32,118 +36,182 @@ void genopts_init(um_genopts *g) {
     g->us_sc_mode = -1;
 }
 
-void genopts_usage(FILE *f) {
-    fprintf(f,
-        "model:\n"
-        "  -m FILE            model file (GGUF); default: the bundled demo model\n"
-        "  -M NAME            a preset from models.conf\n"
-        "  -t N               threads (default: physical cores)\n"
-        "  --gpu              run the forward pass on the CUDA backend\n"
-        "  --ctx N            context limit in tokens (default: the model's trained context;\n"
-        "                     past it a generation runs only with --ctx, with a warning)\n"
-        "prompt:\n"
-        "  -p TEXT            the prompt (default: the preset's prompt, if it has one)\n"
-        "  --chat-template T  llada, llada-moe, llada2, dream, chatml, rnd1, gemma4 or none (default: detected)\n"
-        "  --chat-template-file F  the chat template in file F (format: docs/models.md)\n"
-        "  --no-chat          use the prompt as it is (same as --chat-template none)\n"
-        "  --system TEXT      system prompt\n"
-        "decoding:\n"
-        "  --gen N            tokens to generate (default 128)\n"
-        "  --steps S          denoising steps (default: as many as tokens)\n"
-        "  --block B          blocks of B tokens (any schedule); alone: the block schedule (LLaDA)\n"
-        "  --eps E            timestep schedule (Dream) with this eps, 0 <= E < 1\n"
-        "  --threshold T      confidence-threshold schedule (Fast-dLLM): commit all above T\n"
-        "  --factor F         Fast-dLLM's factor rule: commit the n best while the n-th has a\n"
-        "                     confidence >= 1 - F/(n+1)\n"
-        "  --eb-gamma G       entropy-bounded sampler (EB-sampler): commit the lowest-entropy\n"
-        "                     positions while their entropies, less the largest, sum to <= G nats\n"
-        "  --schedule NAME    block, timestep, threshold, linear (RND1), factor or eb; flags\n"
-        "                     naming two different schedules are an error\n"
-        "  --alg A            position score: confidence, margin, entropy, random or origin\n"
-        "  --alg-temp T       > 0: sample which positions commit (Dream's alg_temp)\n"
-        "  --temp T           temperature (0 = greedy)\n"
-        "  --top-k K          sample among the K best (0 = off)\n"
-        "  --top-p P          nucleus sampling (1 = off)\n"
-        "  --gumbel           LLaDA's Gumbel-max token choice in float64 (default for LLaDA)\n"
-        "  --no-gumbel        Dream's multinomial token choice (default for Dream and RND1)\n"
-        "  --cfg W            classifier-free guidance weight (0 = off)\n"
-        "  --seed N           random seed (default 42)\n"
-        "  --stop-at-eos      stop once a finished block is all end-of-text\n"
-        "  --eos-early-stop   stop once every position up to the first end-of-text is\n"
-        "                     committed (LLaDA 2.x; default for block-causal models)\n"
-        "  --no-eos-early-stop  don't\n"
-        "  --block-steps S    threshold schedule with LLaDA 2.0's quota: at in-block step k\n"
-        "                     commit at least B/S (+1 for k < B%%S) besides all above the threshold\n"
-        "block diffusion editing (LLaDA 2.1; any model):\n"
-        "  --edit             replace committed tokens of the active block: LLaDA 2.1's\n"
-        "                     defaults, --edit-threshold 0.9 --post-steps 16\n"
-        "  --edit-threshold P replace a committed token when the model prefers another with\n"
-        "                     probability > P (implies --edit)\n"
-        "  --post-steps N     at most N edit-only steps once a block is full (implies --edit)\n"
-        "  --no-edit          no editing\n"
-        "uniform-state decoding (DiffusionGemma; defaults: the file's diffusion.eb_* keys):\n"
-        "  --steps S          at most S steps a canvas (eb_max_steps); --gen N: ceil(N / canvas) canvases\n"
-        "  --t-max T, --t-min T  temperature from T_max on a canvas's first step down to T_min\n"
-        "  --entropy-bound B  accept positions by increasing entropy while the sum before stays <= B nats\n"
-        "  --stability N      stop a canvas once its argmax held N steps running ...\n"
-        "  --confidence C     ... and its mean entropy is below C\n"
-        "  --self-cond MODE   self-conditioning: auto (default), exact, topk or off\n"
-        "  --self-cond-topk K its K for topk and auto (default 256)\n"
-        "  --cache prefix|none  the prompt's K/V once per canvas (default, exact) or the whole pass\n"
-        "  --fast             the best measured trade-off: --eb-gamma 0.01 --cache dual\n"
-        "                     --cache-drift 0.05; a flag naming a schedule or a cache mode or\n"
-        "                     refresh rule replaces that part\n"
-        "cache (approximate; default none = exact):\n"
-        "  --cache MODE       none, prefix or dual (Fast-dLLM): a full pass fills a K/V cache at\n"
-        "                     each block's start; then prefix recomputes the block and all after\n"
-        "                     it, dual the block only (only positions masked at the fill)\n"
-        "  --cache-refresh K  also a full pass every K steps (alone: --cache dual)\n"
-        "  --cache-drift D    also a full pass after a step whose recomputed rows' K moved by\n"
-        "                     more than D (relative) from the cached ones\n"
-        "  --cache-type T     f16 (default), f32 or q8_0: how the cache stores K and V\n"
-        "N, S, B, K are whole numbers (no fraction, exponent, hex or leading zero), the others\n"
-        "decimals (no nan or inf); a value outside a flag's range is refused, naming the range.\n");
+/* ------------------------------------------------------------------ the table */
+
+enum {
+    GO_GPU = 1, GO_CTX, GO_PROMPT, GO_CHAT_TEMPLATE, GO_CHAT_TEMPLATE_FILE, GO_NO_CHAT, GO_SYSTEM,
+    GO_GEN, GO_STEPS, GO_BLOCK, GO_EPS, GO_THRESHOLD, GO_FACTOR, GO_EB_GAMMA, GO_SCHEDULE, GO_ALG,
+    GO_ALG_TEMP, GO_TEMP, GO_TOP_K, GO_TOP_P, GO_GUMBEL, GO_NO_GUMBEL, GO_CFG, GO_SEED, GO_STOP_AT_EOS,
+    GO_EOS_EARLY_STOP, GO_NO_EOS_EARLY_STOP, GO_BLOCK_STEPS, GO_EDIT, GO_EDIT_THRESHOLD, GO_POST_STEPS,
+    GO_NO_EDIT, GO_FAST, GO_CACHE, GO_CACHE_REFRESH, GO_CACHE_DRIFT, GO_CACHE_TYPE,
+    GO_T_MIN, GO_T_MAX, GO_ENTROPY_BOUND, GO_STABILITY, GO_CONFIDENCE, GO_SELF_COND, GO_SELF_COND_TOPK,
+};
+
+#define D FLAG_CMD_DECODE
+#define S_(x) (1u << (x))
+
+/* Every generation flag, in help order. key: the JSON settings key of the value the row sets
+ * (genopts_json_settings); uses: the schedules the setting belongs to (eval's settings line). */
+static const um_flag gen_rows[] = {
+    { 0, "gpu", NULL, GO_GPU, D, FLAG_RUN, NULL, 0, "run the forward pass on the CUDA backend" },
+    { 0, "ctx", "N", GO_CTX, D, FLAG_RUN, NULL, 0,
+      "context limit in tokens (default: the model's trained context;\n"
+      "past it a generation runs only with --ctx, with a warning)" },
+    { .help = "prompt:", .cmds = D },
+    { 'p', "prompt", "TEXT", GO_PROMPT, D, FLAG_RUN, NULL, 0,
+      "the prompt (default: the preset's prompt, if it has one)" },
+    { 0, "chat-template", "NAME", GO_CHAT_TEMPLATE, D, FLAG_RUN, NULL, 0,
+      "llada, llada-moe, llada2, dream, chatml, rnd1, gemma4 or none\n"
+      "(default: detected)" },
+    { 0, "chat-template-file", "FILE", GO_CHAT_TEMPLATE_FILE, D, FLAG_RUN, NULL, 0,
+      "the chat template in FILE (format: docs/models.md)" },
+    { 0, "no-chat", NULL, GO_NO_CHAT, D, FLAG_RUN, NULL, 0, "use the prompt as it is (same as --chat-template none)" },
+    { 0, "system", "TEXT", GO_SYSTEM, D, FLAG_RUN, NULL, 0, "system prompt" },
+    { .help = "decoding:", .cmds = D },
+    { 0, "gen", "N", GO_GEN, D, 0, "gen", 0, "tokens to generate, 1 to 1048576 (default 128)" },
+    { 0, "steps", "S", GO_STEPS, D, 0, "steps_requested", 0, "denoising steps (default: as many as tokens)" },
+    { 0, "block", "B", GO_BLOCK, D, 0, "block", 0, "blocks of B tokens (any schedule); alone: the block schedule (LLaDA)" },
+    { 0, "eps", "E", GO_EPS, D, 0, "eps", S_(UM_SCHED_TIMESTEP), "timestep schedule (Dream) with this eps, 0 <= E < 1" },
+    { 0, "threshold", "T", GO_THRESHOLD, D, 0, "threshold", S_(UM_SCHED_THRESHOLD),
+      "confidence-threshold schedule (Fast-dLLM): commit all above T" },
+    { 0, "factor", "F", GO_FACTOR, D, 0, "factor", S_(UM_SCHED_FACTOR),
+      "Fast-dLLM's factor rule: commit the n best while the n-th has a\n"
+      "confidence >= 1 - F/(n+1)" },
+    { 0, "eb-gamma", "G", GO_EB_GAMMA, D, 0, "eb_gamma", S_(UM_SCHED_EB),
+      "entropy-bounded sampler (EB-sampler): commit the lowest-entropy\n"
+      "positions while their entropies, less the largest, sum to <= G nats" },
+    { 0, "schedule", "NAME", GO_SCHEDULE, D, 0, "schedule", 0,
+      "block, timestep, threshold, linear (RND1), factor or eb; flags\n"
+      "naming two different schedules are an error" },
+    { 0, "alg", "A", GO_ALG, D, 0, "alg", 0, "position score: confidence, margin, entropy, random or origin" },
+    { 0, "alg-temp", "T", GO_ALG_TEMP, D, 0, "alg_temp", 0, "> 0: sample which positions commit (Dream's alg_temp)" },
+    { 0, "temp", "T", GO_TEMP, D, 0, "temperature", 0, "temperature (0 = greedy)" },
+    { 0, "top-k", "K", GO_TOP_K, D, 0, "top_k", 0, "sample among the K best (0 = off)" },
+    { 0, "top-p", "P", GO_TOP_P, D, 0, "top_p", 0, "nucleus sampling (1 = off)" },
+    { 0, "gumbel", NULL, GO_GUMBEL, D, 0, "gumbel", 0, "LLaDA's Gumbel-max token choice in float64 (default for LLaDA)" },
+    { 0, "no-gumbel", NULL, GO_NO_GUMBEL, D, 0, NULL, 0, "Dream's multinomial token choice (default for Dream and RND1)" },
+    { 0, "cfg", "W", GO_CFG, D, 0, "cfg", 0, "classifier-free guidance weight (0 = off)" },
+    { 0, "seed", "N", GO_SEED, D, 0, "seed", 0, "random seed, 0 to 9007199254740991 (default 42)" },
+    { 0, "stop-at-eos", NULL, GO_STOP_AT_EOS, D, 0, "stop_at_eos", 0, "stop once a finished block is all end-of-text" },
+    { 0, "eos-early-stop", NULL, GO_EOS_EARLY_STOP, D, 0, "eos_early_stop", 0,
+      "stop once every position up to the first end-of-text is\n"
+      "committed (LLaDA 2.x; default for block-causal models)" },
+    { 0, "no-eos-early-stop", NULL, GO_NO_EOS_EARLY_STOP, D, 0, NULL, 0, "don't" },
+    { 0, "block-steps", "S", GO_BLOCK_STEPS, D, 0, "block_steps", S_(UM_SCHED_THRESHOLD),
+      "threshold schedule with LLaDA 2.0's quota: at in-block step k\n"
+      "commit at least B/S (+1 for k < B%S) besides all above the threshold" },
+    { 0, "fast", NULL, GO_FAST, D, 0, NULL, 0,
+      "the best measured trade-off: --eb-gamma 0.01 --cache dual\n"
+      "--cache-drift 0.05; a flag naming a schedule or a cache mode or\n"
+      "refresh rule replaces that part" },
+    { .help = "block diffusion editing (LLaDA 2.1; any model):", .cmds = D },
+    { 0, "edit", NULL, GO_EDIT, D, 0, "edit", 0,
+      "replace committed tokens of the active block: LLaDA 2.1's\n"
+      "defaults, --edit-threshold 0.9 --post-steps 16" },
+    { 0, "edit-threshold", "P", GO_EDIT_THRESHOLD, D, 0, "edit_threshold", 0,
+      "replace a committed token when the model prefers another with\n"
+      "probability > P (implies --edit)" },
+    { 0, "post-steps", "N", GO_POST_STEPS, D, 0, "post_steps", 0, "at most N edit-only steps once a block is full (implies --edit)" },
+    { 0, "no-edit", NULL, GO_NO_EDIT, D, 0, NULL, 0, "no editing" },
+    { .help = "cache (approximate; default none = exact):", .cmds = D },
+    { 0, "cache", "MODE", GO_CACHE, D, 0, "cache", 0,
+      "none, prefix or dual (Fast-dLLM): a full pass fills a K/V cache at\n"
+      "each block's start; then prefix recomputes the block and all after\n"
+      "it, dual the block only (only positions masked at the fill)" },
+    { 0, "cache-refresh", "K", GO_CACHE_REFRESH, D, 0, "cache_refresh", 0, "also a full pass every K steps (alone: --cache dual)" },
+    { 0, "cache-drift", "D", GO_CACHE_DRIFT, D, 0, "cache_drift", 0,
+      "also a full pass after a step whose recomputed rows' K moved by\n"
+      "more than D (relative) from the cached ones" },
+    { 0, "cache-type", "T", GO_CACHE_TYPE, D, 0, "cache_type", 0, "f16 (default), f32 or q8_0: how the cache stores K and V" },
+    { .help = "uniform-state decoding (DiffusionGemma; defaults: the file's diffusion.eb_* keys):", .cmds = D },
+    { 0, "t-max", "T", GO_T_MAX, D, 0, "t_max", S_(UM_SCHED_UNIFORM),
+      "temperature on a canvas's first step, down to --t-min on its last;\n"
+      "--steps S: at most S steps a canvas, --gen N: ceil(N / canvas) canvases" },
+    { 0, "t-min", "T", GO_T_MIN, D, 0, "t_min", S_(UM_SCHED_UNIFORM), "temperature on a canvas's last step" },
+    { 0, "entropy-bound", "B", GO_ENTROPY_BOUND, D, 0, "entropy_bound", S_(UM_SCHED_UNIFORM),
+      "accept positions by increasing entropy while the sum before stays <= B nats" },
+    { 0, "stability", "N", GO_STABILITY, D, 0, "stability", S_(UM_SCHED_UNIFORM),
+      "stop a canvas once its argmax held N steps running ..." },
+    { 0, "confidence", "C", GO_CONFIDENCE, D, 0, "confidence", S_(UM_SCHED_UNIFORM),
+      "... and its mean entropy is below C" },
+    { 0, "self-cond", "MODE", GO_SELF_COND, D, 0, "self_cond", S_(UM_SCHED_UNIFORM),
+      "self-conditioning: auto (default), exact, topk or off;\n"
+      "--cache prefix (default, exact: the prompt's K/V once per canvas) or none" },
+    { 0, "self-cond-topk", "K", GO_SELF_COND_TOPK, D, 0, "self_cond_topk", S_(UM_SCHED_UNIFORM),
+      "its K for topk and auto (default 256)" },
+};
+#undef D
+
+void genopts_usage_numbers(FILE *f) {
+    fprintf(f, "N, S, B, K are whole numbers (no fraction, exponent, hex or leading zero), the others\n"
+               "decimals (no nan or inf); a value outside a flag's range is refused, naming the range.\n"
+               "A long flag's value may follow '=' (--steps=32), a short flag's be attached (-t2);\n"
+               "-- ends the flags.\n");
+}
+
+/* One setting's value as JSON, by the row that sets it. */
+static void put_setting(jsonw *j, const um_settings *s, int id) {
+    switch (id) {
+    case GO_GEN:            jsonw_int(j, s->n_gen); break;
+    case GO_STEPS:          jsonw_int(j, s->steps); break;
+    case GO_BLOCK:          jsonw_int(j, s->block_len); break;
+    case GO_EPS:            jsonw_f32(j, s->eps); break;
+    case GO_THRESHOLD:      jsonw_f32(j, s->threshold); break;
+    case GO_FACTOR:         jsonw_f32(j, s->factor); break;
+    case GO_EB_GAMMA:       jsonw_f32(j, s->eb_gamma); break;
+    case GO_SCHEDULE:       jsonw_str(j, schedule_name(s->schedule)); break;
+    case GO_ALG:            jsonw_str(j, schedule_score_name(s->score)); break;
+    case GO_ALG_TEMP:       jsonw_f32(j, s->alg_temp); break;
+    case GO_TEMP:           jsonw_f32(j, s->temperature); break;
+    case GO_TOP_K:          jsonw_int(j, s->top_k); break;
+    case GO_TOP_P:          jsonw_f32(j, s->top_p); break;
+    case GO_GUMBEL:         jsonw_bool(j, s->gumbel); break;
+    case GO_CFG:            jsonw_f32(j, s->cfg); break;
+    case GO_SEED:           jsonw_int(j, (long long)s->seed); break;
+    case GO_STOP_AT_EOS:    jsonw_bool(j, s->stop_at_eos); break;
+    case GO_EOS_EARLY_STOP: jsonw_bool(j, s->eos_early_stop); break;
+    case GO_BLOCK_STEPS:    jsonw_int(j, s->block_steps); break;
+    case GO_EDIT:           jsonw_bool(j, s->edit); break;
+    case GO_EDIT_THRESHOLD: jsonw_f32(j, s->edit_threshold); break;
+    case GO_POST_STEPS:     jsonw_int(j, s->post_steps); break;
+    case GO_CACHE:          jsonw_str(j, engine_cache_name(s->cache)); break;
+    case GO_CACHE_REFRESH:  jsonw_int(j, s->cache_refresh); break;
+    case GO_CACHE_DRIFT:    jsonw_f32(j, s->cache_drift); break;
+    case GO_CACHE_TYPE:     jsonw_str(j, engine_kv_store_name(s->cache_type)); break;
+    case GO_T_MIN:          jsonw_f32(j, s->us_t_min); break;
+    case GO_T_MAX:          jsonw_f32(j, s->us_t_max); break;
+    case GO_ENTROPY_BOUND:  jsonw_f32(j, s->us_bound); break;
+    case GO_STABILITY:      jsonw_int(j, s->us_stability); break;
+    case GO_CONFIDENCE:     jsonw_f32(j, s->us_confidence); break;
+    case GO_SELF_COND: {
+        static const char *const sc_names[] = { "exact", "topk", "auto" };
+        jsonw_str(j, !s->us_self_cond ? "off" : s->us_sc_mode >= 0 && s->us_sc_mode <= 2 ? sc_names[s->us_sc_mode] : "?");
+        break;
+    }
+    case GO_SELF_COND_TOPK: jsonw_int(j, s->us_sc_top_k); break;
+    default:                jsonw_null(j); break;
+    }
 }
 
 void genopts_json_settings(jsonw *j, const um_settings *s) {
     jsonw_obj_begin(j);
-    jsonw_key(j, "gen"); jsonw_int(j, s->n_gen);
-    jsonw_key(j, "steps_requested"); jsonw_int(j, s->steps);
-    jsonw_key(j, "schedule"); jsonw_str(j, schedule_name(s->schedule));
-    jsonw_key(j, "block"); jsonw_int(j, s->block_len);
-    jsonw_key(j, "eps"); jsonw_num(j, s->eps);
-    jsonw_key(j, "threshold"); jsonw_num(j, s->threshold);
-    jsonw_key(j, "factor"); jsonw_num(j, s->factor);
-    jsonw_key(j, "eb_gamma"); jsonw_num(j, s->eb_gamma);
-    jsonw_key(j, "alg"); jsonw_str(j, schedule_score_name(s->score));
-    jsonw_key(j, "temperature"); jsonw_num(j, s->temperature);
-    jsonw_key(j, "top_k"); jsonw_int(j, s->top_k);
-    jsonw_key(j, "top_p"); jsonw_num(j, s->top_p);
-    jsonw_key(j, "cfg"); jsonw_num(j, s->cfg);
-    jsonw_key(j, "seed"); jsonw_int(j, (long long)s->seed);
-    jsonw_key(j, "cache"); jsonw_str(j, engine_cache_name(s->cache));
-    jsonw_key(j, "cache_type"); jsonw_str(j, engine_kv_store_name(s->cache_type));
-    jsonw_key(j, "cache_refresh"); jsonw_int(j, s->cache_refresh);
-    jsonw_key(j, "cache_drift"); jsonw_num(j, s->cache_drift);
-    jsonw_key(j, "block_aligned"); jsonw_bool(j, s->block_aligned);
-    jsonw_key(j, "block_steps"); jsonw_int(j, s->block_steps);
-    jsonw_key(j, "eos_early_stop"); jsonw_bool(j, s->eos_early_stop);
-    jsonw_key(j, "edit"); jsonw_bool(j, s->edit);
-    jsonw_key(j, "edit_threshold"); jsonw_num(j, s->edit_threshold);
-    jsonw_key(j, "post_steps"); jsonw_int(j, s->post_steps);
-    if (s->schedule == UM_SCHED_UNIFORM) {
-        static const char *const sc_names[] = { "exact", "topk", "auto" };
-        jsonw_key(j, "canvas"); jsonw_int(j, s->us_canvas);
-        jsonw_key(j, "t_min"); jsonw_num(j, s->us_t_min);
-        jsonw_key(j, "t_max"); jsonw_num(j, s->us_t_max);
-        jsonw_key(j, "entropy_bound"); jsonw_num(j, s->us_bound);
-        jsonw_key(j, "stability"); jsonw_int(j, s->us_stability);
-        jsonw_key(j, "confidence"); jsonw_num(j, s->us_confidence);
-        jsonw_key(j, "self_cond");
-        jsonw_str(j, !s->us_self_cond ? "off" : s->us_sc_mode >= 0 && s->us_sc_mode <= 2 ? sc_names[s->us_sc_mode] : "?");
-        jsonw_key(j, "self_cond_topk"); jsonw_int(j, s->us_sc_top_k);
+    for (size_t k = 0; k < sizeof gen_rows / sizeof gen_rows[0]; k++) {
+        if (!gen_rows[k].key) continue;
+        /* the uniform-state rows only on its runs (a masked run has no such settings) */
+        if (gen_rows[k].uses == S_(UM_SCHED_UNIFORM) && s->schedule != UM_SCHED_UNIFORM) continue;
+        jsonw_key(j, gen_rows[k].key);
+        put_setting(j, s, gen_rows[k].id);
     }
+    if (s->schedule == UM_SCHED_UNIFORM) { jsonw_key(j, "canvas"); jsonw_int(j, s->us_canvas); }
+    jsonw_key(j, "block_aligned"); jsonw_bool(j, s->block_aligned);   /* the model's, no flag */
     jsonw_obj_end(j);
+}
+
+bool genopts_setting_used(const char *key, const um_settings *s) {
+    for (size_t k = 0; k < sizeof gen_rows / sizeof gen_rows[0]; k++)
+        if (gen_rows[k].key && !strcmp(gen_rows[k].key, key))
+            return !gen_rows[k].uses || (gen_rows[k].uses & S_((unsigned)s->schedule));
+    return false;
 }
 
 /* A flag that names a schedule conflicts with another that names a different one. */
@@ -184,102 +252,96 @@ static int check_schedule(const um_genopts *g, const char *a, const char *prog) 
 }
 
 /* Ranges of the numeric flags (docs/unmask.1 and README state them too). */
-#define MAX_GEN   (1 << 20)
 #define MAX_CTX   (1 << 24)
 #define MAX_SEED  9007199254740991LL     /* 2^53 - 1: exact in JSON */
 
-int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog) {
-    const char *a = argv[*i];
-    /* flags without a value */
-    if (!strcmp(a, "--no-chat")) { g->no_chat = true; return 1; }
-    if (!strcmp(a, "--gumbel")) { g->gumbel = 1; return 1; }
-    if (!strcmp(a, "--no-gumbel")) { g->gumbel = 0; return 1; }
-    if (!strcmp(a, "--stop-at-eos")) { g->stop_at_eos = true; return 1; }
-    if (!strcmp(a, "--fast")) { g->fast = true; return 1; }
-    if (!strcmp(a, "--eos-early-stop")) { g->eos_early_stop = 1; return 1; }
-    if (!strcmp(a, "--no-eos-early-stop")) { g->eos_early_stop = 0; return 1; }
-    if (!strcmp(a, "--edit")) { g->edit = 1; return 1; }
-    if (!strcmp(a, "--no-edit")) { g->edit = 0; return 1; }
-    if (!strcmp(a, "--json")) { g->json = true; return 1; }
-    if (!strcmp(a, "--gpu")) { g->eng.gpu = true; return 1; }
-    static const char *const with_value[] = {
-        "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--chat-template-file", "--system", "--gen", "--steps", "--block", "--eps",
-        "--threshold", "--alg", "--schedule", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
-        "--factor", "--eb-gamma", "--cache", "--cache-type", "--cache-refresh", "--cache-drift",
-        "--block-steps", "--edit-threshold", "--post-steps", "--t-min", "--t-max", "--entropy-bound",
-        "--stability", "--confidence", "--self-cond", "--self-cond-topk",
-    };
-    int known = 0;
-    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
-    if (!known) return 0;
-    if (*i + 1 >= argc) { fprintf(stderr, "%s: %s needs a value\n", prog, a); return -1; }
-    const char *v = argv[++*i];
+/* The shared rows (-m -M -t) into g; -q and -h are the command's (flags_common). */
+static int model_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    um_genopts *g = ctx;
+    switch (f->id) {
+    case FLAG_ID_MODEL:   g->model = v; return 0;
+    case FLAG_ID_PRESET:  g->preset = v; return 0;
+    case FLAG_ID_THREADS: return num_arg_i32(prog, name, v, 1, FLAGS_MAX_THREADS, &g->eng.n_threads);
+    default:              return 0;
+    }
+}
+
+/* Enumerations by name: the lower layer's parser, its message after the flag. */
+#define BY_NAME(parse, type, field) do {                                                \
+        type x_; um_err e_;                                                             \
+        if (parse(v, &x_, &e_)) { fprintf(stderr, "%s: %s: %s\n", prog, name, e_.msg); return -1; } \
+        g->field = (int)x_;                                                             \
+    } while (0)
+
+static int gen_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    um_genopts *g = ctx;
     int bad = 0;
     int32_t n32;
-    if (!strcmp(a, "-m")) g->model = v;
-    else if (!strcmp(a, "-M")) g->preset = v;
-    else if (!strcmp(a, "-p")) g->prompt = v;
-    else if (!strcmp(a, "--chat-template")) g->eng.chat_template = v;
-    else if (!strcmp(a, "--chat-template-file")) g->eng.chat_template_file = v;
-    else if (!strcmp(a, "--system")) g->eng.system = v;
-    else if (!strcmp(a, "--alg")) {
-        um_score sc;
-        um_err e;
-        if (schedule_score_from_name(v, &sc, &e)) { fprintf(stderr, "%s: --alg: %s\n", prog, e.msg); return -1; }
-        g->score = (int)sc;
-    } else if (!strcmp(a, "--schedule")) {
-        um_schedule sc;
-        um_err e;
-        if (schedule_from_name(v, &sc, &e)) { fprintf(stderr, "%s: --schedule: %s\n", prog, e.msg); return -1; }
-        g->schedule = (int)sc;
-    } else if (!strcmp(a, "--cache")) {
-        um_cache c;
-        um_err e;
-        if (engine_cache_from_name(v, &c, &e)) { fprintf(stderr, "%s: --cache: %s\n", prog, e.msg); return -1; }
-        g->cache = (int)c;
-    } else if (!strcmp(a, "--cache-type")) {
-        um_kv_store t;
-        um_err e;
-        if (engine_kv_store_from_name(v, &t, &e)) { fprintf(stderr, "%s: --cache-type: %s\n", prog, e.msg); return -1; }
-        g->cache_type = (int)t;
-    } else if (!strcmp(a, "-t")) { if (!(bad = num_arg_i32(prog, a, v, 1, 1024, &n32))) g->eng.n_threads = n32; }
-    else if (!strcmp(a, "--ctx")) { if (!(bad = num_arg_i32(prog, a, v, 1, MAX_CTX, &n32))) g->eng.n_ctx = n32; }
-    else if (!strcmp(a, "--gen")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->n_gen);
-    else if (!strcmp(a, "--steps")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->steps);
-    else if (!strcmp(a, "--block")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->block);
-    else if (!strcmp(a, "--top-k")) bad = num_arg_i32(prog, a, v, 0, MAX_CTX, &g->top_k);
-    else if (!strcmp(a, "--seed")) {
-        int64_t x;
-        bad = num_arg_int(prog, a, v, 0, MAX_SEED, &x);
-        if (!bad) g->seed = x;
-    } else if (!strcmp(a, "--eps")) bad = num_arg_f32(prog, a, v, 0, 1, NUM_HI_OPEN, &g->eps);
-    else if (!strcmp(a, "--threshold")) bad = num_arg_f32(prog, a, v, 0, 1, 0, &g->threshold);
-    else if (!strcmp(a, "--alg-temp")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->alg_temp);
-    else if (!strcmp(a, "--temp")) bad = num_arg_f32(prog, a, v, 0, 100, 0, &g->temp);
-    else if (!strcmp(a, "--top-p")) bad = num_arg_f32(prog, a, v, 0, 1, NUM_LO_OPEN, &g->top_p);
-    else if (!strcmp(a, "--cfg")) bad = num_arg_f32(prog, a, v, 0, 100, 0, &g->cfg);
-    else if (!strcmp(a, "--factor")) bad = num_arg_f32(prog, a, v, 0, 100, NUM_LO_OPEN, &g->factor);
-    else if (!strcmp(a, "--eb-gamma")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->eb_gamma);
-    else if (!strcmp(a, "--cache-refresh")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->cache_refresh);
-    else if (!strcmp(a, "--cache-drift")) bad = num_arg_f32(prog, a, v, 0, 1e6, NUM_LO_OPEN, &g->cache_drift);
-    else if (!strcmp(a, "--t-min")) bad = num_arg_f32(prog, a, v, 0, 100, NUM_LO_OPEN, &g->us_t_min);
-    else if (!strcmp(a, "--t-max")) bad = num_arg_f32(prog, a, v, 0, 100, NUM_LO_OPEN, &g->us_t_max);
-    else if (!strcmp(a, "--entropy-bound")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->us_bound);
-    else if (!strcmp(a, "--confidence")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->us_confidence);
-    else if (!strcmp(a, "--stability")) bad = num_arg_i32(prog, a, v, 0, MAX_GEN, &g->us_stability);
-    else if (!strcmp(a, "--self-cond-topk")) bad = num_arg_i32(prog, a, v, 1, 4096, &g->us_sc_top_k);
-    else if (!strcmp(a, "--self-cond")) {
+    int64_t n64;
+    switch (f->id) {
+    case GO_GPU:                g->eng.gpu = true; break;
+    case GO_CTX:                if (!(bad = num_arg_i32(prog, name, v, 1, MAX_CTX, &n32))) g->eng.n_ctx = n32; break;
+    case GO_PROMPT:             g->prompt = v; break;
+    case GO_CHAT_TEMPLATE:      g->eng.chat_template = v; break;
+    case GO_CHAT_TEMPLATE_FILE: g->eng.chat_template_file = v; break;
+    case GO_NO_CHAT:            g->no_chat = true; break;
+    case GO_SYSTEM:             g->eng.system = v; break;
+    case GO_GEN:                bad = num_arg_i32(prog, name, v, 1, GENOPTS_MAX_GEN, &g->n_gen); break;
+    case GO_STEPS:              bad = num_arg_i32(prog, name, v, 1, GENOPTS_MAX_GEN, &g->steps); break;
+    case GO_BLOCK:              bad = num_arg_i32(prog, name, v, 1, GENOPTS_MAX_GEN, &g->block); break;
+    case GO_EPS:                bad = num_arg_f32(prog, name, v, 0, 1, NUM_HI_OPEN, &g->eps); break;
+    case GO_THRESHOLD:          bad = num_arg_f32(prog, name, v, 0, 1, 0, &g->threshold); break;
+    case GO_FACTOR:             bad = num_arg_f32(prog, name, v, 0, 100, NUM_LO_OPEN, &g->factor); break;
+    case GO_EB_GAMMA:           bad = num_arg_f32(prog, name, v, 0, 1e6, 0, &g->eb_gamma); break;
+    case GO_SCHEDULE:           BY_NAME(schedule_from_name, um_schedule, schedule); break;
+    case GO_ALG:                BY_NAME(schedule_score_from_name, um_score, score); break;
+    case GO_ALG_TEMP:           bad = num_arg_f32(prog, name, v, 0, 1e6, 0, &g->alg_temp); break;
+    case GO_TEMP:               bad = num_arg_f32(prog, name, v, 0, 100, 0, &g->temp); break;
+    case GO_TOP_K:              bad = num_arg_i32(prog, name, v, 0, MAX_CTX, &g->top_k); break;
+    case GO_TOP_P:              bad = num_arg_f32(prog, name, v, 0, 1, NUM_LO_OPEN, &g->top_p); break;
+    case GO_GUMBEL:             g->gumbel = 1; break;
+    case GO_NO_GUMBEL:          g->gumbel = 0; break;
+    case GO_CFG:                bad = num_arg_f32(prog, name, v, 0, 100, 0, &g->cfg); break;
+    case GO_SEED:               if (!(bad = num_arg_int(prog, name, v, 0, MAX_SEED, &n64))) g->seed = n64; break;
+    case GO_STOP_AT_EOS:        g->stop_at_eos = true; break;
+    case GO_EOS_EARLY_STOP:     g->eos_early_stop = 1; break;
+    case GO_NO_EOS_EARLY_STOP:  g->eos_early_stop = 0; break;
+    case GO_BLOCK_STEPS:        bad = num_arg_i32(prog, name, v, 1, GENOPTS_MAX_GEN, &g->block_steps); break;
+    case GO_EDIT:               g->edit = 1; break;
+    case GO_EDIT_THRESHOLD:     bad = num_arg_f32(prog, name, v, 0, 1, 0, &g->edit_threshold); break;
+    case GO_POST_STEPS:         bad = num_arg_i32(prog, name, v, 0, GENOPTS_MAX_GEN, &g->post_steps); break;
+    case GO_NO_EDIT:            g->edit = 0; break;
+    case GO_FAST:               g->fast = true; break;
+    case GO_CACHE:              BY_NAME(engine_cache_from_name, um_cache, cache); break;
+    case GO_CACHE_REFRESH:      bad = num_arg_i32(prog, name, v, 1, GENOPTS_MAX_GEN, &g->cache_refresh); break;
+    case GO_CACHE_DRIFT:        bad = num_arg_f32(prog, name, v, 0, 1e6, NUM_LO_OPEN, &g->cache_drift); break;
+    case GO_CACHE_TYPE:         BY_NAME(engine_kv_store_from_name, um_kv_store, cache_type); break;
+    case GO_T_MIN:              bad = num_arg_f32(prog, name, v, 0, 100, NUM_LO_OPEN, &g->us_t_min); break;
+    case GO_T_MAX:              bad = num_arg_f32(prog, name, v, 0, 100, NUM_LO_OPEN, &g->us_t_max); break;
+    case GO_ENTROPY_BOUND:      bad = num_arg_f32(prog, name, v, 0, 1e6, 0, &g->us_bound); break;
+    case GO_CONFIDENCE:         bad = num_arg_f32(prog, name, v, 0, 1e6, 0, &g->us_confidence); break;
+    case GO_STABILITY:          bad = num_arg_i32(prog, name, v, 0, GENOPTS_MAX_GEN, &g->us_stability); break;
+    case GO_SELF_COND_TOPK:     bad = num_arg_i32(prog, name, v, 1, 4096, &g->us_sc_top_k); break;
+    case GO_SELF_COND: {
         static const char *const modes[] = { "exact", "topk", "auto", "off" };
         g->us_sc_mode = -1;
         for (int k = 0; k < 4; k++) if (!strcmp(v, modes[k])) g->us_sc_mode = k;
-        if (g->us_sc_mode < 0) { fprintf(stderr, "%s: --self-cond is auto, exact, topk or off (not '%s')\n", prog, v); return -1; }
+        if (g->us_sc_mode < 0) { fprintf(stderr, "%s: %s is auto, exact, topk or off (not '%s')\n", prog, name, v); return -1; }
+        break;
     }
-    else if (!strcmp(a, "--block-steps")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->block_steps);
-    else if (!strcmp(a, "--edit-threshold")) bad = num_arg_f32(prog, a, v, 0, 1, 0, &g->edit_threshold);
-    else if (!strcmp(a, "--post-steps")) bad = num_arg_i32(prog, a, v, 0, MAX_GEN, &g->post_steps);
+    default:                    break;
+    }
     if (bad) return -1;
-    return check_schedule(g, a, prog) ? -1 : 1;
+    char flag[48];                                  /* check_schedule speaks in long names */
+    snprintf(flag, sizeof flag, "--%s", f->long_name ? f->long_name : "");
+    return check_schedule(g, flag, prog) ? -1 : 0;
 }
+
+void genopts_add(flags_parser *p, um_genopts *g) {
+    flags_add(p, flags_model_rows, flags_model_rows_n, model_fn, g, NULL);
+    flags_add(p, gen_rows, (int)(sizeof gen_rows / sizeof gen_rows[0]), gen_fn, g, NULL);
+}
+
 
 void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->have_preset) models_conf_apply(&g->pre, s);
@@ -344,24 +406,35 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
 
 void genopts_progress_stderr(void *quiet, const char *what, int done, int total) {
     if (*(const bool *)quiet) return;
-    fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
-    if (done == total) fputc('\n', stderr);
+    if (isatty(STDERR_FILENO)) {                   /* redrawn in place */
+        fprintf(stderr, "\rload: %s %d/%d   ", what, done, total);
+        if (done == total) fputc('\n', stderr);
+    } else if (done == total) {                     /* a log: the finished line only, once */
+        static char last[64];
+        if (!strncmp(last, what, sizeof last - 1)) return;
+        snprintf(last, sizeof last, "%s", what);
+        fprintf(stderr, "load: %s %d/%d\n", what, done, total);
+    }
 }
 
 void genopts_warn_stderr(void *prog, const char *msg) {
     fprintf(stderr, "%s: warning: %s\n", (const char *)prog, msg);
 }
 
-/* The bundled model: models/ in the working directory, then the installed data folder. */
-static bool bundled_model(char *buf, size_t cap) {
-    char installed[3800];
-    snprintf(installed, sizeof installed, "%.3700s/models/unmask-demo.gguf", um_share_dir());
-    const char *const cands[] = { "models/unmask-demo.gguf", installed };
-    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
-        if (infile_is_regular(cands[i])) {       /* a probe: never opens (a FIFO would block) */
-            snprintf(buf, cap, "%s", cands[i]);
-            return true;
-        }
+/* The bundled model: models/ in the working directory, beside the binary (a build tree), then
+ * in the installed data folder; where it looked goes into `looked` for the message. */
+static bool bundled_model(char *buf, size_t cap, char *looked, size_t looked_cap) {
+    char beside[3800], installed[3800];
+    snprintf(beside, sizeof beside, "%.3700s/models/", um_exe_dir());
+    snprintf(installed, sizeof installed, "%.3700s/models/", um_share_dir());
+    const char *const dirs[] = { "models/", um_exe_dir()[0] ? beside : NULL, installed };
+    size_t n = 0;
+    looked[0] = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        if (!dirs[i]) continue;
+        snprintf(buf, cap, "%s" UM_BUNDLED_MODEL, dirs[i]);
+        if (infile_is_regular(buf)) return true;       /* a probe: never opens (a FIFO would block) */
+        if (n < looked_cap) n += (size_t)snprintf(looked + n, looked_cap - n, "%s%s", n ? ", " : "", dirs[i]);
     }
     return false;
 }
@@ -370,15 +443,25 @@ int genopts_resolve(um_genopts *g, um_err *e) {
     if (g->preset) {
         if (models_conf_resolve(g->preset, &g->pre, e)) return um_err_prefix(e, "-M %s", g->preset);
         g->have_preset = true;
-    } else if (!g->model && models_conf_resolve(UM_DEFAULT_PRESET, &g->pre, NULL) == UM_OK) {
+        struct stat st;
+        if (!g->model && stat(g->pre.path, &st) != 0 && errno == ENOENT)
+            return um_errf(e, "-M %s: its model file %s does not exist (where to get it and how presets name "
+                              "files: docs/models.md)", g->preset, g->pre.path);
+    } else if (g->model) {
+        /* a file a preset names runs with that preset's settings: `-m models/unmask-demo.gguf`
+         * is `-M demo` (the preset follows the file, not the spelling of its path) */
+        g->have_preset = models_conf_preset_of(g->model, &g->pre);
+    } else if (models_conf_resolve(UM_DEFAULT_PRESET, &g->pre, NULL) == UM_OK) {
         /* no model named: models.conf's default preset, when its file is there */
         if (infile_is_regular(g->pre.path)) g->have_preset = true;
     }
+    char looked[4096];
     if (g->model) g->eng.model_path = g->model;
     else if (g->have_preset) g->eng.model_path = g->pre.path;
-    else if (bundled_model(g->model_buf, sizeof g->model_buf)) g->eng.model_path = g->model_buf;
-    else return um_errf(e, "no model given (-m FILE or -M PRESET) and the bundled model models/unmask-demo.gguf "
-                           "was not found (make demo-model builds it)");
+    else if (bundled_model(g->model_buf, sizeof g->model_buf, looked, sizeof looked)) g->eng.model_path = g->model_buf;
+    else return um_errf(e, "no model given (-m FILE or -M PRESET), and the bundled model " UM_BUNDLED_MODEL
+                           " is in none of %s", looked);
+    g->eng.n_gen_min = g->n_gen > 0 ? g->n_gen : g->have_preset && g->pre.gen > 0 ? g->pre.gen : 0;
     if (!g->prompt && g->have_preset && g->pre.prompt[0]) g->prompt = g->pre.prompt;   /* points into g */
     if (g->no_chat) { g->eng.chat_template = "none"; g->eng.chat_template_file = NULL; }
     else if (!g->eng.chat_template && g->have_preset && g->pre.chat_template[0]) g->eng.chat_template = g->pre.chat_template;
@@ -388,9 +471,6 @@ int genopts_resolve(um_genopts *g, um_err *e) {
 #define COMPARE_MAX_ARGS 64
 
 int genopts_parse_compare(um_genopts *g, char *flags, const char *prog) {
-    static const char *const refused[] = {
-        "-m", "-M", "-p", "-t", "--ctx", "--gpu", "--chat-template", "--chat-template-file", "--system", "--no-chat", "--json",
-    };
     char *argv[COMPARE_MAX_ARGS + 1];
     int argc = 0;
     char *r = flags, *w = flags, *given = strdup(flags);   /* given: for messages */
@@ -425,16 +505,32 @@ int genopts_parse_compare(um_genopts *g, char *flags, const char *prog) {
     argv[argc] = NULL;
     free(given);
     if (argc == 0) { fprintf(stderr, "%s: --compare needs decoding flags, e.g. --compare \"--seed 2\"\n", prog); return UM_FAIL; }
+    /* the generation rows and the shared ones; those naming the model, prompt, machine or an
+     * output (FLAG_RUN) are refused with a reason */
+    flags_parser p = { .prog = prog, .cmd = FLAG_CMD_VIEW, .refuse = FLAG_RUN, .where = "--compare: " };
+    genopts_add(&p, g);
+    flags_common ignored = { 0 };
+    flags_add(&p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, &ignored, NULL);
     for (int i = 0; i < argc; i++) {
-        for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++)
-            if (!strcmp(argv[i], refused[k])) {
-                fprintf(stderr, "%s: --compare: %s is not allowed there (every pane decodes the same prompt with the same model; give it outside --compare)\n",
-                        prog, argv[i]);
-                return UM_FAIL;
-            }
-        int rc = genopts_parse(g, argc, argv, &i, prog);
+        int rc = flags_parse_one(&p, argc, argv, &i);
         if (rc < 0) return UM_FAIL;
-        if (rc == 0) { fprintf(stderr, "%s: --compare: '%s' is not a decoding flag\n", prog, argv[i]); return UM_FAIL; }
+        if (rc == 0) {
+            char shown[200];
+            esc_str(shown, sizeof shown, argv[i], strnlen(argv[i], 80), 0, 0);
+            fprintf(stderr, "%s: --compare: '%s' is not a decoding flag\n", prog, shown);
+            return UM_FAIL;
+        }
     }
+    return UM_OK;
+}
+
+int genopts_model_file(const char *model, const char *preset, char *buf, size_t cap, um_err *e) {
+    if (model) {
+        snprintf(buf, cap, "%s", model);
+        return UM_OK;
+    }
+    models_preset pre;
+    if (models_conf_resolve(preset, &pre, e)) return um_err_prefix(e, "-M %s", preset);
+    snprintf(buf, cap, "%s", pre.path);
     return UM_OK;
 }

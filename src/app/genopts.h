@@ -1,7 +1,8 @@
 /*
- * genopts: the generation flags shared by `generate`, `record` and the visualizer, parsed
- * into engine options and settings, with one help text so every command documents the
- * same flags the same way.
+ * genopts: the generation flags shared by `generate`, `eval`, `record` and the visualizer:
+ * one table (genopts.c, flags.h rows) parsed into engine options and settings, printed as
+ * every command's help, reported as the JSON settings and refused in --compare where a
+ * row names the model, prompt or machine.
  */
 #ifndef UM_GENOPTS_H
 #define UM_GENOPTS_H
@@ -10,11 +11,15 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "flags.h"
 #include "jsonw.h"
 #include "models_conf.h"
 
 /* The models.conf preset used when neither -m nor -M is given (the bundled model). */
 #define UM_DEFAULT_PRESET "demo"
+/* The bundled model's file name, looked for in models/ of the working directory, beside the
+ * binary and in the installed data folder when no preset names it. */
+#define UM_BUNDLED_MODEL "unmask-demo.gguf"
 
 /* --fast: the setting measured best on the sudoku yardstick (bench/results/sudoku-eval.json,
  * docs/decoding.md "What each method costs"): the entropy-bounded sampler with gamma 0.01 and
@@ -25,6 +30,10 @@
 #define GENOPTS_FAST_EB_GAMMA  0.01f
 #define GENOPTS_FAST_CACHE     UM_CACHE_DUAL
 #define GENOPTS_FAST_DRIFT     0.05f
+
+/* --gen's largest value: a canvas past it is refused while the flags are read, before any
+ * model is loaded (and repacked). */
+#define GENOPTS_MAX_GEN (1 << 20)
 
 typedef struct um_genopts {
     um_engine_opts eng;
@@ -62,9 +71,10 @@ typedef struct um_genopts {
 } um_genopts;
 
 void genopts_init(um_genopts *g);
-/* Try argv[*i] (and its value) as a generation flag. Returns 1 if consumed (and advances *i),
- * 0 if not a generation flag, -1 on a bad value (message printed with prog as prefix). */
-int  genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog);
+/* Add the generation rows to a command's parser: the shared -m -M -t (flags_model_rows) and
+ * the generation table, both into g (NULL: for help only). Rows are taken by the commands
+ * in FLAG_CMD_DECODE. */
+void genopts_add(flags_parser *p, um_genopts *g);
 /* One --compare FLAGS string (the visualizer, record): split on spaces (single or double
  * quotes keep spaces in a value) in place (flags is modified and must outlive g), parsed
  * with genopts_parse into g (fresh from genopts_init). Flags that change the model, the
@@ -78,6 +88,9 @@ int  genopts_parse_compare(um_genopts *g, char *flags, const char *prog);
  * with no -p, the preset's prompt (g->prompt then points into g->pre: g must not be copied).
  * Fails with a one-line message. */
 int  genopts_resolve(um_genopts *g, um_err *e);
+/* The model file a command without decoding settings (info, tokenize, logits) reads: -m, else
+ * the path of preset `preset` (-M) from models.conf. */
+int  genopts_model_file(const char *model, const char *preset, char *buf, size_t cap, um_err *e);
 /* Apply the preset's settings and then the flags over s (which holds the model's defaults). */
 void genopts_apply(const um_genopts *g, um_settings *s);
 /* An engine warning callback (um_engine_opts.warn) for commands without a screen: prints
@@ -85,9 +98,12 @@ void genopts_apply(const um_genopts *g, um_settings *s);
 void genopts_warn_stderr(void *prog, const char *msg);
 /* The engine's load progress on stderr (um_engine_opts.progress), unless *(bool *)quiet. */
 void genopts_progress_stderr(void *quiet, const char *what, int done, int total);
-/* The help text of the generation flags. */
-void genopts_usage(FILE *f);
-/* The decoding settings as one JSON object (a value: the caller writes its key first). */
+/* The lines after a command's flags: how numbers and values are spelled. */
+void genopts_usage_numbers(FILE *f);
+/* The decoding settings as one JSON object (a value: the caller writes its key first): one
+ * key per table row that sets a value (its `key`), in table order, then block_aligned. */
 void genopts_json_settings(jsonw *j, const um_settings *s);
+/* Does the setting reported as `key` apply under s's schedule (--threshold under block: no)? */
+bool genopts_setting_used(const char *key, const um_settings *s);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "cpu.h"
+#include "flags.h"
 #include "gpu.h"
 #include "matmul.h"
 #include "outfile.h"
@@ -31,12 +32,19 @@ static const struct um_command {
     { "split",    cmd_split,    "write a model as parts in llama.cpp's gguf-split layout (NAME-00001-of-0000N.gguf)" },
 };
 
+/* The program's own flags (before any command). */
+static const um_flag main_rows[] = {
+    { 'h', "help", NULL, 'h', FLAG_CMD_MAIN, 0, NULL, 0, "show this help (COMMAND --help for a command's options)" },
+    { 'V', "version", NULL, 'V', FLAG_CMD_MAIN, 0, NULL, 0, "print version, build options and detected CPU features" },
+};
+
 static void usage(FILE *f) {
     fprintf(f,
         "usage: unmask [--version] [--help] COMMAND [ARGS]\n"
         "\n"
-        "unmask runs diffusion language models (LLaDA, Dream, LLaDA-MoE, RND1) from GGUF files\n"
-        "and shows them denoising live in the terminal.\n"
+        "unmask runs diffusion language models (LLaDA, LLaDA 2.x, Dream, LLaDA-MoE, RND1;\n"
+        "DiffusionGemma's forward pass) from GGUF files and shows them denoising live in the\n"
+        "terminal.\n"
         "\n"
         "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -46,9 +54,13 @@ static void usage(FILE *f) {
         "with no COMMAND: the live visualizer: unmask [-m FILE | -M PRESET] [OPTIONS]\n"
         "(unmask --ui-help lists its options and keys)\n"
         "\n"
-        "options:\n"
-        "  -h, --help     show this help (COMMAND --help for a command's options)\n"
-        "  -V, --version  print version, build options and detected CPU features\n");
+        "options:\n");
+    flags_parser p = { .cmd = FLAG_CMD_MAIN };
+    flags_add(&p, main_rows, (int)(sizeof main_rows / sizeof main_rows[0]), NULL, NULL, NULL);
+    flags_usage(f, &p);
+    fprintf(f, "\nEvery command takes -h/--help; long flags take their value after a space or '='\n"
+               "(--steps 32, --steps=32), short ones after a space or attached (-t 2, -t2); -- ends\n"
+               "the flags. Man page: unmask.1 (docs/unmask.1).\n");
 }
 
 static void version(void) {

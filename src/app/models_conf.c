@@ -179,8 +179,34 @@ bool models_conf_find(char *path, size_t cap) {
     else if (home && *home) snprintf(path, cap, "%s/.config/unmask/models.conf", home);
     else path[0] = 0;
     if (path[0] && exists(path)) return true;
+    if (um_exe_dir()[0]) {                          /* a build tree: the binary beside its models.conf */
+        snprintf(path, cap, "%s/models.conf", um_exe_dir());
+        if (exists(path)) return true;
+    }
     snprintf(path, cap, "%s/models.conf", um_share_dir());
     return exists(path);
+}
+
+void models_conf_places(char *buf, size_t cap) {
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    snprintf(buf, cap, "./, %s, %s%s%s/", xdg && *xdg ? "$XDG_CONFIG_HOME/unmask/" : "~/.config/unmask/",
+             um_exe_dir()[0] ? um_exe_dir() : "", um_exe_dir()[0] ? "/, " : "", um_share_dir());
+}
+
+bool models_conf_preset_of(const char *model, models_preset *out) {
+    char path[2048];
+    struct stat want, st;
+    models_conf mc;
+    um_err e;
+    if (stat(model, &want) || !models_conf_find(path, sizeof path) || models_conf_load(&mc, path, &e)) return false;
+    bool found = false;
+    for (int i = 0; i < mc.n && !found; i++)
+        if (stat(mc.presets[i].path, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino) {
+            *out = mc.presets[i];
+            found = true;
+        }
+    models_conf_free(&mc);
+    return found;
 }
 
 const models_preset *models_conf_get(const models_conf *mc, const char *name) {
@@ -198,8 +224,11 @@ void models_conf_free(models_conf *mc) {
 int models_conf_resolve(const char *name, models_preset *out, um_err *e) {
     char path[2048];
     models_conf mc;
-    if (!models_conf_find(path, sizeof path))
-        return um_errf(e, "no models.conf in ./, $XDG_CONFIG_HOME/unmask/ (~/.config/unmask/) or %s/", um_share_dir());
+    if (!models_conf_find(path, sizeof path)) {
+        char places[1200];
+        models_conf_places(places, sizeof places);
+        return um_errf(e, "no models.conf in %s (its format and the presets: docs/models.md)", places);
+    }
     if (models_conf_load(&mc, path, e)) return UM_FAIL;
     const models_preset *p = models_conf_get(&mc, name);
     if (p) *out = *p;

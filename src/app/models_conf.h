@@ -17,7 +17,9 @@
  *
  * Lookup order (the first name that exists wins, whatever it is: a FIFO or a directory there
  * is an error, not an absent file): ./models.conf, $XDG_CONFIG_HOME/unmask/models.conf
- * (~/.config/unmask/models.conf when unset), UM_PREFIX/share/unmask/models.conf.
+ * (~/.config/unmask/models.conf when unset), the binary's directory (a build tree: ./unmask
+ * run from anywhere finds the repository's models.conf and, through its relative paths, the
+ * bundled models), the installed data folder (um_share_dir: PREFIX/share/unmask).
  * Errors name FILE:LINE. Unset numeric fields are -1 (temperature: NAN, schedule and
  * scoring: -1), so flags and presets merge simply.
  */
@@ -52,6 +54,11 @@ int  models_conf_parse(models_conf *mc, const char *text, size_t len, const char
 int  models_conf_load(models_conf *mc, const char *path, um_err *e);
 /* Find the first models.conf in the lookup order; false when no such name exists. */
 bool models_conf_find(char *path, size_t cap);
+/* The lookup places, for messages: "./, ~/.config/unmask/, /src/unmask/, /usr/local/share/unmask/". */
+void models_conf_places(char *buf, size_t cap);
+/* The first preset of the models.conf found whose path is the file `model` (the same file by
+ * device and inode), into out; false when none (or no models.conf, or no such file). */
+bool models_conf_preset_of(const char *model, models_preset *out);
 const models_preset *models_conf_get(const models_conf *mc, const char *name);
 void models_conf_free(models_conf *mc);
 

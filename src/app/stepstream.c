@@ -98,14 +98,14 @@ void stepstream_step(stepstream *ss, const um_snapshot *sn) {
         jsonw_key(&j, "pos"); jsonw_int(&j, p);
         jsonw_key(&j, "token"); jsonw_int(&j, ps->token);
         put_piece(&j, ss->en, ps->token);
-        jsonw_key(&j, "conf"); jsonw_num(&j, ps->commit_conf);
-        jsonw_key(&j, "entropy"); jsonw_num(&j, ps->has_view ? ps->entropy : 0.0);
+        jsonw_key(&j, "conf"); jsonw_f32(&j, ps->commit_conf);
+        jsonw_key(&j, "entropy"); jsonw_f32(&j, ps->has_view ? ps->entropy : 0.0f);
         jsonw_key(&j, "top"); jsonw_arr_begin(&j);
         for (int k = 0; ps->has_view && k < UM_TOPK && ps->top[k].prob > 0; k++) {
             jsonw_obj_begin(&j);
             jsonw_key(&j, "token"); jsonw_int(&j, ps->top[k].token);
             put_piece(&j, ss->en, ps->top[k].token);
-            jsonw_key(&j, "prob"); jsonw_num(&j, ps->top[k].prob);
+            jsonw_key(&j, "prob"); jsonw_f32(&j, ps->top[k].prob);
             jsonw_obj_end(&j);
         }
         jsonw_arr_end(&j);
@@ -122,7 +122,7 @@ void stepstream_step(stepstream *ss, const um_snapshot *sn) {
         jsonw_key(&j, "from"); jsonw_int(&j, ps->edit_from);
         jsonw_key(&j, "token"); jsonw_int(&j, ps->token);
         put_piece(&j, ss->en, ps->token);
-        jsonw_key(&j, "conf"); jsonw_num(&j, ps->commit_conf);
+        jsonw_key(&j, "conf"); jsonw_f32(&j, ps->commit_conf);
         jsonw_obj_end(&j);
     }
     jsonw_arr_end(&j);

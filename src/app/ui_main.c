@@ -1,6 +1,7 @@
 /*
- * ui_main: `unmask` with no subcommand: the visualizer's options. Parses them (the
- * generation flags, the front-end flags, --compare, --list-models, --ui-help), resolves the
+ * ui_main: `unmask` with no subcommand: the visualizer's options. Parses them from the flag
+ * tables (flags.h: the generation rows, the front-end rows, its own --compare, --list-models,
+ * --ui-help, and -q), resolves the
  * preset and checks inputs, outputs and the terminal before curses starts, then hands
  * everything to the controller (ui/controller.h), which owns the state, the event loop
  * and the recordings.
@@ -15,6 +16,7 @@
 #include "controller.h"
 #include "esc.h"
 #include "feopts.h"
+#include "flags.h"
 #include "genopts.h"
 #include "keys.h"
 #include "models_conf.h"
@@ -26,18 +28,67 @@
 
 /* ------------------------------------------------------------------ options */
 
+enum { VW_COMPARE = 1, VW_LIST_MODELS, VW_UI_HELP };
+
+static const um_flag view_rows[] = {
+    { .help = "visualizer:", .cmds = FLAG_CMD_VIEW },
+    { 0, "compare", "FLAGS", VW_COMPARE, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0,
+      "also decode the prompt with these decoding flags in quotes (up to 3\n"
+      "times: 4 panes in lock step, Tab moves the focus); not the flags\n"
+      "naming the model, prompt or machine (-m -M -p -t --ctx --gpu ...)" },
+    { 0, "list-models", NULL, VW_LIST_MODELS, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0,
+      "list the presets of models.conf and whether their files exist" },
+    { 0, "ui-help", NULL, VW_UI_HELP, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0, "this help (so is -h after another flag; unmask -h: the commands)" },
+};
+
+/* The --compare runs: their flags (parsed copies) and labels. */
+typedef struct compare_opts {
+    int        n;
+    um_genopts g[VIEW_MAX_PANES - 1];
+    char      *buf[VIEW_MAX_PANES - 1];
+    const char *label[VIEW_MAX_PANES - 1];
+} compare_opts;
+
+/* What the visualizer's own rows asked for. */
+typedef struct view_own {
+    compare_opts *cmp;
+    bool          list_models, help;
+} view_own;
+
+static int view_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
+    view_own *o = ctx;
+    if (f->id == VW_LIST_MODELS) { o->list_models = true; return FLAGS_STOP; }
+    if (f->id == VW_UI_HELP) { o->help = true; return FLAGS_STOP; }
+    compare_opts *c = o->cmp;                       /* --compare FLAGS */
+    if (c->n == VIEW_MAX_PANES - 1) {
+        fprintf(stderr, "%s: %s: at most %d (%d runs in all)\n", prog, name, VIEW_MAX_PANES - 1, VIEW_MAX_PANES);
+        return -1;
+    }
+    genopts_init(&c->g[c->n]);
+    c->buf[c->n] = strdup(v);
+    if (!c->buf[c->n]) { fprintf(stderr, "%s: out of memory\n", prog); return -1; }
+    c->label[c->n] = v;
+    c->n++;
+    return genopts_parse_compare(&c->g[c->n - 1], c->buf[c->n - 1], prog) ? -1 : 0;
+}
+
+static void parser(flags_parser *p, um_genopts *g, feopts *fe, view_own *o, flags_common *com) {
+    *p = (flags_parser){ .prog = "unmask", .cmd = FLAG_CMD_VIEW };
+    genopts_add(p, g);
+    flags_add(p, view_rows, (int)(sizeof view_rows / sizeof view_rows[0]), view_fn, o, NULL);
+    feopts_add(p, fe);
+    flags_add(p, flags_misc_rows, flags_misc_rows_n, flags_common_fn, com, NULL);
+}
+
 static void usage(FILE *f) {
+    flags_parser p;
+    parser(&p, NULL, NULL, NULL, NULL);
     fprintf(f,
         "usage: unmask [OPTIONS]        the live visualizer (needs a terminal)\n"
         "\n");
-    genopts_usage(f);
-    fprintf(f, "visualizer:\n"
-               "  --compare FLAGS    also decode the prompt with these decoding flags in quotes (up to 3\n"
-               "                     times: 4 panes in lock step, Tab moves the focus; not -m -M -p -t --ctx --gpu)\n"
-               "  --list-models      list the presets of models.conf and whether their files exist\n");
-    feopts_usage(f, FE_VIEW);
+    flags_usage(f, &p);
+    genopts_usage_numbers(f);
     fprintf(f,
-        "  --ui-help          this help\n"
         "Flags override the preset (-M).\n"
         "keys (the same table as the ? overlay):\n");
     for (int k = 0; k < ui_keys_len; k++)          /* rows without a label share the row above */
@@ -47,7 +98,9 @@ static void usage(FILE *f) {
 static int list_models(void) {
     char path[2048];
     if (!models_conf_find(path, sizeof path)) {
-        printf("no models.conf found (looked in ./, $XDG_CONFIG_HOME/unmask/ or ~/.config/unmask/, %s/)\n", um_share_dir());
+        char places[1200];
+        models_conf_places(places, sizeof places);
+        printf("no models.conf found (looked in %s; its format: docs/models.md)\n", places);
         return 0;
     }
     models_conf mc;
@@ -67,33 +120,18 @@ static int list_models(void) {
     return 0;
 }
 
+static bool quiet_load;                        /* -q */
+
+/* The load before curses starts: redrawn in place on a terminal, else the finished lines. */
 static void load_progress(void *ctx, const char *what, int done, int total) {
     (void)ctx;
-    fprintf(stderr, "\runmask: %s %d/%d   ", what, done, total);
-    if (done >= total) fputc('\n', stderr);
-}
-
-/* The --compare runs: their flags (parsed copies) and labels. */
-typedef struct compare_opts {
-    int        n;
-    um_genopts g[VIEW_MAX_PANES - 1];
-    char      *buf[VIEW_MAX_PANES - 1];
-    const char *label[VIEW_MAX_PANES - 1];
-} compare_opts;
-
-static int parse_compare(compare_opts *c, int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) { fprintf(stderr, "unmask: --compare needs a value (decoding flags in quotes)\n"); return -1; }
-    if (c->n == VIEW_MAX_PANES - 1) {
-        fprintf(stderr, "unmask: --compare: at most %d (%d runs in all)\n", VIEW_MAX_PANES - 1, VIEW_MAX_PANES);
-        return -1;
+    if (quiet_load) return;
+    if (isatty(STDERR_FILENO)) {
+        fprintf(stderr, "\runmask: %s %d/%d   ", what, done, total);
+        if (done >= total) fputc('\n', stderr);
+    } else if (done >= total) {
+        fprintf(stderr, "unmask: %s %d/%d\n", what, done, total);
     }
-    const char *v = argv[++*i];
-    genopts_init(&c->g[c->n]);
-    c->buf[c->n] = strdup(v);
-    if (!c->buf[c->n]) { fprintf(stderr, "unmask: out of memory\n"); return -1; }
-    c->label[c->n] = v;
-    c->n++;
-    return genopts_parse_compare(&c->g[c->n - 1], c->buf[c->n - 1], "unmask") ? -1 : 1;
 }
 
 static void compare_free(compare_opts *c) {
@@ -116,22 +154,15 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
     setlocale(LC_ALL, "");
     genopts_init(&g);
     feopts_init(&fe);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--compare")) {
-            if (parse_compare(cmp, argc, argv, &i) < 0) return 2;
-            continue;
-        }
-        int r = genopts_parse(&g, argc, argv, &i, "unmask");
-        if (r == 0) r = feopts_parse(&fe, FE_VIEW, argc, argv, &i, "unmask");
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        const char *a = argv[i];
-        if (!strcmp(a, "--list-models")) return list_models();
-        if (!strcmp(a, "--ui-help")) { usage(stdout); return 0; }
-        fprintf(stderr, a[0] == '-' ? "unmask: unknown option '%s' (see unmask --ui-help)\n"
-                                    : "unmask: unexpected argument '%s' (see unmask --ui-help)\n", a);
-        return 2;
-    }
+    view_own own = { .cmp = cmp };
+    flags_common com = { 0 };
+    flags_parser p;
+    parser(&p, &g, &fe, &own, &com);
+    int pr = flags_parse(&p, argc, argv);
+    if (own.help || com.help) { usage(stdout); return 0; }   /* --ui-help, or -h after other flags */
+    if (own.list_models) return list_models();
+    if (pr) return pr;
+    quiet_load = com.quiet;
     const bool demo = fe.demo;
 
     /* preset, model path and chat template; flags win over the preset */

@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -82,10 +83,36 @@ void jsonw_key(jsonw *j, const char *key) {
 void jsonw_strn(jsonw *j, const char *s, size_t n) { sep(j); jsonw_put_str(j->f, s, n); }
 void jsonw_str(jsonw *j, const char *s) { jsonw_strn(j, s, strlen(s)); }
 void jsonw_int(jsonw *j, long long v) { sep(j); fprintf(j->f, "%lld", v); }
+/* The fewest significant digits (%.Ng) that read back as the same value: 0.9f is "0.9", not
+ * the "0.899999976" of a fixed 9 digits, and a double keeps every bit it has (up to 17). */
+void jsonw_fmt_double(double v, char *buf, size_t cap) {
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+void jsonw_fmt_float(float v, char *buf, size_t cap) {
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, cap, "%.*g", p, (double)v);
+        if (strtof(buf, NULL) == v) return;
+    }
+}
+
 void jsonw_num(jsonw *j, double v) {
+    char buf[40];
     sep(j);
-    if (isfinite(v)) fprintf(j->f, "%.9g", v);
-    else fputs("null", j->f);
+    if (!isfinite(v)) { fputs("null", j->f); return; }
+    jsonw_fmt_double(v, buf, sizeof buf);
+    fputs(buf, j->f);
+}
+
+void jsonw_f32(jsonw *j, float v) {
+    char buf[40];
+    sep(j);
+    if (!isfinite(v)) { fputs("null", j->f); return; }
+    jsonw_fmt_float(v, buf, sizeof buf);
+    fputs(buf, j->f);
 }
 void jsonw_bool(jsonw *j, bool v) { sep(j); fputs(v ? "true" : "false", j->f); }
 void jsonw_null(jsonw *j) { sep(j); fputs("null", j->f); }

@@ -29,7 +29,14 @@ void jsonw_key(jsonw *j, const char *key);
 void jsonw_str(jsonw *j, const char *s);
 void jsonw_strn(jsonw *j, const char *s, size_t n);
 void jsonw_int(jsonw *j, long long v);
-void jsonw_num(jsonw *j, double v);      /* non-finite values are written as null */
+/* Numbers as the shortest text that reads back as the same value: jsonw_num for a double
+ * (up to 17 digits), jsonw_f32 for a float (up to 9: 0.9f is written 0.9); non-finite
+ * values are written as null. */
+void jsonw_num(jsonw *j, double v);
+void jsonw_f32(jsonw *j, float v);
+/* The same texts into buf (a finite value; cap >= 32). */
+void jsonw_fmt_double(double v, char *buf, size_t cap);
+void jsonw_fmt_float(float v, char *buf, size_t cap);
 void jsonw_bool(jsonw *j, bool v);
 void jsonw_null(jsonw *j);
 /* One string value, quoted and escaped as above, for callers that lay JSON out by hand. */

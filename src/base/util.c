@@ -154,6 +154,7 @@ uint16_t um_fp32_to_bf16(float f) {
 #endif
 
 static char g_share[PATH_MAX];
+static char g_exe_dir[PATH_MAX];          /* "" where the OS does not say (no /proc) */
 static pthread_once_t g_share_once = PTHREAD_ONCE_INIT;
 
 static void find_share(void) {
@@ -164,6 +165,7 @@ static void find_share(void) {
         char *slash = strrchr(exe, '/');
         if (slash) {
             *slash = '\0';
+            snprintf(g_exe_dir, sizeof g_exe_dir, "%s", exe);
             char cand[PATH_MAX + 32];
             snprintf(cand, sizeof cand, "%s/../share/unmask", exe);
             struct stat st;
@@ -174,6 +176,11 @@ static void find_share(void) {
         }
     }
     snprintf(g_share, sizeof g_share, "%s/share/unmask", UM_PREFIX);
+}
+
+const char *um_exe_dir(void) {
+    pthread_once(&g_share_once, find_share);
+    return g_exe_dir;
 }
 
 const char *um_share_dir(void) {

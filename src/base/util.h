@@ -49,6 +49,9 @@ double um_now(void);
 /* The installed data folder: <dir of the executable>/../share/unmask when that exists (so a
  * relocated install works), else UM_PREFIX "/share/unmask". No trailing slash. */
 const char *um_share_dir(void);
+/* The directory of the running binary ("" where the OS does not say): a build tree's
+ * binary sits beside models.conf and models/. */
+const char *um_exe_dir(void);
 
 /* fp16 / bf16 <-> fp32, portable scalar versions (the references). */
 float    um_fp16_to_fp32(uint16_t h);

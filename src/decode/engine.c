@@ -68,6 +68,12 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
     en->mask_id = m->hp.mask_id;
     en->n_ctx = o->n_ctx > 0 ? o->n_ctx : m->hp.n_ctx_train;
     en->ctx_explicit = o->n_ctx > 0;
+    if (o->n_gen_min > en->n_ctx) {                /* before the long part: the repack */
+        um_errf(e, en->ctx_explicit ? "%d tokens to generate exceed the context of %d tokens set by --ctx"
+                                    : "%d tokens to generate exceed the model's trained context of %d tokens "
+                                      "(--ctx N allows more, with a warning)", o->n_gen_min, en->n_ctx);
+        goto fail;
+    }
     en->warn = o->warn;
     en->warn_ctx = o->warn_ctx;
     en->view_ahead = o->view_ahead;

@@ -244,6 +244,9 @@ typedef struct um_engine_opts {
     bool        gpu;            /* run the forward pass on the CUDA backend */
     int         n_ctx;          /* <= 0: the model's trained context is the limit; > 0: this is
                                    (above the trained context a run gets a warning) */
+    int32_t     n_gen_min;      /* > 0: the tokens every run will generate at least (--gen): more
+                                   than the context limit fails engine_open before the weights
+                                   are repacked, not engine_start after */
     const char *chat_template;  /* NULL: detect; "none": raw prompt */
     const char *chat_template_file; /* NULL: none; else a template file (chat.h), used instead */
     const char *system;         /* system prompt, NULL for the family's default */

@@ -120,7 +120,11 @@ static int read_special(const gguf_file *g, const char *key, int32_t n_vocab, in
     if (!kv) return UM_OK;
     uint64_t v;
     if (gguf_get_u64(g, key, &v, e) != UM_OK) return UM_FAIL;
-    if (v < (uint64_t)n_vocab) *id = (int32_t)v;
+    /* a present id outside the vocabulary is invalid, reported with its value (the verdict's
+     * rule for every key, docs/info.md): never silently replaced by a default */
+    if (v >= (uint64_t)n_vocab)
+        return um_errf(e, "key '%s' = %llu is outside the vocabulary (%d tokens)", key, (unsigned long long)v, n_vocab);
+    *id = (int32_t)v;
     return UM_OK;
 }
 

@@ -43,6 +43,15 @@ case_ "mask id 4294967295: invalid, with its value (not 'missing')" \
 case_ "mask id = the vocabulary size (one past the last row)" \
   "key 'tokenizer.ggml.mask_token_id' = 103 is outside the vocabulary (103 tokens)" set:tokenizer.ggml.mask_token_id:u32:103
 case_ "mask id = the last row" yes set:tokenizer.ggml.mask_token_id:u32:102
+# the other special ids (issue 25: once silently ignored): outside the vocabulary is invalid,
+# named with the value, in info and generate alike (the property below); the last row is fine
+for k in bos eos eot eom unknown padding seperator; do
+  case_ "$k id = the vocabulary size" "key 'tokenizer.ggml.${k}_token_id' = 103 is outside the vocabulary (103 tokens)" \
+    set:tokenizer.ggml.${k}_token_id:u32:103
+done
+case_ "eos id 4294967295" "key 'tokenizer.ggml.eos_token_id' = 4294967295 is outside the vocabulary (103 tokens)" \
+  set:tokenizer.ggml.eos_token_id:u32:4294967295
+case_ "eos id = the last row" yes set:tokenizer.ggml.eos_token_id:u32:102
 case_ "one token more than embedding rows" "tokenizer has 104 tokens but the model only 103" \
   grow:tokenizer.ggml.tokens:1 grow:tokenizer.ggml.token_type:1
 case_ "no mask id at all" "no tokenizer.ggml.mask_token_id: not a diffusion model file" del:tokenizer.ggml.mask_token_id

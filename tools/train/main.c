@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,7 +276,9 @@ typedef struct trainer {
     float     *wgt;             /* (B) per-sequence loss weights */
     int64_t    step;            /* steps done */
     uint64_t   rng[4];          /* the training stream (batches and masks), saved in checkpoints */
-    FILE      *log;
+    outfile   *log;             /* --log through the output module: a temporary file holding the
+                                   old log (on a resumed run) and the new lines, renamed over
+                                   --log at every checkpoint and at the end (log_commit) */
 } trainer;
 
 typedef struct train_hooks {
@@ -308,6 +311,45 @@ static int trainer_new_model(trainer *t, const tokenizer *tk, um_err *e) {
     return UM_OK;
 }
 
+/* ------------------------------------------------------------------ the log (--log)
+ * Written through the output module (src/base/outfile.h) like every other file: a write that
+ * fails (a full disk) stops the run with the OS reason, and the --log file is replaced only by
+ * a complete one, so an existing log is never left cut or emptied. A resumed run carries the
+ * old lines over first (the log reads as one run); a fresh run replaces the old log once its
+ * first checkpoint is written. */
+
+static int log_open(trainer *t, bool keep_old, um_err *e) {
+    const char *path = t->o->log;
+    char *old = NULL;
+    size_t n = 0;
+    struct stat st;
+    if (keep_old && stat(path, &st) == 0 && S_ISREG(st.st_mode) && infile_read(path, (size_t)1 << 30, &old, &n, e))
+        return um_err_prefix(e, "--log");
+    if (outfile_open(&t->log, path, e)) { free(old); return UM_FAIL; }
+    int rc = n ? outfile_write(t->log, old, n, e) : UM_OK;
+    free(old);
+    if (rc) { outfile_abort(t->log); t->log = NULL; }
+    return rc;
+}
+
+static int log_printf(trainer *t, um_err *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int log_printf(trainer *t, um_err *e, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return um_errf(e, "--log: cannot format a line");
+    return outfile_write(t->log, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, e);
+}
+
+/* Rename what the log holds over --log, and go on appending to a fresh copy of it. */
+static int log_commit(trainer *t, um_err *e) {
+    int rc = outfile_commit(t->log, e);
+    t->log = NULL;
+    return rc ? rc : log_open(t, true, e);
+}
+
 /* Threads, workspace and buffers for batches of T tokens; the log (header on a fresh run). */
 static int trainer_start(trainer *t, int T, const char *columns, um_err *e) {
     const opts *o = t->o;
@@ -319,8 +361,9 @@ static int trainer_start(trainer *t, int T, const char *columns, um_err *e) {
     t->tgt = um_malloc((size_t)t->B * T * sizeof *t->tgt);
     t->wgt = um_malloc((size_t)t->B * sizeof *t->wgt);
     if (!t->in || !t->tgt || !t->wgt) return um_errf(e, "out of memory");
-    if (o->log && !(t->log = fopen(o->log, "a"))) return um_errf(e, "%s: cannot open: %s", o->log, strerror(errno));
-    if (t->log && t->step == 0) fprintf(t->log, "step\tlr\ttrain_loss\tgrad_norm\t%s\ttokens_per_s\telapsed_s\n", columns);
+    if (o->log && log_open(t, t->step > 0, e)) return UM_FAIL;
+    if (t->log && t->step == 0 &&
+        log_printf(t, e, "step\tlr\ttrain_loss\tgrad_norm\t%s\ttokens_per_s\telapsed_s\n", columns)) return UM_FAIL;
     return UM_OK;
 }
 
@@ -346,15 +389,14 @@ static int trainer_run(trainer *t, const train_hooks *h, um_err *e) {
             double tps = (double)n_acc * t->B * t->T / (t0 - t_log);      /* training only */
             fprintf(stderr, "step %" PRId64 " lr %.2e loss %.4f gnorm %.3f %s  %.0f tok/s\n", t->step, adam.lr,
                     loss_acc / n_acc, gn, shown, tps);
-            if (t->log) {
-                fprintf(t->log, "%" PRId64 "\t%.3e\t%.4f\t%.3f\t%s\t%.0f\t%.0f\n", t->step, adam.lr, loss_acc / n_acc, gn,
-                        cols, tps, um_now() - t_start);
-                fflush(t->log);
-            }
+            if (t->log && log_printf(t, e, "%" PRId64 "\t%.3e\t%.4f\t%.3f\t%s\t%.0f\t%.0f\n", t->step, adam.lr,
+                                     loss_acc / n_acc, gn, cols, tps, um_now() - t_start))
+                return UM_FAIL;
             loss_acc = 0; n_acc = 0; t_log = um_now();
         }
         if (last || now - t_ckpt > o->ckpt_minutes * 60.0) {
             if (tm_save(t->m, t->step, t->rng, o->ckpt, e)) return UM_FAIL;
+            if (t->log && log_commit(t, e)) return UM_FAIL;   /* the log as far as the checkpoint */
             t_ckpt = now;
         }
         if (last) break;
@@ -364,7 +406,7 @@ static int trainer_run(trainer *t, const train_hooks *h, um_err *e) {
 }
 
 static void trainer_free(trainer *t) {
-    if (t->log) fclose(t->log);
+    if (t->log) outfile_abort(t->log);              /* committed at the last checkpoint, or failed */
     free(t->in); free(t->tgt); free(t->wgt);
     tm_ws_free(t->w);
     pool_free(t->pool);
