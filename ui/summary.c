@@ -45,11 +45,3 @@ void ui_summary_why_uniform(const um_snapshot *s, int32_t i, char *buf, size_t c
         snprintf(buf, cap, "draft: lower H %.3f > %.3f", below, (double)u->entropy_bound);
 }
 
-void ui_summary_status_uniform(const um_snapshot *s, const char *rows, double ms_step, char *buf, size_t cap) {
-    const um_us_view *u = &s->us;
-    snprintf(buf, cap, " step %d/%d  canvas %d/%d  t %.2f  bound %.2f  accepted %d  held %d/%d  H %.3f < %.3f%s"
-             "  rows %s  %.0f ms/step  seed %llu", s->step, s->n_steps, s->block + 1, s->n_blocks,
-             (double)u->temperature, (double)u->entropy_bound, u->accepted, u->held, u->stability,
-             (double)u->mean_entropy, (double)u->confidence, u->stopped ? (u->stable ? "  stable" : "  out of steps") : "",
-             rows, ms_step, (unsigned long long)s->settings.seed);
-}

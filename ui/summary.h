@@ -28,9 +28,5 @@ void ui_summary_of(const um_snapshot *s, int32_t *scratch, ui_summary *out);
  * the entropy rule ("lower H": the sum of the entropies below its own on its canvas, ties to the
  * lower position; accepted when at most the bound, else renoised). */
 void ui_summary_why_uniform(const um_snapshot *s, int32_t i, char *buf, size_t cap);
-/* The status line's numbers: step, canvas, temperature, bound, accepted, the stability counter
- * against its threshold, the mean entropy against the stop threshold; rows and ms/step as the
- * view computed them. */
-void ui_summary_status_uniform(const um_snapshot *s, const char *rows, double ms_step, char *buf, size_t cap);
 
 #endif

@@ -70,6 +70,7 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
     en->ctx_explicit = o->n_ctx > 0;
     en->warn = o->warn;
     en->warn_ctx = o->warn_ctx;
+    en->view_ahead = o->view_ahead;
     /* chat template: explicit name, else detected from the file */
     if (o->chat_template) {
         if (chat_from_name(o->chat_template, &en->chat, e)) goto fail;
@@ -128,14 +129,14 @@ static void free_kv(um_engine *en) {
 static void free_canvas(um_engine *en) {
     free(en->tokens); free(en->masked); free(en->pos); free(en->elig); free(en->rows);
     um_free_aligned(en->logits); um_free_aligned(en->logits_u); free(en->canvas_u);
-    free(en->picks); free(en->scored); free(en->committed);
+    free(en->picks); free(en->scored); free(en->committed); free(en->why);
     free(en->active); free(en->kv_masked); free(en->in_active);
     um_free_aligned(en->sc_logits);
     en->sc_logits = NULL;
     en->active = NULL; en->kv_masked = en->in_active = NULL;
     en->tokens = en->elig = en->rows = en->canvas_u = en->committed = NULL;
     en->masked = NULL; en->pos = NULL; en->logits = en->logits_u = NULL;
-    en->picks = NULL; en->scored = NULL;
+    en->picks = NULL; en->scored = NULL; en->why = NULL;
     en->cap = 0;
 }
 
@@ -189,6 +190,7 @@ static int reserve(um_engine *en, int n, um_err *e) {
     en->picks = um_calloc((size_t)n, sizeof *en->picks);
     en->scored = um_calloc((size_t)n, sizeof *en->scored);
     en->committed = um_calloc((size_t)n, sizeof *en->committed);
+    en->why = um_calloc((size_t)n, sizeof *en->why);
     en->active = um_calloc((size_t)n, sizeof *en->active);
     en->kv_masked = um_calloc((size_t)n, sizeof *en->kv_masked);
     en->in_active = um_calloc((size_t)n, sizeof *en->in_active);
@@ -199,7 +201,7 @@ static int reserve(um_engine *en, int n, um_err *e) {
     en->logits = um_malloc_aligned(rows * V * sizeof(float));
     if (uniform) en->sc_logits = um_malloc_aligned(rows * V * sizeof(float));
     if (!en->tokens || !en->masked || !en->pos || !en->elig || !en->rows || !en->canvas_u || !en->picks ||
-        !en->scored || !en->committed || !en->active || !en->kv_masked || !en->in_active || !en->logits ||
+        !en->scored || !en->committed || !en->why || !en->active || !en->kv_masked || !en->in_active || !en->logits ||
         (uniform && !en->sc_logits)) {
         free_canvas(en);
         return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, rows * V * 4 >> 20);
@@ -413,7 +415,7 @@ static void pick_one(void *arg, int64_t i, int tid) {
  * its start to the canvas end) plus the logits rows. Every other position's token is the
  * same as at the refresh (only masked positions change), so its cached K/V are stale only
  * through the context that changed around it. */
-static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w, um_err *e) {
+static int step_forward(um_engine *en, const um_plan *plan, int n, int *n_view, step_work *w, um_err *e) {
     const um_settings *s = &en->set;
     const int T = en->n_canvas, nb = s->cfg > 0 ? 2 : 1;
     if (nb == 2)
@@ -426,7 +428,7 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
     if (s->cache == UM_CACHE_NONE) {
         en->kv_valid = false;
         for (int b = 0; b < nb; b++)
-            if (en->be.run(en->be.impl, canvas[b], T, en->rows, n, out[b], e)) return UM_FAIL;
+            if (en->be.run(en->be.impl, canvas[b], T, en->rows, n + *n_view, out[b], e)) return UM_FAIL;
         return UM_OK;
     }
     if (ensure_kv(en, e)) return UM_FAIL;
@@ -443,7 +445,8 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
     if (refresh) {
         en->kv_valid = false;
         for (int b = 0; b < nb; b++)
-            if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, NULL, 0, en->rows, n, out[b], NULL, e)) return UM_FAIL;
+            if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, NULL, 0, en->rows, n + *n_view, out[b], NULL, e))
+                return UM_FAIL;
         memcpy(en->kv_masked, en->masked, (size_t)T * sizeof *en->masked);
         en->kv_valid = true;
         en->kv_mode = s->cache;
@@ -472,10 +475,14 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
     }
     for (int i = 0; i < n; i++)
         if (!en->in_active[en->rows[i]]) { en->active[na++] = en->rows[i]; en->in_active[en->rows[i]] = true; }
+    int nv = 0;                    /* view-only rows: just those this pass computes anyway */
+    for (int i = n; i < n + *n_view; i++)
+        if (en->in_active[en->rows[i]]) { en->elig[n + nv] = en->elig[i]; en->rows[n + nv] = en->rows[i]; nv++; }
+    *n_view = nv;
     float drift = 0;
     for (int b = 0; b < nb; b++) {
         float d = 0;
-        if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, en->active, na, en->rows, n, out[b], &d, e))
+        if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, en->active, na, en->rows, n + nv, out[b], &d, e))
             return UM_FAIL;
         drift = UM_MAX(drift, d);
     }
@@ -514,6 +521,7 @@ static void fill_eos(um_engine *en, int32_t from) {
             en->pos[i].masked = false;
             en->pos[i].commit_step = en->steps_done;
             en->pos[i].commit_conf = 0;
+            en->pos[i].why = (um_why){ .rule = UM_WHY_EOS };
         }
     en->post_left = 0;
 }
@@ -564,18 +572,23 @@ int engine_step(um_engine *en, um_err *e) {
             en->rows[n] = shift ? i - 1 : i;
             n++;
         }
+    /* view_ahead: the next block's masks, viewed (top-k) but never eligible: elig[n..n+n_view) */
+    int n_view = 0;
+    const int32_t view_end = UM_MIN(en->n_canvas, plan.end + UM_MAX(0, en->set.block_len));
+    for (int i = plan.end; en->view_ahead && !post && i < view_end; i++)
+        if (en->masked[i]) { en->elig[n + n_view] = i; en->rows[n + n_view] = shift ? i - 1 : i; n_view++; }
     /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
     double t0 = um_now();
     step_work work = { .post = post };
-    if (step_forward(en, &plan, n, &work, e)) return UM_FAIL;
+    if (step_forward(en, &plan, n, &n_view, &work, e)) return UM_FAIL;
     en->passes += work.passes;
     en->rows_total += work.rows;
     if (en->set.cfg > 0)
-        sampler_cfg(en->logits, en->logits, en->logits_u, (int64_t)n * en->model->hp.n_vocab, en->set.cfg);
+        sampler_cfg(en->logits, en->logits, en->logits_u, (int64_t)(n + n_view) * en->model->hp.n_vocab, en->set.cfg);
     double t1 = um_now();
     const int64_t step = en->steps_done;
-    pick_job job = { .en = en, .n = n, .step = step };
-    pool_for(en->pool, n, pick_one, &job);
+    pick_job job = { .en = en, .n = n + n_view, .step = step };
+    pool_for(en->pool, n + n_view, pick_one, &job);
     if (job.failed) { *e = job.err; return UM_FAIL; }
     for (int i = 0; i < n_mask; i++) {
         en->scored[i].pos = en->elig[i];
@@ -583,11 +596,12 @@ int engine_step(um_engine *en, um_err *e) {
         en->scored[i].entropy = -en->picks[i].neg_entropy;
         en->scored[i].key = 0;
     }
-    /* the model's view of every eligible position, before commits reorder scored[] */
-    for (int i = 0; i < n; i++) {
+    /* the model's view of every eligible (and viewed) position, before commits reorder scored[] */
+    for (int i = 0; i < n + n_view; i++) {
         um_pos *p = &en->pos[en->elig[i]];
         const um_pick *pk = &en->picks[i];
         p->has_view = true;
+        p->view_step = (int32_t)step + 1;
         memset(p->top, 0, sizeof p->top);
         for (int k = 0; k < pk->n_top && k < UM_TOPK; k++) p->top[k] = pk->top[k];
         p->entropy = pk->entropy;
@@ -611,6 +625,7 @@ int engine_step(um_engine *en, um_err *e) {
         work.n_edited++;
     }
     int32_t k = schedule_select(&en->set, &plan, step, en->scored, n_mask);
+    schedule_explain(&en->set, &plan, en->scored, n_mask, k, en->why);
     /* picks are indexed like elig[]; find each committed position's pick */
     for (int c = 0; c < k; c++) {
         int32_t p = en->scored[c].pos;
@@ -625,6 +640,7 @@ int engine_step(um_engine *en, um_err *e) {
         ps->fresh = true;
         ps->commit_step = (int32_t)step + 1;
         ps->commit_conf = pk->prob;
+        ps->why = en->why[c];
         en->committed[c] = p;
     }
     en->steps_done++;
@@ -679,52 +695,6 @@ int engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void 
 int64_t engine_forward_passes(const um_engine *en) { return en->passes; }
 int64_t engine_rows_computed(const um_engine *en) { return en->rows_total; }
 
-
-/* ------------------------------------------------------------------ names */
-
-static const char *const cache_names[UM_CACHE_COUNT] = {
-    [UM_CACHE_NONE] = "none", [UM_CACHE_PREFIX] = "prefix", [UM_CACHE_DUAL] = "dual",
-};
-static const char *const kv_store_names[UM_KV_STORE_COUNT] = {
-    [UM_KV_F16] = "f16", [UM_KV_F32] = "f32", [UM_KV_Q8_0] = "q8_0",
-};
-
-static const char *const us_kind_names[UM_US_KIND_COUNT] = {
-    [UM_US_NONE] = "none", [UM_US_NOISE] = "noise", [UM_US_DRAFT] = "draft", [UM_US_ACCEPTED] = "accepted",
-    [UM_US_KEPT] = "kept", [UM_US_CUT] = "cut",
-};
-
-const char *engine_us_kind_name(um_us_kind k) { return (int)k >= 0 && k < UM_US_KIND_COUNT ? us_kind_names[k] : "?"; }
-
-const char *engine_cache_name(um_cache c) { return (int)c >= 0 && c < UM_CACHE_COUNT ? cache_names[c] : "?"; }
-const char *engine_kv_store_name(um_kv_store t) {
-    return (int)t >= 0 && t < UM_KV_STORE_COUNT ? kv_store_names[t] : "?";
-}
-
-static int name_index(const char *what, const char *const *names, int n, const char *name, int *out, um_err *e) {
-    for (int i = 0; i < n; i++)
-        if (name && !strcmp(name, names[i])) { *out = i; return UM_OK; }
-    char known[64] = "";
-    for (int i = 0; i < n; i++) {
-        if (i) strncat(known, "|", sizeof known - strlen(known) - 1);
-        strncat(known, names[i], sizeof known - strlen(known) - 1);
-    }
-    return um_errf(e, "unknown %s '%s' (known: %s)", what, name ? name : "", known);
-}
-
-int engine_cache_from_name(const char *name, um_cache *out, um_err *e) {
-    int v;
-    if (name_index("cache mode", cache_names, UM_CACHE_COUNT, name, &v, e)) return UM_FAIL;
-    *out = (um_cache)v;
-    return UM_OK;
-}
-
-int engine_kv_store_from_name(const char *name, um_kv_store *out, um_err *e) {
-    int v;
-    if (name_index("cache type", kv_store_names, UM_KV_STORE_COUNT, name, &v, e)) return UM_FAIL;
-    *out = (um_kv_store)v;
-    return UM_OK;
-}
 
 /* ------------------------------------------------------------------ text */
 

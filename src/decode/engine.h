@@ -117,6 +117,33 @@ typedef struct um_cand {
     float   prob;
 } um_cand;
 
+/* Why a position committed: the rule of its commit step and that rule's numbers, as plain
+ * data for a reader (the visualizer's inspector). Filled by schedule_explain at the commit
+ * step and kept until the position changes again. */
+typedef enum um_why_rule {
+    UM_WHY_NONE = 0,             /* masked, a prompt token, or not recorded */
+    UM_WHY_COUNT,                /* block/timestep/linear: one of the `count` best by score */
+    UM_WHY_SAMPLED,              /* block/timestep/linear with alg_temp: drawn among them (Gumbel-top-k) */
+    UM_WHY_RANDOM,               /* origin scoring: its own coin came up below p_transfer (`bound`) */
+    UM_WHY_THRESHOLD,            /* threshold: score >= `bound` (tau) */
+    UM_WHY_QUOTA,                /* threshold: below tau, committed as one of the step's least `count` */
+    UM_WHY_FACTOR,               /* factor: score >= `bound` = 1 - factor/(rank+1), or the best one */
+    UM_WHY_EB,                   /* eb: `value` (entropies of the set, its largest left out) <= `bound` (gamma) */
+    UM_WHY_EOS,                  /* filled with end-of-text when the run stopped at one */
+} um_why_rule;
+
+typedef struct um_why {
+    int32_t rule;                /* um_why_rule */
+    int32_t rank;                /* 1-based, in the rule's order (score, or entropy for eb) */
+    int32_t n_elig;              /* masked positions of the active block at that step */
+    int32_t count;               /* the step's count: the plan's (count rules) or its least (quota) */
+    int32_t committed;           /* positions the step committed */
+    int32_t block;               /* the active block (0-based) */
+    float   score;               /* the position's score (its entropy for eb) */
+    float   bound;               /* the rule's bar: tau, 1 - f/(rank+1), gamma, p_transfer */
+    float   value;               /* eb: the set's entropy sum without its largest */
+} um_why;
+
 /* What a position of a uniform-state run (UM_SCHED_UNIFORM) holds, as of one step. */
 typedef enum um_us_kind {
     UM_US_NONE = 0,              /* not uniform-state, or a prompt position */
@@ -140,6 +167,8 @@ typedef struct um_pos {
     bool    has_view;
     um_cand top[UM_TOPK];        /* best candidates, descending probability */
     float   entropy;             /* nats, of the full distribution */
+    int32_t view_step;           /* the snapshot step top/entropy were computed at (has_view) */
+    um_why  why;                 /* why it committed (valid when commit_step >= 0, else UM_WHY_NONE) */
     bool    cached;              /* this step read its K/V from the cache, last computed at the
                                     last refresh (false on full passes) */
     /* token editing (settings.edit): a committed token replaced, never a fresh commit */
@@ -218,6 +247,9 @@ typedef struct um_engine_opts {
     const char *chat_template;  /* NULL: detect; "none": raw prompt */
     const char *chat_template_file; /* NULL: none; else a template file (chat.h), used instead */
     const char *system;         /* system prompt, NULL for the family's default */
+    bool        view_ahead;     /* also give the model's view (top-k, entropy) of the next block's
+                                   masks, from rows the step computes anyway (a viewer's option:
+                                   it costs their output rows, never changes what commits) */
     void      (*progress)(void *ctx, const char *what, int done, int total);
     void       *progress_ctx;
     /* Called (from the thread that calls engine_start) with one line when a run is allowed

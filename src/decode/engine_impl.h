@@ -47,6 +47,8 @@ struct um_engine {
     int32_t      *canvas_u;     /* CFG canvas with the prompt masked */
     um_pick      *picks;
     um_scored    *scored;
+    um_why       *why;          /* (n_canvas) schedule_explain's output for the commits */
+    bool          view_ahead;   /* opts.view_ahead */
     int32_t      *committed;
     int32_t       attn_block;   /* block-causal attention's block length (hp.block_size), else 0 */
     /* the active block's own state (docs/decoding.md, "Block diffusion (LLaDA 2.x) and editing") */

@@ -277,6 +277,56 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
     return k;
 }
 
+/* ---------------------------------------------------------------- explanation */
+
+/* Does a come before b in the rule's order? eb: lower entropy; else higher score; ties:
+ * the lower position (as schedule_select's sorts). */
+static bool why_before(bool eb, const um_scored *a, const um_scored *b) {
+    if (eb ? a->entropy != b->entropy : a->score != b->score)
+        return eb ? a->entropy < b->entropy : a->score > b->score;
+    return a->pos < b->pos;
+}
+
+void schedule_explain(const um_settings *s, const um_plan *plan, const um_scored *items, int32_t n, int32_t k,
+                      um_why *out) {
+    const bool eb = s->schedule == UM_SCHED_EB;
+    double eb_sum = 0, eb_max = 0;
+    for (int32_t c = 0; c < k && eb; c++) {
+        eb_sum += items[c].entropy;
+        eb_max = items[c].entropy > eb_max ? items[c].entropy : eb_max;
+    }
+    for (int32_t c = 0; c < k; c++) {
+        um_why *w = &out[c];
+        memset(w, 0, sizeof *w);
+        w->rank = 1;
+        for (int32_t j = 0; j < n; j++) w->rank += j != c && why_before(eb, &items[j], &items[c]);
+        w->n_elig = n;
+        w->count = plan->count;
+        w->committed = k;
+        w->block = plan->block;
+        w->score = eb ? items[c].entropy : items[c].score;
+        switch (s->schedule) {
+        case UM_SCHED_THRESHOLD:
+            w->rule = items[c].score >= s->threshold ? UM_WHY_THRESHOLD : UM_WHY_QUOTA;
+            w->bound = s->threshold;
+            break;
+        case UM_SCHED_FACTOR:
+            w->rule = UM_WHY_FACTOR;
+            w->bound = (float)(1.0 - (double)s->factor / (double)(w->rank + 1));
+            break;
+        case UM_SCHED_EB:
+            w->rule = UM_WHY_EB;
+            w->bound = s->eb_gamma;
+            w->value = (float)(eb_sum - eb_max);
+            break;
+        default:
+            w->rule = s->score == UM_SCORE_ORIGIN ? UM_WHY_RANDOM : s->alg_temp > 0.0f ? UM_WHY_SAMPLED : UM_WHY_COUNT;
+            w->bound = (float)plan->p_transfer;
+            break;
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- uniform-state decoding */
 
 int schedule_us_start(um_us_state *st, const um_settings *s, int32_t n_gen, um_err *e) {

@@ -107,6 +107,14 @@ float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t st
 int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step, um_scored *items, int32_t n);
 
 /*
+ * Why each committed position committed, for readers (um_why in engine.h): call right after
+ * schedule_select with the same settings and plan; items[0..k) are the committed ones (as
+ * schedule_select left them), items[k..n) the rest. out[c] describes items[c], c < k.
+ */
+void schedule_explain(const um_settings *s, const um_plan *plan, const um_scored *items, int32_t n, int32_t k,
+                      um_why *out);
+
+/*
  * The per-step commit counts of a whole run with these settings and no change on the way
  * (every step commits exactly the planned count): counts[i] for step i. Returns the number
  * of steps, or UM_FAIL (with e) for the threshold schedule, whose count depends on the

@@ -383,6 +383,20 @@ typedef struct kv_job {
     bool        keep;               /* a partial pass that also stores its active rows */
 } kv_job;
 
+/* One cached row to f32 and back: F16 with the SIMD conversions on the fast path (every
+ * cached row of every layer is converted on every partial pass: the scalar conversion was
+ * most of the K/V cache's part of a cached step), the reference conversion otherwise (same
+ * values, tests/test_ops.c). */
+static void kv_get(const um_forward *f, const um_kvcache *kv, const void *src, float *dst, int64_t n) {
+    if (!f->ref && kv->tr == um_traits(UM_TYPE_F16)) ops_f16_to_f32(src, dst, n);
+    else kv->tr->to_float_ref(src, dst, n);
+}
+
+static void kv_put(const um_forward *f, const um_kvcache *kv, const float *src, void *dst, int64_t n) {
+    if (!f->ref && kv->tr == um_traits(UM_TYPE_F16)) ops_f32_to_f16(src, dst, n);
+    else kv->tr->from_float_ref(src, dst, n);
+}
+
 static void kv_one(void *arg, int64_t p, int tid) {
     (void)tid;
     kv_job *j = arg;
@@ -391,18 +405,18 @@ static void kv_one(void *arg, int64_t p, int tid) {
     const int64_t n = kv->nkv;
     float *k = f->k + p * n, *v = f->v + p * n;
     if (j->store) {
-        kv->tr->from_float_ref(k, kv_row(kv, kv->k, j->il, p), n);
-        kv->tr->from_float_ref(v, kv_row(kv, kv->v, j->il, p), n);
+        kv_put(f, kv, k, kv_row(kv, kv->k, j->il, p), n);
+        kv_put(f, kv, v, kv_row(kv, kv->v, j->il, p), n);
     } else if (f->slot[p] >= 0) {
         memcpy(k, f->kc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
         memcpy(v, f->vc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
         if (j->keep) {
-            kv->tr->from_float_ref(k, kv_row(kv, kv->k, j->il, p), n);
-            kv->tr->from_float_ref(v, kv_row(kv, kv->v, j->il, p), n);
+            kv_put(f, kv, k, kv_row(kv, kv->k, j->il, p), n);
+            kv_put(f, kv, v, kv_row(kv, kv->v, j->il, p), n);
         }
     } else {
-        kv->tr->to_float_ref(kv_row(kv, kv->k, j->il, p), k, n);
-        kv->tr->to_float_ref(kv_row(kv, kv->v, j->il, p), v, n);
+        kv_get(f, kv, kv_row(kv, kv->k, j->il, p), k, n);
+        kv_get(f, kv, kv_row(kv, kv->v, j->il, p), v, n);
     }
 }
 
@@ -516,8 +530,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     const int64_t E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
     um_pool *pool = f->ref ? NULL : f->pool;
 
-    f->t_mark = um_now();
-    f->prof.passes++;
+    fw_prof_begin(f);
     if (ops_embed(pool, f->x, m->tok_embd.data, m->tok_embd.type, hp->n_vocab, (int)E, ctok, N, e)) return UM_FAIL;
     fw_mark(f, UM_FW_EMBED);
     um_rope rope = { .mode = m->arch->rope_neox ? UM_ROPE_NEOX : UM_ROPE_NORM, .head_dim = (int)HD,
@@ -562,7 +575,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
             if (partial && drift && il == hp->n_layer - 1) *drift = kv_drift(f, kv, il, act, n_act, tokens);
             kv_job kj = { .f = f, .kv = kv, .il = il, .store = !partial, .keep = partial && m->arch->block_causal };
             pool_for(pool, T, kv_one, &kj);
-            fw_mark(f, UM_FW_ADD);
+            fw_mark(f, UM_FW_KV);
         }
         if (attend(f, qpos, nq, T, e)) return UM_FAIL;
         fw_mark(f, UM_FW_ATTN);
@@ -570,7 +583,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
             /* shrink the residual stream to the kept rows, in the caller's order */
             fw_gather(f->hidden, f->x, hrow, n_rows, E);
             memcpy(f->x, f->hidden, (size_t)(n_rows * E) * sizeof(float));
-            fw_mark(f, UM_FW_ADD);
+            fw_mark(f, UM_FW_GATHER);
         }
         fw_linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, nq, f->xn, l->bo);
         fw_mark(f, UM_FW_WO);
@@ -583,7 +596,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     const bool subset_done = !f->ref && n_rows < N;
     if (subset_done) memcpy(f->hidden, f->x, (size_t)(n_rows * E) * sizeof(float));
     else fw_gather(f->hidden, f->x, hrow, n_rows, E);
-    fw_mark(f, UM_FW_ADD);
+    fw_mark(f, UM_FW_GATHER);
     fw_rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
     fw_linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
     fw_mark(f, UM_FW_HEAD);
@@ -593,6 +606,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     } else if (kv && m->arch->block_causal) {
         for (int i = 0; i < n_act; i++) kv->tok[act[i]] = tokens[act[i]];
     }
+    fw_prof_end(f);
     return UM_OK;
 }
 

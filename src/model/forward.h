@@ -140,12 +140,18 @@ int  forward_reserve(um_forward *f, int max_tokens, um_err *e);
  * Always on (a clock read per op, about 1 us per layer in all). */
 typedef enum um_fw_part {
     UM_FW_EMBED = 0, UM_FW_NORM, UM_FW_QKV, UM_FW_ROPE, UM_FW_ATTN, UM_FW_WO, UM_FW_FFN_IN,
-    UM_FW_ACT, UM_FW_FFN_DOWN, UM_FW_ROUTE, UM_FW_ADD, UM_FW_HEAD, UM_FW_PART_COUNT
+    UM_FW_ACT, UM_FW_FFN_DOWN, UM_FW_ROUTE, UM_FW_ADD, UM_FW_HEAD,
+    UM_FW_KV,                    /* K/V cache: storing (F16 conversion), loading, the drift */
+    UM_FW_GATHER,                /* row gathers (the last layer's and the head's rows) */
+    UM_FW_PART_COUNT
 } um_fw_part;
 typedef struct um_fw_profile {
     double   ms[UM_FW_PART_COUNT];
     uint64_t macs;               /* weight-product MACs (n_tokens x n_in x n_out summed) */
     double   matmul_ms;          /* time inside those products (part of ms[]) */
+    uint64_t dispatches;         /* thread-pool runs (pool_stats) */
+    double   handoff_ms;         /* the caller's wait in them after its own share (pool_stats):
+                                  * spread over the parts above, not one of them */
     int      passes;
 } um_fw_profile;
 const char *forward_part_name(um_fw_part p);

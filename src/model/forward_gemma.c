@@ -430,8 +430,7 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
     const int N = g.N, PR = g.r0 < P ? P - g.r0 : 0;   /* carried rows, and how many are prompt rows */
     const int NC = N - PR;
     f->sc_exact_rows = 0;
-    f->t_mark = um_now();
-    f->prof.passes++;
+    fw_prof_begin(f);
     if (ops_embed(f->ref ? NULL : f->pool, f->x, m->tok_embd.data, m->tok_embd.type, V, E, tokens + g.r0, N, e))
         return UM_FAIL;
     scale_rows(f->x, N, E, sqrtf((float)E));
@@ -458,6 +457,7 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
         else ops_softcap(f->pool, logits, (int64_t)n_rows * V, hp->softcap);
     }
     fw_mark(f, UM_FW_HEAD);
+    fw_prof_end(f);
     return UM_OK;
 }
 

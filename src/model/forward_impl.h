@@ -72,6 +72,7 @@ struct um_forward {
     uint64_t pc_bytes;            /* K and V */
     um_fw_profile prof;           /* where the passes since the last reset spent their time */
     double   t_mark;              /* um_now() at the end of the last timed part */
+    um_pool_stats pool_at_start;  /* the pool's counters when the pass began */
 };
 
 /* Whether layer il runs the MoE FFN (MoE models may lead with dense layers). */
@@ -82,6 +83,10 @@ static inline bool layer_moe(const um_model *m, int il) {
 
 /* ------------------------------------------------------------------ building blocks (forward_blocks.c) */
 
+/* A pass's profile: begin counts the pass and starts the clock; end adds the pool's
+ * dispatches and hand-offs since begin. */
+void fw_prof_begin(um_forward *f);
+void fw_prof_end(um_forward *f);
 /* Charge the time since the last mark to part p. */
 void fw_mark(um_forward *f, um_fw_part p);
 /* y (n, n_out) = x (n, n_in) W^T (+ bias); mw: the prepared weights (fast path), w: the file's. */
