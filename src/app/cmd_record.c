@@ -255,7 +255,10 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         v.shown = n_hist - 1;
         double t = paced ? (double)(n_hist - 1) * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
         if (record_one(rec, t, &vc, &fr, &v, &e)) { snap = NULL; break; }
-        if (!quiet && tty)
+        if (!quiet && tty && snap->us.on)      /* uniform-state: accepted this step instead of masks */
+            fprintf(stderr, "\rstep %d/%d  accepted %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->us.accepted,
+                    snap->forward_ms + snap->sample_ms);
+        else if (!quiet && tty)
             fprintf(stderr, "\rstep %d/%d  masks %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->masks_left,
                     snap->forward_ms + snap->sample_ms);
         if (snap->done || sigexit_caught()) break;

@@ -251,6 +251,8 @@ static int check_settings(const um_engine *en, const um_settings *s, um_err *e) 
         if (s->us_canvas != en->model->hp.canvas_length)
             return um_errf(e, "the canvas is the file's diffusion.canvas_length (%d), not %d", en->model->hp.canvas_length,
                            s->us_canvas);
+        if (s->cfg > 0)
+            return um_errf(e, "--cfg: a uniform-state model has no masked prompt to guide against");
         if (s->cache == UM_CACHE_DUAL || (s->cache == UM_CACHE_PREFIX && !en->be.dg_prompt))
             return um_errf(e, "--cache %s: a uniform-state model keeps the prompt's K/V (prefix) or nothing (none)",
                            engine_cache_name(s->cache));

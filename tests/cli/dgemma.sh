@@ -107,6 +107,8 @@ expect_rc generate-dual-refused 1 "$BIN" generate -m "$M" -p hello --gen 16 --ca
 expect_grep generate-dual-refused-msg "prompt's K/V \(prefix\) or nothing" "$TMP/err"
 expect_rc generate-other-schedule-refused 1 "$BIN" generate -m "$M" -p hello --gen 16 --eb-gamma 1
 expect_grep generate-other-schedule-refused-msg "uniform schedule only" "$TMP/err"
+expect_rc generate-cfg-refused 1 "$BIN" generate -m "$M" -p hello --gen 16 --cfg 1
+expect_grep generate-cfg-refused-msg "no masked prompt to guide against" "$TMP/err"
 expect_rc generate-self-cond-unknown 2 "$BIN" generate -m "$M" -p hello --self-cond fast
 expect_grep generate-self-cond-unknown-msg "auto, exact, topk or off" "$TMP/err"
 
