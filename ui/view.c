@@ -194,6 +194,7 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
         if (cl->kind != UI_CL_TEXT || (cl->flags & UI_CL_REPLACED)) st.attrs |= FRAME_DIM;
         if (!s->pos[cl->pos].masked && !strcmp(cl->text, SPECIAL_GLYPH) && cl->pos >= s->n_prompt) st.attrs |= FRAME_DIM;
         if (v->diff_ref && differs(v->diff_ref, s, cl->pos)) st = diff_style(v, st);
+        if (!strcmp(cl->text, " ")) st.attrs &= (uint8_t)~FRAME_UNDERLINE;   /* a token's leading space: not "_lord" */
         if (v->cursor >= 0 && cl->pos <= v->cursor && v->cursor <= cl->pos_last) st = cursor;
         frame_put_cluster(f, cx, y0 + ln, x0 + w, cl->text, cl->width, st, cl->pos);
         for (int j = 1; j < cw && cl->kind == UI_CL_TAB; j++)
