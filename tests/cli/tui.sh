@@ -56,6 +56,19 @@ expect_rc "bad generation flag: exit 2" 2 "$BIN" --demo-ui --steps x
 expect_grep "bad generation flag: named" "steps: 'x' is not a whole number" "$TMP/err"
 expect_rc "unknown flag: exit 2" 2 "$BIN" --demo-ui --frobnicate
 
+# ---------------------------------------------------------------- the key table agrees everywhere
+# --ui-help prints ui/keys.c's table (the ? overlay draws the same one): each key it lists has
+# a row in README.md's key table and an entry in the man page's Keys section
+"$BIN" --ui-help >"$TMP/uihelp" 2>&1
+readme_keys=$(awk '/^\| key \| action \|/{f=1;next} f&&/^$/{f=0} f' "$(dirname "$0")/../../README.md")
+man_keys=$(sed -n '/^\.SS Keys/,/^\.SH/p' "$(dirname "$0")/../../docs/unmask.1" | sed 's/\\-/-/g')
+missing=""
+for k in $(sed -n '/^keys (the same table/,$p' "$TMP/uihelp" | tail -n +2 | awk '{print $1}'); do
+  grep -qE "(^\| |\`|, |/ )$(printf '%s' "$k" | sed 's/[][?+.]/\\&/g')( |\`|,|/)" <<<"$readme_keys" || missing="$missing readme:$k"
+  grep -E '^\.(B|BR|RB) ' <<<"$man_keys" | grep -qE "(^\.[BR]+ |[ \"])$(printf '%s' "$k" | sed 's/[][?+.]/\\&/g')([ \",]|$)" || missing="$missing man:$k"
+done
+if [ -z "$missing" ]; then ok "every key of --ui-help is in README's key table and the man page"; else fail "key tables disagree" "$missing"; fi
+
 # ---------------------------------------------------------------- models.conf and themes from the command line
 expect_rc "--list-models: the shipped models.conf parses" 0 "$BIN" --list-models
 expect_grep "--list-models: lists llada-8b" '^  llada-8b +(present|MISSING) ' "$TMP/out"
