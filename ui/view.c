@@ -365,6 +365,7 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         msg_st.bg = st.bg;
         char err[600];
         snprintf(err, sizeof err, "error: %s", v->error);
+        /* cut after a word with "…" when longer: the whole error is over the body (view_build) */
         view_cut_words(err, right - 2, buf + 1, sizeof buf - 1);
         buf[0] = ' ';
         ui_text_puts(f, 0, y, right - 1, buf, msg_st);
@@ -665,6 +666,15 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
             frame_fill(f, 0, body_y, f->w, body_h, view_role(v, THEME_TEXT));
             if (v->error) draw_start_error(f, v, body_y, body_h);
             else ui_text_puts(f, 1, body_y, f->w, "starting...", view_role(v, THEME_MESSAGE));
+        }
+        if (s && v->error) {                        /* a standing error, whole, over the canvas's last rows */
+            char err[640];
+            snprintf(err, sizeof err, "error: %s", v->error);
+            int rows = UM_MIN(4, view_wrap_count(err, f->w - 2));
+            frame_style ms = view_role(v, THEME_MESSAGE);
+            ms.bg = view_role(v, THEME_STATUS).bg;
+            frame_fill(f, 0, body_y + body_h - rows, f->w, rows, ms);
+            view_put_wrapped(f, 1, body_y + body_h - rows, f->w - 1, body_y + body_h, err, ms);
         }
         ui_heat_legend(f, v, s, f->h - 2, grid);
         draw_status(f, v, s, f->h - 1, note);
