@@ -174,7 +174,8 @@ TEST(recorder_fixed_mode_frames_delays_markers) {
     CHECK(text);
     CHECK(!strncmp(text, "{\"version\": 2, \"width\": 12, \"height\": 4,", 40));
     CHECK_EQ(count_lines_with(text, "\"m\", \"step "), 4);
-    CHECK_EQ(count_lines_with(text, "\"o\", "), 3);          /* RED, BLUE, GREEN+text: repeats add nothing */
+    CHECK_EQ(count_lines_with(text, "\"o\", "), 4);          /* RED, BLUE, GREEN+text (repeats add nothing),
+                                                                then the empty event holding the last frame */
     CHECK_EQ(count_lines_with(text, "\"m\", \"step 3\""), 1);
     free(text);
     unlink(gif);
@@ -257,8 +258,9 @@ TEST(recorder_resize_pads_gif_and_marks_cast) {
 #endif
 }
 
-/* Glyph fallbacks: ↵ (not in Spleen) is drawn exactly like ¶ in the GIF, not as the hollow
- * box a missing glyph gets (U+4E00 here); the cast keeps the real ↵. */
+/* Glyph fallbacks: ↵ (not in Spleen) is drawn exactly like ¶ in the GIF, and the focused
+ * pane's mark ▸ like », not as the hollow box a missing glyph gets (U+4E00 here); the cast
+ * keeps the real characters. */
 TEST(recorder_gif_glyph_fallbacks) {
     NEED_GIFLIB();
 #ifdef HAVE_GIFLIB_H
@@ -272,26 +274,33 @@ TEST(recorder_gif_glyph_fallbacks) {
     static frame_cell cells[COLS * ROWS];
     frame f = { 0 };
     fill_frame(&f, cells, COLS, ROWS, BLUE, NULL);
-    const uint32_t cps[3] = { 0x21B5, 0x00B6, 0x4E00 };          /* ↵ ¶ 一 */
-    for (int i = 0; i < 3; i++) cells[i] = tc_cell(cps[i], 0xffffff, BLUE, 0);
+    const uint32_t cps[5] = { 0x21B5, 0x00B6, 0x4E00, 0x25B8, 0x00BB };    /* ↵ ¶ 一 ▸ » */
+    for (int i = 0; i < 5; i++) cells[i] = tc_cell(cps[i], 0xffffff, BLUE, 0);
     CHECK(recorder_frame(r, 0.0, &f, NULL, &e) == UM_OK);
     CHECK_EQ(tc_cp(&cells[0]), 0x21B5);                           /* the caller's frame is untouched */
     CHECK_MSG(recorder_close(r, 1.0, &e) == UM_OK, "%s", e.msg);
     decoded d;
     CHECK_EQ(decode_gif(gif, &d), 0);
     CHECK_EQ(d.n, 1);
-    int same_as_pilcrow = 1, same_as_box = 1, ink = 0;
+    int same_as_pilcrow = 1, same_as_box = 1, ink = 0, mark_as_guillemet = 1, mark_as_box = 1, mark_ink = 0;
     for (int y = 0; y < CH; y++)
         for (int x = 0; x < CW; x++) {
             uint8_t a = d.frame[0][y * d.w + x], b = d.frame[0][y * d.w + CW + x], c = d.frame[0][y * d.w + 2 * CW + x];
+            uint8_t m = d.frame[0][y * d.w + 3 * CW + x], g = d.frame[0][y * d.w + 4 * CW + x];
             same_as_pilcrow &= a == b;
             same_as_box &= a == c;
             ink += a != IDX_BLUE;
+            mark_as_guillemet &= m == g;
+            mark_as_box &= m == c;
+            mark_ink += m != IDX_BLUE;
         }
     decoded_free(&d);
     CHECK(same_as_pilcrow);
     CHECK(!same_as_box);
     CHECK(ink > 0);
+    CHECK(mark_as_guillemet);                                     /* the pane mark: a real glyph */
+    CHECK(!mark_as_box);
+    CHECK(mark_ink > 0);
     char *text = slurp(cast);
     CHECK(text);
     CHECK_CONTAINS(text, "\xE2\x86\xB5");                        /* ↵ in the cast */
@@ -328,6 +337,46 @@ TEST(recorder_errors) {
     CHECK(recorder_frame(r, 0.0, &f, NULL, &e) == UM_OK);
     recorder_abort(r);
     CHECK(!file_exists(gif));
+}
+
+/* --gif and --cast together are one output set: when the GIF fails at close (no frame), the
+ * cast is not written either and an old file at its path stays as it was; when both succeed
+ * both appear. The cast's last event holds the last frame for hold_cs after it. */
+TEST(recorder_gif_and_cast_all_or_nothing) {
+    char gif[256], cast[256];
+    tmp_path(gif, sizeof gif, "set.gif");
+    tmp_path(cast, sizeof cast, "set.cast");
+    FILE *fp = fopen(cast, "w");
+    CHECK(fp != NULL);
+    if (fp) { fputs("OLD", fp); fclose(fp); }
+    recorder *r = NULL;
+    um_err e = { "" };
+    recorder_opts o = { .gif_path = gif, .cast_path = cast, .cols = 10, .rows = 4, .delay_cs = 10, .hold_cs = 250 };
+    CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
+    CHECK(recorder_close(r, 0.5, &e) == UM_FAIL);            /* the GIF has no frame */
+    CHECK(!file_exists(gif));
+    char *text = slurp(cast);
+    CHECK(text && !strcmp(text, "OLD"));                     /* the old cast untouched */
+    free(text);
+    static frame_cell cells[10 * 4];
+    frame f = { 0 };
+    fill_frame(&f, cells, 10, 4, RED, "a");
+    CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
+    CHECK(recorder_frame(r, 0.0, &f, NULL, &e) == UM_OK);
+    fill_frame(&f, cells, 10, 4, RED, "b");
+    CHECK(recorder_frame(r, 0.1, &f, "step 1", &e) == UM_OK);
+    CHECK_MSG(recorder_close(r, 0.2, &e) == UM_OK, "%s", e.msg);
+    CHECK(file_exists(gif));
+    text = slurp(cast);
+    CHECK(text && strncmp(text, "OLD", 3));
+    /* the last line: the hold, 0.1 + 2.5 s, an empty output event */
+    const char *last = NULL;                                 /* the start of the last line */
+    for (const char *q = text; q && *q; q++)
+        if (q[0] == '\n' && q[1]) last = q + 1;
+    CHECK_MSG(last && !strncmp(last, "[2.6", 4) && strstr(last, "\"o\", \"\"]"), "%s", last ? last : "(none)");
+    free(text);
+    unlink(gif);
+    unlink(cast);
 }
 
 /* Real visualizer frames: the fake source's run composed by view_build at 100x30 with the

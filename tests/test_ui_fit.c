@@ -4,9 +4,11 @@
  * wraps and pages instead of cutting; a frame drawn over the last one (the controller reuses
  * it) equals a fresh one, so closing the help leaves nothing behind; i and p hide the panels.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "harness.h"
+#include "heat.h"
 #include "keys.h"
 #include "snapshot.h"
 #include "view.h"
@@ -203,4 +205,100 @@ TEST(ui_fit_closing_help_leaves_nothing) {
     frame_free(&fresh);
     view_ctx_free(&c);
     snapshot_unref(s);
+}
+
+/* Every shipped theme's ramp, as text on the dark background, keeps a WCAG contrast of at
+ * least UI_HEAT_MIN_CONTRAST at every heat (the contrast computed here from the formula, not
+ * by the function under test): the demo's low confidences are no longer dark blue on black. */
+static double lum(frame_color c) {
+    double l = 0, w[3] = { 0.0722, 0.7152, 0.2126 };
+    for (int k = 0; k < 3; k++) {
+        double x = (double)(c >> (8 * k) & 255) / 255.0;
+        l += w[k] * (x <= 0.04045 ? x / 12.92 : pow((x + 0.055) / 1.055, 2.4));
+    }
+    return l;
+}
+
+TEST(ui_fit_every_theme_ramp_readable) {
+    for (int t = 0; t < theme_cycle_len; t++) {
+        theme th;
+        um_err e = { "" };
+        CHECK_MSG(theme_load(&th, theme_cycle[t], &e) == UM_OK, "%s", e.msg);
+        view_state v = { .th = &th, .depth = 16777216 };
+        for (int k = 0; k <= 31; k++) {
+            frame_style st = ui_heat_style(&v, (float)k / 31.0f, th.role[THEME_TEXT]);
+            frame_color bg = st.bg == FRAME_DEFAULT ? FRAME_DEFAULT_BG : st.bg;
+            if (st.fg == FRAME_DEFAULT) continue;                     /* mono: the terminal's own */
+            double c = (lum(st.fg) + 0.05) / (lum(bg) + 0.05);
+            CHECK_MSG(c >= UI_HEAT_MIN_CONTRAST - 1e-9, "%s at %d/31: %06x on %06x, contrast %.2f", th.name, k, st.fg, bg, c);
+        }
+    }
+}
+
+/* A fresh token is underlined (the theme's fresh role), but not its leading space: frames
+ * read "hast lord", not "hast_lord". */
+TEST(ui_fit_fresh_token_leading_space_not_underlined) {
+    theme th;
+    theme_builtin(&th);
+    um_snapshot *s = make();
+    s->pos[10].fresh = true;                      /* " cat" at canvas position 10 */
+    um_snapshot *hist[25];
+    for (int k = 0; k < 25; k++) hist[k] = s;
+    view_ctx c = { 0 };
+    um_err e = { "" };
+    frame f = { 0 };
+    CHECK(frame_init(&f, 120, 40, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = hist, .n_hist = 25, .shown = 24, .th = &th, .depth = 256, .cursor = -1 };
+    CHECK(view_build(&c, &f, &v, &e) == UM_OK);
+    int space = 0, letters = 0;
+    for (int y = 1; y < 37; y++)
+        for (int x = 0; x < 85; x++) {
+            const frame_cell *cl = frame_at(&f, x, y);
+            if (cl->pos != 10) continue;
+            if (!strcmp(cl->text, " ")) { space++; CHECK(!(cl->attrs & FRAME_UNDERLINE)); }
+            else { letters++; CHECK(cl->attrs & FRAME_UNDERLINE); }
+        }
+    CHECK_EQ(space, 1);
+    CHECK_EQ(letters, 3);
+    frame_free(&f);
+    view_ctx_free(&c);
+    snapshot_unref(s);
+}
+
+/* One frame per step: while following, steps the worker computed ahead of the shown one are
+ * not drawn (the schedule panel stops at the shown step), so a frame does not change when
+ * they arrive. */
+TEST(ui_fit_steps_ahead_do_not_change_the_frame) {
+    theme th;
+    theme_builtin(&th);
+    um_snapshot *s[5];
+    for (int k = 0; k < 5; k++) {
+        s[k] = make();
+        s[k]->step = k;
+        s[k]->n_committed = k;                    /* different bars per step */
+        s[k]->planned = k;
+    }
+    view_ctx c = { 0 };
+    um_err e = { "" };
+    frame a = { 0 }, b = { 0 };
+    CHECK(frame_init(&a, 120, 40, &e) == UM_OK);
+    CHECK(frame_init(&b, 120, 40, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = s, .n_hist = 5, .shown = 2, .th = &th, .depth = 256, .cursor = -1,
+                     .following = true };
+    CHECK(view_build(&c, &a, &v, &e) == UM_OK);
+    v.n_hist = 3;                                 /* as before steps 3 and 4 arrived */
+    CHECK(view_build(&c, &b, &v, &e) == UM_OK);
+    int diff = 0;
+    for (int i = 0; i < 120 * 40; i++) diff += strcmp(a.cells[i].text, b.cells[i].text) || a.cells[i].fg != b.cells[i].fg;
+    CHECK_EQ(diff, 0);
+    v.n_hist = 5;                                 /* rewound (not following): the steps ahead show */
+    v.following = false;
+    CHECK(view_build(&c, &b, &v, &e) == UM_OK);
+    diff = 0;
+    for (int i = 0; i < 120 * 40; i++) diff += strcmp(a.cells[i].text, b.cells[i].text) || a.cells[i].fg != b.cells[i].fg;
+    CHECK(diff > 0);
+    frame_free(&a);
+    frame_free(&b);
+    view_ctx_free(&c);
+    for (int k = 0; k < 5; k++) snapshot_unref(s[k]);
 }

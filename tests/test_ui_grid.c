@@ -348,3 +348,72 @@ TEST(ui_view_grid_layout_fallbacks) {
     free(s);
     view_ctx_free(&ctx);
 }
+
+/* The verdict in words: in the answer's title ("solved", "N conflicts", "N to fill") and, with
+ * --compare, in each pane's summary once done; a digit that differs from the first pane's is
+ * marked in the grid as in the text layout. */
+TEST(ui_view_grid_verdict_and_compare_marks) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    grid9 g;
+    um_snapshot *solved = sudoku_snap(SOLUTION, 0);
+    CHECK(grid9_scan(&src, solved, &g));
+    char buf[48];
+    grid9_verdict(&g, buf, sizeof buf);
+    CHECK_STREQ(buf, "solved");
+    CHECK(build(&f, 100, 30, solved, VIEW_HEAT_COMMIT, 256, -1) == UM_OK);
+    CHECK_CONTAINS(row(&f, 1), "answer  solved");
+    char ans[82];
+    int one[] = { 0, 0, 5 };
+    answer_with(ans, one, 1);
+    um_snapshot *partial = sudoku_snap(ans, 0);
+    CHECK(grid9_scan(&src, partial, &g));
+    grid9_verdict(&g, buf, sizeof buf);
+    CHECK_STREQ(buf, "80 to fill");
+    /* two panes, both done: pane 2 holds the solution with (0,1) and (0,2) swapped (3 4 ->
+     * 4 3). Worked out: (0,1) holds 4 where the puzzle gives 3, and column 1 has the 4 of
+     * (8,1): (0,1) and (8,1) clash; (0,2) holds 3, the given of (0,1) in its row, and column 2
+     * has the 3 of (5,2): (0,2) and (5,2) clash. 4 conflicts; 2 positions differ. */
+    char swapped[82];
+    memcpy(swapped, SOLUTION, 82);
+    swapped[1] = '4';
+    swapped[2] = '3';
+    um_snapshot *other = sudoku_snap(swapped, 0);
+    solved->done = other->done = true;
+    um_snapshot *h1[1] = { solved }, *h2[1] = { other };
+    view_pane panes[2] = { { .hist = h1, .n_hist = 1, .label = "main" }, { .hist = h2, .n_hist = 1, .label = "--alg random" } };
+    um_err e = { "" };
+    CHECK(frame_init(&f, 170, 30, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = h1, .n_hist = 1, .shown = 0, .th = &th, .depth = 256, .cursor = -1,
+                     .layout = VIEW_LAYOUT_GRID9, .panes = panes, .n_panes = 2, .following = true };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 2), "solved");
+    CHECK_CONTAINS(row(&f, 2), "4 conflicts");
+    CHECK_CONTAINS(row(&f, 2), "2 differ");
+    int diff_marked = 0;
+    for (int y = 3; y < 28; y++)
+        for (int x = 0; x < f.w; x++) diff_marked += frame_at(&f, x, y)->bg == th.role[THEME_DIFF].bg;
+    CHECK(diff_marked == 0);                      /* both differing cells conflict: their own mark */
+    /* a differing digit that breaks no rule: (0,2) is 4 in pane 1 and 2 in pane 2 (row 0 gives
+     * 5 3 7, column 2 gives 8, box 0 gives 5 3 6 9 8: no 2 there): marked as differing */
+    char a4[82], a2[82];
+    int c4[] = { 0, 2, 4 }, c2[] = { 0, 2, 2 };
+    answer_with(a4, c4, 1);
+    answer_with(a2, c2, 1);
+    um_snapshot *p4 = sudoku_snap(a4, 0), *p2 = sudoku_snap(a2, 0);
+    h1[0] = p4;
+    h2[0] = p2;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    diff_marked = 0;
+    for (int y = 3; y < 28; y++)
+        for (int x = 85; x < f.w; x++) diff_marked += frame_at(&f, x, y)->bg == th.role[THEME_DIFF].bg &&
+                                                       !strcmp(frame_at(&f, x, y)->text, "2");
+    CHECK_EQ(diff_marked, 1);
+    free(p4);
+    free(p2);
+    frame_free(&f);
+    free(solved);
+    free(partial);
+    free(other);
+    view_ctx_free(&ctx);
+}

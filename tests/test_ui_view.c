@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "harness.h"
+#include "heat.h"
 #include "summary.h"
 #include "view.h"
 
@@ -451,7 +452,8 @@ TEST(ui_view_cache_heat_stale_vs_recomputed) {
     view_state v = { .src = &src, .hist = hist, .n_hist = 2, .shown = 1, .th = &th, .depth = 256,
                      .heat = VIEW_HEAT_CACHE, .cursor = -1 };
     CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
-    frame_color stale = theme_heat(&th, 0.0f), fresh = theme_heat(&th, 1.0f);
+    /* the ramp's ends as text colours: the dark end lifted to stay readable (ui_heat_readable) */
+    frame_color stale = ui_heat_readable(theme_heat(&th, 0.0f), FRAME_DEFAULT), fresh = theme_heat(&th, 1.0f);
     CHECK(stale != fresh);
     /* row 1: "ab" (prompt), row 2: x x ░ ░ ░ at columns 0..4, positions 1..5 */
     CHECK_EQ(frame_at(&f, 0, 1)->fg, stale);                  /* the prompt, cached */

@@ -157,7 +157,16 @@ static int redraw(ctl *a, um_err *e) {
     };
     if (view_build(&a->vc, &a->fr, &v, e)) return UM_FAIL;
     draw_curses_frame(&a->fr);
-    ctl_rec_feed(a);
+    if (a->rec_cli || a->rec_key) {                 /* the recordings: no REC, no "recording ..." */
+        if (a->rec_fr.w != a->fr.w || a->rec_fr.h != a->fr.h) {
+            frame_free(&a->rec_fr);
+            if (frame_init(&a->rec_fr, a->fr.w, a->fr.h, e)) return UM_FAIL;
+        }
+        v.recording = false;
+        if (a->message_rec) v.message = NULL;
+        if (view_build(&a->vc, &a->rec_fr, &v, e)) return UM_FAIL;
+        ctl_rec_feed(a);
+    }
     return UM_OK;
 }
 
@@ -292,6 +301,7 @@ out:
     free(a->edit);
     for (int k = 0; k < a->n_panes; k++) free(a->pn[k].hist);
     frame_free(&a->fr);
+    frame_free(&a->rec_fr);
     view_ctx_free(&a->vc);
     pthread_mutex_destroy(&a->warn.lock);
     free(a);

@@ -24,14 +24,15 @@ static void set_paused(ctl *a, bool paused) {
 }
 
 /* A settings change: from the next step when the source can, else a restart (always while
- * an error stands: there is no run to change). */
+ * an error stands, or once the run is done: there is no next step to change). */
 static void change(ctl *a, um_settings next, const char *what) {
     ctl_pane *p = &a->pn[a->focus];
-    bool restart = p->error[0] || p->src.needs_restart(&p->settings, &next);
+    bool done = p->n_hist > 0 && p->hist[p->n_hist - 1]->done;
+    bool restart = p->error[0] || done || p->src.needs_restart(&p->settings, &next);
     p->settings = next;
     if (restart) {
         ui_worker_restart(p->worker, &p->settings, a->prompt);
-        ctl_say(a, "%s: restarted", what);
+        ctl_say(a, done ? "%s: restarted (the run had ended)" : "%s: restarted", what);
     } else {
         ui_worker_apply(p->worker, &p->settings);
         ctl_say(a, "%s: from the next step", what);

@@ -63,6 +63,7 @@ static void rec_key_start(ctl *a) {
     um_err e = { "" };
     if (recorder_open(&a->rec_key, &o, &e)) { a->rec_key = NULL; ctl_say(a, "recording: %s", e.msg); return; }
     ctl_say(a, "recording %s (g stops)", a->rec_key_path);
+    a->message_rec = true;                          /* on screen, not in the GIF */
 }
 
 /* Finish the g recording; the message says how it went (shown when `show`). */
@@ -82,21 +83,22 @@ void ctl_rec_key_toggle(ctl *a) {
     else rec_key_start(a);
 }
 
-/* Feed the composed frame a->fr to the running recorders; a failing one is dropped. */
+/* Feed the recording's frame a->rec_fr to the running recorders; a failing one is dropped. */
 void ctl_rec_feed(ctl *a) {
     if (!a->rec_cli && !a->rec_key) return;
+    const frame *f = &a->rec_fr;
     char label[32];
-    bool mark = a->fr.step > 0 && a->fr.step != a->rec_step;
-    snprintf(label, sizeof label, "step %d", a->fr.step);
-    a->rec_step = a->fr.step;
+    bool mark = f->step > 0 && f->step != a->rec_step;
+    snprintf(label, sizeof label, "step %d", f->step);
+    a->rec_step = f->step;
     um_err e = { "" };
-    if (a->rec_cli && recorder_frame(a->rec_cli, recorder_elapsed(a->rec_cli), &a->fr, mark ? label : NULL, &e)) {
+    if (a->rec_cli && recorder_frame(a->rec_cli, recorder_elapsed(a->rec_cli), f, mark ? label : NULL, &e)) {
         recorder_abort(a->rec_cli);
         a->rec_cli = NULL;
         ctl_say(a, "recording stopped: %s", e.msg);
         snprintf(a->rec_cli_lost, sizeof a->rec_cli_lost, "%s", e.msg);
     }
-    if (a->rec_key && recorder_frame(a->rec_key, recorder_elapsed(a->rec_key), &a->fr, NULL, &e)) {
+    if (a->rec_key && recorder_frame(a->rec_key, recorder_elapsed(a->rec_key), f, NULL, &e)) {
         recorder_abort(a->rec_key);
         a->rec_key = NULL;
         ctl_say(a, "recording stopped: %s", e.msg);

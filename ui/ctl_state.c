@@ -13,6 +13,7 @@ void ctl_say(ctl *a, const char *fmt, ...) {
     vsnprintf(a->message, sizeof a->message, fmt, ap);
     va_end(ap);
     a->message_until = um_now() + CTL_MESSAGE_SECONDS;
+    a->message_rec = false;
 }
 
 /* The newest step every pane can show, in lock step: the least newest step of the panes

@@ -70,7 +70,9 @@ typedef struct ctl {
     size_t        edit_cap;
     char          message[512];
     double        message_until;
+    bool          message_rec;     /* the message is the recording's own ("recording X (g stops)") */
     frame         fr;
+    frame         rec_fr;          /* what the recordings get: fr without REC and their own message */
     view_ctx      vc;
     ctl_warning   warn;
     recorder     *rec_cli;         /* --gif / --cast, NULL when not recording */
@@ -96,6 +98,6 @@ int     ctl_rec_cli_open(ctl *a, const char *gif, const char *cast, um_err *e);
 int     ctl_rec_cli_close(ctl *a);          /* after the terminal is restored; 1 on a failure */
 void    ctl_rec_key_toggle(ctl *a);         /* g */
 void    ctl_rec_key_stop(ctl *a, bool show);
-void    ctl_rec_feed(ctl *a);               /* the composed frame a->fr to the recorders */
+void    ctl_rec_feed(ctl *a);               /* the composed frame a->rec_fr to the recorders */
 
 #endif

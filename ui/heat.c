@@ -45,6 +45,37 @@ float ui_heat_value(const view_state *v, const um_snapshot *s, int32_t i) {
     }
 }
 
+/* WCAG relative luminance of 0xRRGGBB. */
+static double luminance(frame_color c) {
+    double l = 0;
+    static const double w[3] = { 0.0722, 0.7152, 0.2126 };      /* B, G, R */
+    for (int k = 0; k < 3; k++) {
+        double x = (double)(c >> (8 * k) & 255) / 255.0;
+        l += w[k] * (x <= 0.04045 ? x / 12.92 : pow((x + 0.055) / 1.055, 2.4));
+    }
+    return l;
+}
+
+double ui_heat_contrast(frame_color a, frame_color b) {
+    double la = luminance(a), lb = luminance(b);
+    return la > lb ? (la + 0.05) / (lb + 0.05) : (lb + 0.05) / (la + 0.05);
+}
+
+frame_color ui_heat_readable(frame_color fg, frame_color bg) {
+    if (fg == FRAME_DEFAULT) return fg;
+    if (bg == FRAME_DEFAULT) bg = FRAME_DEFAULT_BG;
+    if (luminance(bg) > 0.4 || ui_heat_contrast(fg, bg) >= UI_HEAT_MIN_CONTRAST) return fg;   /* light backgrounds: as is */
+    for (int step = 1; step <= 20; step++) {                 /* towards white, 5 % at a time */
+        frame_color out = 0;
+        for (int sh = 0; sh <= 16; sh += 8) {
+            int c = (int)(fg >> sh & 255);
+            out |= (frame_color)(c + (255 - c) * step / 20) << sh;
+        }
+        if (ui_heat_contrast(out, bg) >= UI_HEAT_MIN_CONTRAST) return out;
+    }
+    return 0xffffff;
+}
+
 frame_style ui_heat_style(const view_state *v, float h, frame_style base) {
     frame_style st = base;
     h = roundf(fminf(fmaxf(h, 0.0f), 1.0f) * 31.0f) / 31.0f;   /* 32 levels bound the colour pairs */
@@ -53,7 +84,7 @@ frame_style ui_heat_style(const view_state *v, float h, frame_style base) {
         st.attrs |= h < 1.0f / 3 ? FRAME_DIM : h > 2.0f / 3 ? FRAME_BOLD : 0;
         return st;
     }
-    st.fg = theme_heat(v->th, h);
+    st.fg = ui_heat_readable(theme_heat(v->th, h), st.bg);   /* a ramp's dark end stays readable as text */
     if (v->depth <= 8 && h > 0.5f) st.attrs |= FRAME_BOLD;   /* doubles the 8 levels */
     return st;
 }

@@ -25,6 +25,12 @@ extern const char *const ui_heat_keys[VIEW_HEAT_COUNT];      /* the --heat value
 float       ui_heat_value(const view_state *v, const um_snapshot *s, int32_t i);
 /* Style for heat h on top of base: the ramp's colour (32 levels), bold for the upper half with
  * 8 colours, or dim / normal / bold without colours. */
+/* The least contrast (WCAG ratio) a heat colour keeps against its background as text. */
+#define UI_HEAT_MIN_CONTRAST 4.0
+/* fg lightened towards white just enough for UI_HEAT_MIN_CONTRAST against bg (FRAME_DEFAULT:
+ * the recorders' dark default); unchanged when it has it, or when bg is light. */
+frame_color ui_heat_readable(frame_color fg, frame_color bg);
+double      ui_heat_contrast(frame_color a, frame_color b);     /* WCAG contrast ratio, 1..21 */
 frame_style ui_heat_style(const view_state *v, float h, frame_style base);
 /* The legend on row y: the mode's name and its scale (a ramp, or for the cache mode the two
  * swatches), the mask glyph, the fresh mark, and the grid's conflict and the panes' diff marks

@@ -259,8 +259,11 @@ void panel_schedule(view_ctx *cx, frame *f, const view_state *v, const um_snapsh
     /* one column per step: recorded steps 1..n as bars (─ where the plan said more), then the
      * plan ahead as ░ columns; a window around the shown step when they do not all fit; ╎ on
      * top of a step whose settings changed the rule (schedule, scoring, its parameters) */
-    int label_w = 5, cols = w - label_w, chart_h = h - 3;
-    int32_t n = v->n_hist - 1, cur = s->step;
+    int label_w = 5, cols = w - label_w - 1, chart_h = h - 3;      /* a free column at the right: the
+                                                                    * marker never sits on the edge */
+    /* while following, the steps up to the one shown: the worker runs ahead of the pace, and its
+     * steps are not news yet (a recording gets one frame per step, not one per arrival too) */
+    int32_t n = v->following ? UM_MIN(v->shown, v->n_hist - 1) : v->n_hist - 1, cur = s->step;
     if (cols < 1 || n < 0) return;
     int32_t n_future = plan_ahead(cx, v->hist[n], NULL), total = n + n_future;
     int32_t first = 1;

@@ -194,6 +194,7 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
         if (cl->kind != UI_CL_TEXT || (cl->flags & UI_CL_REPLACED)) st.attrs |= FRAME_DIM;
         if (!s->pos[cl->pos].masked && !strcmp(cl->text, SPECIAL_GLYPH) && cl->pos >= s->n_prompt) st.attrs |= FRAME_DIM;
         if (v->diff_ref && differs(v->diff_ref, s, cl->pos)) st = diff_style(v, st);
+        if (!strcmp(cl->text, " ")) st.attrs &= (uint8_t)~FRAME_UNDERLINE;   /* a token's leading space: not "_lord" */
         if (v->cursor >= 0 && cl->pos <= v->cursor && v->cursor <= cl->pos_last) st = cursor;
         frame_put_cluster(f, cx, y0 + ln, x0 + w, cl->text, cl->width, st, cl->pos);
         for (int j = 1; j < cw && cl->kind == UI_CL_TAB; j++)
@@ -364,6 +365,7 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
         msg_st.bg = st.bg;
         char err[600];
         snprintf(err, sizeof err, "error: %s", v->error);
+        /* cut after a word with "…" when longer: the whole error is over the body (view_build) */
         view_cut_words(err, right - 2, buf + 1, sizeof buf - 1);
         buf[0] = ' ';
         ui_text_puts(f, 0, y, right - 1, buf, msg_st);
@@ -681,6 +683,15 @@ int view_build(view_ctx *c, frame *f, const view_state *v, um_err *e) {
             frame_fill(f, 0, body_y, f->w, body_h, view_role(v, THEME_TEXT));
             if (v->error) draw_start_error(f, v, body_y, body_h);
             else ui_text_puts(f, 1, body_y, f->w, "starting...", view_role(v, THEME_MESSAGE));
+        }
+        if (s && v->error) {                        /* a standing error, whole, over the canvas's last rows */
+            char err[640];
+            snprintf(err, sizeof err, "error: %s", v->error);
+            int rows = UM_MIN(4, view_wrap_count(err, f->w - 2));
+            frame_style ms = view_role(v, THEME_MESSAGE);
+            ms.bg = view_role(v, THEME_STATUS).bg;
+            frame_fill(f, 0, body_y + body_h - rows, f->w, rows, ms);
+            view_put_wrapped(f, 1, body_y + body_h - rows, f->w - 1, body_y + body_h, err, ms);
         }
         ui_heat_legend(f, v, s, f->h - 2, grid);
         draw_status(f, v, s, f->h - 1, note);

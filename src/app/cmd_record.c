@@ -210,6 +210,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         .src = &src, .th = &th, .depth = 16777216, .heat = (view_heat)fe.heat, .cursor = -1,
         .layout = (view_layout)feopts_layout(&fe, g.have_preset ? g.pre.layout : NULL),
         .pace_ms = fe.pace_set ? fe.pace_ms : -1,
+        .following = true,                          /* playback: never REWIND, no step ahead shown */
     };
     double t_start = um_now();
     um_snapshot *snap = NULL;
@@ -253,7 +254,9 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         v.hist = hist;
         v.n_hist = n_hist;
         v.shown = n_hist - 1;
-        double t = paced ? (double)(n_hist - 1) * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
+        /* the cast is paced as the GIF: the virtual clock (--pace), the fixed delay, or real time */
+        double t = paced ? (double)(n_hist - 1) * fe.pace_ms / 1000.0
+                 : ro.real_time ? recorder_elapsed(rec) : (double)(n_hist - 1) * delay_cs / 100.0;
         if (record_one(rec, t, &vc, &fr, &v, &e)) { snap = NULL; break; }
         if (!quiet && tty && snap->us.on)      /* uniform-state: accepted this step instead of masks */
             fprintf(stderr, "\rstep %d/%d  accepted %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->us.accepted,
@@ -270,7 +273,8 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         }
     }
     if (!quiet && tty) fputc('\n', stderr);
-    t_end = paced ? (double)n_hist * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
+    t_end = paced ? (double)n_hist * fe.pace_ms / 1000.0
+          : ro.real_time ? recorder_elapsed(rec) : (double)n_hist * delay_cs / 100.0;
     }
     if (!snap && e.msg[0]) {                          /* a failed step or frame: keep nothing */
         recorder_abort(rec);

@@ -251,6 +251,11 @@ static void writer_free(cast_writer *c) {
 
 int cast_open(cast_writer **out, const char *path, int cols, int rows, int64_t timestamp,
               const char *term, const char *title, um_err *e) {
+    return cast_open_in(out, NULL, path, cols, rows, timestamp, term, title, e);
+}
+
+int cast_open_in(cast_writer **out, outfile_group *group, const char *path, int cols, int rows,
+                 int64_t timestamp, const char *term, const char *title, um_err *e) {
     *out = NULL;
     if (cols < 1 || rows < 1 || cols > 10000 || rows > 10000)
         return um_errf(e, "cast: terminal size %dx%d out of range (1..10000)", cols, rows);
@@ -262,7 +267,7 @@ int cast_open(cast_writer **out, const char *path, int cols, int rows, int64_t t
     memcpy(c->path, path, plen + 1);
     c->cols = cols;
     c->rows = rows;
-    if (outfile_open(&c->of, path, e)) {
+    if (group ? outfile_group_open(group, &c->of, path, e) : outfile_open(&c->of, path, e)) {
         writer_free(c);
         return um_err_prefix(e, "cast");
     }
@@ -321,6 +326,13 @@ int cast_output(cast_writer *c, double t, const char *bytes, size_t n, um_err *e
     c->ntail = (int)(c->joined.len - used);                  /* at most 3: an incomplete sequence */
     memcpy(c->tail, c->joined.data + used, (size_t)c->ntail);
     if (!oom && c->line.len == body) return UM_OK;           /* nothing complete to write yet */
+    return event_end(c, oom, e);
+}
+
+int cast_hold(cast_writer *c, double t, um_err *e) {
+    if (c->failed) return writer_fail(c, e);
+    int oom = 0;
+    event_begin(c, t, 'o', &oom);
     return event_end(c, oom, e);
 }
 

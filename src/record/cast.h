@@ -53,8 +53,16 @@ typedef struct cast_writer cast_writer;
 /* term and title may be NULL ("xterm-256color", no title). timestamp: UNIX seconds. */
 int  cast_open(cast_writer **out, const char *path, int cols, int rows, int64_t timestamp,
                const char *term, const char *title, um_err *e);
+/* The same as a member of an all-or-nothing set (outfile.h rule 6; NULL: on its own):
+ * cast_close finishes it, outfile_group_commit puts it in place with the others. */
+struct outfile_group;
+int  cast_open_in(cast_writer **out, struct outfile_group *group, const char *path, int cols, int rows,
+                  int64_t timestamp, const char *term, const char *title, um_err *e);
 int  cast_output(cast_writer *c, double t, const char *bytes, size_t n, um_err *e);
 int  cast_marker(cast_writer *c, double t, const char *label, um_err *e);
+/* An empty output event at t: a player keeps the screen as it is until then (the last
+ * frame's hold; players end at the last event). */
+int  cast_hold(cast_writer *c, double t, um_err *e);
 int  cast_resize(cast_writer *c, double t, int cols, int rows, um_err *e);
 /* Output event for a frame: a diff against the previous frame given here (full redraw the
  * first time and after a size change, which also writes a resize event). The frame is

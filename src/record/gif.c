@@ -240,7 +240,7 @@ int gif_open(gif_writer **out, const char *path, int w, int h, const uint8_t *pa
         return um_errf(e, "gif: out of memory for %dx%d frames", w, h);
     }
     memcpy(g->path, path, plen + 1);
-    if (outfile_open(&g->of, path, e)) {
+    if (g->opt.group ? outfile_group_open(g->opt.group, &g->of, path, e) : outfile_open(&g->of, path, e)) {
         writer_free(g);
         return um_err_prefix(e, "gif");
     }

@@ -37,6 +37,8 @@
 typedef struct gif_options {
     int loop_count;              /* 0 = loop forever (the default), else number of repeats */
     int final_hold_cs;           /* minimum delay of the last frame, centiseconds; 0 = none */
+    struct outfile_group *group; /* NULL: PATH on its own; else a member of this all-or-nothing set
+                                    (outfile.h rule 6): gif_close finishes it, the group renames */
 } gif_options;
 
 typedef struct gif_writer gif_writer;

@@ -16,6 +16,7 @@
 
 #include "cast.h"
 #include "gif.h"
+#include "outfile.h"
 #include "psf.h"
 #include "recorder.h"
 #include "render.h"
@@ -37,6 +38,8 @@ struct recorder {
     char         *gif_path;
     /* cast */
     cast_writer  *cast;
+    double        cast_t;
+    outfile_group *group;        /* both a GIF and a cast: one all-or-nothing set (outfile.h) */        /* seconds: the last frame's time (its hold is counted from it) */
 };
 
 static int delay_cs_between(double t0, double t1) {
@@ -73,10 +76,13 @@ int recorder_open(recorder **out, const recorder_opts *o, um_err *e) {
         uint8_t pal[256 * 3];
         render_palette(pal);
         gif_options go = { .loop_count = 0, .final_hold_cs = r->o.hold_cs };
+        if (o->cast_path && outfile_group_new(&r->group, 2, e)) goto fail;
+        go.group = r->group;
         if (gif_open(&r->gif, o->gif_path, r->w, r->h, pal, &go, e)) goto fail;
     }
     if (o->cast_path) {
-        if (cast_open(&r->cast, o->cast_path, o->cols, o->rows, (int64_t)time(NULL), o->term, o->title, e)) goto fail;
+        if (cast_open_in(&r->cast, r->group, o->cast_path, o->cols, o->rows, (int64_t)time(NULL), o->term, o->title, e))
+            goto fail;
     }
     *out = r;
     return UM_OK;
@@ -91,6 +97,7 @@ int recorder_frame(recorder *r, double t, const frame *f, const char *label, um_
     if (r->cast) {
         if (label && cast_marker(r->cast, t, label, e)) return UM_FAIL;
         if (cast_frame(r->cast, t, f, r->o.cast_color, e)) return UM_FAIL;
+        r->cast_t = t;
     }
     if (!r->gif) return UM_OK;
     render_frame_fit(&r->rc, f, r->cur, r->w, r->h, r->o.pad_rgb);
@@ -118,24 +125,31 @@ static void free_recorder(recorder *r) {
 
 int recorder_close(recorder *r, double t, um_err *e) {
     int rc = UM_OK;
-    um_err e2 = { "" };
     if (r->gif) {
-        if (r->have_pend && gif_add_frame(r->gif, r->pend, delay_cs_between(r->pend_t, t), &e2)) {
+        if (r->have_pend && gif_add_frame(r->gif, r->pend, delay_cs_between(r->pend_t, t), e)) {
             gif_abort(r->gif);
             rc = UM_FAIL;
-            *e = e2;
-        } else if (gif_close(r->gif, &e2)) {
+        } else if (gif_close(r->gif, e)) {
             rc = UM_FAIL;
-            *e = e2;
         }
         r->gif = NULL;
     }
     if (r->cast) {
-        if (cast_close(r->cast, &e2) && rc == UM_OK) {
+        /* the last frame stays on a player's screen until a last (empty) event: at least its
+         * hold after it, as the GIF's */
+        double hold = r->cast_t + r->o.hold_cs / 100.0;
+        if (rc != UM_OK || cast_hold(r->cast, t > hold ? t : hold, e)) {
+            cast_abort(r->cast);                    /* with a failed GIF: the set is all or nothing */
             rc = UM_FAIL;
-            *e = e2;
+        } else if (cast_close(r->cast, e)) {
+            rc = UM_FAIL;
         }
         r->cast = NULL;
+    }
+    if (r->group) {                                 /* both finished: into place together, or neither */
+        if (rc == UM_OK && outfile_group_commit(r->group, e)) rc = UM_FAIL;
+        else if (rc != UM_OK) outfile_group_abort(r->group);
+        r->group = NULL;
     }
     free_recorder(r);
     return rc;
@@ -145,6 +159,7 @@ void recorder_abort(recorder *r) {
     if (!r) return;
     if (r->gif) gif_abort(r->gif);
     if (r->cast) cast_abort(r->cast);
+    outfile_group_abort(r->group);
     free_recorder(r);
 }
 

@@ -10,17 +10,18 @@
  *   - real time (interactive): a GIF frame stays on screen for the real time until the next
  *     frame that looks different; frames whose pixels equal the previous one only extend it.
  *     This is written one frame behind (a frame's delay is known when the next one arrives).
- * The cast always uses real times t (seconds since the recorder opened, never decreasing),
- * writes a marker event before a frame when a label is given ("step N"), an output event
- * only when cells changed, and a resize event when the frame size changes.
+ * The cast uses the times t the caller gives (never decreasing: `unmask record` gives the
+ * GIF's own clock, k x delay or the --pace clock; the visualizer real time), writes a marker
+ * event before a frame when a label is given ("step N"), an output event only when cells
+ * changed, a resize event when the frame size changes, and at close an empty output event at
+ * least hold_cs after the last frame, so a player holds the last frame as the GIF does.
  *
  * The GIF size is fixed at open (cols x rows cells, 8x16 px each with the built-in font);
  * a frame of another size is drawn cut off or padded with pad_rgb. A few characters the
- * visualizer uses and the font lacks (↵ ␣ → ∎ ▲, eighth blocks) are drawn in the GIF as the
- * nearest glyph the font has (¶ _ » ● ^, half/full blocks); the cast keeps them as they are.
+ * visualizer uses and the font lacks (↵ ␣ → ∎ ▲ ▸, eighth blocks) are drawn in the GIF as the
+ * nearest glyph the font has (¶ _ » ● ^ », half/full blocks; render.c); the cast keeps them.
  * Files are written through outfile.h and appear at recorder_close (see gif.h, cast.h);
- * recorder_abort discards. No allocation per frame: pixel buffers are allocated at open,
- * the fallback scratch only grows when a bigger frame arrives.
+ * recorder_abort discards. No allocation per frame: pixel buffers are allocated at open.
  */
 #ifndef UM_RECORDER_H
 #define UM_RECORDER_H

@@ -119,9 +119,10 @@ static const struct { uint32_t from, to; } fallbacks[] = {
     { 0x2586, 0x2588 },
     { 0x2587, 0x2588 },
     { 0x25B2, 0x005E },          /* ▲ schedule mark -> ^ */
+    { 0x25B8, 0x00BB },          /* ▸ focused pane -> » */
 };
 #define FALLBACK_LO 0x2190       /* code points of the table lie in [LO, HI] */
-#define FALLBACK_HI 0x25B2
+#define FALLBACK_HI 0x25B8
 #define N_FALLBACKS ((int)(sizeof fallbacks / sizeof fallbacks[0]))
 
 /* The font's glyph for cp, or its fallback's when the font lacks cp and has the fallback. */

@@ -161,6 +161,8 @@ EOF
 if grep -qF "1 main" "$TMP/screen" && grep -qF "2 --seed 9" "$TMP/screen" && grep -qF "3 --schedule timestep" "$TMP/screen"; then
   ok "record --compare: the cast shows the three panes' headers"; else fail "record cast panes" "$(grep -c . "$TMP/screen") lines"; fi
 if grep -qE "done 8 steps" "$TMP/screen"; then ok "record --compare: the cast ends with the summaries"; else fail "record summary" "none"; fi
+# a recording is playback: the panes' lock step never reads as a rewind
+if ! grep -q "REWIND" "$TMP/c.cast"; then ok "record --compare: no REWIND badge in any frame"; else fail "record --compare REWIND" "$(grep -o 'REWIND[^"]*' "$TMP/c.cast" | head -2)"; fi
 expect_rc "record --compare -M: exit 2" 2 "$BIN" record $GEN -p "$P" --compare "-M demo" --cast "$TMP/x.cast"
 if ls "$TMP"/tsan* >/dev/null 2>&1; then fail "ThreadSanitizer reports" "$(head -30 "$TMP"/tsan* )"; fi
 finish

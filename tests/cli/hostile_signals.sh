@@ -292,8 +292,10 @@ long=$(printf 'the cat sat on the mat %.0s' $(seq 12))
 T send-keys -t ui e C-u
 T send-keys -t ui -l "$long"
 T send-keys -t ui Enter
-if wait_for status_has "exceeds the model's trained context of 2" && status_has "ERROR"; then ok "e: a prompt past the context: the error in the status line"
-else fail "e: bad prompt" "$(status_line)"; fi
+# a long error: the status line cuts it after a word ("…"), the canvas's last rows hold it whole
+if wait_for screen_has_wrapped "error: prompt of" && screen_has_wrapped "exceeds the model's trained context of 256 tokens" \
+   && status_has "error: " && status_has "ERROR"; then ok "e: a prompt past the context: the error in the status line, whole above it"
+else fail "e: bad prompt" "$(cap | tail -n 6)"; fi
 T send-keys -t ui e C-u
 T send-keys -t ui -l "hi there"
 T send-keys -t ui Enter

@@ -114,7 +114,12 @@ assert ts == sorted(ts) and ts[0] >= 0, 'times decrease'
 marks = [e[2] for e in ev if e[1] == 'm']
 assert marks == ['step %d' % k for k in range(1, 9)], marks
 assert ev[0][1] == 'o' and '\x1b[2J' in ev[0][2], 'first event: a full redraw'
-assert sum(1 for e in ev if e[1] == 'o') == 9, 'one output event per frame'
+assert sum(1 for e in ev if e[1] == 'o' and e[2]) == 9, 'one output event per frame'
+# paced as the GIF: frame k at k x 0.08 s (the default --delay-cs 8), then the last frame held
+# 3 s (--hold-cs 300) by an empty event; not the engine's wall clock
+outs = [e for e in ev if e[1] == 'o' and e[2]]
+assert [round(e[0], 3) for e in outs] == [round(0.08 * k, 3) for k in range(9)], [e[0] for e in outs]
+assert ev[-1][1] == 'o' and ev[-1][2] == '' and abs(ev[-1][0] - (0.64 + 3.0)) < 1e-6, ev[-1]
 assert ' step 0/8 ' in ev[0][2], 'status line text in the first frame'
 print('cast ok')
 EOF
@@ -288,6 +293,21 @@ if [ -n "$gif" ] && [ $HAVE_GIFSICLE = 1 ]; then
   n=$(sed -n 's/.* \([0-9]*\) images$/\1/p' "$TMP/info")
   if grep -q 'logical screen 800x480' "$TMP/info" && [ "${n:-0}" -ge 2 ] && gifsicle -o /dev/null "$TMP/run/$gif" 2>/dev/null
   then ok "g: the GIF decodes, 800x480, $n frames"; else fail "g: GIF" "$(head -3 "$TMP/info")"; fi
+fi
+# the GIF is of the run, not of the recording: no REC badge and no "recording ..." message
+# (both drawn in the theme's #fde725) anywhere in the status row (the last 16 pixel rows)
+if [ -n "$gif" ] && [ $HAVE_PY = 1 ]; then
+  python3 - "$TMP/gifdec.py" "$TMP/run/$gif" >"$TMP/py" 2>&1 <<'EOF2'
+import sys
+src = open(sys.argv[1]).read().split('W, H, pal, delays, frames, loop = decode')[0]
+exec(src)
+W, H, pal, delays, frames, loop = decode(sys.argv[2])
+yellow = min(range(len(pal)), key=lambda i: sum((a - b) ** 2 for a, b in zip(pal[i], (0xfd, 0xe7, 0x25))))
+bad = [k for k, fr in enumerate(frames) if yellow in fr[(H - 16) * W:]]
+print('frames %d, with REC or its message: %s' % (len(frames), bad))
+EOF2
+  if grep -q 'with REC or its message: \[\]' "$TMP/py"; then ok "g: the GIF's frames show no REC badge and no recording message"
+  else fail "g: REC in the GIF" "$(tail -2 "$TMP/py")"; fi
 fi
 T send-keys -t ui '?'
 if wait_for screen_has "start / stop a GIF recording"; then ok "? lists g"; else fail "? lists g" "$(cap | grep -F ' g ' | head -2)"; fi

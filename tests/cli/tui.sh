@@ -56,6 +56,19 @@ expect_rc "bad generation flag: exit 2" 2 "$BIN" --demo-ui --steps x
 expect_grep "bad generation flag: named" "steps: 'x' is not a whole number" "$TMP/err"
 expect_rc "unknown flag: exit 2" 2 "$BIN" --demo-ui --frobnicate
 
+# ---------------------------------------------------------------- the key table agrees everywhere
+# --ui-help prints ui/keys.c's table (the ? overlay draws the same one): each key it lists has
+# a row in README.md's key table and an entry in the man page's Keys section
+"$BIN" --ui-help >"$TMP/uihelp" 2>&1
+readme_keys=$(awk '/^\| key \| action \|/{f=1;next} f&&/^$/{f=0} f' "$(dirname "$0")/../../README.md")
+man_keys=$(sed -n '/^\.SS Keys/,/^\.SH/p' "$(dirname "$0")/../../docs/unmask.1" | sed 's/\\-/-/g')
+missing=""
+for k in $(sed -n '/^keys (the same table/,$p' "$TMP/uihelp" | tail -n +2 | awk '{print $1}'); do
+  grep -qE "(^\| |\`|, |/ )$(printf '%s' "$k" | sed 's/[][?+.]/\\&/g')( |\`|,|/)" <<<"$readme_keys" || missing="$missing readme:$k"
+  grep -E '^\.(B|BR|RB) ' <<<"$man_keys" | grep -qE "(^\.[BR]+ |[ \"])$(printf '%s' "$k" | sed 's/[][?+.]/\\&/g')([ \",]|$)" || missing="$missing man:$k"
+done
+if [ -z "$missing" ]; then ok "every key of --ui-help is in README's key table and the man page"; else fail "key tables disagree" "$missing"; fi
+
 # ---------------------------------------------------------------- models.conf and themes from the command line
 expect_rc "--list-models: the shipped models.conf parses" 0 "$BIN" --list-models
 expect_grep "--list-models: lists llada-8b" '^  llada-8b +(present|MISSING) ' "$TMP/out"
@@ -167,7 +180,7 @@ if [ -n "$wide_text" ] && [ "$wide_text" = "$narrow_text" ]; then ok "resize ref
 maxw=$(narrow_canvas | python3 -c '
 import sys, unicodedata as u
 print(max(sum(2 if u.east_asian_width(c) in "WF" else 1 for c in l.rstrip()) for l in sys.stdin))')
-if [ "$maxw" -gt 65 ] && [ "$maxw" -le 80 ]; then ok "resize: lines now up to $maxw cells (was 65)"; else fail "resize line width" "$maxw"; fi
+if [ "$maxw" -gt 65 ] && [ "$maxw" -le 80 ]; then ok "resize: lines now up to $maxw cells (was 65)"; else fail "resize line width" "$maxw: $(narrow_canvas | head -8)"; fi
 
 # ---------------------------------------------------------------- too small
 T resize-window -t ui -x 50 -y 12
@@ -225,6 +238,19 @@ pid=$(pgrep -P "$(pane '#{pane_pid}')" | head -1)
 if wait_for test -s "$TMP/stty.after" && cmp -s "$TMP/stty.before" "$TMP/stty.after" && [ "$(pane '#{alternate_on}')" = 0 ]; then
   ok "SIGSEGV: terminal restored before dying"; else fail "SIGSEGV restore" "rc $(cat "$TMP/rc" 2>/dev/null)"; fi
 if [ "$(cat "$TMP/rc" 2>/dev/null)" = 139 ]; then ok "SIGSEGV: still dies of the signal"; else fail "SIGSEGV rc" "$(cat "$TMP/rc" 2>/dev/null)"; fi
+
+# ---------------------------------------------------------------- a settings key after DONE restarts
+start 100 30 --demo-ui --delay-ms 10 --gen 16 --steps 8 --pace 0
+if wait_for screen_has " DONE"; then ok "a short run ends: DONE"; else fail "DONE" "$(status_line)"; fi
+T send-keys -t ui s
+if wait_for screen_has "schedule timestep: restarted (the run had ended)"; then ok "s after DONE restarts, and says so"
+else fail "s after DONE" "$(status_line)"; fi
+if wait_for screen_has "timestep/confidence"; then ok "after DONE: the new run uses the new schedule"; else fail "DONE + s run" "$(status_line)"; fi
+# an adaptive schedule's step count has no made-up total while it runs
+start 100 30 --demo-ui --delay-ms 400 --gen 32 --threshold 0.9 --pace 0
+if wait_for bash -c "tmux -u -L $SOCK capture-pane -p -t ui | sed -n '\$p' | grep -qE '^ step [1-9][0-9]* +block'"; then
+  ok "threshold: 'step N' with no total while running"; else fail "adaptive step count" "$(status_line)"; fi
+T send-keys -t ui q
 
 # ---------------------------------------------------------------- keys answered while a step computes
 start 100 30 --demo-ui --delay-ms 20000
