@@ -777,8 +777,9 @@ TEST(matmul_grouped_equals_per_expert_products) {
  * must not depend on how many tokens share its product. Every kernel, panel formats. */
 TEST(matmul_token_count_does_not_change_a_row) {
     static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
-    /* 1-4: one 256-bit register block (AVX2's packed Q4_K); 64 and fewer: AVX-512's packed Q4_K
-     * (Q4K_DIRECT_MAX); 80: both kernels unpack the panel first */
+    /* 1-4: one 256-bit register block (AVX2's packed Q4_K); 10 and fewer: AVX-512's packed Q6_K
+     * (Q6K_DIRECT_MAX), 64 and fewer its packed Q4_K (Q4K_DIRECT_MAX); 80: both kernels unpack
+     * the panel first */
     static const int counts[] = { 1, 2, 3, 4, 10, 64 };
     enum { ALL = 80 };
     for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {

@@ -121,7 +121,9 @@ size_t mm_amx_scratch_bytes(const um_matmul_weights *w);   /* beyond MM_INT_SCRA
  * kernel's Q6_K loop does the rest (q6k_block of matmul_k256.h or of matmul_avx512.c; AMX
  * hands these panels to the AVX-512 kernel, as every panel it does not take). */
 static inline bool mm_iq_int(const um_matmul_weights *w) {
-    return w->kernel != UM_KERNEL_REF && um_is_iq_lattice(w->type);
+    const um_kernel k = w->kernel;     /* the x86 SIMD kernels, named: a new kernel opts in */
+    return (k == UM_KERNEL_AVX2 || k == UM_KERNEL_AVXVNNI || k == UM_KERNEL_AVX512 || k == UM_KERNEL_AMX ||
+            k == UM_KERNEL_AMX_EMU) && um_is_iq_lattice(w->type);
 }
 /* Offset added to weight codes whose sum the activation row undoes per 16 (Q6_K 32, IQ 64). */
 static inline int mm_code_offset(uint32_t type) { return type == UM_TYPE_Q6_K ? 32 : 64; }
