@@ -144,15 +144,16 @@ static bool arm_int_format(uint32_t t) {
  * weights to f32 and multiply f32 activations (the float-tile path)? The rule as matmul.h and
  * matmul_impl.h document it, stated here apart from the code: ref quantizes always; a SIMD
  * kernel takes the integer path for the rows of full 16-row panels of a repacked Q4_K, Q6_K
- * or Q8_0 matrix, for IQ1/IQ2/IQ3/TQ on the AVX2 kernel exactly, and for every quantized
- * format on the AArch64 dotprod/i8mm kernels; every other row, format and kernel (a partial
- * last panel, an x86 file-layout matrix, IQ on AVX-512, the neon kernel) is float-tile. */
+ * or Q8_0 matrix and for IQ1/IQ2/IQ3/TQ (any layout) on the x86 kernels, and for every
+ * quantized format on the AArch64 dotprod/i8mm kernels; every other row, format and kernel
+ * (a partial last panel, an x86 file-layout Q4_K, F16, the neon kernel) is float-tile. */
 static bool int_path(const mcase *c, um_kernel k, bool repack, int64_t r) {
     if (k == UM_KERNEL_REF) return true;
     bool packable = c->type == UM_TYPE_Q4_K || c->type == UM_TYPE_Q6_K || c->type == UM_TYPE_Q8_0;
     bool full_panel = r < c->n_out / UM_MATMUL_PANEL * UM_MATMUL_PANEL;
+    bool x86 = k <= UM_KERNEL_AMX_EMU;
     bool arm_int = (k == UM_KERNEL_DOTPROD || k == UM_KERNEL_I8MM) && arm_int_format(c->type);
-    return full_panel && ((packable && repack) || (um_is_iq_lattice(c->type) && k == UM_KERNEL_AVX2) || arm_int);
+    return full_panel && ((x86 && ((packable && repack) || um_is_iq_lattice(c->type))) || arm_int);
 }
 
 /* Check one kernel on one case; returns 0 or fails the test. */
@@ -306,7 +307,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
                 mm_quantize_act_avx2(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX2 activation quantizer differs", um_type_name(types[ti]));
             }
-            if (matmul_kernel_available(UM_KERNEL_AVX512) && !um_is_iq_lattice(types[ti])) {
+            if (matmul_kernel_available(UM_KERNEL_AVX512)) {
                 size_t used = off_corr + (size_t)n_in / 16 * 6;
                 memset(row2, 0, row_bytes);
                 mm_quantize_act_avx512(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
@@ -332,7 +333,6 @@ TEST(matmul_int_kernels_match_quantized_activations) {
         }
         for (int k = UM_KERNEL_AVX2; k <= UM_KERNEL_AMX_EMU; k++) {     /* the x86 kernels */
             if (!matmul_kernel_available((um_kernel)k)) continue;
-            if (um_is_iq_lattice(c.type) && k != UM_KERNEL_AVX2) continue;
             float *y = malloc(sizeof(float) * (size_t)(n_tokens * n_out));
             um_err e;
             CHECK_MSG(run_kernel(&c, (um_kernel)k, true, NULL, x, n_tokens, y, &e) == UM_OK, "%s", e.msg);
@@ -756,7 +756,7 @@ TEST(matmul_grouped_equals_per_expert_products) {
     static const uint32_t pairs[][2] = {
         { UM_TYPE_Q4_K, UM_TYPE_Q4_K },    /* gate + up together, one dispatch */
         { UM_TYPE_Q6_K, UM_TYPE_Q6_K }, { UM_TYPE_Q8_0, UM_TYPE_Q8_0 },
-        { UM_TYPE_IQ2_XS, UM_TYPE_IQ2_XS },  /* the AVX2 IQ path (float tiles elsewhere) */
+        { UM_TYPE_IQ2_XS, UM_TYPE_IQ2_XS },  /* the IQ integer path (every SIMD kernel) */
         { UM_TYPE_Q4_K, UM_TYPE_Q6_K },    /* different types: one group after the other */
         { UM_TYPE_F16, UM_TYPE_Q5_K },     /* float-tile formats: gathered rows */
     };
@@ -777,20 +777,25 @@ TEST(matmul_grouped_equals_per_expert_products) {
  * must not depend on how many tokens share its product. Every kernel, panel formats. */
 TEST(matmul_token_count_does_not_change_a_row) {
     static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    /* 1-4: one 256-bit register block (AVX2's packed Q4_K); 64 and fewer: AVX-512's packed Q4_K
+     * (Q4K_DIRECT_MAX); 80: both kernels unpack the panel first */
+    static const int counts[] = { 1, 2, 3, 4, 10, 64 };
+    enum { ALL = 80 };
     for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
         mcase c;
         CHECK(make_case(&c, types[ti], 512, 48, 40 + ti) == UM_OK);
-        float *x = make_x(9, 512, 41);
-        float *all = malloc(sizeof(float) * 9 * 48), *few = malloc(sizeof(float) * 4 * 48);
+        float *x = make_x(ALL, 512, 41);
+        float *all = malloc(sizeof(float) * ALL * 48), *few = malloc(sizeof(float) * 64 * 48);
         for (int k = UM_KERNEL_AVX2; k < UM_KERNEL_COUNT; k++) {
             if (!matmul_kernel_available((um_kernel)k)) continue;
             um_err e;
-            CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x, 9, all, &e) == UM_OK);
-            for (int n = 1; n <= 4; n++) {
+            CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x, ALL, all, &e) == UM_OK);
+            for (size_t i = 0; i < UM_ARRAY_LEN(counts); i++) {
+                int n = counts[i];
                 CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x + 5 * 512, n, few, &e) == UM_OK);
                 CHECK_MSG(memcmp(few, all + 5 * 48, sizeof(float) * (size_t)(n * 48)) == 0,
-                          "%s/%s: %d tokens differ from the same tokens among 9", um_type_name(types[ti]),
-                          matmul_kernel_name((um_kernel)k), n);
+                          "%s/%s: %d tokens differ from the same tokens among %d", um_type_name(types[ti]),
+                          matmul_kernel_name((um_kernel)k), n, ALL);
             }
         }
         free(all); free(few); free(x);

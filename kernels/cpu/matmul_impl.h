@@ -113,19 +113,22 @@ void mm_chunk_amx(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *
 void mm_chunk_amx_emu(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
 size_t mm_amx_scratch_bytes(const um_matmul_weights *w);   /* beyond MM_INT_SCRATCH */
 
-/* IQ1/IQ2/IQ3 and TQ weights on the AVX2 kernel: the integer path without repacking. Each
+/* IQ1/IQ2/IQ3 and TQ weights on the x86 SIMD kernels: the integer path without repacking. Each
  * chunk decodes its panel from the file layout (um_iq_levels) into the unpacked-panel layout
  * of Q6_K (one byte per weight, code = level + 64, so 0 < code < 128 and vpmaddubsw cannot
  * saturate: 2 x 126 x 127 < 32767) and a Q6_K-shaped table (per 16 columns, 16 rows:
- * scale * mult); the activation row carries -64 * sum(q) per 16 (the offset), and q6k_block
- * of matmul_k256.h does the rest. Other kernels keep these formats on the float-tile path. */
+ * scale * mult); the activation row carries -64 * sum(q) per 16 (the offset), and the
+ * kernel's Q6_K loop does the rest (q6k_block of matmul_k256.h or of matmul_avx512.c; AMX
+ * hands these panels to the AVX-512 kernel, as every panel it does not take). */
 static inline bool mm_iq_int(const um_matmul_weights *w) {
-    return w->kernel == UM_KERNEL_AVX2 && um_is_iq_lattice(w->type);
+    return w->kernel != UM_KERNEL_REF && w->kernel <= UM_KERNEL_AMX_EMU && um_is_iq_lattice(w->type);
 }
 /* Offset added to weight codes whose sum the activation row undoes per 16 (Q6_K 32, IQ 64). */
 static inline int mm_code_offset(uint32_t type) { return type == UM_TYPE_Q6_K ? 32 : 64; }
-/* Decode one full panel of an IQ matrix: tab (n_in floats) and ub (16 x n_in bytes). */
-void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t *ub);
+/* Decode one full panel of an IQ matrix: tab (n_in floats) and ub (16 x n_in bytes), ub in
+ * the 256-bit kernels' half-major layout (mm_ub_off), or with wide in the 512-bit one (per
+ * 256 columns 64 vectors of 4 columns x 16 rows, mm_unpack_panel_avx512's order). */
+void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t *ub, bool wide);
 
 /* ---------------------------------------------------------------- AArch64 (arch/arm)
  * The integer kernels (dotprod, i8mm) take every quantized weight format on the integer

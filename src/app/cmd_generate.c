@@ -49,7 +49,12 @@ static void on_step(void *ctx, um_snapshot *sn) {
     step_ctx *c = ctx;
     c->fwd += sn->forward_ms;
     c->smp += sn->sample_ms;
-    if (!c->quiet)
+    if (!c->quiet && sn->us.on)     /* uniform-state: the rule's numbers instead of masks */
+        fprintf(stderr, "\rstep %d/%d  canvas %d/%d  t %.3f  accepted %d  held %d/%d  H %.4f/%.4f  %.0f ms/step   ",
+                sn->step, sn->n_steps, sn->block + 1, sn->n_blocks, (double)sn->us.temperature, sn->us.accepted,
+                sn->us.held, sn->us.stability, (double)sn->us.mean_entropy, (double)sn->us.confidence,
+                sn->forward_ms + sn->sample_ms);
+    else if (!c->quiet)
         fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
                 sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
     if (c->stream) stepstream_step(c->stream, sn);
@@ -207,6 +212,7 @@ int cmd_generate(int argc, char **argv) {
                 jsonw_obj_end(&j);
             }
             jsonw_arr_end(&j);
+            if (sn->us.on) { jsonw_key(&j, "uniform"); stepstream_json_uniform(&j, sn); }
             jsonw_obj_end(&j);
         }
         jsonw_arr_end(&j);

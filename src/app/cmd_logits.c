@@ -4,6 +4,9 @@
  * unshifted, as the model computes them. The peer comparison (make check-peer) reads them.
  * DiffusionGemma files run the region-aware pass (forward_run_dg): the prompt / canvas split
  * and the self-conditioning input (a previous step's logits) come from flags.
+ * --partial A:B times the pass a cached step runs instead (forward_run_kv): one full pass
+ * fills an F16 K/V cache of the canvas (as the decoder's --cache does; not timed among the
+ * reps), then each rep computes only rows A..B-1 against it and their logits.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,12 +20,14 @@
 #include "gguf.h"
 #include "outfile.h"
 #include "pool.h"
+#include "quant.h"
 
 #define MAX_REPS 1024
 
 static void usage(FILE *f) {
     fprintf(f,
         "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N] [--profile]\n"
+        "                     [--partial A:B]\n"
         "                     [--prompt-len N] [--sc FILE.f32 [--sc-temp T] [--sc-mode M] [--sc-topk K]]\n"
         "\n"
         "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
@@ -35,6 +40,9 @@ static void usage(FILE *f) {
         "  --gpu           run on the CUDA backend\n"
         "  --reps N        run N passes (1 to 1024) and print their median time as JSON on stdout\n"
         "  --profile       with --reps (CPU only): add where the median pass spent its time, per part\n"
+        "  --partial A:B   CPU only: fill a K/V cache (F16) with one full pass, then run (and time) the\n"
+        "                  partial pass of a cached step: rows A..B-1 only, against the cache; --out gets\n"
+        "                  their B-A rows\n"
         "DiffusionGemma (diffusion-gemma) files, CPU only:\n"
         "  --prompt-len N  the first N tokens are the prompt, the rest the canvas (default: all but the\n"
         "                  file's diffusion.canvas_length last tokens, as llama.cpp splits)\n"
@@ -81,6 +89,28 @@ static int parse_tokens(const char *s, int32_t **out, int *n) {
     return 0;
 }
 
+/* "A:B", 0 <= A < B: the partial pass's rows (checked against the canvas once it is known). */
+static int parse_range(const char *v, int32_t *a, int32_t *b) {
+    const char *colon = strchr(v, ':');
+    um_err e;
+    int64_t x, y;
+    char first[32];
+    if (!colon || (size_t)(colon - v) >= sizeof first) {
+        fprintf(stderr, "unmask logits: --partial wants A:B (rows A to B-1), not '%s'\n", v);
+        return -1;
+    }
+    memcpy(first, v, (size_t)(colon - v));
+    first[colon - v] = 0;
+    if (num_int("--partial: A", first, 0, INT32_MAX - 1, &x, &e) || num_int("--partial: B", colon + 1, 1, INT32_MAX, &y, &e)) {
+        fprintf(stderr, "unmask logits: %s\n", e.msg);
+        return -1;
+    }
+    if (y <= x) { fprintf(stderr, "unmask logits: --partial %s: B must be greater than A\n", v); return -1; }
+    *a = (int32_t)x;
+    *b = (int32_t)y;
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -88,7 +118,7 @@ static int cmp_double(const void *a, const void *b) {
 
 int cmd_logits(int argc, char **argv) {
     const char *model_path = NULL, *tokens = NULL, *out = NULL;
-    int32_t threads = 0, reps = 0, prompt_len = -1, sc_topk = 0;
+    int32_t threads = 0, reps = 0, prompt_len = -1, sc_topk = 0, part_a = -1, part_b = -1;
     const char *sc_path = NULL, *sc_mode = NULL;
     float sc_temp = 1.0f;
     bool reference = false, gpu = false, profile = false;
@@ -106,6 +136,7 @@ int cmd_logits(int argc, char **argv) {
         else if (!strcmp(a, "-t")) { if (num_arg_i32("unmask logits", a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "--reps")) { if (num_arg_i32("unmask logits", a, v, 1, MAX_REPS, &reps)) return 2; }
         else if (!strcmp(a, "--prompt-len")) { if (num_arg_i32("unmask logits", a, v, 0, INT32_MAX, &prompt_len)) return 2; }
+        else if (!strcmp(a, "--partial")) { if (parse_range(v, &part_a, &part_b)) return 2; }
         else if (!strcmp(a, "--sc")) sc_path = v;
         else if (!strcmp(a, "--sc-temp")) { if (num_arg_f32("unmask logits", a, v, 0, 1000, NUM_LO_OPEN, &sc_temp)) return 2; }
         else if (!strcmp(a, "--sc-topk")) { if (num_arg_i32("unmask logits", a, v, 1, UM_SC_MAX_TOPK, &sc_topk)) return 2; }
@@ -125,7 +156,15 @@ int cmd_logits(int argc, char **argv) {
     const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0 || sc_mode;
     if (dg_flags && gpu) { fprintf(stderr, "unmask logits: --prompt-len and --sc* run on the CPU only\n"); return 2; }
     if ((sc_topk > 0 || sc_mode) && !sc_path) { fprintf(stderr, "unmask logits: --sc-mode and --sc-topk need --sc\n"); return 2; }
+    const bool partial = part_a >= 0;
+    if (partial && (gpu || reference)) { fprintf(stderr, "unmask logits: --partial runs on the CPU fast path only\n"); return 2; }
+    if (partial && dg_flags) { fprintf(stderr, "unmask logits: --partial is not for diffusion-gemma files\n"); return 2; }
     if (parse_tokens(tokens, &tok, &n)) return 2;
+    if (partial && part_b > n) {
+        fprintf(stderr, "unmask logits: --partial %d:%d: the canvas has %d tokens\n", part_a, part_b, n);
+        free(tok);
+        return 2;
+    }
     um_err e = { "" };
     outfile_set files;                   /* before the model loads: a bad --out fails at once */
     outfile_set_init(&files);
@@ -138,6 +177,8 @@ int cmd_logits(int argc, char **argv) {
     um_backend be = { 0 };
     um_forward *fw = NULL;
     um_fw_profile *prof = NULL;
+    um_kvcache *kv = NULL;
+    double fill_ms = 0;
     float *logits = NULL, *sc_logits = NULL;
     int32_t *rows = NULL;
     int rc = 1;
@@ -159,6 +200,16 @@ int cmd_logits(int argc, char **argv) {
     for (int i = 0; i < n; i++) rows[i] = i;
     const bool dg = m->arch->gemma4 && !gpu;
     if (dg_flags && !dg) { snprintf(e.msg, sizeof e.msg, "--prompt-len and --sc* are for diffusion-gemma files"); goto out; }
+    if (partial && m->arch->gemma4) { snprintf(e.msg, sizeof e.msg, "--partial is not for diffusion-gemma files"); goto out; }
+    /* --partial: the rows computed and the rows whose logits are written, A..B-1 */
+    const int n_out_rows = partial ? part_b - part_a : n;
+    int32_t *out_rows = partial ? rows + part_a : rows;
+    if (partial) {
+        if (forward_kv_new(fw, UM_TYPE_F16, n, &kv, &e)) goto out;
+        double tf = um_now();
+        if (forward_run_kv(fw, kv, tok, n, NULL, 0, out_rows, n_out_rows, logits, NULL, &e)) goto out;
+        fill_ms = (um_now() - tf) * 1e3;
+    }
     int n_prompt = prompt_len >= 0 ? prompt_len : (n > m->hp.canvas_length ? n - m->hp.canvas_length : 0);
     if (dg && n_prompt > n) { snprintf(e.msg, sizeof e.msg, "--prompt-len %d is longer than the %d tokens", n_prompt, n); goto out; }
     um_selfcond sc = { .temp = sc_temp, .top_k = sc_topk > 0 ? sc_topk : UM_SC_AUTO_K,
@@ -185,8 +236,10 @@ int cmd_logits(int argc, char **argv) {
     for (int r = 0; r < runs; r++) {
         if (prof) forward_profile_reset(fw);
         double t = um_now();
-        if (dg ? forward_run_dg(fw, tok, n, n_prompt, &sc, rows, n, logits, &e)
-               : be.run(be.impl, tok, n, rows, n, logits, &e))
+        float drift;             /* asked for, as the decoder's cached steps ask */
+        if (partial ? forward_run_kv(fw, kv, tok, n, out_rows, n_out_rows, out_rows, n_out_rows, logits, &drift, &e)
+            : dg ? forward_run_dg(fw, tok, n, n_prompt, &sc, rows, n, logits, &e)
+                 : be.run(be.impl, tok, n, rows, n, logits, &e))
             goto out;
         ms[r] = (um_now() - t) * 1e3;
         order[r] = ms[r];
@@ -195,7 +248,7 @@ int cmd_logits(int argc, char **argv) {
     if (out) {
         outfile *f;
         if (outfile_open(&f, out, &e)) goto out;           /* messages name the path and the OS reason */
-        if (outfile_write(f, logits, sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab, &e)) {
+        if (outfile_write(f, logits, sizeof(float) * (size_t)n_out_rows * (size_t)m->hp.n_vocab, &e)) {
             outfile_abort(f);
             goto out;
         }
@@ -208,13 +261,17 @@ int cmd_logits(int argc, char **argv) {
                n, m->hp.n_vocab, pool_threads(pool), be.kernel_name(be.impl), t_load, t_prep, runs, ms[runs / 2]);
         for (int r = 0; r < runs; r++) printf("%s%.2f", r ? ", " : "", order[r]);
         printf("]");
+        if (partial)
+            printf(", \"partial\": {\"first\": %d, \"end\": %d, \"rows\": %d, \"cache_type\": \"f16\", \"fill_ms\": %.2f}",
+                   part_a, part_b, n_out_rows, fill_ms);
         if (prof) {
             int med = 0;   /* the pass whose time is the median */
             for (int r = 0; r < runs; r++)
                 if (order[r] == ms[runs / 2]) med = r;
             const um_fw_profile *pp = &prof[med];
-            printf(", \"profile\": {\"pass\": %d, \"macs\": %llu, \"matmul_ms\": %.3f, \"parts_ms\": {", med,
-                   (unsigned long long)pp->macs, pp->matmul_ms);
+            printf(", \"profile\": {\"pass\": %d, \"macs\": %llu, \"matmul_ms\": %.3f, \"dispatches\": %llu, "
+                   "\"handoff_ms\": %.3f, \"parts_ms\": {", med, (unsigned long long)pp->macs, pp->matmul_ms,
+                   (unsigned long long)pp->dispatches, pp->handoff_ms);
             for (int i = 0; i < UM_FW_PART_COUNT; i++)
                 printf("%s\"%s\": %.3f", i ? ", " : "", forward_part_name((um_fw_part)i), pp->ms[i]);
             printf("}}");
@@ -225,6 +282,7 @@ int cmd_logits(int argc, char **argv) {
 out:
     if (rc) fprintf(stderr, "unmask logits: %s\n", e.msg);
     free(prof);
+    if (kv) forward_kv_free(kv);
     free(logits);
     free(sc_logits);
     free(rows);

@@ -27,6 +27,9 @@ void genopts_init(um_genopts *g) {
     g->eos_early_stop = g->edit = -1;
     g->block_steps = g->post_steps = -1;
     g->edit_threshold = -1;
+    g->us_t_min = g->us_t_max = g->us_bound = g->us_confidence = -1;
+    g->us_stability = g->us_sc_top_k = -1;
+    g->us_sc_mode = -1;
 }
 
 void genopts_usage(FILE *f) {
@@ -78,6 +81,15 @@ void genopts_usage(FILE *f) {
         "                     probability > P (implies --edit)\n"
         "  --post-steps N     at most N edit-only steps once a block is full (implies --edit)\n"
         "  --no-edit          no editing\n"
+        "uniform-state decoding (DiffusionGemma; defaults: the file's diffusion.eb_* keys):\n"
+        "  --steps S          at most S steps a canvas (eb_max_steps); --gen N: ceil(N / canvas) canvases\n"
+        "  --t-max T, --t-min T  temperature from T_max on a canvas's first step down to T_min\n"
+        "  --entropy-bound B  accept positions by increasing entropy while the sum before stays <= B nats\n"
+        "  --stability N      stop a canvas once its argmax held N steps running ...\n"
+        "  --confidence C     ... and its mean entropy is below C\n"
+        "  --self-cond MODE   self-conditioning: auto (default), exact, topk or off\n"
+        "  --self-cond-topk K its K for topk and auto (default 256)\n"
+        "  --cache prefix|none  the prompt's K/V once per canvas (default, exact) or the whole pass\n"
         "  --fast             the best measured trade-off: --eb-gamma 0.01 --cache dual\n"
         "                     --cache-drift 0.05; a flag naming a schedule or a cache mode or\n"
         "                     refresh rule replaces that part\n"
@@ -119,6 +131,18 @@ void genopts_json_settings(jsonw *j, const um_settings *s) {
     jsonw_key(j, "edit"); jsonw_bool(j, s->edit);
     jsonw_key(j, "edit_threshold"); jsonw_num(j, s->edit_threshold);
     jsonw_key(j, "post_steps"); jsonw_int(j, s->post_steps);
+    if (s->schedule == UM_SCHED_UNIFORM) {
+        static const char *const sc_names[] = { "exact", "topk", "auto" };
+        jsonw_key(j, "canvas"); jsonw_int(j, s->us_canvas);
+        jsonw_key(j, "t_min"); jsonw_num(j, s->us_t_min);
+        jsonw_key(j, "t_max"); jsonw_num(j, s->us_t_max);
+        jsonw_key(j, "entropy_bound"); jsonw_num(j, s->us_bound);
+        jsonw_key(j, "stability"); jsonw_int(j, s->us_stability);
+        jsonw_key(j, "confidence"); jsonw_num(j, s->us_confidence);
+        jsonw_key(j, "self_cond");
+        jsonw_str(j, !s->us_self_cond ? "off" : s->us_sc_mode >= 0 && s->us_sc_mode <= 2 ? sc_names[s->us_sc_mode] : "?");
+        jsonw_key(j, "self_cond_topk"); jsonw_int(j, s->us_sc_top_k);
+    }
     jsonw_obj_end(j);
 }
 
@@ -182,7 +206,8 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
         "-m", "-M", "-t", "--ctx", "-p", "--chat-template", "--chat-template-file", "--system", "--gen", "--steps", "--block", "--eps",
         "--threshold", "--alg", "--schedule", "--alg-temp", "--temp", "--top-k", "--top-p", "--cfg", "--seed",
         "--factor", "--eb-gamma", "--cache", "--cache-type", "--cache-refresh", "--cache-drift",
-        "--block-steps", "--edit-threshold", "--post-steps",
+        "--block-steps", "--edit-threshold", "--post-steps", "--t-min", "--t-max", "--entropy-bound",
+        "--stability", "--confidence", "--self-cond", "--self-cond-topk",
     };
     int known = 0;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
@@ -237,6 +262,18 @@ int genopts_parse(um_genopts *g, int argc, char **argv, int *i, const char *prog
     else if (!strcmp(a, "--eb-gamma")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->eb_gamma);
     else if (!strcmp(a, "--cache-refresh")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->cache_refresh);
     else if (!strcmp(a, "--cache-drift")) bad = num_arg_f32(prog, a, v, 0, 1e6, NUM_LO_OPEN, &g->cache_drift);
+    else if (!strcmp(a, "--t-min")) bad = num_arg_f32(prog, a, v, 0, 100, NUM_LO_OPEN, &g->us_t_min);
+    else if (!strcmp(a, "--t-max")) bad = num_arg_f32(prog, a, v, 0, 100, NUM_LO_OPEN, &g->us_t_max);
+    else if (!strcmp(a, "--entropy-bound")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->us_bound);
+    else if (!strcmp(a, "--confidence")) bad = num_arg_f32(prog, a, v, 0, 1e6, 0, &g->us_confidence);
+    else if (!strcmp(a, "--stability")) bad = num_arg_i32(prog, a, v, 0, MAX_GEN, &g->us_stability);
+    else if (!strcmp(a, "--self-cond-topk")) bad = num_arg_i32(prog, a, v, 1, 4096, &g->us_sc_top_k);
+    else if (!strcmp(a, "--self-cond")) {
+        static const char *const modes[] = { "exact", "topk", "auto", "off" };
+        g->us_sc_mode = -1;
+        for (int k = 0; k < 4; k++) if (!strcmp(v, modes[k])) g->us_sc_mode = k;
+        if (g->us_sc_mode < 0) { fprintf(stderr, "%s: --self-cond is auto, exact, topk or off (not '%s')\n", prog, v); return -1; }
+    }
     else if (!strcmp(a, "--block-steps")) bad = num_arg_i32(prog, a, v, 1, MAX_GEN, &g->block_steps);
     else if (!strcmp(a, "--edit-threshold")) bad = num_arg_f32(prog, a, v, 0, 1, 0, &g->edit_threshold);
     else if (!strcmp(a, "--post-steps")) bad = num_arg_i32(prog, a, v, 0, MAX_GEN, &g->post_steps);
@@ -248,7 +285,8 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->have_preset) models_conf_apply(&g->pre, s);
     if (g->n_gen > 0) {
         s->n_gen = g->n_gen;
-        if (g->steps <= 0) s->steps = g->n_gen;   /* one token per step unless told */
+        /* one token per step unless told; a uniform-state canvas keeps its step budget */
+        if (g->steps <= 0 && s->schedule != UM_SCHED_UNIFORM) s->steps = g->n_gen;
     }
     if (g->steps > 0) s->steps = g->steps;
     /* the schedule the flags name (they agree: check_schedule); --block alone: blocks */
@@ -293,7 +331,15 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->edit_threshold >= 0) { s->edit = true; s->edit_threshold = g->edit_threshold; }
     if (g->post_steps >= 0) { s->edit = true; s->post_steps = g->post_steps; }
     if (g->edit >= 0) s->edit = g->edit;
-    if (!s->block_aligned && s->block_len > s->n_gen) s->block_len = s->n_gen;   /* aligned: the attention's block */
+    if (!s->block_aligned && s->block_len > s->n_gen) s->block_len = s->n_gen;
+    if (g->us_t_min > 0) s->us_t_min = g->us_t_min;
+    if (g->us_t_max > 0) s->us_t_max = g->us_t_max;
+    if (g->us_bound >= 0) s->us_bound = g->us_bound;
+    if (g->us_confidence >= 0) s->us_confidence = g->us_confidence;
+    if (g->us_stability >= 0) s->us_stability = g->us_stability;
+    if (g->us_sc_top_k > 0) s->us_sc_top_k = g->us_sc_top_k;
+    if (g->us_sc_mode == 3) s->us_self_cond = false;
+    else if (g->us_sc_mode >= 0) { s->us_self_cond = true; s->us_sc_mode = g->us_sc_mode; }   /* aligned: the attention's block */
 }
 
 void genopts_progress_stderr(void *quiet, const char *what, int done, int total) {
