@@ -144,16 +144,16 @@ static bool arm_int_format(uint32_t t) {
  * weights to f32 and multiply f32 activations (the float-tile path)? The rule as matmul.h and
  * matmul_impl.h document it, stated here apart from the code: ref quantizes always; a SIMD
  * kernel takes the integer path for the rows of full 16-row panels of a repacked Q4_K, Q6_K
- * or Q8_0 matrix, for IQ1/IQ2/IQ3/TQ on every x86 SIMD kernel (any layout), and for every
- * quantized format on the AArch64 dotprod/i8mm kernels; every other row, format and kernel (a
- * partial last panel, an x86 file-layout matrix, F16, the neon kernel) is float-tile. */
+ * or Q8_0 matrix and for IQ1/IQ2/IQ3/TQ (any layout) on the x86 kernels, and for every
+ * quantized format on the AArch64 dotprod/i8mm kernels; every other row, format and kernel
+ * (a partial last panel, an x86 file-layout Q4_K, F16, the neon kernel) is float-tile. */
 static bool int_path(const mcase *c, um_kernel k, bool repack, int64_t r) {
     if (k == UM_KERNEL_REF) return true;
     bool packable = c->type == UM_TYPE_Q4_K || c->type == UM_TYPE_Q6_K || c->type == UM_TYPE_Q8_0;
     bool full_panel = r < c->n_out / UM_MATMUL_PANEL * UM_MATMUL_PANEL;
+    bool x86 = k <= UM_KERNEL_AMX_EMU;
     bool arm_int = (k == UM_KERNEL_DOTPROD || k == UM_KERNEL_I8MM) && arm_int_format(c->type);
-    bool x86_iq = k >= UM_KERNEL_AVX2 && k <= UM_KERNEL_AMX_EMU && um_is_iq_lattice(c->type);
-    return full_panel && ((packable && repack) || x86_iq || arm_int);
+    return full_panel && ((x86 && ((packable && repack) || um_is_iq_lattice(c->type))) || arm_int);
 }
 
 /* Check one kernel on one case; returns 0 or fails the test. */

@@ -113,7 +113,7 @@ void mm_chunk_amx(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *
 void mm_chunk_amx_emu(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
 size_t mm_amx_scratch_bytes(const um_matmul_weights *w);   /* beyond MM_INT_SCRATCH */
 
-/* IQ1/IQ2/IQ3 and TQ weights on the SIMD kernels: the integer path without repacking. Each
+/* IQ1/IQ2/IQ3 and TQ weights on the x86 SIMD kernels: the integer path without repacking. Each
  * chunk decodes its panel from the file layout (um_iq_levels) into the unpacked-panel layout
  * of Q6_K (one byte per weight, code = level + 64, so 0 < code < 128 and vpmaddubsw cannot
  * saturate: 2 x 126 x 127 < 32767) and a Q6_K-shaped table (per 16 columns, 16 rows:

@@ -6,14 +6,30 @@
  * matmul_dotprod.c and matmul_i8mm.c call into it and into nothing else beside them.
  *
  * The levels follow quant.c's reference dequantizers exactly (the same bit fields, scale
- * helpers and codebook), so level * scale is the reference weight up to f32 rounding.
+ * helpers and codebook), so level * scale is the reference weight up to f32 rounding. The
+ * common layouts (4-bit nibbles, the IQ4 codebook, Q4_K/Q5_K/Q6_K bit planes) are unpacked
+ * 16 levels at a time with Advanced SIMD; the rest byte by byte.
  */
+#include <arm_neon.h>
 #include <string.h>
 
 #include "matmul_arm.h"
 
 static inline float h2f(um_half h) { return um_fp16_to_fp32(h); }
 static inline uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+/* 16 packed bytes -> their 16 low nibbles at q, 16 high nibbles at q + 16, each plus off;
+ * with a codebook (lut) the nibbles index it instead. */
+static inline void nibbles16(const uint8_t *qs, int8_t *q, int8_t off, const int8x16_t *lut) {
+    const uint8x16_t v = vld1q_u8(qs), lo = vandq_u8(v, vdupq_n_u8(15)), hi = vshrq_n_u8(v, 4);
+    if (lut) {
+        vst1q_s8(q, vqtbl1q_s8(*lut, lo));
+        vst1q_s8(q + 16, vqtbl1q_s8(*lut, hi));
+    } else {
+        vst1q_s8(q, vaddq_s8(vreinterpretq_s8_u8(lo), vdupq_n_s8(off)));
+        vst1q_s8(q + 16, vaddq_s8(vreinterpretq_s8_u8(hi), vdupq_n_s8(off)));
+    }
+}
 
 /* ---------------------------------------------------------------- 32-column blocks */
 
@@ -23,13 +39,13 @@ void mm_arm_levels32(uint32_t type, const uint8_t *blk, int8_t q[32], float *d, 
     switch (type) {
     case UM_TYPE_Q4_0: {
         const um_block_q4_0 *b = (const void *)blk;
-        for (int j = 0; j < 16; j++) { q[j] = (int8_t)((b->qs[j] & 15) - 8); q[j + 16] = (int8_t)((b->qs[j] >> 4) - 8); }
+        nibbles16(b->qs, q, -8, NULL);
         *d = h2f(b->d);
         break;
     }
     case UM_TYPE_Q4_1: {
         const um_block_q4_1 *b = (const void *)blk;
-        for (int j = 0; j < 16; j++) { q[j] = (int8_t)(b->qs[j] & 15); q[j + 16] = (int8_t)(b->qs[j] >> 4); }
+        nibbles16(b->qs, q, 0, NULL);
         *d = h2f(b->d);
         *m = h2f(b->m);
         break;
@@ -60,7 +76,8 @@ void mm_arm_levels32(uint32_t type, const uint8_t *blk, int8_t q[32], float *d, 
     }
     default: { /* IQ4_NL */
         const um_block_iq4_nl *b = (const void *)blk;
-        for (int j = 0; j < 16; j++) { q[j] = um_iq4nl_values[b->qs[j] & 15]; q[j + 16] = um_iq4nl_values[b->qs[j] >> 4]; }
+        const int8x16_t lut = vld1q_s8(um_iq4nl_values);
+        nibbles16(b->qs, q, 0, &lut);
         *d = h2f(b->d);
         break;
     }
@@ -103,12 +120,20 @@ void mm_arm_levels256(uint32_t type, const uint8_t *blk, int8_t q[256], int32_t 
         const um_block_q5_K *b5 = (const void *)blk;
         const um_block_q4_K *b4 = (const void *)blk;
         const uint8_t *qs = five ? b5->qs : b4->qs, *qh = five ? b5->qh : NULL, *scales = five ? b5->scales : b4->scales;
-        for (int e = 0; e < 256; e++) {
-            int chunk = e / 64, r = e % 64;
-            int v = (qs[32 * chunk + r % 32] >> (r < 32 ? 0 : 4)) & 15;
-            if (qh) v |= ((qh[r % 32] >> (e / 32)) & 1) << 4;
-            q[e] = (int8_t)v;
-        }
+        /* 64-column chunk c: byte l of qs[32c..] holds column l (low) and l + 32 (high);
+         * Q5_K's fifth bit of column e is bit e / 32 of qh[e % 32] */
+        for (int c = 0; c < 4; c++)
+            for (int l0 = 0; l0 < 32; l0 += 16) {
+                const uint8x16_t v = vld1q_u8(qs + 32 * c + l0);
+                uint8x16_t lo = vandq_u8(v, vdupq_n_u8(15)), hi = vshrq_n_u8(v, 4);
+                if (qh) {
+                    const uint8x16_t h = vld1q_u8(qh + l0), b16 = vdupq_n_u8(16);
+                    lo = vorrq_u8(lo, vandq_u8(vtstq_u8(h, vdupq_n_u8((uint8_t)(1u << (2 * c)))), b16));
+                    hi = vorrq_u8(hi, vandq_u8(vtstq_u8(h, vdupq_n_u8((uint8_t)(2u << (2 * c)))), b16));
+                }
+                vst1q_s8(q + 64 * c + l0, vreinterpretq_s8_u8(lo));
+                vst1q_s8(q + 64 * c + 32 + l0, vreinterpretq_s8_u8(hi));
+            }
         for (int s = 0; s < 8; s++) {
             uint8_t a, m;
             um_k4_scale_min(s, scales, &a, &m);
@@ -121,23 +146,27 @@ void mm_arm_levels256(uint32_t type, const uint8_t *blk, int8_t q[256], int32_t 
     }
     case UM_TYPE_Q6_K: {
         const um_block_q6_K *b = (const void *)blk;
-        for (int e = 0; e < 256; e++) {
-            int half = e / 128, r = e % 128, g = r / 32, l = r % 32;
-            int low = (b->ql[64 * half + 32 * (g & 1) + l] >> (4 * (g >> 1))) & 15;
-            int high = (b->qh[32 * half + l] >> (2 * g)) & 3;
-            q[e] = (int8_t)((low | (high << 4)) - 32);
-        }
+        /* column 128 half + 32 g + l: low 4 bits in ql[64 half + 32 (g & 1) + l] (high nibble
+         * when g >= 2), high 2 bits at bit 2g of qh[32 half + l] */
+        for (int half = 0; half < 2; half++)
+            for (int g = 0; g < 4; g++)
+                for (int l0 = 0; l0 < 32; l0 += 16) {
+                    const uint8x16_t L = vld1q_u8(b->ql + 64 * half + 32 * (g & 1) + l0);
+                    const uint8x16_t H = vld1q_u8(b->qh + 32 * half + l0);
+                    const uint8x16_t low = g >> 1 ? vshrq_n_u8(L, 4) : vandq_u8(L, vdupq_n_u8(15));
+                    const uint8x16_t high = vandq_u8(vshlq_u8(H, vdupq_n_s8((int8_t)(-2 * g))), vdupq_n_u8(3));
+                    const int8x16_t v = vreinterpretq_s8_u8(vorrq_u8(low, vshlq_n_u8(high, 4)));
+                    vst1q_s8(q + 128 * half + 32 * g + l0, vsubq_s8(v, vdupq_n_s8(32)));
+                }
         for (int s = 0; s < 16; s++) sc[s] = b->scales[s];
         *d = h2f(b->d);
         break;
     }
     case UM_TYPE_IQ4_XS: {
         const um_block_iq4_xs *b = (const void *)blk;
+        const int8x16_t lut = vld1q_s8(um_iq4nl_values);
         for (int ib = 0; ib < 8; ib++) {
-            for (int j = 0; j < 16; j++) {
-                q[32 * ib + j] = um_iq4nl_values[b->qs[16 * ib + j] & 15];
-                q[32 * ib + j + 16] = um_iq4nl_values[b->qs[16 * ib + j] >> 4];
-            }
+            nibbles16(b->qs + 16 * ib, q + 32 * ib, 0, &lut);
             sc[2 * ib] = sc[2 * ib + 1] = um_iq4_xs_scale(ib, b);
         }
         *d = h2f(b->d);
