@@ -116,7 +116,11 @@ static int run_to_end(ui_source *src, const um_settings *s, const char *prompt, 
             *hist = h;
         }
         (*hist)[(*n)++] = snap;
-        if (!quiet && isatty(STDERR_FILENO)) fprintf(stderr, "\rrun %d: step %d/%d  masks %d   ", k + 1, snap->step, snap->n_steps, snap->masks_left);
+        if (!quiet) {                                /* redrawn on a terminal, a line each into a file */
+            bool tty = isatty(STDERR_FILENO);
+            fprintf(stderr, "%srun %d: step %d/%d  masks %d%s", tty ? "\r" : "", k + 1, snap->step, snap->n_steps,
+                    snap->masks_left, tty ? "   " : "\n");
+        }
         if (snap->done || sigexit_caught()) return UM_OK;
         int32_t prev = snap->step;
         snap = src->step(src->self, e);
@@ -153,7 +157,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     if (pr == FLAGS_STOP) { usage(stdout); return 0; }
     if (pr) return pr;
     bool quiet = *quietp = com.quiet;
-    const bool tty = isatty(STDERR_FILENO);         /* the step lines are redrawn with '\r' only there */
+    const bool tty = isatty(STDERR_FILENO);         /* the step line is redrawn with '\r' only there */
     if (!fe.gif && !fe.cast) { fprintf(stderr, "unmask record: give --gif FILE and/or --cast FILE (see --help)\n"); return 2; }
     theme th;
     um_err e = { "" };
@@ -260,9 +264,9 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         v.shown = n_hist - 1;
         double t = paced ? (double)(n_hist - 1) * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
         if (record_one(rec, t, &vc, &fr, &rf, &v, &e)) { snap = NULL; break; }
-        if (!quiet && tty)
-            fprintf(stderr, "\rstep %d/%d  masks %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->masks_left,
-                    snap->forward_ms + snap->sample_ms);
+        if (!quiet)                                  /* redrawn on a terminal, a line each into a file */
+            fprintf(stderr, "%sstep %d/%d  masks %d  %.0f ms/step%s", tty ? "\r" : "", snap->step, snap->n_steps,
+                    snap->masks_left, snap->forward_ms + snap->sample_ms, tty ? "   " : "\n");
         if (snap->done || sigexit_caught()) break;
         int32_t prev = snap->step;
         snap = src.step(src.self, &e);
