@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNMASK = os.path.join(ROOT, "unmask")
 PEER = os.path.join(ROOT, "build", "peer")
 WORK = os.path.join(ROOT, "build", "bench")
-RESULTS = os.path.join(ROOT, "bench", "results")
+# where results are written; UNMASK_BENCH_RESULTS redirects them (a trial run of a script)
+RESULTS = os.environ.get("UNMASK_BENCH_RESULTS") or os.path.join(ROOT, "bench", "results")
 # The prompt of every comparison: short, plain text (no chat template on either side). On
 # the byte-level vocabularies of the synthetic LLaDA-8B/Dream-7B files it is 31 tokens (32
 # with LLaDA's BOS), so the canvas is 159-160 tokens with 128 masks.
@@ -33,13 +34,32 @@ def _cpuinfo_field(name):
     return ""
 
 
+def cpu_family():
+    """The CPU's vendor, family and model as /proc/cpuinfo gives them ("AMD family 26 model 2":
+    a Zen 5; Zen 4 is family 25 model 17, Zen 3 family 25 model 1): the key under which a result's
+    figures are compared with the previous ones (render_bench.py), so that one instruction set's
+    figures are never compared with another's."""
+    f = {}
+    try:
+        for line in open("/proc/cpuinfo"):
+            if ":" in line:
+                k, v = line.split(":", 1)
+                f.setdefault(k.strip(), v.strip())
+            elif f:
+                break                    # the first processor's block is enough
+    except OSError:
+        pass
+    vendor = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}.get(f.get("vendor_id", ""), f.get("vendor_id") or "?")
+    return f"{vendor} family {f.get('cpu family', '?')} model {f.get('model', '?')}"
+
+
 def machine():
     flags = _cpuinfo_field("flags").split()
     mem_kb = int([l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")][0])
     return {"cpu": _cpuinfo_field("model name"), "cores": os.cpu_count(), "kernel": platform.release(),
             "mem_gb": round(mem_kb / 1e6, 1),
             "flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))],
-            "amx": any(f.startswith("amx") for f in flags)}
+            "amx": any(f.startswith("amx") for f in flags), "cpu_family": cpu_family()}
 
 
 def _peer_file(name):
@@ -82,7 +102,8 @@ def loadavg():
 
 def header(benchmark):
     return {"benchmark": benchmark, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": machine(), "versions": versions(), "load_avg_at_start": loadavg()}
+            "machine": machine(), "versions": versions(), "load_avg_at_start": loadavg(),
+            "kernel": kernel_in_use()}
 
 
 def timed(argv, env=None):
@@ -108,6 +129,17 @@ def tokenize(model, prompt):
 def mask_id(model):
     out = subprocess.run([UNMASK, "info", "--json", model], capture_output=True, text=True, check=True).stdout
     return json.loads(out)["tokenizer"]["mask_token_id"]
+
+
+def kernel_in_use():
+    """The GEMM kernel unmask runs with this environment (UNMASK_KERNEL honoured), or "?"."""
+    demo = os.path.join(ROOT, "models", "unmask-demo.gguf")
+    try:
+        out = subprocess.run([UNMASK, "logits", "-m", demo, "--tokens", "1,2,3", "--reps", "1", "-t", "1"],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)["kernel"]
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError):
+        return "?"
 
 
 def unmask_best_kernel():
@@ -255,10 +287,46 @@ def cmdline(argv):
     return " ".join(q(a) for a in argv)
 
 
+HISTORY = "history"        # under the results folder: the previous committed result per CPU family
+
+
+def _committed(path):
+    """Whether path is tracked by git and unchanged since the last commit."""
+    rel = os.path.relpath(path, ROOT)
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", rel], cwd=ROOT, capture_output=True).returncode == 0
+    return tracked and subprocess.run(["git", "diff", "--quiet", "HEAD", "--", rel], cwd=ROOT).returncode == 0
+
+
+def keep_previous(path, results=None):
+    """Before the result file `path` is overwritten: if it is committed as it is, keep it as
+    the previous result of its CPU family in RESULTS/history/NAME ({cpu_family: result}, the
+    latest per family), which render_bench.py shows beside the new figures. A file from
+    before CPU families were recorded, or one not committed yet (a second run before the
+    commit), is not kept."""
+    results = results or os.path.dirname(path)
+    if not os.path.exists(path) or not _committed(path):
+        return
+    try:
+        old = json.load(open(path))
+    except ValueError:
+        return
+    fam = old.get("machine", {}).get("cpu_family")
+    if not fam:
+        return
+    hpath = os.path.join(results, HISTORY, os.path.basename(path))
+    hist = json.load(open(hpath)) if os.path.exists(hpath) else {}
+    hist[fam] = old
+    os.makedirs(os.path.dirname(hpath), exist_ok=True)
+    with open(hpath, "w") as f:
+        json.dump(hist, f, indent=1)
+        f.write("\n")
+
+
 def write(name, res):
     os.makedirs(RESULTS, exist_ok=True)
     res["load_avg_at_end"] = loadavg()
     path = os.path.join(RESULTS, name)
+    keep_previous(path)
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

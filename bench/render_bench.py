@@ -1,6 +1,11 @@
 """render_bench.py: README tables for the benchmark results (bench/results/forward-*.json,
 e2e-*.json, profile-*.json, moe-*.json, blocks-*.json, gemm.json, rows.json), loaded by tools/render-readme.py. Every figure comes
-from a file; nothing here is typed by hand. Files under bench/results/archive/ are not read."""
+from a file; nothing here is typed by hand. Files under bench/results/archive/ are not read.
+
+Regressions: beside the speed figures of the forward, generation, profile, GEMM and few-row
+tables stands the previous committed figure from the same CPU family (bench/results/history/,
+kept by benchlib.keep_previous when a run overwrites a committed result), and a slowdown of
+more than 10% is flagged in bold. Results from another CPU family are never compared."""
 import glob
 import json
 import os
@@ -12,8 +17,45 @@ ORDER = {"llada-8b-q4_k_m": 0, "dream-7b-q4_k_m": 1, "llada-moe-7b-q4_k_m": 2, "
 
 
 def _load(pattern):
-    rows = [json.load(open(p)) for p in glob.glob(os.path.join(RES, pattern))]
+    rows = []
+    for p in glob.glob(os.path.join(RES, pattern)):
+        d = json.load(open(p))
+        d["_file"] = os.path.basename(p)
+        rows.append(d)
     return sorted(rows, key=lambda d: (ORDER.get(d.get("model"), 9), d.get("model", ""), -d["threads"]))
+
+
+SLOWER = 0.10        # a figure this much worse than the previous one of its CPU family is flagged
+
+
+def _previous(d, name=None):
+    """The previous committed result of d's file from d's CPU family (bench/results/history/),
+    or None (no history, no family recorded, or the previous one is not older)."""
+    fam = d.get("machine", {}).get("cpu_family")
+    path = os.path.join(RES, "history", name or d.get("_file", ""))
+    if not fam or not os.path.exists(path):
+        return None
+    prev = json.load(open(path)).get(fam)
+    return prev if prev and prev.get("date", "") < d.get("date", "") else None
+
+
+def _vs(cur, prev, higher_is_better, fmt=None):
+    """' (was P)' beside a figure, with the change in bold when it is more than 10% slower."""
+    if prev is None or cur is None or not prev:
+        return ""
+    fmt = fmt or _ms
+    change = cur / prev - 1
+    slower = change < -SLOWER if higher_is_better else change > SLOWER
+    return f" (was {fmt(prev)}" + (f": **{100 * change:+.0f}%, slower**)" if slower else ")")
+
+
+def _dig(d, *keys):
+    """d[k0][k1]... or None where a key is missing."""
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
 
 
 def _gb(kb):
@@ -79,11 +121,12 @@ def forward_table():
     out = ["| model | file | threads | llama.cpp ms | unmask ms (kernel) | unmask / llama.cpp | llama.cpp peak RSS | unmask peak RSS | unmask RSS / file |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for d in rows:
-        med = d["median"]
+        med, prev = d["median"], _previous(d)
         for who in [w for w in med if w != "peer"]:
             u, p = med[who], med["peer"]
+            was = _vs(u["forward_ms"], _dig(prev, "median", who, "forward_ms"), False)
             out.append(f"| {d['model']} | {d['file_bytes'] / 1e9:.2f} GB | {d['threads']} | {_ms(p['forward_ms'])} | "
-                       f"{_ms(u['forward_ms'])} ({_ukernel(d, who)}) | **{d['ratio'][who]:.2f}x** | {_gb(p['peak_rss_kb'])} | "
+                       f"{_ms(u['forward_ms'])}{was} ({_ukernel(d, who)}) | **{d['ratio'][who]:.2f}x** | {_gb(p['peak_rss_kb'])} | "
                        f"{_gb(u['peak_rss_kb'])} | {u['peak_rss_kb'] * 1024 / d['file_bytes']:.2f} |")
     d = rows[0]
     canv = ", ".join(sorted({f"{x['canvas']['prompt_tokens']} + {x['canvas']['masks']} on {x['model']}" for x in rows}))
@@ -102,12 +145,13 @@ def e2e_table():
            "tok/s llama.cpp / unmask | load s llama.cpp / unmask | peak RSS llama.cpp / unmask | unmask RSS / file |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for d in rows:
-        med = d["median"]
+        med, prev = d["median"], _previous(d)
         p = med["peer"]
         for who in [w for w in med if w != "peer"]:
             u = med[who]
+            was = _vs(u["ms_per_step"], _dig(prev, "median", who, "ms_per_step"), False)
             out.append(f"| {d['model']} | {d['threads']} / {d['peer_threads']} | {_ms(p['ms_per_step'])} | "
-                       f"{_ms(u['ms_per_step'])} ({_ukernel(d, who)}) | **{d['ratio_ms_per_step'][who]:.2f}x** | "
+                       f"{_ms(u['ms_per_step'])}{was} ({_ukernel(d, who)}) | **{d['ratio_ms_per_step'][who]:.2f}x** | "
                        f"{p['tokens_per_s']:.2f} / {u['tokens_per_s']:.2f} | {p['load_s']:.2f} / {u['load_s']:.2f} | "
                        f"{_gb(p['peak_rss_kb'])} / {_gb(u['peak_rss_kb'])} | {u['rss_over_file']:.2f} |")
     d = rows[0]
@@ -200,11 +244,21 @@ def profile_table():
         tot = d["forward_ms"]
         types = ", ".join(f"{k} {v / tf:.0%}" for tf in [sum(d["weight_types"].values())]
                           for k, v in sorted(d["weight_types"].items(), key=lambda kv: -kv[1]))
-        out += [f"**{d['model']}** ({types} of the weight bytes), {d['canvas_tokens']} tokens, {d['threads']} threads, "
-                f"kernel {d['kernel']}: {_ms(tot)} ms per forward pass (median of {d['passes']}); "
-                f"{_ms(d['gmacs_total'])} GMAC of weight products at {d['gmac_per_s_matmul']:.0f} GMAC/s = "
+        part = d.get("partial")
+        what = (f"a cached step's pass (rows {part['first']}-{part['end'] - 1}, {part['rows']} rows, against an "
+                f"{part['cache_type'].upper()} K/V cache of the {d['canvas_tokens']}-token canvas)" if part else
+                f"{d['canvas_tokens']} tokens")
+        hand = (f" The thread pool: {d['dispatches']:,} dispatches per pass, the calling thread waiting "
+                f"{_ms(d['handoff_ms'])} ms in them after its own share (hand-offs; inside the parts below)."
+                if d.get("dispatches") is not None else "")
+        prev = _previous(d)
+        was_ms = _vs(tot, _dig(prev, "forward_ms"), False)
+        was_rate = _vs(d["gmac_per_s_matmul"], _dig(prev, "gmac_per_s_matmul"), True, lambda x: f"{x:.0f}")
+        out += [f"**{d['model']}** ({types} of the weight bytes), {what}, {d['threads']} threads, "
+                f"kernel {d['kernel']}: {_ms(tot)}{was_ms} ms per forward pass (median of {d['passes']}); "
+                f"{_ms(d['gmacs_total'])} GMAC of weight products at {d['gmac_per_s_matmul']:.0f}{was_rate} GMAC/s = "
                 f"{100 * d['gmac_per_s_matmul'] / d['peak_gmacs']:.0f}% of the measured {d['peak_kind']} peak "
-                f"({d['peak_gmacs']:.0f} GMAC/s, bench/peak.c).", "",
+                f"({d['peak_gmacs']:.0f} GMAC/s, bench/peak.c).{hand}", "",
                 "| part | ms | share |", "|---|---:|---:|"]
         for name, ms in sorted(d["parts_ms"].items(), key=lambda kv: -kv[1]):
             if ms > 0:      # parts the architecture does not have (MoE routing on a dense model) are left out
@@ -218,6 +272,7 @@ def gemm_table():
     if not os.path.exists(path):
         return "_no results yet: run `bench/gemm.sh`_"
     d = json.load(open(path))
+    prev = _previous(d, "gemm.json")
     runs = [r for r in d["runs"] if r["n_tokens"] == 160 and r["threads"] == 2]
     kernels = [k for k in ("avx2", "avxvnni", "avx512", "amx") if any(r["kernel"] == k for r in runs)]
     out = ["| weights | shape (in -> out) | " + " | ".join(f"{k} GMAC/s (share of peak)" for k in kernels) + " |",
@@ -236,7 +291,10 @@ def gemm_table():
                 continue
             x = m[0]
             frac = x.get("frac_f32_peak", x["frac_int8_peak"]) if r["type"] in ("f16", "bf16", "f32") else x["frac_int8_peak"]
-            cells.append(f"{x['gmacs_cpu']:.0f} ({100 * frac:.0f}%)")
+            pm = [y["gmacs_cpu"] for y in (prev or {}).get("runs", [])
+                  if all(y.get(f) == x[f] for f in ("type", "n_in", "n_out", "kernel", "n_tokens", "threads"))]
+            was = _vs(x["gmacs_cpu"], pm[0] if pm else None, True, lambda v: f"{v:.0f}")
+            cells.append(f"{x['gmacs_cpu']:.0f}{was} ({100 * frac:.0f}%)")
         out.append(f"| {r['type']} | {r['n_in']} -> {r['n_out']} | " + " | ".join(cells) + " |")
     pk = d["peak_gmacs"]
     peaks = ", ".join(f"{name} {pk[k]['2']:.0f}" for k, name in (("avx512", "int8 AVX-512 VNNI"), ("avxvnni", "AVX-VNNI"),
@@ -265,6 +323,12 @@ def rows_table():
         return "_no results yet: run `make bench-rows`_"
     threads = sorted({c["threads"] for c in d["cases"]})
     thr = " / ".join(str(t) for t in threads)
+    prev = _previous(d, "rows.json")
+
+    def was(c):
+        pm = [y["gmacs_cpu"] for y in (prev or {}).get("cases", [])
+              if all(y.get(f) == c[f] for f in ("type", "n_in", "n_out", "rows", "threads"))]
+        return _vs(c["gmacs_cpu"], pm[0] if pm else None, True, lambda v: f"{v:.0f}")
     out = [f"| weights | shape (in -> out) | rows | ms per matrix ({thr} threads) | GMAC/s (share of int8 peak) | "
            f"GB/s of weights (share of read bandwidth) | bound: the larger share |",
            "|---|---|---:|---:|---:|---:|---|"]
@@ -277,7 +341,7 @@ def rows_table():
         cs = [next(c for c in d["cases"] if (c["type"], c["n_in"], c["n_out"], c["rows"]) == k and c["threads"] == t)
               for t in threads]
         out.append(f"| {k[0]} | {k[1]} -> {k[2]} | {k[3]} | " + " / ".join(f"{c['ms_per_matrix']:.1f}" for c in cs) +
-                   " | " + " / ".join(f"{c['gmacs_cpu']:.0f} ({_pct(c['share_int8_peak'])})" for c in cs) +
+                   " | " + " / ".join(f"{c['gmacs_cpu']:.0f}{was(c)} ({_pct(c['share_int8_peak'])})" for c in cs) +
                    " | " + " / ".join(f"{c['gbs_cpu']:.2f} ({_pct(c['share_stream'])})" for c in cs) +
                    " | " + " / ".join(f"{c['bound']} {_pct(c['larger_share'])}" for c in cs) + " |")
     larger = [c["larger_share"] for c in d["cases"]]

@@ -51,7 +51,9 @@ def derive(raw):
                     "share_int8_peak": round(share_peak, 4), "share_stream": round(share_bw, 4),
                     "share_int8_peak_best": round(gmacs / (peak1 * t), 4),
                     "share_stream_wall": round(nbytes / wall * 1e-9 / stream[t]["wall"], 4),
-                    "bound": "compute" if share_peak >= share_bw else "memory",
+                    # from the shares as rounded here, so that the bound always names the larger
+                    # share the file shows (a tie at 4 digits is compute)
+                    "bound": "compute" if round(share_peak, 4) >= round(share_bw, 4) else "memory",
                     "larger_share": round(max(share_peak, share_bw), 4)})
     return {"peak_gmacs": {str(t): round(peak1 * t, 1) for t in threads},
             "stream_gbs": {str(t): stream[t] for t in threads}, "cases": out}

@@ -16,6 +16,7 @@
 
 #include "harness.h"
 #include "cast.h"
+#include "frame_cells.h"
 
 static const char *esc(const char *s, size_t n, int keep_tail, size_t *used) {
     static cast_buf b;
@@ -171,10 +172,10 @@ static void vt_feed(vt *t, const char *p, size_t n) {
                 for (int k = 0; k < np; k++) {
                     int v = par[k];
                     if (v == 0) { t->attr = 0; t->fg = t->bg = 0; }
-                    else if (v == 1) t->attr |= REC_BOLD;
-                    else if (v == 2) t->attr |= REC_DIM;
-                    else if (v == 4) t->attr |= REC_UNDERLINE;
-                    else if (v == 7) t->attr |= REC_REVERSE;
+                    else if (v == 1) t->attr |= FRAME_BOLD;
+                    else if (v == 2) t->attr |= FRAME_DIM;
+                    else if (v == 4) t->attr |= FRAME_UNDERLINE;
+                    else if (v == 7) t->attr |= FRAME_REVERSE;
                     else if ((v == 38 || v == 48) && k + 4 < np && par[k + 1] == 2) {
                         uint32_t rgb = (uint32_t)par[k + 2] << 16 | (uint32_t)par[k + 3] << 8 | (uint32_t)par[k + 4];
                         if (v == 38) t->fg = rgb; else t->bg = rgb;
@@ -202,36 +203,32 @@ static void vt_feed(vt *t, const char *p, size_t n) {
     }
 }
 
-static rec_cell C(uint32_t cp, uint32_t fg, uint32_t bg, uint8_t attr) {
-    rec_cell c = { .cp = { cp }, .ncp = cp ? 1 : 0, .width = 1, .attr = attr, .fg = fg, .bg = bg };
-    return c;
-}
+static frame_cell C(uint32_t cp, uint32_t fg, uint32_t bg, uint8_t attr) { return tc_cell(cp, fg, bg, attr); }
 
 /* Compare the emulator's screen with frame f; returns the first differing index or -1. */
-static int vt_diff(const vt *t, const rec_frame *f) {
-    for (int i = 0; i < f->cols * f->rows; i++) {
-        const rec_cell *c = &f->cells[i];
+static int vt_diff(const vt *t, const frame *f) {
+    for (int i = 0; i < f->w * f->h; i++) {
+        const frame_cell *c = &f->cells[i];
         const vt_cell *v = &t->s[i];
         if (c->width == 0) { if (!v->wide_tail) return i; continue; }
-        uint32_t cp = c->ncp ? c->cp[0] : ' ';
-        if (v->cp != cp || v->fg != c->fg || v->bg != c->bg || v->attr != c->attr) return i;
+        if (v->cp != tc_cp(c) || v->fg != c->fg || v->bg != c->bg || v->attr != c->attrs) return i;
     }
     return -1;
 }
 
 TEST(cast_ansi_full_and_diff_replay) {
     enum { COLS = 6, ROWS = 3 };
-    static rec_cell a[COLS * ROWS], b[COLS * ROWS];
+    static frame_cell a[COLS * ROWS], b[COLS * ROWS];
     static vt_cell screen[COLS * ROWS];
     for (int i = 0; i < COLS * ROWS; i++) a[i] = C(0, 0xc0c0c0, 0x101010, 0);
     const char *hi = "Hello!";
-    for (int i = 0; i < COLS; i++) a[i] = C((uint32_t)hi[i], 0xff0000, 0x000000, i == 0 ? REC_BOLD : 0);
-    a[COLS + 1] = C(0x4E2D, 0x00ff00, 0x000080, REC_UNDERLINE);     /* 中, wide */
+    for (int i = 0; i < COLS; i++) a[i] = C((uint32_t)hi[i], 0xff0000, 0x000000, i == 0 ? FRAME_BOLD : 0);
+    a[COLS + 1] = C(0x4E2D, 0x00ff00, 0x000080, FRAME_UNDERLINE);     /* 中, wide */
     a[COLS + 1].width = 2;
     a[COLS + 2] = a[COLS + 1];
     a[COLS + 2].width = 0;
-    a[2 * COLS + 5] = C(0x2591, 0x5f87af, 0x101010, REC_DIM);       /* ░ */
-    rec_frame fa = { COLS, ROWS, a }, fb = { COLS, ROWS, b };
+    a[2 * COLS + 5] = C(0x2591, 0x5f87af, 0x101010, FRAME_DIM);       /* ░ */
+    frame fa = { .w = COLS, .h = ROWS, .cells = a }, fb = { .w = COLS, .h = ROWS, .cells = b };
 
     cast_buf out = {0};
     um_err e = {0};
@@ -249,7 +246,7 @@ TEST(cast_ansi_full_and_diff_replay) {
 
     /* change one cell, replace the wide char's tail half, recolour a run */
     memcpy(b, a, sizeof b);
-    b[4] = C('?', 0xffffff, 0x000000, REC_REVERSE);
+    b[4] = C('?', 0xffffff, 0x000000, FRAME_REVERSE);
     b[COLS + 2] = C('x', 0x00ff00, 0x000080, 0);                      /* breaks the wide char */
     b[COLS + 1] = C('y', 0x00ff00, 0x000080, 0);
     b[2 * COLS + 0] = C('z', 0x123456, 0x654321, 0);
@@ -270,10 +267,10 @@ TEST(cast_ansi_full_and_diff_replay) {
 
 TEST(cast_frame_events_and_resize) {
     if (!have_python()) { th_skip("python3 not installed"); return; }
-    static rec_cell a[4 * 2], b[3 * 2];
+    static frame_cell a[4 * 2], b[3 * 2];
     for (int i = 0; i < 8; i++) a[i] = C('a' + (uint32_t)i, 0xffffff, 0, 0);
     for (int i = 0; i < 6; i++) b[i] = C('A' + (uint32_t)i, 0xffffff, 0, 0);
-    rec_frame fa = { 4, 2, a }, fb = { 3, 2, b };
+    frame fa = { .w = 4, .h = 2, .cells = a }, fb = { .w = 3, .h = 2, .cells = b };
     char path[256];
     snprintf(path, sizeof path, "/tmp/unmask_test_%ld_f.cast", (long)getpid());
     um_err e = {0};

@@ -261,10 +261,29 @@ TEST(forward_profile_counts_macs_and_adds_up) {
     }
     CHECK(p.ms[UM_FW_FFN_IN] > 0 && p.ms[UM_FW_HEAD] > 0 && p.ms[UM_FW_ATTN] > 0);
     CHECK(p.matmul_ms > 0 && p.matmul_ms <= sum + 1e-3);
+    /* a 2-thread pool: every product and op is a dispatch; the caller's waits fit in the pass */
+    CHECK(p.dispatches >= (uint64_t)hp->n_layer * 7);
+    CHECK(p.handoff_ms >= 0 && p.handoff_ms <= wall_ms + 1e-3);
     CHECK_MSG(sum <= wall_ms + 1e-3 && sum >= 0.9 * wall_ms - 0.05, "parts %.3f ms, pass %.3f ms", sum, wall_ms);
+    /* a partial pass (a cached step): K and V of the active rows only, q/o/ffn for them, the
+     * head for the rows asked; the K/V cache part is charged */
+    um_kvcache *kv = NULL;
+    CHECK(forward_kv_new(f, UM_TYPE_F16, T, &kv, &e) == UM_OK);
+    CHECK(forward_run_kv(f, kv, tok, T, NULL, 0, rows, R, logits, NULL, &e) == UM_OK);
+    int32_t act[12];
+    for (int i = 0; i < 12; i++) act[i] = 20 + i;
+    forward_profile_reset(f);
+    CHECK(forward_run_kv(f, kv, tok, T, act, 12, act, 5, logits, NULL, &e) == UM_OK);
+    forward_profile(f, &p);
+    const uint64_t A = 12, H5 = 5;
+    want = L * A * E * 2 * KV + (L - 1) * A * (E * Q + Q * E + 3 * E * F) + H5 * (E * Q + Q * E + 3 * E * F) + H5 * E * V;
+    CHECK_EQ((long long)p.macs, (long long)want);
+    CHECK(p.ms[UM_FW_KV] > 0 && p.dispatches > 0);
+    forward_kv_free(kv);
     forward_profile_reset(f);
     forward_profile(f, &p);
     CHECK_EQ((long long)p.macs, 0);
+    CHECK_EQ((long long)p.dispatches, 0);
     free(logits);
     forward_free(f);
     pool_free(pool);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "frame_cells.h"
 #include "infile.h"
 #include "gif.h"
 #include "psf.h"
@@ -224,10 +225,10 @@ TEST(gif_rendered_cell_colour_via_giflib) {
     render_ctx r;
     render_init(&r, &font);
     enum { COLS = 10, ROWS = 3 };
-    static rec_cell cells[COLS * ROWS];
+    static frame_cell cells[COLS * ROWS];
     for (int i = 0; i < COLS * ROWS; i++)
-        cells[i] = (rec_cell){ .cp = { '.' }, .ncp = 1, .width = 1, .fg = 0x808080, .bg = 0x1c1c1c };
-    rec_frame fr = { COLS, ROWS, cells };
+        cells[i] = tc_cell('.', 0x808080, 0x1c1c1c, 0);
+    frame fr = { .w = COLS, .h = ROWS, .cells = cells };
     int w, h;
     render_size(&r, COLS, ROWS, &w, &h);
     static uint8_t pix[COLS * 8 * ROWS * 16];
@@ -239,8 +240,8 @@ TEST(gif_rendered_cell_colour_via_giflib) {
     CHECK(gif_open(&g, path, w, h, pal, NULL, &e) == UM_OK);
     /* three steps: a block appears at (1,4) in a theme colour, then moves to (2,7) */
     for (int step = 0; step < 3; step++) {
-        if (step == 1) cells[1 * COLS + 4] = (rec_cell){ .cp = { 0x2588 }, .ncp = 1, .width = 1, .fg = 0xd7af5f, .bg = 0x1c1c1c };
-        if (step == 2) { cells[1 * COLS + 4] = cells[0]; cells[2 * COLS + 7] = (rec_cell){ .cp = { 0x2588 }, .ncp = 1, .width = 1, .fg = 0x5fafd7, .bg = 0x1c1c1c }; }
+        if (step == 1) cells[1 * COLS + 4] = tc_cell(0x2588, 0xd7af5f, 0x1c1c1c, 0);
+        if (step == 2) { cells[1 * COLS + 4] = cells[0]; cells[2 * COLS + 7] = tc_cell(0x2588, 0x5fafd7, 0x1c1c1c, 0); }
         CHECK(render_frame(&r, &fr, pix, sizeof pix, &e) == UM_OK);
         CHECK(gif_add_frame(g, pix, 6, &e) == UM_OK);
     }

@@ -133,17 +133,27 @@ static double act_bound(const mcase *c, const float *xr, const float *wr, int bl
     return b + 1e-5 * sum_abs + 1e-6;
 }
 
+/* The formats the AArch64 integer kernels (dotprod, i8mm) take on the integer path, from
+ * any layout (they decode the file layout per panel): every quantized weight format. */
+static bool arm_int_format(uint32_t t) {
+    return t == UM_TYPE_Q4_0 || t == UM_TYPE_Q4_1 || t == UM_TYPE_Q5_0 || t == UM_TYPE_Q5_1 ||
+           t == UM_TYPE_Q8_0 || t == UM_TYPE_IQ4_NL || is_kquant(t);
+}
+
 /* Does the kernel compute row r with quantized activations (the integer path), or decode the
  * weights to f32 and multiply f32 activations (the float-tile path)? The rule as matmul.h and
  * matmul_impl.h document it, stated here apart from the code: ref quantizes always; a SIMD
  * kernel takes the integer path for the rows of full 16-row panels of a repacked Q4_K, Q6_K
- * or Q8_0 matrix, and for IQ1/IQ2/IQ3/TQ on the AVX2 kernel exactly; every other row, format
- * and kernel (a partial last panel, a file-layout matrix, IQ on AVX-512) is float-tile. */
+ * or Q8_0 matrix, for IQ1/IQ2/IQ3/TQ on every x86 SIMD kernel (any layout), and for every
+ * quantized format on the AArch64 dotprod/i8mm kernels; every other row, format and kernel (a
+ * partial last panel, an x86 file-layout matrix, F16, the neon kernel) is float-tile. */
 static bool int_path(const mcase *c, um_kernel k, bool repack, int64_t r) {
     if (k == UM_KERNEL_REF) return true;
     bool packable = c->type == UM_TYPE_Q4_K || c->type == UM_TYPE_Q6_K || c->type == UM_TYPE_Q8_0;
     bool full_panel = r < c->n_out / UM_MATMUL_PANEL * UM_MATMUL_PANEL;
-    return full_panel && ((packable && repack) || (um_is_iq_lattice(c->type) && k == UM_KERNEL_AVX2));
+    bool arm_int = (k == UM_KERNEL_DOTPROD || k == UM_KERNEL_I8MM) && arm_int_format(c->type);
+    bool x86_iq = k >= UM_KERNEL_AVX2 && k <= UM_KERNEL_AMX_EMU && um_is_iq_lattice(c->type);
+    return full_panel && ((packable && repack) || x86_iq || arm_int);
 }
 
 /* Check one kernel on one case; returns 0 or fails the test. */
@@ -287,6 +297,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
         uint8_t *row2 = um_malloc_aligned(row_bytes);
         for (int64_t t = 0; t < n_tokens; t++) {
             mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
+#if MM_X86
             if (matmul_kernel_available(UM_KERNEL_AVX2)) {
                 /* the kernels' AVX2 quantizer must give the same bytes as the portable one */
                 size_t used = off_corr + (size_t)n_in / 16 * 6;
@@ -296,12 +307,13 @@ TEST(matmul_int_kernels_match_quantized_activations) {
                 mm_quantize_act_avx2(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX2 activation quantizer differs", um_type_name(types[ti]));
             }
-            if (matmul_kernel_available(UM_KERNEL_AVX512) && !um_is_iq_lattice(types[ti])) {
+            if (matmul_kernel_available(UM_KERNEL_AVX512)) {
                 size_t used = off_corr + (size_t)n_in / 16 * 6;
                 memset(row2, 0, row_bytes);
                 mm_quantize_act_avx512(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX-512 activation quantizer differs", um_type_name(types[ti]));
             }
+#endif
             if (types[ti] == UM_TYPE_Q6_K) {     /* the int16 sums per 16 of the AVX2 Q6_K loop */
                 const int16_t *bsum = (const int16_t *)(row + off_corr + (size_t)n_in / 16 * 4);
                 for (int64_t g = 0; g < n_in / 16; g++) {
@@ -319,9 +331,8 @@ TEST(matmul_int_kernels_match_quantized_activations) {
                 xq[t * n_in + k] = v;
             }
         }
-        for (int k = UM_KERNEL_AVX2; k < UM_KERNEL_COUNT; k++) {
+        for (int k = UM_KERNEL_AVX2; k <= UM_KERNEL_AMX_EMU; k++) {     /* the x86 kernels */
             if (!matmul_kernel_available((um_kernel)k)) continue;
-            if (um_is_iq_lattice(c.type) && k != UM_KERNEL_AVX2) continue;
             float *y = malloc(sizeof(float) * (size_t)(n_tokens * n_out));
             um_err e;
             CHECK_MSG(run_kernel(&c, (um_kernel)k, true, NULL, x, n_tokens, y, &e) == UM_OK, "%s", e.msg);
@@ -346,6 +357,89 @@ TEST(matmul_int_kernels_match_quantized_activations) {
     }
 }
 
+/* The AArch64 integer kernels (dotprod, i8mm) against their own quantized activations, every
+ * format they take: per 32 columns like Q8_0 for the 32-blocks (Q4_0..Q8_0, IQ4_NL), per
+ * 256 like Q6_K for the rest (matmul_impl.h). Integer sums exact, f32 scales: 2e-5 of
+ * sum |w x_q|, as for the x86 kernels. 37 rows (a partial panel on the neon kernel), 19
+ * tokens (full and partial register blocks, an odd token for the i8mm pairs). */
+TEST(matmul_arm_int_kernels_match_quantized_activations) {
+    static const uint32_t types[] = { UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1, UM_TYPE_Q5_0, UM_TYPE_Q5_1,
+        UM_TYPE_IQ4_NL, UM_TYPE_Q2_K, UM_TYPE_Q3_K, UM_TYPE_Q4_K, UM_TYPE_Q5_K, UM_TYPE_Q6_K, UM_TYPE_IQ4_XS,
+        UM_TYPE_IQ2_XXS, UM_TYPE_IQ2_XS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_XXS, UM_TYPE_IQ3_S, UM_TYPE_IQ1_S,
+        UM_TYPE_IQ1_M, UM_TYPE_TQ1_0, UM_TYPE_TQ2_0 };
+    static const um_kernel kernels[] = { UM_KERNEL_DOTPROD, UM_KERNEL_I8MM };
+    if (!matmul_kernel_available(UM_KERNEL_DOTPROD)) { th_skip("no AArch64 dot product"); return; }
+    const int64_t n_in = 512, n_out = 37, n_tokens = 19;
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
+        mcase c;
+        CHECK(make_case(&c, types[ti], n_in, n_out, 55 + ti) == UM_OK);
+        float *x = make_x(n_tokens, n_in, 19 + ti);
+        double *xq = malloc(sizeof(double) * (size_t)(n_tokens * n_in));
+        int blk = is_kquant(types[ti]) ? 256 : 32;
+        uint32_t act = blk == 32 ? UM_TYPE_Q8_0 : UM_TYPE_Q6_K;
+        size_t off_scale = (size_t)n_in, off_corr = off_scale + (size_t)n_in / 32 * 4;
+        uint8_t *row = um_malloc_aligned((size_t)n_in * 3 + 256);
+        for (int64_t t = 0; t < n_tokens; t++) {
+            mm_quantize_act(act, x + t * n_in, n_in, row, off_scale, off_corr);
+            const float *scale = (const float *)(row + off_scale);
+            for (int64_t k = 0; k < n_in; k++) xq[t * n_in + k] = (double)((int8_t *)row)[k] * scale[k / blk];
+        }
+        for (size_t ki = 0; ki < UM_ARRAY_LEN(kernels); ki++) {
+            um_kernel k = kernels[ki];
+            if (!matmul_kernel_available(k)) continue;
+            float *y = malloc(sizeof(float) * (size_t)(n_tokens * n_out));
+            um_err e;
+            CHECK_MSG(run_kernel(&c, k, true, NULL, x, n_tokens, y, &e) == UM_OK, "%s", e.msg);
+            int bad = 0;
+            for (int64_t t = 0; t < n_tokens; t++)
+                for (int64_t r = 0; r < n_out / UM_MATMUL_PANEL * UM_MATMUL_PANEL && bad < 3; r++) {
+                    double s = 0, sa = 0;
+                    for (int64_t i = 0; i < n_in; i++) {
+                        s += (double)c.wf[r * n_in + i] * xq[t * n_in + i];
+                        sa += fabs((double)c.wf[r * n_in + i] * xq[t * n_in + i]);
+                    }
+                    if (!(fabs(y[t * n_out + r] - s) <= 2e-5 * sa + 1e-6)) {
+                        th_fail(__FILE__, __LINE__, "%s/%s y[%lld][%lld] = %.8g, want %.8g", um_type_name(c.type),
+                                matmul_kernel_name(k), (long long)t, (long long)r, y[t * n_out + r], s);
+                        bad++;
+                    }
+                }
+            free(y);
+        }
+        um_free_aligned(row);
+        free(xq);
+        free(x);
+        free_case(&c);
+    }
+}
+
+/* The ARM few-token path (at most 4 tokens: decoded row by row, no panel) gives the same
+ * bits as the panel kernels on the same tokens: 3 tokens alone vs the same 3 at the head of
+ * a 9-token product (one chunk of 9: panel path), every format, dotprod and i8mm. */
+TEST(matmul_arm_few_tokens_match_panel_path) {
+    static const uint32_t types[] = { UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1, UM_TYPE_Q5_0, UM_TYPE_Q5_1,
+        UM_TYPE_IQ4_NL, UM_TYPE_Q2_K, UM_TYPE_Q3_K, UM_TYPE_Q4_K, UM_TYPE_Q5_K, UM_TYPE_Q6_K, UM_TYPE_IQ4_XS,
+        UM_TYPE_IQ2_XXS, UM_TYPE_IQ3_S, UM_TYPE_IQ1_M, UM_TYPE_TQ1_0 };
+    static const um_kernel kernels[] = { UM_KERNEL_DOTPROD, UM_KERNEL_I8MM };
+    if (!matmul_kernel_available(UM_KERNEL_DOTPROD)) { th_skip("no AArch64 dot product"); return; }
+    const int64_t n_in = 512, n_out = 32;
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
+        mcase c;
+        CHECK(make_case(&c, types[ti], n_in, n_out, 301 + ti) == UM_OK);
+        float *x = make_x(9, n_in, 7 + ti), *y9 = malloc(sizeof(float) * 9 * n_out), *y3 = malloc(sizeof(float) * 3 * n_out);
+        for (size_t ki = 0; ki < UM_ARRAY_LEN(kernels); ki++) {
+            if (!matmul_kernel_available(kernels[ki])) continue;
+            um_err e;
+            CHECK_MSG(run_kernel(&c, kernels[ki], true, NULL, x, 9, y9, &e) == UM_OK, "%s", e.msg);
+            CHECK_MSG(run_kernel(&c, kernels[ki], true, NULL, x, 3, y3, &e) == UM_OK, "%s", e.msg);
+            CHECK_MSG(memcmp(y3, y9, sizeof(float) * 3 * n_out) == 0, "%s/%s: 3 tokens alone differ from the panel path",
+                      um_type_name(c.type), matmul_kernel_name(kernels[ki]));
+        }
+        free(x); free(y9); free(y3);
+        free_case(&c);
+    }
+}
+
 /* The kernels' F16C scale tables equal the portable ones exactly (one exact product each). */
 TEST(matmul_panel_tables_avx2_match_portable) {
     if (!matmul_kernel_available(UM_KERNEL_AVX2)) { th_skip("no AVX2"); return; }
@@ -362,7 +456,9 @@ TEST(matmul_panel_tables_avx2_match_portable) {
         size_t n = c.type == UM_TYPE_Q8_0 ? 512 / 2 : 512;
         for (int64_t p = 0; p < 2; p++) {
             mm_panel_tables(&w, p, t1);
+#if MM_X86
             mm_panel_tables_avx2(&w, p, t2);
+#endif
             CHECK_MSG(memcmp(t1, t2, n * sizeof(float)) == 0, "%s panel %lld tables differ", um_type_name(c.type), (long long)p);
         }
         free(t1); free(t2);
@@ -432,6 +528,23 @@ TEST(matmul_unmask_kernel_env) {
         CHECK(matmul_kernel_default(&k, &e) == UM_OK);
         CHECK(k == UM_KERNEL_AVX2 || k == UM_KERNEL_AVXVNNI);
     }
+    /* the AArch64 kernels: each forces exactly itself where the CPU has it, else one error
+     * line naming it (x86, or dotprod/i8mm under qemu -cpu cortex-a53) */
+    static const struct { const char *name; um_kernel k; } arm[] = {
+        { "neon", UM_KERNEL_NEON }, { "dotprod", UM_KERNEL_DOTPROD }, { "i8mm", UM_KERNEL_I8MM } };
+    for (size_t i = 0; i < UM_ARRAY_LEN(arm); i++) {
+        setenv("UNMASK_KERNEL", arm[i].name, 1);
+        if (matmul_kernel_available(arm[i].k)) {
+            CHECK(matmul_kernel_default(&k, &e) == UM_OK && k == arm[i].k);
+        } else {
+            CHECK(matmul_kernel_default(&k, &e) == UM_FAIL);
+            CHECK_CONTAINS(e.msg, "cannot run");
+        }
+    }
+    unsetenv("UNMASK_KERNEL");
+    CHECK(matmul_kernel_default(&k, &e) == UM_OK);
+    if (matmul_kernel_available(UM_KERNEL_I8MM)) CHECK(k == UM_KERNEL_I8MM);
+    else if (matmul_kernel_available(UM_KERNEL_DOTPROD)) CHECK(k == UM_KERNEL_DOTPROD);
     if (saved) { setenv("UNMASK_KERNEL", saved, 1); free(saved); }
     else unsetenv("UNMASK_KERNEL");
 }
@@ -643,7 +756,7 @@ TEST(matmul_grouped_equals_per_expert_products) {
     static const uint32_t pairs[][2] = {
         { UM_TYPE_Q4_K, UM_TYPE_Q4_K },    /* gate + up together, one dispatch */
         { UM_TYPE_Q6_K, UM_TYPE_Q6_K }, { UM_TYPE_Q8_0, UM_TYPE_Q8_0 },
-        { UM_TYPE_IQ2_XS, UM_TYPE_IQ2_XS },  /* the AVX2 IQ path (float tiles elsewhere) */
+        { UM_TYPE_IQ2_XS, UM_TYPE_IQ2_XS },  /* the IQ integer path (every SIMD kernel) */
         { UM_TYPE_Q4_K, UM_TYPE_Q6_K },    /* different types: one group after the other */
         { UM_TYPE_F16, UM_TYPE_Q5_K },     /* float-tile formats: gathered rows */
     };
@@ -664,20 +777,25 @@ TEST(matmul_grouped_equals_per_expert_products) {
  * must not depend on how many tokens share its product. Every kernel, panel formats. */
 TEST(matmul_token_count_does_not_change_a_row) {
     static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    /* 1-4: one 256-bit register block (AVX2's packed Q4_K); 64 and fewer: AVX-512's packed Q4_K
+     * (Q4K_DIRECT_MAX); 80: both kernels unpack the panel first */
+    static const int counts[] = { 1, 2, 3, 4, 10, 64 };
+    enum { ALL = 80 };
     for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
         mcase c;
         CHECK(make_case(&c, types[ti], 512, 48, 40 + ti) == UM_OK);
-        float *x = make_x(9, 512, 41);
-        float *all = malloc(sizeof(float) * 9 * 48), *few = malloc(sizeof(float) * 4 * 48);
+        float *x = make_x(ALL, 512, 41);
+        float *all = malloc(sizeof(float) * ALL * 48), *few = malloc(sizeof(float) * 64 * 48);
         for (int k = UM_KERNEL_AVX2; k < UM_KERNEL_COUNT; k++) {
             if (!matmul_kernel_available((um_kernel)k)) continue;
             um_err e;
-            CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x, 9, all, &e) == UM_OK);
-            for (int n = 1; n <= 4; n++) {
+            CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x, ALL, all, &e) == UM_OK);
+            for (size_t i = 0; i < UM_ARRAY_LEN(counts); i++) {
+                int n = counts[i];
                 CHECK(run_kernel(&c, (um_kernel)k, true, NULL, x + 5 * 512, n, few, &e) == UM_OK);
                 CHECK_MSG(memcmp(few, all + 5 * 48, sizeof(float) * (size_t)(n * 48)) == 0,
-                          "%s/%s: %d tokens differ from the same tokens among 9", um_type_name(types[ti]),
-                          matmul_kernel_name((um_kernel)k), n);
+                          "%s/%s: %d tokens differ from the same tokens among %d", um_type_name(types[ti]),
+                          matmul_kernel_name((um_kernel)k), n, ALL);
             }
         }
         free(all); free(few); free(x);

@@ -705,3 +705,51 @@ TEST(ops_moe_pipeline_matches_direct) {
     free(out_ref);
     free(logits); free(x); free(resid); free(xg); free(yg); free(out); free(acc);
 }
+
+/* The F16 row conversions of the K/V cache: every one of the 65,536 halves to f32 and back, and
+ * f32 values around every rounding boundary, subnormal, overflow and tie, on every kernel set,
+ * equal util's scalar conversions (the expected values; a NaN only has to stay a NaN), with
+ * odd lengths for the vector tails. */
+TEST(ops_f16_rows_all_isas) {
+    enum { NH = 65536 };
+    uint16_t *h = malloc(NH * sizeof *h), *h2 = malloc(NH * sizeof *h2);
+    float *f = malloc(NH * sizeof *f), *g = malloc(NH * sizeof *g);
+    for (int i = 0; i < NH; i++) h[i] = (uint16_t)i;
+    /* f32 inputs: each half's value, nudged one ulp down and up, and the midpoint to the next */
+    float *x = malloc(4 * NH * sizeof *x);
+    for (int i = 0; i < NH; i++) {
+        float v = um_fp16_to_fp32((uint16_t)i), w = um_fp16_to_fp32((uint16_t)(i + 1));
+        x[4 * i] = v;
+        x[4 * i + 1] = nextafterf(v, -INFINITY);
+        x[4 * i + 2] = nextafterf(v, INFINITY);
+        x[4 * i + 3] = (i & 0x7c00) != 0x7c00 && ((i + 1) & 0x7c00) != 0x7c00 ? 0.5f * (v + w) : 70000.f;
+    }
+    uint16_t *hx = malloc(4 * NH * sizeof *hx);
+    FOR_EACH_ISA(isa) {
+        static const int64_t lens[] = { NH, NH - 3, 13, 1 };
+        for (size_t li = 0; li < UM_ARRAY_LEN(lens); li++) {
+            int64_t n = lens[li];
+            memset(f, 0, NH * sizeof *f);
+            ops_f16_to_f32(h, f, n);
+            for (int64_t i = 0; i < n; i++) {
+                float want = um_fp16_to_fp32(h[i]);
+                CHECK_MSG(isnan(want) ? isnan(f[i]) : memcmp(&want, &f[i], 4) == 0, "%s: half 0x%04x -> %g, want %g",
+                          ops_isa_name(isa), h[i], f[i], want);
+            }
+            CHECK(n == NH || f[n] == 0);               /* nothing past n written */
+        }
+        ops_f32_to_f16(x, hx, 4 * NH - 5);
+        for (int64_t i = 0; i < 4 * NH - 5; i++) {
+            uint16_t want = um_fp32_to_fp16(x[i]);
+            bool nan = isnan(x[i]);
+            CHECK_MSG(nan ? (hx[i] & 0x7c00) == 0x7c00 && (hx[i] & 0x3ff) : hx[i] == want,
+                      "%s: %.9g -> 0x%04x, want 0x%04x", ops_isa_name(isa), x[i], hx[i], want);
+        }
+        ops_f16_to_f32(h, g, NH);
+        ops_f32_to_f16(g, h2, NH);
+        for (int i = 0; i < NH; i++)
+            if ((i & 0x7c00) != 0x7c00 || !(i & 0x3ff)) CHECK_MSG(h2[i] == h[i], "%s: 0x%04x round trip", ops_isa_name(isa), i);
+    }
+    restore_isa();
+    free(h); free(h2); free(f); free(g); free(x); free(hx);
+}

@@ -173,3 +173,45 @@ TEST(pool_nested_run_is_inline) {
     CHECK_EQ(atomic_load(&a.inner_bad_threads), 0);
     CHECK(!bad);
 }
+
+/* pool_stats counts the multi-thread runs and the caller's wait in them; runs on the caller
+ * alone (a one-thread pool, a nested run) count in neither. A helper that sleeps 20 ms on one
+ * chunk while the caller has none makes the caller wait at least that long. */
+static void slow_chunk(void *arg, int64_t c, int tid) {
+    (void)arg;
+    if (c == 0 && tid != 0) {
+        struct timespec ts = { 0, 20 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void take_first_chunk_on_helper(um_pool_task *t, int thread_id, int n_threads) {
+    (void)n_threads;
+    if (thread_id == 0) return;                  /* the caller takes nothing: it only waits */
+    for (int64_t c; (c = pool_next_chunk(t)) >= 0;) slow_chunk(NULL, c, thread_id);
+}
+
+TEST(pool_stats_count_runs_and_waits) {
+    um_pool_stats s;
+    pool_stats(NULL, &s);
+    CHECK_EQ((long long)s.runs, 0);
+    um_pool *one = pool_new(1);
+    pool_for(one, 10, slow_chunk, NULL);
+    pool_stats(one, &s);
+    CHECK_EQ((long long)s.runs, 0);
+    pool_free(one);
+
+    um_pool *p = pool_new(2);
+    CHECK(p != NULL);
+    for (int i = 0; i < 7; i++) CHECK(run_counted(p, 50, 2) == 0);
+    pool_stats(p, &s);
+    CHECK_EQ((long long)s.runs, 7);
+    CHECK(s.wait_s >= 0);
+    double before = s.wait_s;
+    um_pool_task t = { .fn = take_first_chunk_on_helper, .n_chunks = 1 };
+    pool_run(p, &t);
+    pool_stats(p, &s);
+    CHECK_EQ((long long)s.runs, 8);
+    CHECK_MSG(s.wait_s - before >= 0.019, "caller waited %.4f s for a 20 ms helper", s.wait_s - before);
+    pool_free(p);
+}

@@ -19,6 +19,7 @@
 #include "harness.h"
 #include "fake_source.h"
 #include "frame.h"
+#include "frame_cells.h"
 #include "recorder.h"
 #include "theme.h"
 #include "view.h"
@@ -47,12 +48,12 @@ static void tmp_path(char *buf, size_t n, const char *name) {
 static int file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
 
 /* A cols x rows frame of blank cells on bg, with `text` in row 0 on fg. */
-static void fill_frame(rec_frame *f, rec_cell *cells, int cols, int rows, uint32_t bg, const char *text) {
-    f->cols = cols;
-    f->rows = rows;
+static void fill_frame(frame *f, frame_cell *cells, int cols, int rows, uint32_t bg, const char *text) {
+    f->w = cols;
+    f->h = rows;
     f->cells = cells;
-    for (int i = 0; i < cols * rows; i++) cells[i] = (rec_cell){ .width = 1, .fg = 0xffffff, .bg = bg };
-    for (int i = 0; text && text[i] && i < cols; i++) { cells[i].cp[0] = (uint8_t)text[i]; cells[i].ncp = 1; }
+    for (int i = 0; i < cols * rows; i++) cells[i] = tc_cell(0, 0xffffff, bg, 0);
+    for (int i = 0; text && text[i] && i < cols; i++) cells[i] = tc_cell((uint8_t)text[i], 0xffffff, bg, 0);
 }
 
 /* Read a whole small file into a heap string. */
@@ -144,8 +145,8 @@ TEST(recorder_fixed_mode_frames_delays_markers) {
     recorder *r;
     um_err e = { "" };
     CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
-    static rec_cell cells[COLS * ROWS];
-    rec_frame f;
+    static frame_cell cells[COLS * ROWS];
+    frame f = { 0 };
     const uint32_t bgs[5] = { RED, RED, BLUE, BLUE, GREEN };     /* frames 1 and 3 repeat */
     for (int i = 0; i < 5; i++) {
         fill_frame(&f, cells, COLS, ROWS, bgs[i], i == 4 ? "done" : NULL);
@@ -192,8 +193,8 @@ TEST(recorder_real_time_merges_and_times) {
     recorder *r;
     um_err e = { "" };
     CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
-    static rec_cell cells[COLS * ROWS];
-    rec_frame f;
+    static frame_cell cells[COLS * ROWS];
+    frame f = { 0 };
     fill_frame(&f, cells, COLS, ROWS, RED, "a");
     CHECK(recorder_frame(r, 0.00, &f, NULL, &e) == UM_OK);
     CHECK(recorder_frame(r, 0.50, &f, NULL, &e) == UM_OK);        /* same pixels: merged */
@@ -228,8 +229,8 @@ TEST(recorder_resize_pads_gif_and_marks_cast) {
     recorder *r;
     um_err e = { "" };
     CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
-    static rec_cell cells[(COLS + 4) * (ROWS + 2)];
-    rec_frame f;
+    static frame_cell cells[(COLS + 4) * (ROWS + 2)];
+    frame f = { 0 };
     fill_frame(&f, cells, COLS, ROWS, RED, NULL);
     CHECK(recorder_frame(r, 0.0, &f, NULL, &e) == UM_OK);
     fill_frame(&f, cells, COLS - 2, ROWS - 1, BLUE, NULL);        /* smaller: padded */
@@ -268,13 +269,13 @@ TEST(recorder_gif_glyph_fallbacks) {
     recorder *r;
     um_err e = { "" };
     CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
-    static rec_cell cells[COLS * ROWS];
-    rec_frame f;
+    static frame_cell cells[COLS * ROWS];
+    frame f = { 0 };
     fill_frame(&f, cells, COLS, ROWS, BLUE, NULL);
     const uint32_t cps[3] = { 0x21B5, 0x00B6, 0x4E00 };          /* ↵ ¶ 一 */
-    for (int i = 0; i < 3; i++) { cells[i].cp[0] = cps[i]; cells[i].ncp = 1; }
+    for (int i = 0; i < 3; i++) cells[i] = tc_cell(cps[i], 0xffffff, BLUE, 0);
     CHECK(recorder_frame(r, 0.0, &f, NULL, &e) == UM_OK);
-    CHECK_EQ(cells[0].cp[0], 0x21B5);                             /* the caller's frame is untouched */
+    CHECK_EQ(tc_cp(&cells[0]), 0x21B5);                           /* the caller's frame is untouched */
     CHECK_MSG(recorder_close(r, 1.0, &e) == UM_OK, "%s", e.msg);
     decoded d;
     CHECK_EQ(decode_gif(gif, &d), 0);
@@ -320,8 +321,8 @@ TEST(recorder_errors) {
     CHECK(recorder_close(r, 1.0, &e) == UM_FAIL);
     CHECK(!file_exists(gif));
     /* abort leaves nothing either */
-    static rec_cell cells[10 * 4];
-    rec_frame f;
+    static frame_cell cells[10 * 4];
+    frame f = { 0 };
     fill_frame(&f, cells, 10, 4, RED, NULL);
     CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
     CHECK(recorder_frame(r, 0.0, &f, NULL, &e) == UM_OK);
@@ -354,8 +355,6 @@ TEST(recorder_view_frames_have_theme_colours) {
     CHECK_MSG(recorder_open(&r, &o, &e) == UM_OK, "%s", e.msg);
     frame fr = { 0 };
     CHECK(frame_init(&fr, VW, VH, &e) == UM_OK);
-    static rec_cell cells[VW * VH];
-    rec_frame rf = { .cells = cells };
     view_ctx vc = { 0 };
     um_snapshot *hist[64];
     int n = 0;
@@ -364,10 +363,9 @@ TEST(recorder_view_frames_have_theme_colours) {
         hist[n++] = snap;
         view_state v = { .src = &src, .hist = hist, .n_hist = n, .shown = n - 1, .th = &th, .depth = 16777216, .cursor = -1 };
         CHECK_MSG(view_build(&vc, &fr, &v, &e) == UM_OK, "%s", e.msg);
-        frame_to_rec(&fr, &rf, RECORDER_FG_DEFAULT, RECORDER_BG_DEFAULT);
         char label[16];
         snprintf(label, sizeof label, "step %d", snap->step);
-        CHECK(recorder_frame(r, 0.01 * n, &rf, snap->step ? label : NULL, &e) == UM_OK);
+        CHECK(recorder_frame(r, 0.01 * n, &fr, snap->step ? label : NULL, &e) == UM_OK);
         if (snap->done) break;
         snap = src.step(src.self, &e);
     }

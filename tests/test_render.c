@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "frame_cells.h"
 #include "psf.h"
 #include "render.h"
 
@@ -109,10 +110,7 @@ TEST(render_palette_is_xterm256) {
 
 /* ---------------------------------------------------------------- rendered pixels */
 
-static rec_cell C(uint32_t cp, uint32_t fg, uint32_t bg, uint8_t attr) {
-    rec_cell c = { .cp = { cp }, .ncp = cp ? 1 : 0, .width = 1, .attr = attr, .fg = fg, .bg = bg };
-    return c;
-}
+static frame_cell C(uint32_t cp, uint32_t fg, uint32_t bg, uint8_t attr) { return tc_cell(cp, fg, bg, attr); }
 
 enum { COLS = 6, ROWS = 2, PW = COLS * 8, PH = ROWS * 16 };
 static uint8_t pix[PH * PW];
@@ -137,25 +135,24 @@ TEST(render_cells_to_pixels) {
     render_size(&r, COLS, ROWS, &w, &h);
     CHECK(w == PW && h == PH);
 
-    static rec_cell cells[COLS * ROWS];
+    static frame_cell cells[COLS * ROWS];
     const uint32_t RED = 0xff0000, BLUE = 0x0000ff, WHITE = 0xffffff, BLACK = 0x000000;
     for (int i = 0; i < COLS * ROWS; i++) cells[i] = C(0, WHITE, BLACK, 0);
     cells[0] = C(0x2588, RED, BLUE, 0);                     /* █: all foreground */
     cells[1] = C(' ', RED, BLUE, 0);                        /* all background */
-    cells[2] = C('A', WHITE, BLACK, REC_UNDERLINE);
-    cells[3] = C('|', WHITE, BLACK, REC_BOLD);
-    cells[4] = C(0x2588, WHITE, BLACK, REC_DIM);            /* fg halfway to bg: 0x7f7f7f */
-    cells[5] = C(0x2588, RED, BLUE, REC_REVERSE);           /* shows bg colour */
+    cells[2] = C('A', WHITE, BLACK, FRAME_UNDERLINE);
+    cells[3] = C('|', WHITE, BLACK, FRAME_BOLD);
+    cells[4] = C(0x2588, WHITE, BLACK, FRAME_DIM);            /* fg halfway to bg: 0x7f7f7f */
+    cells[5] = C(0x2588, RED, BLUE, FRAME_REVERSE);           /* shows bg colour */
     cells[COLS + 0] = C(0x4E2D, RED, BLACK, 0);             /* 中 wide, missing: a box */
     cells[COLS + 0].width = 2;
     cells[COLS + 1] = cells[COLS + 0];
     cells[COLS + 1].width = 0;
     cells[COLS + 2] = C(0xE000, RED, BLACK, 0);             /* private use: missing, narrow */
     cells[COLS + 3] = C('e', WHITE, BLACK, 0);              /* e + combining acute */
-    cells[COLS + 3].cp[1] = 0x0301;
-    cells[COLS + 3].ncp = 2;
+    memcpy(cells[COLS + 3].text, "e\xCC\x81", 4);
     cells[COLS + 5] = C(0x2588, 0x123456, 0x5f87af, 0);     /* non-xterm fg -> nearest 0x005f5f */
-    rec_frame fr = { COLS, ROWS, cells };
+    frame fr = { .w = COLS, .h = ROWS, .cells = cells };
 
     CHECK(render_frame(&r, &fr, pix, sizeof pix - 1, &e) == UM_FAIL);      /* buffer too small */
     CHECK_CONTAINS(e.msg, "pixel buffer");
@@ -205,12 +202,12 @@ TEST(render_cells_to_pixels) {
     for (int i = 0; i < PW * PH; i++) CHECK(pix[i] != 0xAA);
 
     /* a wide cell whose glyph the font has: the 8-pixel glyph centred in 16 pixels */
-    static rec_cell two[2];
+    static frame_cell two[2];
     two[0] = C('X', WHITE, BLACK, 0);
     two[0].width = 2;
     two[1] = two[0];
     two[1].width = 0;
-    rec_frame fw = { 2, 1, two };
+    frame fw = { .w = 2, .h = 1, .cells = two };
     static uint8_t wp[16 * 16];
     CHECK(render_frame(&r, &fw, wp, sizeof wp, &e) == UM_OK);
     const uint8_t *X = psf_bitmap(&f, 'X');
@@ -258,11 +255,11 @@ TEST(render_fit_clips_and_pads) {
     CHECK(psf_load_builtin(&f, &e) == UM_OK);
     render_ctx r;
     render_init(&r, &f);
-    static rec_cell cells[3 * 2];
+    static frame_cell cells[3 * 2];
     for (int i = 0; i < 6; i++)
-        cells[i] = (rec_cell){ .cp = { 0x2588 }, .ncp = 1, .width = 1, .fg = 0xff0000 + (uint32_t)i, .bg = 0 };   /* ff000i -> ff0000 */
+        cells[i] = tc_cell(0x2588, 0xff0000 + (uint32_t)i, 0, 0);   /* ff000i -> ff0000 */
     cells[1].fg = 0x00ff00;
-    rec_frame fr = { 3, 2, cells };
+    frame fr = { .w = 3, .h = 2, .cells = cells };
     enum { CW = 20, CH = 40 };                          /* 2.5 cells wide, 2.5 cells tall */
     static uint8_t canvas[CW * CH];
     render_frame_fit(&r, &fr, canvas, CW, CH, 0x0000ff);

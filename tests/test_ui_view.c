@@ -1,11 +1,10 @@
-/* Tests of ui/view.c and ui/frame.c: the screen as a frame, with hand-made snapshots over a
+/* Tests of ui/view.c and the frame (src/record/frame.c): the screen as a frame, with hand-made snapshots over a
  * tiny vocabulary, so every expected cell is written out here. */
 #include <math.h>
 #include <stdlib.h>
 #include "harness.h"
 #include "summary.h"
 #include "view.h"
-#include "rec_frame.h"
 
 static const char *const vocab[] = {
     "<m>", "ab", "\n", "cd", "\t", "x", "\xE2\x82", "\xAC", "漢字", "😀", "e", "\xCC\x81", "0123456789",
@@ -150,27 +149,28 @@ TEST(ui_frame_wide_cell_invariants) {
     frame_free(&f);
 }
 
-TEST(ui_frame_to_rec) {
+/* What the recorders read from a frame cell: its code points and its colours with the
+ * terminal default resolved. */
+TEST(ui_frame_cell_for_recorders) {
     frame f;
     frame_style st = { 0x112233, FRAME_DEFAULT, FRAME_BOLD | FRAME_ITALIC };
     CHECK(frame_init(&f, 4, 1, NULL) == UM_OK);
     frame_put_cluster(&f, 0, 0, 4, "e\xCC\x81", 1, st, 0);
     frame_put_cluster(&f, 1, 0, 4, "漢", 2, st, 1);
-    rec_cell cells[4];
-    rec_frame r = { 0, 0, cells };
-    frame_to_rec(&f, &r, 0xaaaaaa, 0x000000);
-    CHECK_EQ(r.cols, 4);
-    CHECK_EQ(cells[0].ncp, 2);
-    CHECK_EQ(cells[0].cp[0], 'e');
-    CHECK_EQ(cells[0].cp[1], 0x301);
-    CHECK_EQ(cells[0].fg, 0x112233);
-    CHECK_EQ(cells[0].bg, 0x000000);
-    CHECK_EQ(cells[0].attr, REC_BOLD);
-    CHECK_EQ(cells[1].width, 2);
-    CHECK_EQ(cells[1].cp[0], 0x6F22);
-    CHECK_EQ(cells[2].width, 0);
-    CHECK_EQ(cells[3].ncp, 0);                  /* blank */
-    CHECK_EQ(cells[3].fg, 0xaaaaaa);
+    uint32_t cp[FRAME_MAX_CP];
+    CHECK_EQ(frame_cell_cps(frame_at(&f, 0, 0), cp), 2);
+    CHECK_EQ(cp[0], 'e');
+    CHECK_EQ(cp[1], 0x301);
+    CHECK_EQ(frame_fg_rgb(frame_at(&f, 0, 0)), 0x112233);
+    CHECK_EQ(frame_bg_rgb(frame_at(&f, 0, 0)), FRAME_DEFAULT_BG);
+    CHECK_EQ(frame_cell_cps(frame_at(&f, 1, 0), cp), 1);
+    CHECK_EQ(cp[0], 0x6F22);
+    CHECK_EQ(frame_cell_cps(frame_at(&f, 2, 0), cp), 0);      /* continuation */
+    CHECK_EQ(frame_cell_cps(frame_at(&f, 3, 0), cp), 0);      /* blank */
+    CHECK_EQ(frame_fg_rgb(frame_at(&f, 3, 0)), FRAME_DEFAULT_FG);
+    frame_cell bad = { .text = "a\xff", .width = 1 };        /* hand-made, malformed: U+FFFD */
+    CHECK_EQ(frame_cell_cps(&bad, cp), 2);
+    CHECK_EQ(cp[1], 0xFFFD);
     frame_free(&f);
 }
 
@@ -189,11 +189,12 @@ TEST(ui_view_schedule_plan_ahead) {
     for (int y = 0; y < f.h; y++) found |= strstr(row(&f, y), "4 to go") != NULL;   /* 8 masks, 4 steps */
     CHECK(found);
     /* 4 planned columns of equal height (2 each = the scale maximum): full ░ columns. At
-     * 100x30 the schedule panel is rows 19..27 (9 rows: title, 6 chart rows, marker, footer). */
+     * 100x30 the schedule panel is rows 19..27 (9 rows: title, parameters, 5 chart rows,
+     * marker, footer). */
     int shaded = 0;
     for (int y = 19; y < 28; y++)
         for (int x = 66; x < f.w; x++) shaded += !strcmp(frame_at(&f, x, y)->text, "\xE2\x96\x91");
-    CHECK_EQ(shaded, 4 * 6);
+    CHECK_EQ(shaded, 4 * 5);
     s->settings.schedule = UM_SCHED_THRESHOLD;               /* model-dependent: no plan ahead */
     CHECK(build(&f, 100, 30, s, VIEW_HEAT_COMMIT) == UM_OK);
     found = false;
@@ -336,9 +337,10 @@ TEST(ui_view_compare_panes) {
         for (int y = 1; y < f.h - 2; y++) marked += frame_at(&f, x, y)->bg == th.role[THEME_DIFF].bg;
     CHECK(marked >= 1);
     frame_free(&f);
-    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);             /* panes of 32 columns: the short form */
+    CHECK(frame_init(&f, 100, 30, &e) == UM_OK);             /* panes of 32 columns: whole fields */
     CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
-    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 1/4 m1 f0");
+    CHECK_CONTAINS(row(&f, 1), "2 --seed 7 \xC2\xB7 step 1/4 \xC2\xB7 masks 1");
+    CHECK(!strstr(row(&f, 1), "fwd"));                      /* left out whole, not cut */
     CHECK_CONTAINS(row(&f, 2), "1 differ");                 /* the summary line fits in words */
     frame_free(&f);
     CHECK(frame_init(&f, 60, 16, &e) == UM_OK);              /* 4 panes at 60x16: 3 canvas rows, too few */
@@ -356,7 +358,7 @@ TEST(ui_view_compare_panes) {
 }
 
 /* The header names the shown step's K/V cache (mode/storage, refresh rule, bytes held) or
- * "cache off"; a model name too long for the row is cut, never the cache. */
+ * "cache off"; a model name too long for the row is cut with "…", never the cache. */
 TEST(ui_view_header_names_the_cache) {
     theme_builtin(&th);
     frame f = { 0 };
@@ -386,7 +388,9 @@ TEST(ui_view_header_names_the_cache) {
     int rc = build(&f, 100, 30, s, VIEW_HEAT_COMMIT);
     src = keep;
     CHECK(rc == UM_OK);
-    CHECK_MSG(strstr(row(&f, 0), "\xE2\x94\x82 cache dual/q8_0 refresh 8 \xC2\xB7 512 B ? keys") != NULL, "%s", row(&f, 0));
+    CHECK_MSG(strstr(row(&f, 0), "nnn\xE2\x80\xA6 \xE2\x94\x82") != NULL, "%s", row(&f, 0));   /* cut with a mark */
+    CHECK_MSG(strstr(row(&f, 0), "\xE2\x94\x82 cache dual/q8_0 refresh 8 \xC2\xB7 512 B") != NULL, "%s", row(&f, 0));
+    CHECK_MSG(strstr(row(&f, 0), "? keys") != NULL, "%s", row(&f, 0));
     frame_free(&f);
     free(s);
     view_ctx_free(&ctx);
@@ -565,5 +569,51 @@ TEST(ui_view_token_edit_is_distinct) {
     CHECK(!(frame_at(&f, 4, 2)->attrs & FRAME_REVERSE));
     frame_free(&f);
     free(a); free(b);
+    view_ctx_free(&ctx);
+}
+
+/* Uniform-state (DiffusionGemma): every position holds a token; the kinds get their roles
+ * (noise its own colours, a draft the draft attrs, an accepted token the accepted background),
+ * the legend names them, the status line shows the rule's numbers, and the inspector's why line
+ * names the entropy rule with the sum worked here: entropies 0.02 and 0.05 are below the draft's
+ * 0.4, and 0.07 > the bound 0.06. */
+TEST(ui_view_uniform_state_kinds) {
+    theme_builtin(&th);
+    frame f = { 0 };
+    um_err e = { "" };
+    int32_t t[] = { AB, X, E, CD, X, E };          /* prompt "ab"; canvas x e cd x e */
+    um_snapshot *s = snap(t, 6, 1);
+    s->us = (um_us_view){ .on = true, .start = 1, .end = 6, .canvas_step = 2, .temperature = 0.7f, .entropy_bound = 0.06f,
+                          .accepted = 2, .held = 1, .stability = 2, .mean_entropy = 0.25f, .confidence = 0.005f };
+    const uint8_t kind[6] = { UM_US_NONE, UM_US_ACCEPTED, UM_US_ACCEPTED, UM_US_DRAFT, UM_US_NOISE, UM_US_DRAFT };
+    const float ent[6] = { 0, 0.05f, 0.02f, 0.4f, 0, 0.9f };
+    for (int i = 0; i < 6; i++) { s->pos[i].us = kind[i]; s->pos[i].entropy = ent[i]; }
+    s->pos[4].has_view = false;
+    um_snapshot *hist[1] = { s };
+    CHECK(frame_init(&f, 140, 30, &e) == UM_OK);
+    view_state v = { .src = &src, .hist = hist, .n_hist = 1, .shown = 0, .th = &th, .depth = 256, .cursor = -1 };
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    /* row 2: x e cd x e at columns 0, 1, 2-3, 4, 5 */
+    const frame_cell *acc = frame_at(&f, 0, 2), *dr = frame_at(&f, 2, 2), *no = frame_at(&f, 4, 2);
+    CHECK(acc->pos == 1 && dr->pos == 3 && no->pos == 4);
+    CHECK_EQ(acc->bg, th.role[THEME_ACCEPTED].bg);
+    CHECK((acc->attrs & th.role[THEME_ACCEPTED].attrs) == th.role[THEME_ACCEPTED].attrs);
+    CHECK((dr->attrs & th.role[THEME_DRAFT].attrs) == th.role[THEME_DRAFT].attrs);
+    CHECK(dr->bg != th.role[THEME_ACCEPTED].bg);
+    CHECK_EQ(no->fg, th.role[THEME_NOISE].fg);
+    CHECK(acc->fg != dr->fg);                      /* heat: entropy 0.05 against 0.4 */
+    CHECK(frame_has(&f, "noise") && frame_has(&f, "draft") && frame_has(&f, "accepted"));   /* legend */
+    CHECK_CONTAINS(row(&f, 29), "t 0.70  bound 0.06  accepted 2  held 1/2  H 0.250 < 0.005");
+    v.cursor = 3;                                  /* below 0.4: 0.05 + 0.02 = 0.07 > 0.06 */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_MSG(frame_has(&f, "draft: lower H 0.070 > 0.060"), "%s", row(&f, 3));
+    v.cursor = 1;                                  /* below 0.05: 0.02 */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK(frame_has(&f, "accepted: lower H 0.020 <= 0.060"));
+    v.cursor = 4;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK(frame_has(&f, "noise: random, no step yet"));
+    frame_free(&f);
+    free(s);
     view_ctx_free(&ctx);
 }

@@ -110,7 +110,9 @@ static um_snapshot *run_fake(ui_source *src, const um_settings *s, int32_t *n_st
         if (!snap) break;
         (*n_steps)++;
         *sum_committed += snap->n_committed;
-        if (snap->n_committed < 1) { src->release(snap); return NULL; }   /* every step commits */
+        /* every step commits, but with origin scoring (independent coins, as the engine's
+         * schedule_select) a step may draw none before the block's last step */
+        if (snap->n_committed < 1 && s->score != UM_SCORE_ORIGIN) { src->release(snap); return NULL; }
     }
     return snap;
 }

@@ -53,10 +53,17 @@ if [ ! -d src/.git ]; then
     git -C src checkout -q
   fi
 fi
-rm -rf build bin lib include CONFIG
-# shellcheck disable=SC2086
-cmake -S src -B build -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=ON \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF $opts -DGGML_CUDA=OFF >/dev/null
+rm -rf bin lib include CONFIG
+# A build that stopped part-way (interrupted, or a session that ended) with the same options
+# is resumed: cmake --build is incremental (build/OPTIONS says which options configured it);
+# one configured otherwise starts again from nothing.
+if [ "$(cat build/OPTIONS 2>/dev/null)" != "$opts" ]; then
+  rm -rf build
+  # shellcheck disable=SC2086
+  cmake -S src -B build -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=ON \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=OFF $opts -DGGML_CUDA=OFF >/dev/null
+  echo "$opts" > build/OPTIONS
+fi
 cmake --build build -j"$(nproc)" --target llama-diffusion-cli llama-quantize llama-tokenize llama-gguf-split llama ggml
 mkdir -p bin lib include
 cp build/bin/llama-diffusion-cli build/bin/llama-quantize build/bin/llama-tokenize build/bin/llama-gguf-split bin/

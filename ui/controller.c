@@ -148,7 +148,8 @@ static int redraw(ctl *a, um_err *e) {
     view_state v = {
         .src = &fp->src, .hist = fp->hist, .n_hist = fp->n_hist, .shown = UM_MIN(a->shown, fp->n_hist - 1), .th = &a->th,
         .depth = a->depth, .heat = a->heat, .layout = a->layout, .cursor = a->cursor, .paused = a->paused,
-        .busy = a->paused && busy, .help = a->help,
+        .busy = a->paused && busy, .help = a->help, .help_page = a->help_page,
+        .hide_inspector = a->hide_inspector, .hide_schedule = a->hide_schedule,
         .message = um_now() < a->message_until ? a->message : NULL,
         .edit = a->editing ? a->edit : NULL, .recording = a->rec_cli || a->rec_key,
         .error = fp->error[0] ? fp->error : a->n_panes > 1 ? NULL : any_error(a), .following = a->follow,
@@ -197,6 +198,7 @@ static int open_sources(ctl *a, const ui_ctl_opts *o, um_err *e) {
     um_engine_opts eng = { 0 };
     if (o->eng) eng = *o->eng;
     eng.warn = keep_warning;
+    eng.view_ahead = true;                          /* the inspector shows the next block's candidates */
     eng.warn_ctx = &a->warn;
     for (int k = 0; k < o->n_panes; k++) {
         ctl_pane *p = &a->pn[k];
@@ -289,7 +291,6 @@ out:
     free(a->prompt);
     free(a->edit);
     for (int k = 0; k < a->n_panes; k++) free(a->pn[k].hist);
-    free(a->rf.cells);
     frame_free(&a->fr);
     view_ctx_free(&a->vc);
     pthread_mutex_destroy(&a->warn.lock);

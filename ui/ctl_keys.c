@@ -84,7 +84,9 @@ static void act(ctl *a, ui_action action) {
     int32_t last = ctl_newest(a);
     switch (action) {
     case UI_ACT_QUIT:  a->quit = true; break;
-    case UI_ACT_HELP:  a->help = !a->help; break;
+    case UI_ACT_HELP:  a->help = !a->help; a->help_page = 0; break;
+    case UI_ACT_INSPECTOR:   a->hide_inspector = !a->hide_inspector; break;
+    case UI_ACT_SCHED_PANEL: a->hide_schedule = !a->hide_schedule; break;
     case UI_ACT_PAUSE: set_paused(a, !a->paused); break;
     case UI_ACT_STEP:
         if (!a->paused) { set_paused(a, true); ctl_say(a, "paused: n steps once"); break; }
@@ -116,7 +118,8 @@ static void act(ctl *a, ui_action action) {
         a->pace.ms = action == UI_ACT_PACE_HALVE ? ui_pace_halve(a->pace.ms) : ui_pace_double(a->pace.ms);
         break;
     case UI_ACT_SCHEDULE:
-        n.schedule = (um_schedule)((n.schedule + 1) % UM_SCHED_COUNT);
+        /* the masked schedules in turn; a uniform-state model has only its own */
+        if (n.schedule != UM_SCHED_UNIFORM) n.schedule = (um_schedule)((n.schedule + 1) % UM_SCHED_UNIFORM);
         snprintf(what, sizeof what, "schedule %s", schedule_name(n.schedule));
         change(a, n, what);
         break;
@@ -269,6 +272,7 @@ void ctl_read_keys(ctl *a) {
         }
         if (a->editing) { edit_key(a, kind, ch); continue; }
         if (kind == OK && ch == 3) { a->quit = true; continue; }    /* ctrl-C in raw mode */
+        if (a->help && ((kind == OK && ch == ' ') || (kind == KEY_CODE_YES && ch == KEY_NPAGE))) { a->help_page++; continue; }
         if (a->help && !(kind == OK && (ch == '?' || ch == 27 || ch == 'q'))) { a->help = false; continue; }
         act(a, ui_key_action((int)ch));
     }

@@ -85,26 +85,18 @@ void ctl_rec_key_toggle(ctl *a) {
 /* Feed the composed frame a->fr to the running recorders; a failing one is dropped. */
 void ctl_rec_feed(ctl *a) {
     if (!a->rec_cli && !a->rec_key) return;
-    size_t n = (size_t)a->fr.w * (size_t)a->fr.h;
-    if (n > a->rf_cap) {
-        rec_cell *c = realloc(a->rf.cells, n * sizeof *c);
-        if (!c) { ctl_say(a, "recording: out of memory, frame dropped"); return; }
-        a->rf.cells = c;
-        a->rf_cap = n;
-    }
-    frame_to_rec(&a->fr, &a->rf, RECORDER_FG_DEFAULT, RECORDER_BG_DEFAULT);
     char label[32];
     bool mark = a->fr.step > 0 && a->fr.step != a->rec_step;
     snprintf(label, sizeof label, "step %d", a->fr.step);
     a->rec_step = a->fr.step;
     um_err e = { "" };
-    if (a->rec_cli && recorder_frame(a->rec_cli, recorder_elapsed(a->rec_cli), &a->rf, mark ? label : NULL, &e)) {
+    if (a->rec_cli && recorder_frame(a->rec_cli, recorder_elapsed(a->rec_cli), &a->fr, mark ? label : NULL, &e)) {
         recorder_abort(a->rec_cli);
         a->rec_cli = NULL;
         ctl_say(a, "recording stopped: %s", e.msg);
         snprintf(a->rec_cli_lost, sizeof a->rec_cli_lost, "%s", e.msg);
     }
-    if (a->rec_key && recorder_frame(a->rec_key, recorder_elapsed(a->rec_key), &a->rf, NULL, &e)) {
+    if (a->rec_key && recorder_frame(a->rec_key, recorder_elapsed(a->rec_key), &a->fr, NULL, &e)) {
         recorder_abort(a->rec_key);
         a->rec_key = NULL;
         ctl_say(a, "recording stopped: %s", e.msg);

@@ -64,6 +64,8 @@ typedef struct ctl {
     view_layout   layout;
     int32_t       cursor;
     bool          paused, help, editing, quit;
+    int           help_page;       /* the help's page (space turns it) */
+    bool          hide_inspector, hide_schedule;   /* i, p */
     char         *edit;            /* (edit_cap) the prompt editor's line */
     size_t        edit_cap;
     char          message[512];
@@ -77,8 +79,6 @@ typedef struct ctl {
     char          rec_key_path[64];
     char          rec_title[128];  /* cast header title: "unmask: PROMPT" */
     int32_t       rec_step;        /* step of the last recorded frame (cast markers) */
-    rec_frame     rf;              /* fr converted for the recorders; cells (rf_cap) */
-    size_t        rf_cap;
 } ctl;
 
 /* ctl_state.c */

@@ -9,7 +9,7 @@
  * SIGQUIT, ...) are the caller's: it installs sigexit first and leaves its loop on
  * sigexit_caught(), then calls draw_curses_close.
  *
- * draw_curses_frame paints a frame (ui/frame.h) cell by cell; curses sends only what
+ * draw_curses_frame paints a frame (src/record/frame.h) cell by cell; curses sends only what
  * changed. draw_curses_close restores the terminal; it is idempotent and also runs at exit.
  */
 #ifndef UM_DRAW_CURSES_H

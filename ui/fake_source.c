@@ -9,9 +9,10 @@
  * follow from that. Everything random comes from a hash of (seed, position, step), so
  * snapshots depend only on seed, settings and prompt.
  *
- * How many positions commit per step and in which block comes from schedule.h's
- * schedule_plan, exactly as in the engine, so the demo's schedule panel matches a real run
- * with the same settings; only which positions and tokens are made up.
+ * How many positions commit per step, in which block and which ones come from schedule.h
+ * (schedule_plan, schedule_select on the fake scores, schedule_explain for the inspector's
+ * why line), exactly as in the engine, so the demo's schedule panel matches a real run with
+ * the same settings; only the scores and tokens are made up.
  *
  * K/V cache (settings.cache): which rows a step would recompute follows the engine's rule
  * (src/decode/engine.c, step_forward): a refresh (every row) when the cache is empty, the
@@ -67,6 +68,8 @@ typedef struct fake {
     int32_t     *commit_step;              /* (n_canvas) -1 while masked or prompt */
     float       *commit_conf;              /* (n_canvas) */
     float       *score;                    /* (n_canvas) scratch: commit priority */
+    um_scored   *items;                    /* (n_canvas) scratch: schedule_select's input */
+    um_why      *why;                      /* (2 n_canvas) why each position committed; then scratch */
     um_cand     *top;                      /* (n_canvas, UM_TOPK) this step's view */
     float       *entropy;                  /* (n_canvas) nats */
     bool        *kv_masked;                /* (n_canvas) masked at the last cache refresh */
@@ -132,11 +135,13 @@ static um_snapshot *fake_publish(fake *f, const int32_t *committed, int32_t n_co
         p->masked = !p->is_prompt && f->commit_step[i] < 0;
         p->commit_step = f->commit_step[i];
         p->commit_conf = f->commit_conf[i];
+        p->why = f->commit_step[i] >= 0 ? f->why[i] : (um_why){ 0 };
         p->fresh = !p->is_prompt && f->commit_step[i] == f->step && f->step > 0;
         p->cached = f->cached[i];
         masks += p->masked;
         if (!p->is_prompt) {
             p->has_view = true;
+            p->view_step = f->commit_step[i] >= 0 ? f->commit_step[i] : f->step;   /* committed: the view it took */
             memcpy(p->top, &f->top[(size_t)i * UM_TOPK], sizeof p->top);
             p->entropy = f->entropy[i];
         }
@@ -216,24 +221,6 @@ static void fake_view(fake *f) {
         default:               f->score[i] = c[0].prob; break;
         }
     }
-}
-
-/* Pick the n best-scoring masked positions in [lo, hi); returns how many were chosen. */
-static int32_t pick_best(fake *f, int32_t lo, int32_t hi, int32_t n, int32_t *out) {
-    int32_t got = 0;
-    while (got < n) {
-        int32_t best = -1;
-        for (int32_t i = lo; i < hi; i++) {
-            if (f->commit_step[i] >= 0) continue;
-            bool taken = false;
-            for (int32_t j = 0; j < got; j++) taken |= out[j] == i;
-            if (taken) continue;
-            if (best < 0 || f->score[i] > f->score[best]) best = i;
-        }
-        if (best < 0) break;
-        out[got++] = best;
-    }
-    return got;
 }
 
 static int32_t count_masked(const fake *f, int32_t lo, int32_t hi) {
@@ -331,7 +318,7 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
     int32_t need = prompt_cap + s->n_gen;
     if (need > f->cap) {
         free(f->token); free(f->target); free(f->commit_step); free(f->commit_conf);
-        free(f->score); free(f->top); free(f->entropy); free(f->masked); free(f->kv_masked); free(f->cached);
+        free(f->score); free(f->items); free(f->why); free(f->top); free(f->entropy); free(f->masked); free(f->kv_masked); free(f->cached);
         f->masked = um_calloc((size_t)need, sizeof(bool));
         f->kv_masked = um_calloc((size_t)need, sizeof(bool));
         f->cached = um_calloc((size_t)need, sizeof(bool));
@@ -340,10 +327,12 @@ static um_snapshot *fake_start(void *self, const um_settings *s, const char *pro
         f->commit_step = um_calloc((size_t)need, sizeof(int32_t));
         f->commit_conf = um_calloc((size_t)need, sizeof(float));
         f->score = um_calloc((size_t)need, sizeof(float));
+        f->items = um_calloc((size_t)need, sizeof(um_scored));
+        f->why = um_calloc(2 * (size_t)need, sizeof(um_why));
         f->top = um_calloc((size_t)need * UM_TOPK, sizeof(um_cand));
         f->entropy = um_calloc((size_t)need, sizeof(float));
         f->cap = need;
-        if (!f->token || !f->target || !f->commit_step || !f->commit_conf || !f->score || !f->top || !f->entropy ||
+        if (!f->token || !f->target || !f->commit_step || !f->commit_conf || !f->score || !f->items || !f->why || !f->top || !f->entropy ||
             !f->masked || !f->kv_masked || !f->cached) {
             f->cap = 0;
             um_errf(e, "fake source: out of memory for %d positions", need);
@@ -396,12 +385,18 @@ static um_snapshot *fake_step(void *self, um_err *e) {
             planned += f->commit_step[i] < 0 && f->top[(size_t)i * UM_TOPK].prob >= f->s.threshold;
     }
     planned = UM_MAX(1, planned);
-    int32_t chosen[4096];
-    n = pick_best(f, lo, hi, UM_MIN(planned, 4096), chosen);
+    int32_t n_elig = 0, chosen[4096];
+    for (int32_t i = lo; i < hi; i++)
+        if (f->commit_step[i] < 0)
+            f->items[n_elig++] = (um_scored){ .pos = i, .score = f->score[i], .entropy = f->entropy[i] };
+    n = UM_MIN(4096, schedule_select(&f->s, &f->plan, f->step, f->items, n_elig));
+    um_why *why = f->why + f->n_canvas;            /* the scratch half */
+    schedule_explain(&f->s, &f->plan, f->items, n_elig, n, why);
     fake_cache_step(f);                            /* the pass runs before the commits */
     f->step++;
     for (int32_t j = 0; j < n; j++) {
-        int32_t i = chosen[j];
+        int32_t i = chosen[j] = f->items[j].pos;
+        f->why[i] = why[j];
         f->token[i] = f->top[(size_t)i * UM_TOPK].token;
         f->commit_conf[i] = f->top[(size_t)i * UM_TOPK].prob;
         f->commit_step[i] = f->step;
@@ -425,7 +420,7 @@ static void fake_close(void *self) {
     fake *f = self;
     if (!f) return;
     free(f->token); free(f->target); free(f->commit_step); free(f->commit_conf);
-    free(f->score); free(f->top); free(f->entropy); free(f->masked); free(f->kv_masked); free(f->cached);
+    free(f->score); free(f->items); free(f->why); free(f->top); free(f->entropy); free(f->masked); free(f->kv_masked); free(f->cached);
     free(f);
 }
 

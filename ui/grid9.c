@@ -1,6 +1,7 @@
 /*
  * grid9: the sudoku on the canvas (see grid9.h for the rule).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "grid9.h"
@@ -56,4 +57,12 @@ bool grid9_scan(const ui_source *src, const um_snapshot *s, grid9 *g) {
         g->n_conflicts += bad;
     }
     return true;
+}
+
+void grid9_verdict(const grid9 *g, char *buf, size_t cap) {
+    int empty = 0;
+    for (int k = 0; k < SUDOKU_CELLS; k++) empty += g->digit[k] == 0;
+    if (g->n_conflicts) snprintf(buf, cap, "%d conflict%s", g->n_conflicts, g->n_conflicts == 1 ? "" : "s");
+    else if (empty == 0) snprintf(buf, cap, "solved");
+    else snprintf(buf, cap, "%d to fill", empty);
 }

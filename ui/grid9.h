@@ -26,6 +26,7 @@
 #define UM_UI_GRID9_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sudoku.h"
@@ -50,6 +51,10 @@ typedef struct grid9 {
 /* Find the answer and the puzzle in s and mark the conflicts. src may be NULL or lack
  * piece (then no position holds a digit). Returns true when there is an answer grid. */
 bool grid9_scan(const ui_source *src, const um_snapshot *s, grid9 *g);
+
+/* The grid's verdict in words: "3 conflicts", "solved" (every answer cell holds a digit and
+ * none breaks a rule), else "12 to fill" (cells without a digit yet). */
+void grid9_verdict(const grid9 *g, char *buf, size_t cap);
 
 static inline int grid9_col(int c) { return 8 * (c / 3) + 1 + 2 * (c % 3); }
 static inline int grid9_row(int r) { return r + r / 3; }

@@ -32,13 +32,15 @@ const ui_key ui_keys[] = {
     { { 'l' },                     "l",            UI_ACT_LAYOUT,     "switch layout: text / 9x9 sudoku grid" },
     { { 'c' },                     "c",            UI_ACT_THEME,      "cycle colour theme" },
     { { 'g' },                     "g",            UI_ACT_RECORD,     "start / stop a GIF recording (unmask-DATE-TIME.gif)" },
+    { { 'i' },                     "i  p",         UI_ACT_INSPECTOR,  "hide / show the inspector / the schedule panel (room for the canvas)" },
+    { { 'p' },                     NULL,           UI_ACT_SCHED_PANEL, NULL },
     { { KEY_LEFT },                "arrows click", UI_ACT_LEFT,       "move the inspector cursor" },
     { { KEY_RIGHT },               NULL,           UI_ACT_RIGHT,      NULL },
     { { KEY_UP },                  NULL,           UI_ACT_UP,         NULL },
     { { KEY_DOWN },                NULL,           UI_ACT_DOWN,       NULL },
     { { '\t' },                     "Tab",          UI_ACT_FOCUS,      "--compare: move the focus (inspector, settings keys) to the next pane" },
     { { 27 },                      "Esc",          UI_ACT_UNFOCUS,    "cursor follows the action again / close help" },
-    { { '?' },                     "?",            UI_ACT_HELP,       "show / hide this help" },
+    { { '?' },                     "?",            UI_ACT_HELP,       "show / hide this help (space: its next page)" },
     { { 'q', 'Q' },                "q",            UI_ACT_QUIT,       "quit" },
 };
 const int ui_keys_len = (int)(sizeof ui_keys / sizeof ui_keys[0]);

@@ -1,7 +1,9 @@
 /*
  * summary: a finished run in numbers (see summary.h). The order distance counts ranks with
- * one counting pass over the commit steps (scratch), no sort and no allocation.
+ * one counting pass over the commit steps (scratch), no sort and no allocation. The uniform-state
+ * lines read only the snapshot.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "summary.h"
@@ -25,3 +27,21 @@ void ui_summary_of(const um_snapshot *s, int32_t *scratch, ui_summary *out) {
     }
     out->order_dist = (double)sum / (double)((int64_t)n * n / 2);
 }
+
+void ui_summary_why_uniform(const um_snapshot *s, int32_t i, char *buf, size_t cap) {
+    const um_pos *p = &s->pos[i];
+    const um_us_view *u = &s->us;
+    if (p->us == UM_US_NOISE) { snprintf(buf, cap, "noise: random, no step yet"); return; }
+    if (p->us == UM_US_CUT) { snprintf(buf, cap, "cut: past end of text/repeat"); return; }
+    if (p->us == UM_US_KEPT) { snprintf(buf, cap, "kept: a stopped canvas's output"); return; }
+    double below = 0;
+    for (int32_t j = u->start; j < u->end && j < s->n_canvas; j++) {
+        const um_pos *q = &s->pos[j];
+        if (q->entropy < p->entropy || (q->entropy == p->entropy && j < i)) below += q->entropy;
+    }
+    if (p->us == UM_US_ACCEPTED)
+        snprintf(buf, cap, "accepted: lower H %.3f <= %.3f", below, (double)u->entropy_bound);
+    else
+        snprintf(buf, cap, "draft: lower H %.3f > %.3f", below, (double)u->entropy_bound);
+}
+

@@ -24,4 +24,9 @@ typedef struct ui_summary {
  * scratch: at least s->step + 2 ints. */
 void ui_summary_of(const um_snapshot *s, int32_t *scratch, ui_summary *out);
 
+/* Uniform-state runs (s->us.on). The inspector's line for position i: its kind and why, by
+ * the entropy rule ("lower H": the sum of the entropies below its own on its canvas, ties to the
+ * lower position; accepted when at most the bound, else renoised). */
+void ui_summary_why_uniform(const um_snapshot *s, int32_t i, char *buf, size_t cap);
+
 #endif

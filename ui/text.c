@@ -208,3 +208,12 @@ int ui_text_width(const char *s) {
     ui_text_free(&t);
     return w;
 }
+
+int ui_text_puts(frame *f, int x, int y, int limit, const char *s, frame_style st) {
+    ui_text t = {0};
+    if (ui_text_shape_str(&t, s, strlen(s), NULL) == UM_OK)
+        for (int32_t i = 0; i < t.n && x < UM_MIN(limit, f->w); i++)
+            x = frame_put_cluster(f, x, y, limit, t.cl[i].text, t.cl[i].width, st, -1);
+    ui_text_free(&t);
+    return x;
+}

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "frame.h"
 #include "util.h"
 
 #define UI_CLUSTER_MAX 32      /* bytes per cluster's display text, NUL included */
@@ -74,5 +75,9 @@ size_t ui_text_decode(const unsigned char *s, size_t n, uint32_t *cp, uint8_t *b
 
 /* Display width in cells of a string after shaping (tabs count 1, newlines 1). */
 int  ui_text_width(const char *s);
+
+/* Put a UTF-8 string into a frame (shaped as above: clusters, widths, control characters
+ * made visible), clipped at column `limit` (exclusive); returns the next x. */
+int ui_text_puts(frame *f, int x, int y, int limit, const char *s, frame_style st);
 
 #endif

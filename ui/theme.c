@@ -25,6 +25,7 @@ static const char *const role_names[THEME_N_ROLES] = {
     [THEME_PAUSED] = "paused",   [THEME_BAR] = "bar",         [THEME_PLANNED] = "planned",
     [THEME_MARK] = "mark",       [THEME_MESSAGE] = "message", [THEME_HELP] = "help",
     [THEME_CONFLICT] = "conflict", [THEME_DIFF] = "diff",       [THEME_EDITED] = "edited",
+    [THEME_NOISE] = "noise",     [THEME_DRAFT] = "draft",     [THEME_ACCEPTED] = "accepted",
 };
 
 const char *theme_role_name(theme_role r) { return r < THEME_N_ROLES ? role_names[r] : "?"; }
@@ -59,6 +60,9 @@ void theme_builtin(theme *t) {
     t->role[THEME_CONFLICT] = (frame_style){ 0xffffff, 0xaf0000, FRAME_BOLD };
     t->role[THEME_DIFF]    = (frame_style){ D, 0x5f00af, 0 };
     t->role[THEME_EDITED]  = (frame_style){ D, 0x875f00, FRAME_BOLD | FRAME_ITALIC };
+    t->role[THEME_NOISE]   = (frame_style){ 0x585858, D, FRAME_DIM };
+    t->role[THEME_DRAFT]   = (frame_style){ D, D, FRAME_ITALIC };
+    t->role[THEME_ACCEPTED] = (frame_style){ D, 0x1c3a2a, FRAME_BOLD };
 }
 #undef D
 

@@ -42,6 +42,9 @@ typedef enum theme_role {
     THEME_CONFLICT,      /* grid layout: a committed digit that breaks a sudoku rule */
     THEME_DIFF,          /* --compare: a token that differs from the first pane's */
     THEME_EDITED,        /* token editing: a committed token replaced in the shown step */
+    THEME_NOISE,         /* uniform-state: a random token, no step on its canvas yet */
+    THEME_DRAFT,         /* uniform-state: the argmax, not accepted this step (attrs and bg used) */
+    THEME_ACCEPTED,      /* uniform-state: the argmax, accepted this step (attrs and bg used) */
     THEME_N_ROLES
 } theme_role;
 

@@ -1,5 +1,5 @@
 /*
- * view: composes the whole screen into a frame (ui/frame.h) from the visualizer's state,
+ * view: composes the whole screen into a frame (src/record/frame.h) from the visualizer's state,
  * in one pass per redraw. No curses here, so a recorder (GIF, asciicast) can build the
  * very same frames from recorded snapshots.
  *
@@ -91,6 +91,8 @@ typedef struct view_state {
     bool                paused;     /* the user paused (else running) */
     bool                busy;       /* a step is being computed */
     bool                help;       /* help overlay shown */
+    int                 help_page;  /* its page (wraps around) when the keys take more than one */
+    bool                hide_inspector, hide_schedule;   /* the i and p keys: give the canvas the room */
     const char         *message;    /* transient message, NULL for none */
     const char         *edit;       /* the prompt being edited, NULL when not editing */
     bool                recording;  /* a recording is running: REC in the status line */

@@ -6,6 +6,9 @@
  * tables, activation quantizing, row decoding) is in matmul_shared.c, below both, so no
  * kernel calls back into the dispatcher; what the x86 kernels share among themselves is in
  * arch/x86/x86_shared_avx2.c and x86_shared_avx512.c, so no kernel calls another sideways.
+ * On AArch64 the folder is arch/arm (matmul_neon.c, matmul_dotprod.c, matmul_i8mm.c, shared
+ * layer arm_shared*.c); those kernels decode the file layout per panel, so the layouts
+ * below are the x86 kernels' only.
  *
  * Panel layouts (16 rows r = 0..15 interleaved so that one 64-byte vector holds 4
  * consecutive columns of every row: byte r*4+i is column k0+i of row r, which is the
@@ -46,6 +49,7 @@
 static const char *const kernel_names[UM_KERNEL_COUNT] = {
     [UM_KERNEL_REF] = "ref", [UM_KERNEL_AVX2] = "avx2", [UM_KERNEL_AVXVNNI] = "avxvnni",
     [UM_KERNEL_AVX512] = "avx512", [UM_KERNEL_AMX] = "amx", [UM_KERNEL_AMX_EMU] = "amx-emu",
+    [UM_KERNEL_NEON] = "neon", [UM_KERNEL_DOTPROD] = "dotprod", [UM_KERNEL_I8MM] = "i8mm",
 };
 
 const char *matmul_kernel_name(um_kernel k) {
@@ -63,6 +67,9 @@ bool matmul_kernel_available(um_kernel k) {
     case UM_KERNEL_AVX512:  return avx512;
     case UM_KERNEL_AMX:     return avx512 && c->amx_tile && c->amx_int8;
     case UM_KERNEL_AMX_EMU: return avx512;
+    case UM_KERNEL_NEON:    return MM_ARM && c->neon;
+    case UM_KERNEL_DOTPROD: return MM_ARM && c->neon && c->dotprod;
+    case UM_KERNEL_I8MM:    return MM_ARM && c->neon && c->dotprod && c->i8mm;
     default:                return false;
     }
 }
@@ -133,7 +140,7 @@ int matmul_kernel_default(um_kernel *out, um_err *e) {
             *out = (um_kernel)k;
             return UM_OK;
         }
-        return um_errf(e, "UNMASK_KERNEL=%s: unknown (ref, avx2, avxvnni, avx512, amx)", env);
+        return um_errf(e, "UNMASK_KERNEL=%s: unknown (ref, avx2, avxvnni, avx512, amx, neon, dotprod, i8mm)", env);
     }
     /* AMX is chosen only after it reproduces the AVX-512 results on a small product: its
      * tile code could not be run where it was written (see docs/matmul.md). */
@@ -141,7 +148,8 @@ int matmul_kernel_default(um_kernel *out, um_err *e) {
         pthread_once(&amx_once, amx_check);
         if (amx_ok) { *out = UM_KERNEL_AMX; return UM_OK; }
     }
-    static const um_kernel order[] = { UM_KERNEL_AVX512, UM_KERNEL_AVXVNNI, UM_KERNEL_AVX2 };
+    static const um_kernel order[] = { UM_KERNEL_AVX512, UM_KERNEL_AVXVNNI, UM_KERNEL_AVX2,
+                                       UM_KERNEL_I8MM, UM_KERNEL_DOTPROD, UM_KERNEL_NEON };
     for (size_t i = 0; i < UM_ARRAY_LEN(order); i++)
         if (matmul_kernel_available(order[i])) { *out = order[i]; return UM_OK; }
     *out = UM_KERNEL_REF;
@@ -152,8 +160,9 @@ static bool is_panel_type(uint32_t type) {
     return type == UM_TYPE_Q4_K || type == UM_TYPE_Q6_K || type == UM_TYPE_Q8_0;
 }
 
+/* The x86 kernels' panels; the ARM kernels decode the file layout (matmul_impl.h). */
 bool matmul_wants_repack(uint32_t type, um_kernel k) {
-    return k != UM_KERNEL_REF && is_panel_type(type);
+    return k != UM_KERNEL_REF && k <= UM_KERNEL_AMX_EMU && is_panel_type(type);
 }
 
 int matmul_prepare(um_matmul_weights *w, uint32_t type, int64_t n_in, int64_t n_out,
@@ -274,10 +283,13 @@ static size_t act_stride_int(const um_matmul_weights *w, size_t *off_scale, size
 
 static size_t per_thread_bytes(const um_matmul_weights *w) {
     size_t n = MM_FLOAT_SCRATCH;
-    if (w->packed || mm_iq_int(w)) {
+    if (mm_int_path(w)) {
         size_t i = MM_INT_SCRATCH(w);
 #if MM_X86
         if (w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU) i += mm_amx_scratch_bytes(w);
+#endif
+#if MM_ARM
+        if (mm_arm_int(w)) i = mm_arm_scratch_bytes(w);
 #endif
         n = UM_MAX(n, i);
     }
@@ -289,7 +301,7 @@ size_t matmul_scratch_bytes(const um_matmul_weights *w, int64_t n_tokens, int n_
     if (n_threads < 1) n_threads = 1;
     if (w->kernel == UM_KERNEL_REF) return (size_t)n_tokens * ref_act_stride(w) + 64;
     size_t a = 0, s, c;
-    if (w->packed || mm_iq_int(w)) a = (size_t)n_tokens * act_stride_int(w, &s, &c);
+    if (mm_int_path(w)) a = (size_t)n_tokens * act_stride_int(w, &s, &c);
     return a + (size_t)n_threads * per_thread_bytes(w) + 64;
 }
 
@@ -301,7 +313,7 @@ static void quantize_row(const mm_job *j, const float *x, uint8_t *dst) {
     bool wide = w->kernel == UM_KERNEL_AVX512 || w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU;
     (wide ? mm_quantize_act_avx512 : mm_quantize_act_avx2)(w->type, x, w->n_in, dst, j->off_scale, j->off_corr);
 #else
-    mm_quantize_act(w->type, x, w->n_in, dst, j->off_scale, j->off_corr);
+    mm_quantize_act(mm_act_type(w), x, w->n_in, dst, j->off_scale, j->off_corr);
 #endif
 }
 
@@ -316,15 +328,23 @@ static const mm_chunk_fn chunk_fns[UM_KERNEL_COUNT] = {
     [UM_KERNEL_AVX512] = mm_chunk_avx512, [UM_KERNEL_AMX] = mm_chunk_amx,
     [UM_KERNEL_AMX_EMU] = mm_chunk_amx_emu,
 #endif
+#if MM_ARM
+    [UM_KERNEL_NEON] = mm_chunk_neon, [UM_KERNEL_DOTPROD] = mm_chunk_dotprod, [UM_KERNEL_I8MM] = mm_chunk_i8mm,
+#endif
 };
 
 /* The kernel of one chunk. AMX takes full packed panels; the rest of an AMX product (other
  * formats, a partial last panel) runs on the AVX-512 kernel, chosen here so that no kernel
- * file calls another. */
+ * file calls another. Likewise the ARM integer kernels take full panels of the formats
+ * they decode, and the neon float-tile kernel the rest. */
 static mm_chunk_fn chunk_for(const um_matmul_weights *w, int64_t panel) {
 #if MM_X86
     bool amx = w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU;
     if (amx && !(w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out)) return mm_chunk_avx512;
+#endif
+#if MM_ARM
+    bool arm_int = w->kernel == UM_KERNEL_DOTPROD || w->kernel == UM_KERNEL_I8MM;
+    if (arm_int && !(mm_arm_int(w) && (panel + 1) * UM_MATMUL_PANEL <= w->n_out)) return mm_chunk_neon;
 #endif
     return chunk_fns[w->kernel];
 }
@@ -343,7 +363,7 @@ void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_to
     int n_threads = pool_threads(p);
     mm_job j = { .w = w, .x = x, .y = y, .n_tokens = n_tokens, .n_threads = n_threads };
     uint8_t *s = scratch;
-    if (w->packed || mm_iq_int(w)) {
+    if (mm_int_path(w)) {
         j.act_stride = act_stride_int(w, &j.off_scale, &j.off_corr);
         j.act = s;
         s += (size_t)n_tokens * j.act_stride;
@@ -368,7 +388,7 @@ void matmul(um_pool *p, const um_matmul_weights *w, const float *x, int64_t n_to
 /* The one-dispatch integer path: full panels of an integer kernel, every expert alike. */
 static bool grouped_fast(const um_matmul_group *g, int n_expert) {
     const um_matmul_weights *w0 = &g->w[0];
-    if (w0->kernel == UM_KERNEL_REF || !(w0->packed || mm_iq_int(w0)) || w0->n_out % UM_MATMUL_PANEL) return false;
+    if (w0->kernel == UM_KERNEL_REF || !mm_int_path(w0) || w0->n_out % UM_MATMUL_PANEL) return false;
     for (int e = 1; e < n_expert; e++) {
         const um_matmul_weights *w = &g->w[e];
         if (w->type != w0->type || w->n_in != w0->n_in || w->n_out != w0->n_out || w->kernel != w0->kernel ||

@@ -14,6 +14,11 @@
  *   amx      AMX-INT8 tiles for Q4_K/Q6_K/Q8_0 (other formats: the avx512 code); chosen
  *            automatically only after matmul_self_test agrees with avx512
  *   amx-emu  the AMX loops and data layout with scalar tile ops (tests only)
+ *   neon     AArch64 Advanced SIMD: the float-tile path for every format (f32 FMA)
+ *   dotprod  AArch64 SDOT (FEAT_DotProd): the integer path for every quantized format
+ *   i8mm     AArch64 SMMLA (FEAT_I8MM): the same with 2x8 by 8x2 int8 tile products
+ *            (arch/arm; the ARM kernels decode each panel from the file layout per chunk,
+ *            so they never repack, see matmul_impl.h)
  *
  * Layouts. Q4_K, Q6_K and Q8_0 are repacked at load into panels of 16 rows (see matmul.c
  * for the byte layout) when the caller lends a writable buffer of the same size: resident
@@ -44,6 +49,9 @@ typedef enum um_kernel {
     UM_KERNEL_AVX512,
     UM_KERNEL_AMX,
     UM_KERNEL_AMX_EMU,
+    UM_KERNEL_NEON,
+    UM_KERNEL_DOTPROD,
+    UM_KERNEL_I8MM,
     UM_KERNEL_COUNT
 } um_kernel;
 

@@ -19,13 +19,18 @@
 
 #define MM_KC 256                /* float-tile path: columns decoded per step */
 
-/* The architecture whose kernel folder the Makefile builds (kernels/cpu/arch/x86 on x86;
- * other targets have only the portable reference kernels so far). The dispatcher names the
- * x86 kernels only where they exist. */
+/* The architecture whose kernel folder the Makefile builds (kernels/cpu/arch/x86 on x86,
+ * kernels/cpu/arch/arm on AArch64; other targets have only the portable reference kernel).
+ * The dispatcher names each folder's kernels only where they exist. */
 #if defined(__x86_64__) || defined(__i386__)
 #define MM_X86 1
 #else
 #define MM_X86 0
+#endif
+#if defined(__aarch64__)
+#define MM_ARM 1
+#else
+#define MM_ARM 0
 #endif
 
 /* Quantized activation row of one token (integer kernels), byte offsets from the row start:
@@ -108,19 +113,59 @@ void mm_chunk_amx(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *
 void mm_chunk_amx_emu(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
 size_t mm_amx_scratch_bytes(const um_matmul_weights *w);   /* beyond MM_INT_SCRATCH */
 
-/* IQ1/IQ2/IQ3 and TQ weights on the AVX2 kernel: the integer path without repacking. Each
+/* IQ1/IQ2/IQ3 and TQ weights on the SIMD kernels: the integer path without repacking. Each
  * chunk decodes its panel from the file layout (um_iq_levels) into the unpacked-panel layout
  * of Q6_K (one byte per weight, code = level + 64, so 0 < code < 128 and vpmaddubsw cannot
  * saturate: 2 x 126 x 127 < 32767) and a Q6_K-shaped table (per 16 columns, 16 rows:
- * scale * mult); the activation row carries -64 * sum(q) per 16 (the offset), and q6k_block
- * of matmul_k256.h does the rest. Other kernels keep these formats on the float-tile path. */
+ * scale * mult); the activation row carries -64 * sum(q) per 16 (the offset), and the
+ * kernel's Q6_K loop does the rest (q6k_block of matmul_k256.h or of matmul_avx512.c; AMX
+ * hands these panels to the AVX-512 kernel, as every panel it does not take). */
 static inline bool mm_iq_int(const um_matmul_weights *w) {
-    return w->kernel == UM_KERNEL_AVX2 && um_is_iq_lattice(w->type);
+    return w->kernel != UM_KERNEL_REF && um_is_iq_lattice(w->type);
 }
 /* Offset added to weight codes whose sum the activation row undoes per 16 (Q6_K 32, IQ 64). */
 static inline int mm_code_offset(uint32_t type) { return type == UM_TYPE_Q6_K ? 32 : 64; }
-/* Decode one full panel of an IQ matrix: tab (n_in floats) and ub (16 x n_in bytes). */
-void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t *ub);
+/* Decode one full panel of an IQ matrix: tab (n_in floats) and ub (16 x n_in bytes), ub in
+ * the 256-bit kernels' half-major layout (mm_ub_off), or with wide in the 512-bit one (per
+ * 256 columns 64 vectors of 4 columns x 16 rows, mm_unpack_panel_avx512's order). */
+void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t *ub, bool wide);
+
+/* ---------------------------------------------------------------- AArch64 (arch/arm)
+ * The integer kernels (dotprod, i8mm) take every quantized weight format on the integer
+ * path without repacking: each chunk decodes its 16-row panel from the file layout into
+ * signed int8 levels and per-row scale tables (arch/arm/arm_shared.c, layouts in
+ * arch/arm/matmul_arm.h). Two shapes:
+ *   32-blocks  Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL: an f32 scale (and min) per 32 columns;
+ *              activations quantized per 32 like Q8_0 (act row as mm_quantize_act's Q8_0)
+ *   256-blocks Q2_K..Q6_K IQ4_XS and the IQ1-IQ3/TQ lattices: integer sub-block scales (and
+ *              mins) per 16 columns under an f32 scale per 256; activations quantized per
+ *              256 with int16 sums per 16 (act row as mm_quantize_act's Q6_K)
+ * Every other format, F32/F16/BF16 and a partial last panel run the neon float-tile chunk. */
+static inline bool mm_arm_blk32(uint32_t t) {
+    return t == UM_TYPE_Q4_0 || t == UM_TYPE_Q4_1 || t == UM_TYPE_Q5_0 || t == UM_TYPE_Q5_1 ||
+           t == UM_TYPE_Q8_0 || t == UM_TYPE_IQ4_NL;
+}
+static inline bool mm_arm_int_type(uint32_t t) {
+    return mm_arm_blk32(t) || t == UM_TYPE_Q2_K || t == UM_TYPE_Q3_K || t == UM_TYPE_Q4_K ||
+           t == UM_TYPE_Q5_K || t == UM_TYPE_Q6_K || t == UM_TYPE_IQ4_XS || um_is_iq_lattice(t);
+}
+static inline bool mm_arm_int(const um_matmul_weights *w) {
+    return (w->kernel == UM_KERNEL_DOTPROD || w->kernel == UM_KERNEL_I8MM) && mm_arm_int_type(w->type);
+}
+/* Does matmul quantize the activations for these weights (the integer path)? */
+static inline bool mm_int_path(const um_matmul_weights *w) {
+    return w->packed || mm_iq_int(w) || mm_arm_int(w);
+}
+/* The format whose activation-row layout (above) the integer path of w uses. */
+static inline uint32_t mm_act_type(const um_matmul_weights *w) {
+    if (!mm_arm_int(w)) return w->type;
+    return mm_arm_blk32(w->type) ? UM_TYPE_Q8_0 : UM_TYPE_Q6_K;
+}
+/* Per-thread scratch of the ARM integer kernels: tables, then the decoded panel. */
+size_t mm_arm_scratch_bytes(const um_matmul_weights *w);
+void mm_chunk_neon(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
+void mm_chunk_dotprod(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
+void mm_chunk_i8mm(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts);
 
 /* Quantize one token's activations (n_in floats) into an act row (layout above). */
 void mm_quantize_act(uint32_t type, const float *x, int64_t n_in, uint8_t *row,

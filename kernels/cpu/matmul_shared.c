@@ -201,7 +201,7 @@ void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *t) {
 
 /* ================================================================ IQ panels */
 
-void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t *ub) {
+void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t *ub, bool wide) {
     const uint32_t bytes = um_type_bytes(w->type);
     int8_t q[256];
     uint8_t mult[16];
@@ -211,14 +211,16 @@ void mm_iq_panel(const um_matmul_weights *w, int64_t panel, float *tab, uint8_t 
         for (int64_t sb = 0; sb < w->n_in / 256; sb++) {
             um_iq_levels(w->type, row + sb * bytes, q, mult, &scale);
             for (int jj = 0; jj < 16; jj++) tab[sb * 256 + jj * 16 + r] = scale * (float)mult[jj];
-            /* column c: vector c / 4 of half r / 8 (mm_ub_off), byte (r % 8) * 4 + c % 4 */
-            uint8_t *o = ub + mm_ub_off(w->n_in, sb, 0, r / 8) + (r % 8) * 4;
+            /* column c: vector c / 4 of half r / 8 (mm_ub_off), byte (r % 8) * 4 + c % 4; or
+             * (wide) vector c / 4 of the super-block's 64, byte r * 4 + c % 4 */
+            uint8_t *o = wide ? ub + sb * 4096 + r * 4 : ub + mm_ub_off(w->n_in, sb, 0, r / 8) + (r % 8) * 4;
+            const size_t vstep = wide ? 64 : 32;
             for (int c = 0; c < 256; c += 4) {
                 /* q + 64 in each byte, no carry between bytes (|q| <= 62) */
                 uint32_t x;
                 memcpy(&x, q + c, 4);
                 x = ((x & 0x7F7F7F7Fu) + 0x40404040u) ^ (x & 0x80808080u);
-                memcpy(o + (c / 4) * 32, &x, 4);
+                memcpy(o + (c / 4) * vstep, &x, 4);
             }
         }
     }

@@ -106,6 +106,9 @@ static void elem_run(um_pool *pool, void (*fn)(float *, const float *, const flo
     pool_for(pool, (n + ELEM_CHUNK - 1) / ELEM_CHUNK, elem_chunk, &j);
 }
 
+void ops_f16_to_f32(const uint16_t *src, float *dst, int64_t n) { kern()->f16_to_f32(src, dst, n); }
+void ops_f32_to_f16(const float *src, uint16_t *dst, int64_t n) { kern()->f32_to_f16(src, dst, n); }
+
 void ops_add(um_pool *pool, float *y, const float *a, const float *b, int64_t n) {
     elem_run(pool, kern()->add, y, a, b, n);
 }

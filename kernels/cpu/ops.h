@@ -51,6 +51,12 @@ void ops_swiglu(um_pool *pool, float *y, const float *gate, const float *up, int
 /* y[r,:] = x[r,:] + bias[:] for each of n_rows rows of n; y may alias x (QKV biases). */
 void ops_add_bias(um_pool *pool, float *y, const float *x, const float *bias, int64_t n_rows, int n);
 
+/* F16 rows <-> f32 (the K/V cache): dst[i] = src[i] converted, round to nearest even towards
+ * F16; the same values as util's um_fp16_to_fp32 / um_fp32_to_fp16 (F16C on the SIMD sets;
+ * a NaN stays a NaN, its payload may differ). No pool: called per row by threaded code. */
+void ops_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+void ops_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+
 void ops_add_ref(float *y, const float *a, const float *b, int64_t n);
 void ops_add_bias_ref(float *y, const float *x, const float *bias, int64_t n_rows, int n);
 void ops_mul_ref(float *y, const float *a, const float *b, int64_t n);
@@ -230,6 +236,8 @@ typedef struct um_ops_kern {
     void (*rope_norm)(float *x, const float *cs, int n_dims);
     void (*rope_neox)(float *x, const float *cs, int n_dims);
     void (*attn_block)(const um_attn_block *b);
+    void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
+    void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
 } um_ops_kern;
 
 extern const um_ops_kern ops_kern_ref;      /* scalar, ops_ref.c */

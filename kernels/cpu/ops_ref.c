@@ -19,6 +19,14 @@ void ops_mul_ref(float *y, const float *a, const float *b, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
 }
 
+static void f16_to_f32_ref(const uint16_t *src, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = um_fp16_to_fp32(src[i]);
+}
+
+static void f32_to_f16_ref(const float *src, uint16_t *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = um_fp32_to_fp16(src[i]);
+}
+
 static void axpy_ref(float *y, float a, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
@@ -124,6 +132,8 @@ const um_ops_kern ops_kern_ref = {
     .mul         = ops_mul_ref,
     .swiglu      = ops_swiglu_ref,
     .axpy        = axpy_ref,
+    .f16_to_f32  = f16_to_f32_ref,
+    .f32_to_f16  = f32_to_f16_ref,
     .rmsnorm_row = rmsnorm_row_ref,
     .softmax_row = softmax_row_ref,
     .rope_norm   = rope_norm_ref,

@@ -75,7 +75,13 @@ static void on_step(void *ctx, um_snapshot *sn) {
     step_ctx *c = ctx;
     c->fwd += sn->forward_ms;
     c->smp += sn->sample_ms;
-    if (!c->quiet)                                   /* redrawn on a terminal, a line each into a file */
+    /* redrawn on a terminal, a line each into a file; uniform-state: the rule's numbers */
+    if (!c->quiet && sn->us.on)
+        fprintf(stderr, "%sstep %d/%d  canvas %d/%d  t %.3f  accepted %d  held %d/%d  H %.4f/%.4f  %.0f ms/step%s",
+                c->tty ? "\r" : "", sn->step, sn->n_steps, sn->block + 1, sn->n_blocks, (double)sn->us.temperature,
+                sn->us.accepted, sn->us.held, sn->us.stability, (double)sn->us.mean_entropy, (double)sn->us.confidence,
+                sn->forward_ms + sn->sample_ms, c->tty ? "   " : "\n");
+    else if (!c->quiet)
         fprintf(stderr, "%sstep %d/%d  block %d/%d  masks %d  %.0f ms/step%s", c->tty ? "\r" : "", sn->step, sn->n_steps,
                 sn->block + 1, sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms, c->tty ? "   " : "\n");
     if (c->stream) stepstream_step(c->stream, sn);
@@ -233,6 +239,7 @@ int cmd_generate(int argc, char **argv) {
                 jsonw_obj_end(&j);
             }
             jsonw_arr_end(&j);
+            if (sn->us.on) { jsonw_key(&j, "uniform"); stepstream_json_uniform(&j, sn); }
             jsonw_obj_end(&j);
         }
         jsonw_arr_end(&j);

@@ -4,6 +4,9 @@
  * unshifted, as the model computes them. The peer comparison (make check-peer) reads them.
  * DiffusionGemma files run the region-aware pass (forward_run_dg): the prompt / canvas split
  * and the self-conditioning input (a previous step's logits) come from flags.
+ * --partial A:B times the pass a cached step runs instead (forward_run_kv): one full pass
+ * fills an F16 K/V cache of the canvas (as the decoder's --cache does; not timed among the
+ * reps), then each rep computes only rows A..B-1 against it and their logits.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,11 +22,12 @@
 #include "gguf.h"
 #include "outfile.h"
 #include "pool.h"
+#include "quant.h"
 
 #define MAX_REPS 1024
 
-enum { LG_TOKENS = 1, LG_OUT, LG_REFERENCE, LG_GPU, LG_REPS, LG_PROFILE, LG_PROMPT_LEN, LG_SC, LG_SC_TEMP, LG_SC_MODE,
-       LG_SC_TOPK };
+enum { LG_TOKENS = 1, LG_OUT, LG_REFERENCE, LG_GPU, LG_REPS, LG_PROFILE, LG_PARTIAL, LG_PROMPT_LEN, LG_SC, LG_SC_TEMP,
+       LG_SC_MODE, LG_SC_TOPK };
 
 #define LG FLAG_CMD_LOGITS
 static const um_flag logits_rows[] = {
@@ -33,6 +37,10 @@ static const um_flag logits_rows[] = {
     { 0, "gpu", NULL, LG_GPU, LG, FLAG_RUN, NULL, 0, "run on the CUDA backend" },
     { 0, "reps", "N", LG_REPS, LG, FLAG_RUN, NULL, 0, "run N passes (1 to 1024) and print their median time as JSON on stdout" },
     { 0, "profile", NULL, LG_PROFILE, LG, FLAG_RUN, NULL, 0, "with --reps (CPU only): add where the median pass spent its time, per part" },
+    { 0, "partial", "A:B", LG_PARTIAL, LG, FLAG_RUN, NULL, 0,
+      "CPU only: fill a K/V cache (F16) with one full pass, then run (and time) the\n"
+      "partial pass of a cached step: rows A..B-1 only, against the cache; --out gets\n"
+      "their B-A rows" },
     { .help = "DiffusionGemma (diffusion-gemma) files, CPU only:", .cmds = LG },
     { 0, "prompt-len", "N", LG_PROMPT_LEN, LG, FLAG_RUN, NULL, 0,
       "the first N tokens are the prompt, the rest the canvas (default: all but the\n"
@@ -51,10 +59,12 @@ static const um_flag logits_rows[] = {
 
 typedef struct logits_opts {
     const char *tokens, *out, *sc_path, *sc_mode;
-    int32_t     reps, prompt_len, sc_topk;
+    int32_t     reps, prompt_len, sc_topk, part_a, part_b;
     float       sc_temp;
     bool        reference, gpu, profile;
 } logits_opts;
+
+static int parse_range(const char *v, int32_t *a, int32_t *b);
 
 static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
     logits_opts *o = ctx;
@@ -66,6 +76,7 @@ static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, 
     case LG_PROFILE:    o->profile = true; return 0;
     case LG_REPS:       return num_arg_i32(prog, name, v, 1, MAX_REPS, &o->reps);
     case LG_PROMPT_LEN: return num_arg_i32(prog, name, v, 0, INT32_MAX, &o->prompt_len);
+    case LG_PARTIAL:    return parse_range(v, &o->part_a, &o->part_b);
     case LG_SC:         o->sc_path = v; return 0;
     case LG_SC_TEMP:    return num_arg_f32(prog, name, v, 0, 1000, NUM_LO_OPEN, &o->sc_temp);
     case LG_SC_TOPK:    return num_arg_i32(prog, name, v, 1, UM_SC_MAX_TOPK, &o->sc_topk);
@@ -92,6 +103,7 @@ static void usage(FILE *f) {
     parser(&p, NULL, NULL);
     fprintf(f,
         "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N] [--profile]\n"
+        "                     [--partial A:B]\n"
         "                     [--prompt-len N] [--sc FILE.f32 [--sc-temp T] [--sc-mode M] [--sc-topk K]]\n"
         "\n"
         "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
@@ -133,13 +145,35 @@ static int parse_tokens(const char *s, int32_t **out, int *n) {
     return 0;
 }
 
+/* "A:B", 0 <= A < B: the partial pass's rows (checked against the canvas once it is known). */
+static int parse_range(const char *v, int32_t *a, int32_t *b) {
+    const char *colon = strchr(v, ':');
+    um_err e;
+    int64_t x, y;
+    char first[32];
+    if (!colon || (size_t)(colon - v) >= sizeof first) {
+        fprintf(stderr, "unmask logits: --partial wants A:B (rows A to B-1), not '%s'\n", v);
+        return -1;
+    }
+    memcpy(first, v, (size_t)(colon - v));
+    first[colon - v] = 0;
+    if (num_int("--partial: A", first, 0, INT32_MAX - 1, &x, &e) || num_int("--partial: B", colon + 1, 1, INT32_MAX, &y, &e)) {
+        fprintf(stderr, "unmask logits: %s\n", e.msg);
+        return -1;
+    }
+    if (y <= x) { fprintf(stderr, "unmask logits: --partial %s: B must be greater than A\n", v); return -1; }
+    *a = (int32_t)x;
+    *b = (int32_t)y;
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 int cmd_logits(int argc, char **argv) {
-    logits_opts o = { .prompt_len = -1, .sc_temp = 1.0f };
+    logits_opts o = { .prompt_len = -1, .sc_temp = 1.0f, .part_a = -1, .part_b = -1 };
     flags_common com = { 0 };
     flags_parser fp;
     parser(&fp, &com, &o);
@@ -156,6 +190,7 @@ int cmd_logits(int argc, char **argv) {
     if (com.model || com.preset) model_path = model_buf;
     const char *tokens = o.tokens, *out = o.out, *sc_path = o.sc_path, *sc_mode = o.sc_mode;
     const int32_t threads = com.threads, reps = o.reps, prompt_len = o.prompt_len, sc_topk = o.sc_topk;
+    const int32_t part_a = o.part_a, part_b = o.part_b;
     const float sc_temp = o.sc_temp;
     const bool reference = o.reference, gpu = o.gpu, profile = o.profile;
     if (!model_path || !tokens || (!out && reps <= 0)) { usage(stderr); return 2; }
@@ -165,7 +200,15 @@ int cmd_logits(int argc, char **argv) {
     const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0 || sc_mode;
     if (dg_flags && gpu) { fprintf(stderr, "unmask logits: --prompt-len and --sc* run on the CPU only\n"); return 2; }
     if ((sc_topk > 0 || sc_mode) && !sc_path) { fprintf(stderr, "unmask logits: --sc-mode and --sc-topk need --sc\n"); return 2; }
+    const bool partial = part_a >= 0;
+    if (partial && (gpu || reference)) { fprintf(stderr, "unmask logits: --partial runs on the CPU fast path only\n"); return 2; }
+    if (partial && dg_flags) { fprintf(stderr, "unmask logits: --partial is not for diffusion-gemma files\n"); return 2; }
     if (parse_tokens(tokens, &tok, &n)) return 2;
+    if (partial && part_b > n) {
+        fprintf(stderr, "unmask logits: --partial %d:%d: the canvas has %d tokens\n", part_a, part_b, n);
+        free(tok);
+        return 2;
+    }
     um_err e = { "" };
     outfile_set files;                   /* before the model loads: a bad --out fails at once */
     outfile_set_init(&files);
@@ -178,6 +221,8 @@ int cmd_logits(int argc, char **argv) {
     um_backend be = { 0 };
     um_forward *fw = NULL;
     um_fw_profile *prof = NULL;
+    um_kvcache *kv = NULL;
+    double fill_ms = 0;
     float *logits = NULL, *sc_logits = NULL;
     int32_t *rows = NULL;
     int rc = 1;
@@ -199,6 +244,16 @@ int cmd_logits(int argc, char **argv) {
     for (int i = 0; i < n; i++) rows[i] = i;
     const bool dg = m->arch->gemma4 && !gpu;
     if (dg_flags && !dg) { snprintf(e.msg, sizeof e.msg, "--prompt-len and --sc* are for diffusion-gemma files"); goto out; }
+    if (partial && m->arch->gemma4) { snprintf(e.msg, sizeof e.msg, "--partial is not for diffusion-gemma files"); goto out; }
+    /* --partial: the rows computed and the rows whose logits are written, A..B-1 */
+    const int n_out_rows = partial ? part_b - part_a : n;
+    int32_t *out_rows = partial ? rows + part_a : rows;
+    if (partial) {
+        if (forward_kv_new(fw, UM_TYPE_F16, n, &kv, &e)) goto out;
+        double tf = um_now();
+        if (forward_run_kv(fw, kv, tok, n, NULL, 0, out_rows, n_out_rows, logits, NULL, &e)) goto out;
+        fill_ms = (um_now() - tf) * 1e3;
+    }
     int n_prompt = prompt_len >= 0 ? prompt_len : (n > m->hp.canvas_length ? n - m->hp.canvas_length : 0);
     if (dg && n_prompt > n) { snprintf(e.msg, sizeof e.msg, "--prompt-len %d is longer than the %d tokens", n_prompt, n); goto out; }
     um_selfcond sc = { .temp = sc_temp, .top_k = sc_topk > 0 ? sc_topk : UM_SC_AUTO_K,
@@ -225,8 +280,10 @@ int cmd_logits(int argc, char **argv) {
     for (int r = 0; r < runs; r++) {
         if (prof) forward_profile_reset(fw);
         double t = um_now();
-        if (dg ? forward_run_dg(fw, tok, n, n_prompt, &sc, rows, n, logits, &e)
-               : be.run(be.impl, tok, n, rows, n, logits, &e))
+        float drift;             /* asked for, as the decoder's cached steps ask */
+        if (partial ? forward_run_kv(fw, kv, tok, n, out_rows, n_out_rows, out_rows, n_out_rows, logits, &drift, &e)
+            : dg ? forward_run_dg(fw, tok, n, n_prompt, &sc, rows, n, logits, &e)
+                 : be.run(be.impl, tok, n, rows, n, logits, &e))
             goto out;
         ms[r] = (um_now() - t) * 1e3;
         order[r] = ms[r];
@@ -235,7 +292,7 @@ int cmd_logits(int argc, char **argv) {
     if (out) {
         outfile *f;
         if (outfile_open(&f, out, &e)) goto out;           /* messages name the path and the OS reason */
-        if (outfile_write(f, logits, sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab, &e)) {
+        if (outfile_write(f, logits, sizeof(float) * (size_t)n_out_rows * (size_t)m->hp.n_vocab, &e)) {
             outfile_abort(f);
             goto out;
         }
@@ -248,13 +305,17 @@ int cmd_logits(int argc, char **argv) {
                n, m->hp.n_vocab, pool_threads(pool), be.kernel_name(be.impl), t_load, t_prep, runs, ms[runs / 2]);
         for (int r = 0; r < runs; r++) printf("%s%.2f", r ? ", " : "", order[r]);
         printf("]");
+        if (partial)
+            printf(", \"partial\": {\"first\": %d, \"end\": %d, \"rows\": %d, \"cache_type\": \"f16\", \"fill_ms\": %.2f}",
+                   part_a, part_b, n_out_rows, fill_ms);
         if (prof) {
             int med = 0;   /* the pass whose time is the median */
             for (int r = 0; r < runs; r++)
                 if (order[r] == ms[runs / 2]) med = r;
             const um_fw_profile *pp = &prof[med];
-            printf(", \"profile\": {\"pass\": %d, \"macs\": %llu, \"matmul_ms\": %.3f, \"parts_ms\": {", med,
-                   (unsigned long long)pp->macs, pp->matmul_ms);
+            printf(", \"profile\": {\"pass\": %d, \"macs\": %llu, \"matmul_ms\": %.3f, \"dispatches\": %llu, "
+                   "\"handoff_ms\": %.3f, \"parts_ms\": {", med, (unsigned long long)pp->macs, pp->matmul_ms,
+                   (unsigned long long)pp->dispatches, pp->handoff_ms);
             for (int i = 0; i < UM_FW_PART_COUNT; i++)
                 printf("%s\"%s\": %.3f", i ? ", " : "", forward_part_name((um_fw_part)i), pp->ms[i]);
             printf("}}");
@@ -265,6 +326,7 @@ int cmd_logits(int argc, char **argv) {
 out:
     if (rc) fprintf(stderr, "unmask logits: %s\n", e.msg);
     free(prof);
+    if (kv) forward_kv_free(kv);
     free(logits);
     free(sc_logits);
     free(rows);

@@ -36,7 +36,6 @@
 #include "gguf.h"
 #include "outfile.h"
 #include "recorder.h"
-#include "rec_frame.h"
 #include "sigexit.h"
 #include "theme.h"
 #include "ui_source.h"
@@ -94,13 +93,12 @@ static void usage(FILE *f) {
 }
 
 /* Compose snapshot hist[shown] and hand it to the recorder at time t (seconds). */
-static int record_one(recorder *rec, double t, view_ctx *vc, frame *fr, rec_frame *rf, view_state *v, um_err *e) {
+static int record_one(recorder *rec, double t, view_ctx *vc, frame *fr, view_state *v, um_err *e) {
     if (view_build(vc, fr, v, e)) return UM_FAIL;
-    frame_to_rec(fr, rf, RECORDER_FG_DEFAULT, RECORDER_BG_DEFAULT);
     const um_snapshot *s = v->hist[v->shown];
     char label[32];
     snprintf(label, sizeof label, "step %d", s->step);
-    return recorder_frame(rec, t, rf, s->step > 0 ? label : NULL, e);
+    return recorder_frame(rec, t, fr, s->step > 0 ? label : NULL, e);
 }
 
 /* Decode run k to its end into the pane's history (*hist, grown); UM_FAIL on error. */
@@ -196,7 +194,6 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     int32_t n_hist = 0, cap_hist = 0;
     frame fr = { 0 };
     view_ctx vc = { 0 };
-    rec_frame rf = { 0 };
     char title[256];
     snprintf(title, sizeof title, "unmask: %s", g.prompt);
     const bool paced = fe.pace_set && fe.pace_ms > 0;           /* a virtual clock, step k at k * pace */
@@ -210,8 +207,6 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     };
     if (n_open < *n_cmp) goto out;                  /* a --compare engine failed to open */
     if (frame_init(&fr, fe.cols, fe.rows, &e)) goto out;
-    rf.cells = um_calloc((size_t)fe.cols * (size_t)fe.rows, sizeof *rf.cells);
-    if (!rf.cells) { um_errf(&e, "out of memory"); goto out; }
     if (sigexit_install(SIGEXIT_FLAG, &e)) goto out;    /* before the temporary files exist */
     if (recorder_open(&rec, &ro, &e)) goto out;
 
@@ -243,7 +238,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         for (int32_t k = 0; ok && k <= last && n_hist > 0; k++) {
             v.shown = UM_MIN(k, n_hist - 1);
             v.pane_step = k;
-            ok = record_one(rec, (double)k * step_s, &vc, &fr, &rf, &v, &e) == UM_OK;
+            ok = record_one(rec, (double)k * step_s, &vc, &fr, &v, &e) == UM_OK;
         }
         if (ok) snap = hist[n_hist - 1];            /* not NULL: it went well */
         else if (!e.msg[0]) um_errf(&e, "recording the comparison failed");
@@ -263,7 +258,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         v.n_hist = n_hist;
         v.shown = n_hist - 1;
         double t = paced ? (double)(n_hist - 1) * fe.pace_ms / 1000.0 : recorder_elapsed(rec);
-        if (record_one(rec, t, &vc, &fr, &rf, &v, &e)) { snap = NULL; break; }
+        if (record_one(rec, t, &vc, &fr, &v, &e)) { snap = NULL; break; }
         if (!quiet)                                  /* redrawn on a terminal, a line each into a file */
             fprintf(stderr, "%sstep %d/%d  masks %d  %.0f ms/step%s", tty ? "\r" : "", snap->step, snap->n_steps,
                     snap->masks_left, snap->forward_ms + snap->sample_ms, tty ? "   " : "\n");
@@ -302,7 +297,6 @@ out:
     sigexit_uninstall();                            /* after the temporary files are gone */
     for (int32_t i = 0; i < n_hist; i++) src.release(hist[i]);
     free(hist);
-    free(rf.cells);
     frame_free(&fr);
     view_ctx_free(&vc);
     src.close(src.self);

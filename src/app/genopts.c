@@ -31,6 +31,9 @@ void genopts_init(um_genopts *g) {
     g->eos_early_stop = g->edit = -1;
     g->block_steps = g->post_steps = -1;
     g->edit_threshold = -1;
+    g->us_t_min = g->us_t_max = g->us_bound = g->us_confidence = -1;
+    g->us_stability = g->us_sc_top_k = -1;
+    g->us_sc_mode = -1;
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -41,6 +44,7 @@ enum {
     GO_ALG_TEMP, GO_TEMP, GO_TOP_K, GO_TOP_P, GO_GUMBEL, GO_NO_GUMBEL, GO_CFG, GO_SEED, GO_STOP_AT_EOS,
     GO_EOS_EARLY_STOP, GO_NO_EOS_EARLY_STOP, GO_BLOCK_STEPS, GO_EDIT, GO_EDIT_THRESHOLD, GO_POST_STEPS,
     GO_NO_EDIT, GO_FAST, GO_CACHE, GO_CACHE_REFRESH, GO_CACHE_DRIFT, GO_CACHE_TYPE,
+    GO_T_MAX, GO_T_MIN, GO_ENTROPY_BOUND, GO_STABILITY, GO_CONFIDENCE, GO_SELF_COND, GO_SELF_COND_TOPK,
 };
 
 #define D FLAG_CMD_DECODE
@@ -109,6 +113,18 @@ static const um_flag gen_rows[] = {
       "probability > P (implies --edit)" },
     { 0, "post-steps", "N", GO_POST_STEPS, D, 0, "post_steps", 0, "at most N edit-only steps once a block is full (implies --edit)" },
     { 0, "no-edit", NULL, GO_NO_EDIT, D, 0, NULL, 0, "no editing" },
+    { .help = "uniform-state decoding (DiffusionGemma; defaults: the file's diffusion.eb_* keys;\n"
+              "--steps S: at most S steps a canvas, --gen N: ceil(N / canvas) canvases;\n"
+              "--cache prefix|none: the prompt's K/V once per canvas (default, exact) or the whole pass):",
+      .cmds = D },
+    { 0, "t-max", "T", GO_T_MAX, D, 0, "t_max", S_(UM_SCHED_UNIFORM), "temperature on a canvas's first step (down to --t-min)" },
+    { 0, "t-min", "T", GO_T_MIN, D, 0, "t_min", S_(UM_SCHED_UNIFORM), "temperature on its last step" },
+    { 0, "entropy-bound", "B", GO_ENTROPY_BOUND, D, 0, "entropy_bound", S_(UM_SCHED_UNIFORM),
+      "accept positions by increasing entropy while the sum before stays <= B nats" },
+    { 0, "stability", "N", GO_STABILITY, D, 0, "stability", S_(UM_SCHED_UNIFORM), "stop a canvas once its argmax held N steps running ..." },
+    { 0, "confidence", "C", GO_CONFIDENCE, D, 0, "confidence", S_(UM_SCHED_UNIFORM), "... and its mean entropy is below C" },
+    { 0, "self-cond", "MODE", GO_SELF_COND, D, 0, "self_cond", S_(UM_SCHED_UNIFORM), "self-conditioning: auto (default), exact, topk or off" },
+    { 0, "self-cond-topk", "K", GO_SELF_COND_TOPK, D, 0, "self_cond_topk", S_(UM_SCHED_UNIFORM), "its K for topk and auto, 1 to 4096 (default 256)" },
     { .help = "cache (approximate; default none = exact):", .cmds = D },
     { 0, "cache", "MODE", GO_CACHE, D, 0, "cache", 0,
       "none, prefix or dual (Fast-dLLM): a full pass fills a K/V cache at\n"
@@ -158,18 +174,33 @@ static void put_setting(jsonw *j, const um_settings *s, int id) {
     case GO_CACHE_REFRESH:  jsonw_int(j, s->cache_refresh); break;
     case GO_CACHE_DRIFT:    jsonw_f32(j, s->cache_drift); break;
     case GO_CACHE_TYPE:     jsonw_str(j, engine_kv_store_name(s->cache_type)); break;
+    case GO_T_MAX:          jsonw_f32(j, s->us_t_max); break;
+    case GO_T_MIN:          jsonw_f32(j, s->us_t_min); break;
+    case GO_ENTROPY_BOUND:  jsonw_f32(j, s->us_bound); break;
+    case GO_STABILITY:      jsonw_int(j, s->us_stability); break;
+    case GO_CONFIDENCE:     jsonw_f32(j, s->us_confidence); break;
+    case GO_SELF_COND: {
+        static const char *const sc_names[] = { "exact", "topk", "auto" };
+        jsonw_str(j, !s->us_self_cond ? "off" : s->us_sc_mode >= 0 && s->us_sc_mode <= 2 ? sc_names[s->us_sc_mode] : "?");
+        break;
+    }
+    case GO_SELF_COND_TOPK: jsonw_int(j, s->us_sc_top_k); break;
     default:                jsonw_null(j); break;
     }
 }
 
 void genopts_json_settings(jsonw *j, const um_settings *s) {
     jsonw_obj_begin(j);
+    const bool uniform = s->schedule == UM_SCHED_UNIFORM;
     for (size_t k = 0; k < sizeof gen_rows / sizeof gen_rows[0]; k++) {
         if (!gen_rows[k].key) continue;
+        /* the uniform-state rows only under that schedule (the others keep a fixed schema) */
+        if (gen_rows[k].uses == S_(UM_SCHED_UNIFORM) && !uniform) continue;
         jsonw_key(j, gen_rows[k].key);
         put_setting(j, s, gen_rows[k].id);
     }
     jsonw_key(j, "block_aligned"); jsonw_bool(j, s->block_aligned);   /* the model's, no flag */
+    if (uniform) { jsonw_key(j, "canvas"); jsonw_int(j, s->us_canvas); }
     jsonw_obj_end(j);
 }
 
@@ -282,6 +313,19 @@ static int gen_fn(void *ctx, const um_flag *f, const char *name, const char *v, 
     case GO_CACHE_REFRESH:      bad = num_arg_i32(prog, name, v, 1, GENOPTS_MAX_GEN, &g->cache_refresh); break;
     case GO_CACHE_DRIFT:        bad = num_arg_f32(prog, name, v, 0, 1e6, NUM_LO_OPEN, &g->cache_drift); break;
     case GO_CACHE_TYPE:         BY_NAME(engine_kv_store_from_name, um_kv_store, cache_type); break;
+    case GO_T_MAX:              bad = num_arg_f32(prog, name, v, 0, 100, NUM_LO_OPEN, &g->us_t_max); break;
+    case GO_T_MIN:              bad = num_arg_f32(prog, name, v, 0, 100, NUM_LO_OPEN, &g->us_t_min); break;
+    case GO_ENTROPY_BOUND:      bad = num_arg_f32(prog, name, v, 0, 1e6, 0, &g->us_bound); break;
+    case GO_CONFIDENCE:         bad = num_arg_f32(prog, name, v, 0, 1e6, 0, &g->us_confidence); break;
+    case GO_STABILITY:          bad = num_arg_i32(prog, name, v, 0, GENOPTS_MAX_GEN, &g->us_stability); break;
+    case GO_SELF_COND_TOPK:     bad = num_arg_i32(prog, name, v, 1, 4096, &g->us_sc_top_k); break;
+    case GO_SELF_COND: {
+        static const char *const modes[] = { "exact", "topk", "auto", "off" };
+        g->us_sc_mode = -1;
+        for (int k = 0; k < 4; k++) if (!strcmp(v, modes[k])) g->us_sc_mode = k;
+        if (g->us_sc_mode < 0) { fprintf(stderr, "%s: %s is auto, exact, topk or off (not '%s')\n", prog, name, v); return -1; }
+        break;
+    }
     default:                    break;
     }
     if (bad) return -1;
@@ -300,7 +344,8 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->have_preset) models_conf_apply(&g->pre, s);
     if (g->n_gen > 0) {
         s->n_gen = g->n_gen;
-        if (g->steps <= 0) s->steps = g->n_gen;   /* one token per step unless told */
+        /* one token per step unless told; a uniform-state canvas keeps its step budget */
+        if (g->steps <= 0 && s->schedule != UM_SCHED_UNIFORM) s->steps = g->n_gen;
     }
     if (g->steps > 0) s->steps = g->steps;
     /* the schedule the flags name (they agree: check_schedule); --block alone: blocks */
@@ -345,7 +390,15 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->edit_threshold >= 0) { s->edit = true; s->edit_threshold = g->edit_threshold; }
     if (g->post_steps >= 0) { s->edit = true; s->post_steps = g->post_steps; }
     if (g->edit >= 0) s->edit = g->edit;
-    if (!s->block_aligned && s->block_len > s->n_gen) s->block_len = s->n_gen;   /* aligned: the attention's block */
+    if (!s->block_aligned && s->block_len > s->n_gen) s->block_len = s->n_gen;
+    if (g->us_t_min > 0) s->us_t_min = g->us_t_min;
+    if (g->us_t_max > 0) s->us_t_max = g->us_t_max;
+    if (g->us_bound >= 0) s->us_bound = g->us_bound;
+    if (g->us_confidence >= 0) s->us_confidence = g->us_confidence;
+    if (g->us_stability >= 0) s->us_stability = g->us_stability;
+    if (g->us_sc_top_k > 0) s->us_sc_top_k = g->us_sc_top_k;
+    if (g->us_sc_mode == 3) s->us_self_cond = false;
+    else if (g->us_sc_mode >= 0) { s->us_self_cond = true; s->us_sc_mode = g->us_sc_mode; }   /* aligned: the attention's block */
 }
 
 void genopts_progress_stderr(void *quiet, const char *what, int done, int total) {

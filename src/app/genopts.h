@@ -58,6 +58,10 @@ typedef struct um_genopts {
     int            edit;              /* --edit / --no-edit; -1 = not given */
     float          edit_threshold;    /* -1 = not given; given: editing on */
     int32_t        post_steps;        /* -1 = not given; given: editing on */
+    /* uniform-state decoding (DiffusionGemma); -1 = not given (the file's settings) */
+    float          us_t_min, us_t_max, us_bound, us_confidence;
+    int32_t        us_stability, us_sc_top_k;
+    int            us_sc_mode;        /* --self-cond: 0 exact, 1 topk, 2 auto, 3 off */
     bool           fast;           /* --fast: GENOPTS_FAST_* unless flags name those parts */
     bool           json;
     /* filled by genopts_resolve */

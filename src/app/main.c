@@ -10,6 +10,7 @@
 #include "cpu.h"
 #include "flags.h"
 #include "gpu.h"
+#include "matmul.h"
 #include "outfile.h"
 #include "sigexit.h"
 #include "stdfd.h"
@@ -80,6 +81,15 @@ static void version(void) {
     printf("cpu: %s, %d physical cores, %d logical\n", c->brand, c->n_physical, c->n_logical);
     printf("features: %s\n", feats[0] ? feats : "(none beyond baseline x86-64)");
     if (c->amx_denied) printf("amx: disabled: %s\n", c->amx_denied);
+    /* the matmul kernels this CPU can run (UNMASK_KERNEL picks one) and the one chosen */
+    char kern[256] = "";
+    for (int k = 0; k < UM_KERNEL_COUNT; k++)
+        if (matmul_kernel_available((um_kernel)k))
+            snprintf(kern + strlen(kern), sizeof kern - strlen(kern), "%s%s", kern[0] ? " " : "", matmul_kernel_name((um_kernel)k));
+    um_kernel def;
+    um_err ke;
+    if (matmul_kernel_default(&def, &ke) == UM_OK) printf("kernels: %s (default %s)\n", kern, matmul_kernel_name(def));
+    else printf("kernels: %s (%s)\n", kern, ke.msg);
     printf("gpu: %s\n", gpu);
 }
 

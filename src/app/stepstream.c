@@ -136,8 +136,44 @@ void stepstream_step(stepstream *ss, const um_snapshot *sn) {
         if (!committed) jsonw_int(&j, p);
     }
     jsonw_arr_end(&j);
+    if (sn->us.on) { jsonw_key(&j, "uniform"); stepstream_json_uniform(&j, sn); }
     jsonw_obj_end(&j);
     end_line(ss);
+}
+
+void stepstream_json_uniform(jsonw *j, const um_snapshot *sn) {
+    const um_us_view *u = &sn->us;
+    jsonw_obj_begin(j);
+    jsonw_key(j, "start"); jsonw_int(j, u->start);
+    jsonw_key(j, "end"); jsonw_int(j, u->end);
+    jsonw_key(j, "canvas_step"); jsonw_int(j, u->canvas_step);
+    jsonw_key(j, "temperature"); jsonw_num(j, u->temperature);
+    jsonw_key(j, "entropy_bound"); jsonw_num(j, u->entropy_bound);
+    jsonw_key(j, "accepted"); jsonw_int(j, u->accepted);
+    jsonw_key(j, "held"); jsonw_int(j, u->held);
+    jsonw_key(j, "stability"); jsonw_int(j, u->stability);
+    jsonw_key(j, "mean_entropy"); jsonw_num(j, u->mean_entropy);
+    jsonw_key(j, "confidence"); jsonw_num(j, u->confidence);
+    jsonw_key(j, "self_cond"); jsonw_bool(j, u->self_cond);
+    jsonw_key(j, "sc_exact_rows"); jsonw_int(j, u->sc_exact_rows);
+    jsonw_key(j, "stopped"); jsonw_bool(j, u->stopped);
+    jsonw_key(j, "stable"); jsonw_bool(j, u->stable);
+    if (u->stopped) { jsonw_key(j, "cut"); jsonw_int(j, u->cut); }
+    /* the canvas, one entry per position in each array */
+    const int32_t lo = u->start, hi = u->end < sn->n_canvas ? u->end : sn->n_canvas;
+    jsonw_key(j, "kind"); jsonw_arr_begin(j);
+    for (int32_t p = lo; p < hi; p++) jsonw_str(j, engine_us_kind_name((um_us_kind)sn->pos[p].us));
+    jsonw_arr_end(j);
+    jsonw_key(j, "token"); jsonw_arr_begin(j);
+    for (int32_t p = lo; p < hi; p++) jsonw_int(j, sn->pos[p].token);
+    jsonw_arr_end(j);
+    jsonw_key(j, "held"); jsonw_arr_begin(j);
+    for (int32_t p = lo; p < hi; p++) jsonw_int(j, sn->pos[p].held);
+    jsonw_arr_end(j);
+    jsonw_key(j, "entropy"); jsonw_arr_begin(j);
+    for (int32_t p = lo; p < hi; p++) jsonw_num(j, sn->pos[p].has_view ? sn->pos[p].entropy : 0.0);
+    jsonw_arr_end(j);
+    jsonw_obj_end(j);
 }
 
 void stepstream_done(stepstream *ss, const um_snapshot *last, const char *answer) {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "jsonw.h"
 
 #define STEPSTREAM_VERSION 1
 
@@ -39,5 +40,9 @@ void stepstream_done(stepstream *ss, const um_snapshot *last, const char *answer
 /* The last line of a failed run. */
 void stepstream_error(stepstream *ss, const char *msg);
 bool stepstream_failed(const stepstream *ss);
+/* A uniform-state step (sn->us.on) as the value of a "uniform" key: the rule's numbers and,
+ * for the canvas being denoised, per position its kind, output token, working token and
+ * entropy (docs/stream.md). Shared by --stream-json and generate --json. */
+void stepstream_json_uniform(jsonw *j, const um_snapshot *sn);
 
 #endif

@@ -64,6 +64,7 @@ struct um_pool {
     atomic_bool      busy;          /* a pool_run is in flight */
     atomic_int       n_sleeping;    /* helpers inside (or entering) the wait on `wake` */
     atomic_bool      caller_sleeping;   /* the caller waits on `done` */
+    um_pool_stats    stats;         /* written by the caller of a run only (under `busy`) */
 };
 
 typedef struct helper_arg {
@@ -194,6 +195,7 @@ void pool_run(um_pool *p, um_pool_task *t) {
 
     t->fn(t, 0, p->n_threads);
 
+    const double t_wait = um_now();
     int spins = 0;
     while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0 && spins < p->spin) {
         cpu_relax();
@@ -206,7 +208,14 @@ void pool_run(um_pool *p, um_pool_task *t) {
         atomic_store(&p->caller_sleeping, false);
         pthread_mutex_unlock(&p->mu);
     }
+    p->stats.runs++;
+    p->stats.wait_s += um_now() - t_wait;
     atomic_store_explicit(&p->busy, false, memory_order_release);
+}
+
+void pool_stats(const um_pool *p, um_pool_stats *out) {
+    um_pool_stats none = { 0, 0 };
+    *out = p ? p->stats : none;
 }
 
 /* ------------------------------------------------------------------ pool_for */

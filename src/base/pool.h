@@ -43,6 +43,17 @@ static inline int64_t pool_next_chunk(um_pool_task *t) {
     return c < t->n_chunks ? c : -1;
 }
 
+/* What the pool's multi-thread runs have cost its caller since pool_new: `runs` counts
+ * them, `wait_s` sums the time the caller spent after finishing its own share until every
+ * helper had finished theirs (helpers waking up late, uneven chunks): the hand-offs. Runs
+ * on the caller alone (one thread, nested) count in neither. Read by the caller of
+ * pool_run (the profile of a forward pass), never during a run. */
+typedef struct um_pool_stats {
+    uint64_t runs;
+    double   wait_s;
+} um_pool_stats;
+void pool_stats(const um_pool *p, um_pool_stats *out);
+
 /* Number of physical cores (cpu_features()->n_physical, >= 1): the default for -t. */
 int pool_default_threads(void);
 

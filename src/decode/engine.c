@@ -20,7 +20,7 @@
  * Deterministic for a given seed whatever the thread count: every random draw comes from a
  * stream keyed by (seed, step, position, purpose).
  */
-#include "engine.h"
+#include "engine_impl.h"
 #include "snapshot.h"
 
 #include <inttypes.h>
@@ -39,113 +39,11 @@
 #include "schedule.h"
 #include "tokenizer.h"
 
-struct um_engine {
-    um_model     *model;
-    tokenizer    *tok;
-    um_pool      *pool;
-    um_backend    be;           /* where the forward pass runs (CPU or CUDA) */
-    um_chat       chat;
-    chat_custom  *chat_file;     /* --chat-template-file; NULL when none */
-    char         *system;
-    int           n_ctx;        /* the limit: opts.n_ctx when given, else the trained context */
-    bool          ctx_explicit; /* opts.n_ctx was given */
-    void        (*warn)(void *ctx, const char *msg);
-    void         *warn_ctx;
-    int           mask_id;
-    um_sample_ws **ws;          /* (n_threads) */
-    int           n_threads;
-    /* the canvas */
-    um_settings   set;
-    int32_t       n_prompt, n_canvas, steps_done;
-    int64_t       passes;       /* forward passes since engine_start */
-    int64_t       rows_total;   /* canvas rows run through the layers since engine_start */
-    int32_t      *tokens;       /* (n_canvas) */
-    bool         *masked;       /* (n_canvas) */
-    um_pos       *pos;          /* (n_canvas) live per-position state */
-    bool          done;
-    /* per-step scratch, sized for n_canvas */
-    int32_t      *elig;         /* eligible canvas positions */
-    int32_t      *rows;         /* logits rows for them */
-    float        *logits;       /* (n_elig, n_vocab) */
-    float        *logits_u;     /* CFG unconditional, same shape, or NULL */
-    int32_t      *canvas_u;     /* CFG canvas with the prompt masked */
-    um_pick      *picks;
-    um_scored    *scored;
-    int32_t      *committed;
-    int32_t       attn_block;   /* block-causal attention's block length (hp.block_size), else 0 */
-    /* the active block's own state (docs/decoding.md, "Block diffusion (LLaDA 2.x) and editing") */
-    int32_t       blk_start;    /* canvas start of the block blk_steps counts for (-1: none) */
-    int32_t       blk_steps;    /* steps run on that block: the quota's in-block step */
-    int32_t       post_left;    /* editing: edit-only steps left on the block that just filled */
-    int32_t       post_block, post_start, post_end;
-    int32_t      *active;       /* (n_canvas) rows of a partial pass */
-    bool         *kv_masked;    /* (n_canvas) masked at the last refresh */
-    bool         *in_active;    /* (n_canvas) scratch: position already in active[] */
-    int           cap;          /* canvas capacity of the scratch */
-    /* K/V caches while settings.cache != none: [0] the canvas, [1] the unconditional
-       canvas of guidance; valid from a refresh until something makes it stale */
-    um_kvcache   *kv[2];
-    um_kv_store   kv_store;     /* the type they store */
-    int           kv_cap;       /* canvas capacity they were made for */
-    bool          kv_valid;
-    um_cache      kv_mode;      /* settings at the last refresh */
-    int32_t       kv_start, kv_end, kv_step;   /* active block's range and steps_done then */
-    float         kv_drift;     /* measured by the last partial pass */
-    um_snapshot  *snap;         /* latest published */
-    char          quant[32], isa[32];
-};
-
 /* ------------------------------------------------------------------ snapshots */
 
 um_snapshot *engine_snapshot(um_engine *en) {
     snapshot_ref(en->snap);
     return en->snap;
-}
-
-/* What the step's forward passes did, for the snapshot. */
-typedef struct step_work {
-    int32_t passes, rows;
-    bool    refreshed;
-    int32_t n_edited;           /* committed tokens replaced */
-    bool    post;               /* an edit-only step */
-} step_work;
-
-static int publish(um_engine *en, const um_plan *plan, int n_committed, int planned, double fwd_ms, double smp_ms,
-                   const step_work *w, um_err *e) {
-    um_snapshot *s = snapshot_new(en->n_canvas, n_committed);
-    if (!s) return um_errf(e, "out of memory for a snapshot");
-    s->step = en->steps_done;
-    s->n_prompt = en->n_prompt;
-    s->n_canvas = en->n_canvas;
-    s->settings = en->set;
-    memcpy(s->pos, en->pos, (size_t)en->n_canvas * sizeof(um_pos));
-    memcpy(s->committed, en->committed, (size_t)n_committed * sizeof(int32_t));
-    s->n_committed = n_committed;
-    s->planned = planned;
-    s->forward_ms = fwd_ms;
-    s->sample_ms = smp_ms;
-    if (w) {
-        s->passes = w->passes;
-        s->rows_computed = w->rows;
-        s->cache_refreshed = w->refreshed;
-        s->n_edited = w->n_edited;
-        s->post_step = w->post;
-    }
-    s->passes_total = en->passes;
-    s->cache_bytes = engine_cache_bytes(en);
-    int left = 0;
-    for (int i = en->n_prompt; i < en->n_canvas; i++) left += en->masked[i];
-    s->masks_left = left;
-    s->done = en->done;
-    s->block = plan ? plan->block : 0;
-    s->n_blocks = plan ? plan->n_blocks : 1;
-    /* planned total: steps done plus what the schedule says is left */
-    s->n_steps = schedule_adaptive(en->set.schedule) ? en->steps_done + (left > 0 || en->post_left > 0 ? 1 : 0)
-                                                         : UM_MAX(en->set.steps, en->steps_done);
-    if (en->done) s->n_steps = en->steps_done;
-    snapshot_unref(en->snap);
-    en->snap = s;
-    return UM_OK;
 }
 
 /* ------------------------------------------------------------------ open / close */
@@ -178,6 +76,7 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
     }
     en->warn = o->warn;
     en->warn_ctx = o->warn_ctx;
+    en->view_ahead = o->view_ahead;
     /* chat template: explicit name, else detected from the file */
     if (o->chat_template) {
         if (chat_from_name(o->chat_template, &en->chat, e)) goto fail;
@@ -236,12 +135,14 @@ static void free_kv(um_engine *en) {
 static void free_canvas(um_engine *en) {
     free(en->tokens); free(en->masked); free(en->pos); free(en->elig); free(en->rows);
     um_free_aligned(en->logits); um_free_aligned(en->logits_u); free(en->canvas_u);
-    free(en->picks); free(en->scored); free(en->committed);
+    free(en->picks); free(en->scored); free(en->committed); free(en->why);
     free(en->active); free(en->kv_masked); free(en->in_active);
+    um_free_aligned(en->sc_logits);
+    en->sc_logits = NULL;
     en->active = NULL; en->kv_masked = en->in_active = NULL;
     en->tokens = en->elig = en->rows = en->canvas_u = en->committed = NULL;
     en->masked = NULL; en->pos = NULL; en->logits = en->logits_u = NULL;
-    en->picks = NULL; en->scored = NULL;
+    en->picks = NULL; en->scored = NULL; en->why = NULL;
     en->cap = 0;
 }
 
@@ -277,61 +178,6 @@ void engine_get_info(const um_engine *en, um_engine_info *info) {
     info->can_cache = en->be.run_kv != NULL;
 }
 
-void engine_family_defaults(const char *a, bool block_causal, int32_t block_size, bool can_cache, um_settings *s) {
-    memset(s, 0, sizeof *s);
-    s->n_gen = 128;
-    s->steps = 128;
-    s->block_len = 32;
-    s->eps = 1e-3f;
-    s->threshold = 0.9f;
-    s->factor = 1.0f;
-    s->eb_gamma = 1.0f;
-    s->top_p = 1.0f;
-    s->seed = 42;
-    s->edit_threshold = UM_EDIT_THRESHOLD_DEFAULT;
-    s->post_steps = UM_POST_STEPS_DEFAULT;
-    if (block_causal) {
-        /* LLaDA 2.x (modeling_llada2_moe.py generate(), LLaDA2.0-mini and LLaDA2.1-mini):
-         * blocks of block_length aligned to canvas position 0, in each the masks whose
-         * confidence passes threshold 0.95 with at least get_num_transfer_tokens(32, steps 32)
-         * = 1 per step, greedy at temperature 0, stop at end of text. Finished blocks and the
-         * prompt never change and attend only to themselves and earlier blocks, so their K/V
-         * are final: the prefix cache is exact here and on by default (docs/decoding.md).
-         * Editing (LLaDA 2.1) stays off until asked: LLaDA 2.0 was not trained for it. */
-        s->schedule = UM_SCHED_THRESHOLD;
-        s->score = UM_SCORE_CONFIDENCE;
-        s->threshold = 0.95f;
-        s->block_len = block_size > 0 ? block_size : 32;
-        s->block_aligned = true;
-        s->block_steps = 32;
-        s->temperature = 0.0f;
-        s->gumbel = false;
-        s->eos_early_stop = true;
-        s->cache = can_cache ? UM_CACHE_PREFIX : UM_CACHE_NONE;
-        s->cache_type = UM_KV_F32;      /* f16 would round the cached K/V: f32 keeps it bit-exact */
-    } else if (!strcmp(a, "dream") || !strcmp(a, "rnd1")) {
-        /* Dream's README: timestep schedule with eps, entropy ordering; RND1's sampler keeps
-         * floor(N (S-k-1)/S) masks after step k (the linear schedule) */
-        s->schedule = !strcmp(a, "dream") ? UM_SCHED_TIMESTEP : UM_SCHED_LINEAR;
-        s->score = UM_SCORE_ENTROPY;
-        s->block_len = 0;
-        s->temperature = !strcmp(a, "dream") ? 0.2f : 0.1f;
-        s->top_p = !strcmp(a, "dream") ? 0.95f : 1.0f;
-        s->gumbel = false;
-    } else {
-        /* LLaDA generate.py: semi-autoregressive blocks, low-confidence remasking, greedy */
-        s->schedule = UM_SCHED_BLOCK;
-        s->score = UM_SCORE_CONFIDENCE;
-        s->temperature = 0.0f;
-        s->gumbel = true;
-    }
-}
-
-void engine_default_settings(const um_engine *en, um_settings *s) {
-    const um_model *m = en->model;
-    engine_family_defaults(m->arch->name, m->arch->block_causal, m->hp.block_size, en->be.run_kv != NULL, s);
-}
-
 const um_settings *engine_settings(const um_engine *en) { return &en->set; }
 bool engine_done(const um_engine *en) { return en->done; }
 
@@ -350,14 +196,21 @@ static int reserve(um_engine *en, int n, um_err *e) {
     en->picks = um_calloc((size_t)n, sizeof *en->picks);
     en->scored = um_calloc((size_t)n, sizeof *en->scored);
     en->committed = um_calloc((size_t)n, sizeof *en->committed);
+    en->why = um_calloc((size_t)n, sizeof *en->why);
     en->active = um_calloc((size_t)n, sizeof *en->active);
     en->kv_masked = um_calloc((size_t)n, sizeof *en->kv_masked);
     en->in_active = um_calloc((size_t)n, sizeof *en->in_active);
-    en->logits = um_malloc_aligned((size_t)n * V * sizeof(float));
+    /* a uniform-state step asks for the rows of one canvas, and keeps the last step's for
+       self-conditioning; a masked step for every eligible position */
+    const bool uniform = en->model->arch->uniform_state;
+    const size_t rows = uniform ? (size_t)UM_MIN(n, en->model->hp.canvas_length) : (size_t)n;
+    en->logits = um_malloc_aligned(rows * V * sizeof(float));
+    if (uniform) en->sc_logits = um_malloc_aligned(rows * V * sizeof(float));
     if (!en->tokens || !en->masked || !en->pos || !en->elig || !en->rows || !en->canvas_u || !en->picks ||
-        !en->scored || !en->committed || !en->active || !en->kv_masked || !en->in_active || !en->logits) {
+        !en->scored || !en->committed || !en->why || !en->active || !en->kv_masked || !en->in_active || !en->logits ||
+        (uniform && !en->sc_logits)) {
         free_canvas(en);
-        return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, (size_t)n * V * 4 >> 20);
+        return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, rows * V * 4 >> 20);
     }
     en->cap = n;
     return en->be.reserve(en->be.impl, n, e);
@@ -387,6 +240,28 @@ static int check_settings(const um_engine *en, const um_settings *s, um_err *e) 
     if (s->cache_refresh < 0 || s->cache_drift < 0) return um_errf(e, "--cache-refresh and --cache-drift must be >= 0");
     if (!(s->edit_threshold >= 0 && s->edit_threshold <= 1)) return um_errf(e, "--edit-threshold must be in [0, 1]");
     if (s->post_steps < 0 || s->block_steps < 0) return um_errf(e, "--post-steps and --block-steps must be >= 0");
+    const bool uniform = en->model->arch->uniform_state;
+    if (uniform != (s->schedule == UM_SCHED_UNIFORM))
+        return uniform ? um_errf(e, "%s is a uniform-state model: it decodes with the uniform schedule only",
+                                 en->model->arch->family)
+                       : um_errf(e, "the uniform schedule is for uniform-state models (this is %s)", en->model->arch->family);
+    if (uniform) {
+        if (!en->be.run_dg)
+            return um_errf(e, "the %s backend does not run %s yet (use the CPU backend)", en->be.name, en->model->arch->name);
+        if (s->us_canvas != en->model->hp.canvas_length)
+            return um_errf(e, "the canvas is the file's diffusion.canvas_length (%d), not %d", en->model->hp.canvas_length,
+                           s->us_canvas);
+        if (s->cache == UM_CACHE_DUAL || (s->cache == UM_CACHE_PREFIX && !en->be.dg_prompt))
+            return um_errf(e, "--cache %s: a uniform-state model keeps the prompt's K/V (prefix) or nothing (none)",
+                           engine_cache_name(s->cache));
+        if (!(s->us_t_min > 0) || !(s->us_t_max > 0) || !(s->us_bound >= 0) || !(s->us_confidence >= 0) ||
+            s->us_stability < 0 || s->steps <= 0)
+            return um_errf(e, "uniform-state settings: temperatures > 0, bound and confidence >= 0, steps >= 1");
+        if (s->us_self_cond && (s->us_sc_mode < 0 || s->us_sc_mode > 2 ||
+                                (s->us_sc_mode != 0 && (s->us_sc_top_k < 1 || s->us_sc_top_k >= en->model->hp.n_vocab))))
+            return um_errf(e, "self-conditioning: mode exact, topk or auto, top-k in [1, %d)", en->model->hp.n_vocab);
+        return UM_OK;
+    }
     if (s->cache != UM_CACHE_NONE && !en->be.run_kv)
         return um_errf(e, "--cache %s needs partial forward passes, which the %s backend does not run yet "
                        "(use --cache none, or the CPU backend)", engine_cache_name(s->cache), en->be.name);
@@ -421,8 +296,11 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
         if (ids[i] < 0 || ids[i] >= V) return um_errf(e, "prompt token %d at position %d is outside the vocabulary", ids[i], i);
     if (n == 0 && en->model->hp.shift_logits)
         return um_errf(e, "this model scores position i from row i-1, so it needs a non-empty prompt");
-    int64_t total = (int64_t)n + s->n_gen;
-    if (check_context(en, n, s->n_gen, e)) return UM_FAIL;
+    /* uniform-state: whole canvases, ceil(n_gen / canvas) of them */
+    const bool uniform = s->schedule == UM_SCHED_UNIFORM;
+    const int64_t gen = uniform ? ((int64_t)s->n_gen + s->us_canvas - 1) / s->us_canvas * s->us_canvas : s->n_gen;
+    int64_t total = (int64_t)n + gen;
+    if (check_context(en, n, gen, e)) return UM_FAIL;
     if (reserve(en, (int)total, e)) return UM_FAIL;
     en->set = *s;
     en->n_prompt = n;
@@ -447,6 +325,16 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
         en->pos[i].edit_step = -1;
         en->pos[i].edit_from = -1;
     }
+    if (uniform) {
+        if (total > en->model->hp.n_ctx_train && en->warn) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "prompt of %d tokens + %" PRId64 " to generate = %" PRId64 " exceeds the model's "
+                     "trained context of %d tokens; running it because --ctx %d allows it", n, gen, total,
+                     en->model->hp.n_ctx_train, en->n_ctx);
+            en->warn(en->warn_ctx, msg);
+        }
+        return engine_uniform_start(en, e);
+    }
     if (s->cfg > 0 && !en->logits_u) {
         en->logits_u = um_malloc_aligned((size_t)en->cap * (size_t)V * sizeof(float));
         if (!en->logits_u) return um_errf(e, "out of memory for classifier-free guidance");
@@ -461,7 +349,7 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
                  n, s->n_gen, total, en->model->hp.n_ctx_train, en->n_ctx);
         en->warn(en->warn_ctx, msg);
     }
-    return publish(en, &plan, 0, 0, 0, 0, NULL, e);
+    return engine_publish(en, &plan, 0, 0, 0, 0, NULL, e);
 }
 
 int engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err *e) {
@@ -533,7 +421,7 @@ static void pick_one(void *arg, int64_t i, int tid) {
  * its start to the canvas end) plus the logits rows. Every other position's token is the
  * same as at the refresh (only masked positions change), so its cached K/V are stale only
  * through the context that changed around it. */
-static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w, um_err *e) {
+static int step_forward(um_engine *en, const um_plan *plan, int n, int *n_view, step_work *w, um_err *e) {
     const um_settings *s = &en->set;
     const int T = en->n_canvas, nb = s->cfg > 0 ? 2 : 1;
     if (nb == 2)
@@ -546,7 +434,7 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
     if (s->cache == UM_CACHE_NONE) {
         en->kv_valid = false;
         for (int b = 0; b < nb; b++)
-            if (en->be.run(en->be.impl, canvas[b], T, en->rows, n, out[b], e)) return UM_FAIL;
+            if (en->be.run(en->be.impl, canvas[b], T, en->rows, n + *n_view, out[b], e)) return UM_FAIL;
         return UM_OK;
     }
     if (ensure_kv(en, e)) return UM_FAIL;
@@ -563,7 +451,8 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
     if (refresh) {
         en->kv_valid = false;
         for (int b = 0; b < nb; b++)
-            if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, NULL, 0, en->rows, n, out[b], NULL, e)) return UM_FAIL;
+            if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, NULL, 0, en->rows, n + *n_view, out[b], NULL, e))
+                return UM_FAIL;
         memcpy(en->kv_masked, en->masked, (size_t)T * sizeof *en->masked);
         en->kv_valid = true;
         en->kv_mode = s->cache;
@@ -592,10 +481,14 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, step_work *w,
     }
     for (int i = 0; i < n; i++)
         if (!en->in_active[en->rows[i]]) { en->active[na++] = en->rows[i]; en->in_active[en->rows[i]] = true; }
+    int nv = 0;                    /* view-only rows: just those this pass computes anyway */
+    for (int i = n; i < n + *n_view; i++)
+        if (en->in_active[en->rows[i]]) { en->elig[n + nv] = en->elig[i]; en->rows[n + nv] = en->rows[i]; nv++; }
+    *n_view = nv;
     float drift = 0;
     for (int b = 0; b < nb; b++) {
         float d = 0;
-        if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, en->active, na, en->rows, n, out[b], &d, e))
+        if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, en->active, na, en->rows, n + nv, out[b], &d, e))
             return UM_FAIL;
         drift = UM_MAX(drift, d);
     }
@@ -634,6 +527,7 @@ static void fill_eos(um_engine *en, int32_t from) {
             en->pos[i].masked = false;
             en->pos[i].commit_step = en->steps_done;
             en->pos[i].commit_conf = 0;
+            en->pos[i].why = (um_why){ .rule = UM_WHY_EOS };
         }
     en->post_left = 0;
 }
@@ -645,6 +539,7 @@ static bool range_has_mask(const um_engine *en, int32_t lo, int32_t hi) {
 
 int engine_step(um_engine *en, um_err *e) {
     if (en->done || !en->snap) return 0;
+    if (en->set.schedule == UM_SCHED_UNIFORM) return engine_uniform_step(en, e);
     um_plan plan;
     const int n_gen = en->n_canvas - en->n_prompt;
     if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e)) return UM_FAIL;
@@ -660,7 +555,7 @@ int engine_step(um_engine *en, um_err *e) {
         plan.done = false;
     } else if (plan.done) {
         en->done = true;
-        return publish(en, &plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
+        return engine_publish(en, &plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
     } else {
         if (plan.start != en->blk_start) { en->blk_start = plan.start; en->blk_steps = 0; }
         if (en->set.schedule == UM_SCHED_THRESHOLD) plan.count = schedule_threshold_quota(&en->set, &plan, en->blk_steps);
@@ -683,18 +578,23 @@ int engine_step(um_engine *en, um_err *e) {
             en->rows[n] = shift ? i - 1 : i;
             n++;
         }
+    /* view_ahead: the next block's masks, viewed (top-k) but never eligible: elig[n..n+n_view) */
+    int n_view = 0;
+    const int32_t view_end = UM_MIN(en->n_canvas, plan.end + UM_MAX(0, en->set.block_len));
+    for (int i = plan.end; en->view_ahead && !post && i < view_end; i++)
+        if (en->masked[i]) { en->elig[n + n_view] = i; en->rows[n + n_view] = shift ? i - 1 : i; n_view++; }
     /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
     double t0 = um_now();
     step_work work = { .post = post };
-    if (step_forward(en, &plan, n, &work, e)) return UM_FAIL;
+    if (step_forward(en, &plan, n, &n_view, &work, e)) return UM_FAIL;
     en->passes += work.passes;
     en->rows_total += work.rows;
     if (en->set.cfg > 0)
-        sampler_cfg(en->logits, en->logits, en->logits_u, (int64_t)n * en->model->hp.n_vocab, en->set.cfg);
+        sampler_cfg(en->logits, en->logits, en->logits_u, (int64_t)(n + n_view) * en->model->hp.n_vocab, en->set.cfg);
     double t1 = um_now();
     const int64_t step = en->steps_done;
-    pick_job job = { .en = en, .n = n, .step = step };
-    pool_for(en->pool, n, pick_one, &job);
+    pick_job job = { .en = en, .n = n + n_view, .step = step };
+    pool_for(en->pool, n + n_view, pick_one, &job);
     if (job.failed) { *e = job.err; return UM_FAIL; }
     for (int i = 0; i < n_mask; i++) {
         en->scored[i].pos = en->elig[i];
@@ -702,11 +602,12 @@ int engine_step(um_engine *en, um_err *e) {
         en->scored[i].entropy = -en->picks[i].neg_entropy;
         en->scored[i].key = 0;
     }
-    /* the model's view of every eligible position, before commits reorder scored[] */
-    for (int i = 0; i < n; i++) {
+    /* the model's view of every eligible (and viewed) position, before commits reorder scored[] */
+    for (int i = 0; i < n + n_view; i++) {
         um_pos *p = &en->pos[en->elig[i]];
         const um_pick *pk = &en->picks[i];
         p->has_view = true;
+        p->view_step = (int32_t)step + 1;
         memset(p->top, 0, sizeof p->top);
         for (int k = 0; k < pk->n_top && k < UM_TOPK; k++) p->top[k] = pk->top[k];
         p->entropy = pk->entropy;
@@ -730,6 +631,7 @@ int engine_step(um_engine *en, um_err *e) {
         work.n_edited++;
     }
     int32_t k = schedule_select(&en->set, &plan, step, en->scored, n_mask);
+    schedule_explain(&en->set, &plan, en->scored, n_mask, k, en->why);
     /* picks are indexed like elig[]; find each committed position's pick */
     for (int c = 0; c < k; c++) {
         int32_t p = en->scored[c].pos;
@@ -744,6 +646,7 @@ int engine_step(um_engine *en, um_err *e) {
         ps->fresh = true;
         ps->commit_step = (int32_t)step + 1;
         ps->commit_conf = pk->prob;
+        ps->why = en->why[c];
         en->committed[c] = p;
     }
     en->steps_done++;
@@ -779,7 +682,7 @@ int engine_step(um_engine *en, um_err *e) {
         }
     }
     en->done = after.done && en->post_left == 0;
-    if (publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, &work, e)) return UM_FAIL;
+    if (engine_publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, &work, e)) return UM_FAIL;
     return 1;
 }
 
@@ -798,50 +701,6 @@ int engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void 
 int64_t engine_forward_passes(const um_engine *en) { return en->passes; }
 int64_t engine_rows_computed(const um_engine *en) { return en->rows_total; }
 
-uint64_t engine_cache_bytes(const um_engine *en) {
-    uint64_t b = 0;
-    for (int i = 0; i < 2; i++) if (en->kv[i]) b += en->be.kv_bytes(en->kv[i]);
-    return b;
-}
-
-/* ------------------------------------------------------------------ names */
-
-static const char *const cache_names[UM_CACHE_COUNT] = {
-    [UM_CACHE_NONE] = "none", [UM_CACHE_PREFIX] = "prefix", [UM_CACHE_DUAL] = "dual",
-};
-static const char *const kv_store_names[UM_KV_STORE_COUNT] = {
-    [UM_KV_F16] = "f16", [UM_KV_F32] = "f32", [UM_KV_Q8_0] = "q8_0",
-};
-
-const char *engine_cache_name(um_cache c) { return (int)c >= 0 && c < UM_CACHE_COUNT ? cache_names[c] : "?"; }
-const char *engine_kv_store_name(um_kv_store t) {
-    return (int)t >= 0 && t < UM_KV_STORE_COUNT ? kv_store_names[t] : "?";
-}
-
-static int name_index(const char *what, const char *const *names, int n, const char *name, int *out, um_err *e) {
-    for (int i = 0; i < n; i++)
-        if (name && !strcmp(name, names[i])) { *out = i; return UM_OK; }
-    char known[64] = "";
-    for (int i = 0; i < n; i++) {
-        if (i) strncat(known, "|", sizeof known - strlen(known) - 1);
-        strncat(known, names[i], sizeof known - strlen(known) - 1);
-    }
-    return um_errf(e, "unknown %s '%s' (known: %s)", what, name ? name : "", known);
-}
-
-int engine_cache_from_name(const char *name, um_cache *out, um_err *e) {
-    int v;
-    if (name_index("cache mode", cache_names, UM_CACHE_COUNT, name, &v, e)) return UM_FAIL;
-    *out = (um_cache)v;
-    return UM_OK;
-}
-
-int engine_kv_store_from_name(const char *name, um_kv_store *out, um_err *e) {
-    int v;
-    if (name_index("cache type", kv_store_names, UM_KV_STORE_COUNT, name, &v, e)) return UM_FAIL;
-    *out = (um_kv_store)v;
-    return UM_OK;
-}
 
 /* ------------------------------------------------------------------ text */
 
@@ -865,6 +724,7 @@ char *engine_answer(const um_engine *en, const um_snapshot *s) {
     size_t n = 0;
     for (int i = s->n_prompt; i < s->n_canvas; i++) {
         const um_pos *p = &s->pos[i];
+        if (p->us == UM_US_NOISE) break;         /* a canvas not denoised yet */
         if (p->masked) continue;
         if (tok_is_eog(en->tok, p->token)) break;
         ids[n++] = p->token;

@@ -1,8 +1,9 @@
 /*
  * engine: a diffusion LM turned into a step-by-step denoiser that a UI can watch.
  *
- * engine_open() loads a model; engine_start() lays out the canvas (prompt + n_gen masks)
- * for a set of settings; engine_step() runs one denoising step and publishes a new
+ * engine_open() loads a model; engine_start() lays out the canvas (prompt + n_gen masks;
+ * uniform-state models: prompt + whole canvases of random tokens) for a set of settings;
+ * engine_step() runs one denoising step and publishes a new
  * immutable snapshot. Snapshots are reference counted: the UI may hold any number of
  * them (for rewind) while the worker keeps stepping. Nothing here touches a terminal.
  *
@@ -25,6 +26,8 @@ typedef enum um_schedule {       /* how many positions commit per step */
     UM_SCHED_LINEAR,             /* RND1: after step k of S, floor(N (S-k-1)/S) masks remain */
     UM_SCHED_FACTOR,             /* Fast-dLLM's factor rule: the n best while the n-th >= 1 - f/(n+1) */
     UM_SCHED_EB,                 /* EB-sampler: lowest entropies first while sum - max <= gamma */
+    UM_SCHED_UNIFORM,            /* uniform-state (DiffusionGemma): random canvas, accept by entropy, renoise
+                                    the rest; the only schedule of a uniform-state model (schedule.h) */
     UM_SCHED_COUNT
 } um_schedule;
 
@@ -95,12 +98,62 @@ typedef struct um_settings {
     um_kv_store cache_type;
     int32_t     cache_refresh;
     float       cache_drift;
+    /* uniform-state decoding (UM_SCHED_UNIFORM; docs/decoding.md "Uniform-state decoding"):
+       `steps` is the most steps a canvas takes (diffusion.eb_max_steps); cache prefix keeps the
+       prompt's K/V for every step of a canvas (exact), none runs the whole pass each step */
+    int32_t     us_canvas;       /* canvas length (diffusion.canvas_length); n_gen: ceil(n_gen / it) canvases */
+    float       us_t_min, us_t_max; /* temperature: t_max on a canvas's first step down to t_min */
+    float       us_bound;        /* entropy bound, nats: accept in increasing entropy while the sum
+                                    before the position stays <= it */
+    int32_t     us_stability;    /* steps the argmax canvas must stay unchanged ... */
+    float       us_confidence;   /* ... with the mean entropy below this, to stop the canvas */
+    bool        us_self_cond;    /* self-conditioning from the previous step (off on a canvas's first) */
+    int32_t     us_sc_mode;      /* its um_sc_mode (forward.h): 0 exact, 1 top-k, 2 auto */
+    int32_t     us_sc_top_k;     /* K for top-k and auto */
 } um_settings;
 
 typedef struct um_cand {
     int32_t token;
     float   prob;
 } um_cand;
+
+/* Why a position committed: the rule of its commit step and that rule's numbers, as plain
+ * data for a reader (the visualizer's inspector). Filled by schedule_explain at the commit
+ * step and kept until the position changes again. */
+typedef enum um_why_rule {
+    UM_WHY_NONE = 0,             /* masked, a prompt token, or not recorded */
+    UM_WHY_COUNT,                /* block/timestep/linear: one of the `count` best by score */
+    UM_WHY_SAMPLED,              /* block/timestep/linear with alg_temp: drawn among them (Gumbel-top-k) */
+    UM_WHY_RANDOM,               /* origin scoring: its own coin came up below p_transfer (`bound`) */
+    UM_WHY_THRESHOLD,            /* threshold: score >= `bound` (tau) */
+    UM_WHY_QUOTA,                /* threshold: below tau, committed as one of the step's least `count` */
+    UM_WHY_FACTOR,               /* factor: score >= `bound` = 1 - factor/(rank+1), or the best one */
+    UM_WHY_EB,                   /* eb: `value` (entropies of the set, its largest left out) <= `bound` (gamma) */
+    UM_WHY_EOS,                  /* filled with end-of-text when the run stopped at one */
+} um_why_rule;
+
+typedef struct um_why {
+    int32_t rule;                /* um_why_rule */
+    int32_t rank;                /* 1-based, in the rule's order (score, or entropy for eb) */
+    int32_t n_elig;              /* masked positions of the active block at that step */
+    int32_t count;               /* the step's count: the plan's (count rules) or its least (quota) */
+    int32_t committed;           /* positions the step committed */
+    int32_t block;               /* the active block (0-based) */
+    float   score;               /* the position's score (its entropy for eb) */
+    float   bound;               /* the rule's bar: tau, 1 - f/(rank+1), gamma, p_transfer */
+    float   value;               /* eb: the set's entropy sum without its largest */
+} um_why;
+
+/* What a position of a uniform-state run (UM_SCHED_UNIFORM) holds, as of one step. */
+typedef enum um_us_kind {
+    UM_US_NONE = 0,              /* not uniform-state, or a prompt position */
+    UM_US_NOISE,                 /* a random token: its canvas has had no step yet */
+    UM_US_DRAFT,                 /* token: the model's argmax, not accepted this step (held: fresh noise) */
+    UM_US_ACCEPTED,              /* token: the argmax; accepted this step (held: its sample) */
+    UM_US_KEPT,                  /* part of a stopped canvas's output, kept (the next canvas's prefix) */
+    UM_US_CUT,                   /* past the cut (end of text or a repeat loop): end of text */
+    UM_US_KIND_COUNT
+} um_us_kind;
 
 /* Per canvas position, as of one step. */
 typedef struct um_pos {
@@ -114,6 +167,8 @@ typedef struct um_pos {
     bool    has_view;
     um_cand top[UM_TOPK];        /* best candidates, descending probability */
     float   entropy;             /* nats, of the full distribution */
+    int32_t view_step;           /* the snapshot step top/entropy were computed at (has_view) */
+    um_why  why;                 /* why it committed (valid when commit_step >= 0, else UM_WHY_NONE) */
     bool    cached;              /* this step read its K/V from the cache, last computed at the
                                     last refresh (false on full passes) */
     /* token editing (settings.edit): a committed token replaced, never a fresh commit */
@@ -121,7 +176,29 @@ typedef struct um_pos {
     int32_t edit_step;           /* step of the latest replacement (valid when n_edits > 0) */
     int32_t edit_from;           /* the token it replaced then (valid when n_edits > 0) */
     int32_t n_edits;             /* replacements so far */
+    /* uniform-state decoding: token is the output (the last step's argmax), held the token
+       the working canvas feeds to the next step; entropy is that of softmax(logits / t),
+       the one the acceptance rule reads (top[] stays the raw view) */
+    uint8_t us;                  /* um_us_kind */
+    int32_t held;
 } um_pos;
+
+/* The step of a uniform-state run (docs/stream.md): everything its stop and acceptance rules read. */
+typedef struct um_us_view {
+    bool    on;                  /* a uniform-state run */
+    int32_t start, end;          /* the canvas being denoised: [start, end) */
+    int32_t canvas_step;         /* steps run on it, this one included (0: none yet) */
+    float   temperature;         /* this step's t */
+    float   entropy_bound;       /* the acceptance bound, nats */
+    int32_t accepted;            /* positions accepted this step */
+    int32_t held, stability;     /* steps the argmax canvas stayed unchanged, and the steps needed */
+    float   mean_entropy, confidence; /* mean entropy of this step, and the stop threshold */
+    bool    self_cond;           /* this step's pass was self-conditioned */
+    int32_t sc_exact_rows;       /* ... with the exact product on this many rows (auto/exact) */
+    bool    stopped, stable;     /* this step stopped the canvas; because stable and confident
+                                    (false: its step budget ran out) */
+    int32_t cut;                 /* when stopped: positions of the canvas kept */
+} um_us_view;
 
 /* One immutable snapshot. Made by snapshot_new (snapshot.h), freed when the last ref is dropped. */
 typedef struct um_snapshot {
@@ -141,6 +218,7 @@ typedef struct um_snapshot {
     bool           cache_refreshed; /* this step ran full passes that refilled the K/V cache */
     int64_t        passes_total; /* forward passes of this run so far, this step's included */
     uint64_t       cache_bytes;  /* bytes of the K/V caches held after this step (0 without) */
+    um_us_view     us;           /* uniform-state runs: the step's rule state */
     um_settings    settings;     /* in force for this step */
     um_pos        *pos;          /* (n_canvas) */
     int32_t       *committed;    /* (n_committed) canvas indices committed this step */
@@ -172,6 +250,9 @@ typedef struct um_engine_opts {
     const char *chat_template;  /* NULL: detect; "none": raw prompt */
     const char *chat_template_file; /* NULL: none; else a template file (chat.h), used instead */
     const char *system;         /* system prompt, NULL for the family's default */
+    bool        view_ahead;     /* also give the model's view (top-k, entropy) of the next block's
+                                   masks, from rows the step computes anyway (a viewer's option:
+                                   it costs their output rows, never changes what commits) */
     void      (*progress)(void *ctx, const char *what, int done, int total);
     void       *progress_ctx;
     /* Called (from the thread that calls engine_start) with one line when a run is allowed
@@ -216,6 +297,7 @@ int64_t engine_rows_computed(const um_engine *en);
 /* Bytes of the K/V caches held now (0 without a cache; two caches with guidance). */
 uint64_t engine_cache_bytes(const um_engine *en);
 /* "none", "prefix", "dual" and "f16", "f32", "q8_0"; *_from_name fail listing the names. */
+const char *engine_us_kind_name(um_us_kind k);   /* "none", "noise", "draft", "accepted", "kept", "cut" */
 const char *engine_cache_name(um_cache c);
 int         engine_cache_from_name(const char *name, um_cache *out, um_err *e);
 const char *engine_kv_store_name(um_kv_store t);
@@ -233,7 +315,7 @@ const uint8_t *engine_token_bytes(const um_engine *en, int32_t token, size_t *le
 bool engine_token_is_eog(const um_engine *en, int32_t token);
 bool engine_token_is_special(const um_engine *en, int32_t token);
 /* Decode the generated part of a snapshot (masks skipped, stops at the first end-of-generation
- * token). Heap string, caller frees. */
+ * token; uniform-state: at the first canvas not yet denoised). Heap string, caller frees. */
 char *engine_answer(const um_engine *en, const um_snapshot *s);
 
 #endif

@@ -76,6 +76,12 @@ double sampler_uniform_at(uint64_t seed, int64_t step, int64_t pos, um_rng_purpo
     return sampler_rng_uniform(&r);
 }
 
+int32_t sampler_token_at(uint64_t seed, int64_t step, int64_t pos, um_rng_purpose purpose, int32_t n_vocab) {
+    /* u < 1 - 2^-54, so u n < n for any vocabulary below 2^53 */
+    int32_t t = (int32_t)(sampler_uniform_at(seed, step, pos, purpose) * (double)n_vocab);
+    return t < n_vocab ? t : n_vocab - 1;
+}
+
 /* ---------------------------------------------------------------- workspace */
 
 /* pass 1: the AVX2+FMA kernel when the CPU has both, else the reference */

@@ -38,6 +38,8 @@ typedef enum um_rng_purpose {    /* separates the streams of one (step, position
     UM_RNG_SCORE,                /* the 'random' position score */
     UM_RNG_ORIGIN,               /* the 'origin' commit coin */
     UM_RNG_SELECT,               /* alg_temp > 0: Gumbel key of the position */
+    UM_RNG_NOISE,                /* uniform-state: the fresh random token a position gets after step `step` */
+    UM_RNG_INIT,                 /* uniform-state: the random token a canvas starts with (step = the canvas's index) */
 } um_rng_purpose;
 
 void     sampler_rng_init(um_rng *r, uint64_t seed, int64_t step, int64_t pos, um_rng_purpose purpose);
@@ -45,6 +47,8 @@ uint64_t sampler_rng_u64(um_rng *r);
 double   sampler_rng_uniform(um_rng *r);   /* in the open interval (0, 1), 53 random bits */
 /* One uniform from a fresh stream: sampler_rng_init + sampler_rng_uniform. */
 double   sampler_uniform_at(uint64_t seed, int64_t step, int64_t pos, um_rng_purpose purpose);
+/* A token uniform over [0, n_vocab) from a fresh stream: floor(u n_vocab), u = sampler_uniform_at. */
+int32_t  sampler_token_at(uint64_t seed, int64_t step, int64_t pos, um_rng_purpose purpose, int32_t n_vocab);
 
 /* ---------------------------------------------------------------- token choice */
 

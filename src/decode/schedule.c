@@ -161,7 +161,7 @@ float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t st
 }
 
 bool schedule_adaptive(um_schedule s) {
-    return s == UM_SCHED_THRESHOLD || s == UM_SCHED_FACTOR || s == UM_SCHED_EB;
+    return s == UM_SCHED_THRESHOLD || s == UM_SCHED_FACTOR || s == UM_SCHED_EB || s == UM_SCHED_UNIFORM;
 }
 
 /* by key descending, then position ascending: a strict total order */
@@ -238,9 +238,12 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
         k = 1;
         while (k < n && (double)items[k].score >= 1.0 - (double)s->factor / (double)(k + 2))
             k++;
-    } else if (s->schedule == UM_SCHED_EB) {
+    } else if (s->schedule == UM_SCHED_EB || s->schedule == UM_SCHED_UNIFORM) {
         /* EB-sampler: lowest entropy first (key = -entropy), the largest prefix whose entropies
-           sum to <= gamma once its largest (the last, in this order) is left out */
+           sum to <= gamma once its largest (the last, in this order) is left out; DiffusionGemma's
+           acceptance is the same rule with its entropy bound (diffusion.cpp: an entry is accepted
+           when cumE - entropy[pos] <= bound, the sum of the ones before it) */
+        const double bound = s->schedule == UM_SCHED_EB ? (double)s->eb_gamma : (double)plan->entropy_bound;
         for (int32_t i = 0; i < n; i++)
             items[i].key = -(double)items[i].entropy;
         sort_items(items, n, key_before);
@@ -249,7 +252,7 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
         do {
             sum += items[k].entropy;
             k++;
-        } while (k < n && sum <= (double)s->eb_gamma);
+        } while (k < n && sum <= bound);
     } else if (s->score == UM_SCORE_ORIGIN) {
         /* Dream 'origin': independent coins, u < p_transfer */
         for (int32_t i = 0; i < n; i++)
@@ -272,6 +275,134 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
     }
     sort_items(items, k, pos_before);
     return k;
+}
+
+/* ---------------------------------------------------------------- explanation */
+
+/* Does a come before b in the rule's order? eb: lower entropy; else higher score; ties:
+ * the lower position (as schedule_select's sorts). */
+static bool why_before(bool eb, const um_scored *a, const um_scored *b) {
+    if (eb ? a->entropy != b->entropy : a->score != b->score)
+        return eb ? a->entropy < b->entropy : a->score > b->score;
+    return a->pos < b->pos;
+}
+
+void schedule_explain(const um_settings *s, const um_plan *plan, const um_scored *items, int32_t n, int32_t k,
+                      um_why *out) {
+    const bool eb = s->schedule == UM_SCHED_EB;
+    double eb_sum = 0, eb_max = 0;
+    for (int32_t c = 0; c < k && eb; c++) {
+        eb_sum += items[c].entropy;
+        eb_max = items[c].entropy > eb_max ? items[c].entropy : eb_max;
+    }
+    for (int32_t c = 0; c < k; c++) {
+        um_why *w = &out[c];
+        memset(w, 0, sizeof *w);
+        w->rank = 1;
+        for (int32_t j = 0; j < n; j++) w->rank += j != c && why_before(eb, &items[j], &items[c]);
+        w->n_elig = n;
+        w->count = plan->count;
+        w->committed = k;
+        w->block = plan->block;
+        w->score = eb ? items[c].entropy : items[c].score;
+        switch (s->schedule) {
+        case UM_SCHED_THRESHOLD:
+            w->rule = items[c].score >= s->threshold ? UM_WHY_THRESHOLD : UM_WHY_QUOTA;
+            w->bound = s->threshold;
+            break;
+        case UM_SCHED_FACTOR:
+            w->rule = UM_WHY_FACTOR;
+            w->bound = (float)(1.0 - (double)s->factor / (double)(w->rank + 1));
+            break;
+        case UM_SCHED_EB:
+            w->rule = UM_WHY_EB;
+            w->bound = s->eb_gamma;
+            w->value = (float)(eb_sum - eb_max);
+            break;
+        default:
+            w->rule = s->score == UM_SCORE_ORIGIN ? UM_WHY_RANDOM : s->alg_temp > 0.0f ? UM_WHY_SAMPLED : UM_WHY_COUNT;
+            w->bound = (float)plan->p_transfer;
+            break;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- uniform-state decoding */
+
+int schedule_us_start(um_us_state *st, const um_settings *s, int32_t n_gen, um_err *e) {
+    memset(st, 0, sizeof *st);
+    if (s->us_canvas <= 0)
+        return um_errf(e, "uniform schedule: canvas length must be >= 1 (got %d)", s->us_canvas);
+    if (n_gen <= 0)
+        return um_errf(e, "uniform schedule: generation length must be >= 1 (got %d)", n_gen);
+    if (s->steps <= 0)
+        return um_errf(e, "uniform schedule: steps must be >= 1 (got %d)", s->steps);
+    if (!(s->us_t_min > 0) || !(s->us_t_max > 0) || !isfinite(s->us_t_min) || !isfinite(s->us_t_max))
+        return um_errf(e, "uniform schedule: temperatures must be > 0 (got %g, %g)", (double)s->us_t_min,
+                       (double)s->us_t_max);
+    st->n_blocks = (int32_t)(((int64_t)n_gen + s->us_canvas - 1) / s->us_canvas);
+    return UM_OK;
+}
+
+void schedule_us_plan(const um_us_state *st, const um_settings *s, int32_t n_prompt, um_plan *out) {
+    const int32_t C = s->us_canvas, S = s->steps > 0 ? s->steps : 1;
+    memset(out, 0, sizeof *out);
+    out->n_blocks = st->n_blocks;
+    out->block = st->done ? st->n_blocks : st->block;
+    out->start = n_prompt + out->block * C;
+    out->end = out->start + (st->done ? 0 : C);
+    out->done = st->done;
+    /* the step counts down from S (diffusion.cpp: cur_step = S .. 1); past S (the step budget
+       lowered mid-run) the last temperature holds */
+    const int32_t left = S - st->step > 1 ? S - st->step : 1;
+    out->steps_left = left;
+    out->us_step = st->step;
+    out->temperature = s->us_t_min + (s->us_t_max - s->us_t_min) * ((float)left / (float)S);
+    out->sc_temp = s->us_self_cond && st->step > 0 ? st->prev_temp : 0.0f;
+    out->entropy_bound = s->us_bound;
+    out->masks_left = st->done ? 0 : C;
+    out->count = 1;
+    out->p_transfer = 1.0;
+}
+
+bool schedule_us_after(um_us_state *st, const um_settings *s, const um_plan *plan, bool same_argmax,
+                       double mean_entropy, int32_t n_accepted) {
+    st->held = same_argmax && st->step > 0 ? st->held + 1 : 0;
+    st->step++;
+    st->prev_temp = plan->temperature;
+    st->mean_entropy = (float)mean_entropy;
+    st->n_accepted = n_accepted;
+    st->stable = st->held >= s->us_stability && mean_entropy < (double)s->us_confidence;
+    st->stopped = st->stable || st->step >= s->steps;
+    return st->stopped;
+}
+
+int32_t schedule_us_cut(const int32_t *tokens, const bool *eog, int32_t n) {
+    int32_t cut = n;
+    for (int32_t i = 0; i < n; i++)
+        if (eog[i]) { cut = i; break; }
+    for (int32_t i = 0; i + 1 < cut; i++)
+        for (int32_t stride = 1; stride <= 2; stride++) {
+            int32_t reps = 0;
+            for (int32_t j = i; j + stride < n && tokens[j] == tokens[j + stride]; j += stride)
+                reps++;
+            if (reps >= 6)
+                return i;
+        }
+    return cut;
+}
+
+void schedule_us_next(um_us_state *st, int32_t cut, int32_t C) {
+    st->cut = cut;
+    if (cut < C || st->block + 1 >= st->n_blocks) {
+        st->done = true;
+        return;
+    }
+    st->block++;
+    st->step = 0;
+    st->held = 0;
+    st->prev_temp = 0;
+    st->stopped = st->stable = false;
 }
 
 /* ---------------------------------------------------------------- whole-run table */
@@ -315,7 +446,7 @@ int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int
 static const char *const schedule_names[UM_SCHED_COUNT] = {
     [UM_SCHED_BLOCK] = "block", [UM_SCHED_TIMESTEP] = "timestep",
     [UM_SCHED_THRESHOLD] = "threshold", [UM_SCHED_LINEAR] = "linear",
-    [UM_SCHED_FACTOR] = "factor", [UM_SCHED_EB] = "eb",
+    [UM_SCHED_FACTOR] = "factor", [UM_SCHED_EB] = "eb", [UM_SCHED_UNIFORM] = "uniform",
 };
 
 static const char *const score_names[UM_SCORE_COUNT] = {

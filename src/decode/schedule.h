@@ -56,6 +56,12 @@ typedef struct um_plan {
                                     the engine may raise it, schedule_threshold_quota) */
     double  p_transfer;          /* origin score: commit probability of each eligible position */
     bool    done;                /* no mask left in the generated part */
+    /* the uniform schedule (schedule_us_plan): block = the canvas, [start, end) its positions,
+       every one of them eligible and given a logits row */
+    float   temperature;         /* this step's t */
+    float   sc_temp;             /* self-conditioning from the previous step's logits at this t; 0: off */
+    float   entropy_bound;       /* the acceptance bound (settings.us_bound) */
+    int32_t us_step;             /* steps already run on this canvas (0: its first) */
 } um_plan;
 
 /*
@@ -92,12 +98,21 @@ float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t st
  *   threshold schedule: score >= settings.threshold, and at least plan->count (the best);
  *   factor schedule: the n best while the n-th scores >= 1 - factor/(n+1), at least one;
  *   eb schedule: by entropy ascending, the longest run whose entropies' sum minus its
- *   largest is <= eb_gamma (at least one);
+ *   largest is <= eb_gamma (at least one); uniform schedule: the same rule with
+ *   plan->entropy_bound (the sum of the entropies before each accepted one stays <= it);
  *   otherwise the plan's count best by score, or with alg_temp > 0 a sample without
  *   replacement from softmax(score / alg_temp) (Gumbel-top-k).
  * Ties: the lower position first. Random draws come from (seed, step, pos) streams.
  */
 int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step, um_scored *items, int32_t n);
+
+/*
+ * Why each committed position committed, for readers (um_why in engine.h): call right after
+ * schedule_select with the same settings and plan; items[0..k) are the committed ones (as
+ * schedule_select left them), items[k..n) the rest. out[c] describes items[c], c < k.
+ */
+void schedule_explain(const um_settings *s, const um_plan *plan, const um_scored *items, int32_t n, int32_t k,
+                      um_why *out);
 
 /*
  * The per-step commit counts of a whole run with these settings and no change on the way
@@ -107,11 +122,59 @@ int32_t schedule_select(const um_settings *s, const um_plan *plan, int64_t step,
  */
 int32_t schedule_table(const um_settings *s, int32_t n_gen, int32_t *counts, int32_t cap, um_err *e);
 
+/* ---------------------------------------------------------------- uniform-state decoding
+ *
+ * UM_SCHED_UNIFORM (DiffusionGemma; llama.cpp's port diffusion_generate_entropy_bound and
+ * diffusion-cli's run_turn, transformers' EntropyBoundSampler). A generation of n_gen tokens is
+ * ceil(n_gen / C) canvases of C = settings.us_canvas positions, one after the other after the
+ * prompt; the canvas of block b is [n_prompt + b C, n_prompt + (b+1) C), everything before it
+ * its prefix. On a canvas of S = settings.steps steps, at its step k (0-based), s = S - k:
+ *   t = t_min + (t_max - t_min) s / S; self-conditioning at the previous step's t (off at k = 0);
+ *   every position: entropy H of softmax(logits / t), a sample from it, its argmax;
+ *   accept (schedule_select) in increasing H while the sum of the H before stays <= the bound;
+ *   accepted positions hold their sample, the rest a fresh random token; the output is the argmax;
+ *   the canvas stops (schedule_us_after) when the argmax equalled the previous step's for
+ *   us_stability steps running and the mean H < us_confidence, or after S steps;
+ *   then it is cut (schedule_us_cut) at its first end of generation or the start of a repeat
+ *   loop, and the next canvas starts (schedule_us_next) unless it was cut or was the last.
+ * The state below is all the schedule keeps; the engine owns it and changes it only through
+ * these calls, so a settings change applies from the next step.
+ */
+typedef struct um_us_state {
+    int32_t block, n_blocks;     /* the canvas being denoised, and how many the run may take */
+    int32_t step;                /* steps run on it */
+    int32_t held;                /* steps running that its argmax canvas did not change */
+    float   prev_temp;           /* the last step's temperature (self-conditioning) */
+    float   mean_entropy;        /* the last step's mean entropy over the canvas */
+    int32_t n_accepted;          /* positions the last step accepted */
+    bool    stopped;             /* the last step stopped the canvas (stable and confident, or S steps) */
+    bool    stable;              /* ... because stable and confident (false: out of steps) */
+    int32_t cut;                 /* when stopped: the kept length of the canvas (schedule_us_cut) */
+    bool    done;                /* no canvas left */
+} um_us_state;
+
+/* A fresh run: n_gen tokens over canvases of settings.us_canvas. Fails on a bad setting. */
+int  schedule_us_start(um_us_state *st, const um_settings *s, int32_t n_gen, um_err *e);
+/* The plan of the next step (temperature, self-conditioning, the canvas range). */
+void schedule_us_plan(const um_us_state *st, const um_settings *s, int32_t n_prompt, um_plan *out);
+/* After a step that accepted n_accepted positions: same_argmax (the argmax canvas equals the
+ * previous step's; false on a canvas's first step) and the mean entropy decide whether the
+ * canvas stops. Returns st->stopped. */
+bool schedule_us_after(um_us_state *st, const um_settings *s, const um_plan *plan, bool same_argmax,
+                       double mean_entropy, int32_t n_accepted);
+/* Where a stopped canvas ends: its first end-of-generation position (eog[i]), or the start
+ * of a repetition loop (a token equal to the one 1 or 2 positions on for 6 or more
+ * positions running: diffusion-cli's trim_canvas), whichever comes first; n when neither. */
+int32_t schedule_us_cut(const int32_t *tokens, const bool *eog, int32_t n);
+/* The next canvas after a stopped one kept cut of its C positions: done when cut < C or
+ * it was the last. */
+void schedule_us_next(um_us_state *st, int32_t cut, int32_t C);
+
 /* Is the per-step count decided by the model's scores (threshold, factor, eb) rather than by
  * the step budget? Such runs take as many steps as they need and have no schedule_table. */
 bool schedule_adaptive(um_schedule s);
 
-/* Names for flags, snapshots and the UI: "block", "timestep", "threshold", "linear", "factor", "eb";
+/* Names for flags, snapshots and the UI: "block", "timestep", "threshold", "linear", "factor", "eb", "uniform";
    "confidence", "margin", "entropy", "random", "origin". *_from_name fails with a message
    listing the known names. */
 const char *schedule_name(um_schedule s);

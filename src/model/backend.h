@@ -9,6 +9,7 @@
 #ifndef UM_BACKEND_H
 #define UM_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -16,6 +17,8 @@
 
 /* K/V of every layer for every canvas position, kept between passes (forward.h). */
 typedef struct um_kvcache um_kvcache;
+/* Self-conditioning input of a DiffusionGemma pass (forward.h). */
+typedef struct um_selfcond um_selfcond;
 
 typedef struct um_backend {
     const char *name;                       /* "cpu", "cuda" */
@@ -35,6 +38,14 @@ typedef struct um_backend {
     uint64_t (*kv_bytes)(const um_kvcache *kv);
     int  (*run_kv)(void *impl, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
                    int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e);
+    /* Optional (NULL: the backend cannot decode a uniform-state model). The region-aware pass
+     * of DiffusionGemma over [prompt | canvas] with self-conditioning (forward_run_dg); with
+     * prompt_cached, over the prompt K/V that dg_prompt stored (forward_run_dg_cached). */
+    int  (*run_dg)(void *impl, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+                   bool prompt_cached, const int32_t *rows, int n_rows, float *logits, um_err *e);
+    int  (*dg_prompt)(void *impl, const int32_t *tokens, int n_prompt, um_err *e);
+    uint64_t (*dg_prompt_bytes)(void *impl);
+    int  (*dg_sc_exact_rows)(void *impl);   /* rows of the last pass whose self-conditioning went exact */
 } um_backend;
 
 #ifdef __cplusplus

@@ -192,6 +192,7 @@ static void free_buffers(um_forward *f) {
         um_free_aligned(*bufs[i]);
         *bufs[i] = NULL;
     }
+    fwg_free_prompt(f);
     free(f->wrow);
     free(f->wrow_f);
     f->wrow = NULL;
@@ -382,6 +383,20 @@ typedef struct kv_job {
     bool        keep;               /* a partial pass that also stores its active rows */
 } kv_job;
 
+/* One cached row to f32 and back: F16 with the SIMD conversions on the fast path (every
+ * cached row of every layer is converted on every partial pass: the scalar conversion was
+ * most of the K/V cache's part of a cached step), the reference conversion otherwise (same
+ * values, tests/test_ops.c). */
+static void kv_get(const um_forward *f, const um_kvcache *kv, const void *src, float *dst, int64_t n) {
+    if (!f->ref && kv->tr == um_traits(UM_TYPE_F16)) ops_f16_to_f32(src, dst, n);
+    else kv->tr->to_float_ref(src, dst, n);
+}
+
+static void kv_put(const um_forward *f, const um_kvcache *kv, const float *src, void *dst, int64_t n) {
+    if (!f->ref && kv->tr == um_traits(UM_TYPE_F16)) ops_f32_to_f16(src, dst, n);
+    else kv->tr->from_float_ref(src, dst, n);
+}
+
 static void kv_one(void *arg, int64_t p, int tid) {
     (void)tid;
     kv_job *j = arg;
@@ -390,18 +405,18 @@ static void kv_one(void *arg, int64_t p, int tid) {
     const int64_t n = kv->nkv;
     float *k = f->k + p * n, *v = f->v + p * n;
     if (j->store) {
-        kv->tr->from_float_ref(k, kv_row(kv, kv->k, j->il, p), n);
-        kv->tr->from_float_ref(v, kv_row(kv, kv->v, j->il, p), n);
+        kv_put(f, kv, k, kv_row(kv, kv->k, j->il, p), n);
+        kv_put(f, kv, v, kv_row(kv, kv->v, j->il, p), n);
     } else if (f->slot[p] >= 0) {
         memcpy(k, f->kc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
         memcpy(v, f->vc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
         if (j->keep) {
-            kv->tr->from_float_ref(k, kv_row(kv, kv->k, j->il, p), n);
-            kv->tr->from_float_ref(v, kv_row(kv, kv->v, j->il, p), n);
+            kv_put(f, kv, k, kv_row(kv, kv->k, j->il, p), n);
+            kv_put(f, kv, v, kv_row(kv, kv->v, j->il, p), n);
         }
     } else {
-        kv->tr->to_float_ref(kv_row(kv, kv->k, j->il, p), k, n);
-        kv->tr->to_float_ref(kv_row(kv, kv->v, j->il, p), v, n);
+        kv_get(f, kv, kv_row(kv, kv->k, j->il, p), k, n);
+        kv_get(f, kv, kv_row(kv, kv->v, j->il, p), v, n);
     }
 }
 
@@ -473,7 +488,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     const um_hparams *hp = &m->hp;
     if (m->arch->gemma4) {
         if (kv) return um_errf(e, "K/V cache passes are not supported for %s yet", m->arch->name);
-        return fwg_run(f, tokens, n_tokens, -1, NULL, rows, n_rows, logits, e);
+        return fwg_run(f, tokens, n_tokens, -1, NULL, rows, n_rows, logits, FWG_FULL, e);
     }
     if (n_tokens <= 0 || n_tokens > f->max_tokens)
         return um_errf(e, "canvas of %d tokens exceeds the prepared maximum of %d", n_tokens, f->max_tokens);
@@ -515,8 +530,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     const int64_t E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
     um_pool *pool = f->ref ? NULL : f->pool;
 
-    f->t_mark = um_now();
-    f->prof.passes++;
+    fw_prof_begin(f);
     if (ops_embed(pool, f->x, m->tok_embd.data, m->tok_embd.type, hp->n_vocab, (int)E, ctok, N, e)) return UM_FAIL;
     fw_mark(f, UM_FW_EMBED);
     um_rope rope = { .mode = m->arch->rope_neox ? UM_ROPE_NEOX : UM_ROPE_NORM, .head_dim = (int)HD,
@@ -561,7 +575,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
             if (partial && drift && il == hp->n_layer - 1) *drift = kv_drift(f, kv, il, act, n_act, tokens);
             kv_job kj = { .f = f, .kv = kv, .il = il, .store = !partial, .keep = partial && m->arch->block_causal };
             pool_for(pool, T, kv_one, &kj);
-            fw_mark(f, UM_FW_ADD);
+            fw_mark(f, UM_FW_KV);
         }
         if (attend(f, qpos, nq, T, e)) return UM_FAIL;
         fw_mark(f, UM_FW_ATTN);
@@ -569,7 +583,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
             /* shrink the residual stream to the kept rows, in the caller's order */
             fw_gather(f->hidden, f->x, hrow, n_rows, E);
             memcpy(f->x, f->hidden, (size_t)(n_rows * E) * sizeof(float));
-            fw_mark(f, UM_FW_ADD);
+            fw_mark(f, UM_FW_GATHER);
         }
         fw_linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, nq, f->xn, l->bo);
         fw_mark(f, UM_FW_WO);
@@ -582,7 +596,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     const bool subset_done = !f->ref && n_rows < N;
     if (subset_done) memcpy(f->hidden, f->x, (size_t)(n_rows * E) * sizeof(float));
     else fw_gather(f->hidden, f->x, hrow, n_rows, E);
-    fw_mark(f, UM_FW_ADD);
+    fw_mark(f, UM_FW_GATHER);
     fw_rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
     fw_linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
     fw_mark(f, UM_FW_HEAD);
@@ -592,6 +606,7 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
     } else if (kv && m->arch->block_causal) {
         for (int i = 0; i < n_act; i++) kv->tok[act[i]] = tokens[act[i]];
     }
+    fw_prof_end(f);
     return UM_OK;
 }
 
@@ -603,8 +618,26 @@ int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
 int forward_run_dg(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
                    const int32_t *rows, int n_rows, float *logits, um_err *e) {
     if (!f->m->arch->gemma4) return um_errf(e, "architecture '%s' has no region-aware pass", f->m->arch->name);
-    return fwg_run(f, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, e);
+    return fwg_run(f, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, FWG_FULL, e);
 }
+
+int forward_dg_prompt(um_forward *f, const int32_t *tokens, int n_prompt, um_err *e) {
+    if (!f->m->arch->gemma4) return um_errf(e, "architecture '%s' has no region-aware pass", f->m->arch->name);
+    if (n_prompt <= 0) {            /* nothing to store: an empty prompt */
+        if (n_prompt < 0) return um_errf(e, "negative prompt length %d", n_prompt);
+        f->pc_n = 0;
+        return UM_OK;
+    }
+    return fwg_run(f, tokens, n_prompt, n_prompt, NULL, NULL, 0, NULL, FWG_PROMPT, e);
+}
+
+int forward_run_dg_cached(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+                          const int32_t *rows, int n_rows, float *logits, um_err *e) {
+    if (!f->m->arch->gemma4) return um_errf(e, "architecture '%s' has no region-aware pass", f->m->arch->name);
+    return fwg_run(f, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, FWG_CANVAS, e);
+}
+
+uint64_t forward_dg_prompt_bytes(const um_forward *f) { return f->pc_bytes; }
 
 int forward_run_kv(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
                    int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
@@ -629,6 +662,17 @@ static int cpu_run_kv(void *impl, um_kvcache *kv, const int32_t *tokens, int n_t
     return forward_run_kv(impl, kv, tokens, n_tokens, active, n_active, rows, n_rows, logits, drift, e);
 }
 
+static int cpu_run_dg(void *impl, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+                      bool prompt_cached, const int32_t *rows, int n_rows, float *logits, um_err *e) {
+    return prompt_cached ? forward_run_dg_cached(impl, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, e)
+                         : forward_run_dg(impl, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, e);
+}
+static int cpu_dg_prompt(void *impl, const int32_t *tokens, int n_prompt, um_err *e) {
+    return forward_dg_prompt(impl, tokens, n_prompt, e);
+}
+static uint64_t cpu_dg_prompt_bytes(void *impl) { return forward_dg_prompt_bytes(impl); }
+static int cpu_dg_sc_exact_rows(void *impl) { return forward_sc_exact_rows(impl); }
+
 void forward_as_backend(um_forward *f, um_backend *b) {
     b->name = "cpu";
     b->impl = f;
@@ -640,4 +684,8 @@ void forward_as_backend(um_forward *f, um_backend *b) {
     b->kv_free = forward_kv_free;
     b->kv_bytes = forward_kv_bytes;
     b->run_kv = cpu_run_kv;
+    b->run_dg = f->m->arch->gemma4 ? cpu_run_dg : NULL;
+    b->dg_prompt = f->m->arch->gemma4 ? cpu_dg_prompt : NULL;
+    b->dg_prompt_bytes = cpu_dg_prompt_bytes;
+    b->dg_sc_exact_rows = cpu_dg_sc_exact_rows;
 }

@@ -100,6 +100,19 @@ void forward_dg_key_range(int t, int T, int P, int n_swa, bool swa, int32_t *lo,
 int  forward_run_dg(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
                     const int32_t *rows, int n_rows, float *logits, um_err *e);
 
+/* The prompt's K/V once per canvas (exact: no prompt row sees the canvas). forward_dg_prompt
+ * runs the prompt rows tokens[0..n_prompt) alone and keeps every layer's K and V of them in
+ * the forward state (allocated on first use for max_tokens rows, kept until forward_free or a
+ * larger forward_reserve). forward_run_dg_cached is then forward_run_dg with an explicit
+ * n_prompt that runs only the canvas rows [n_prompt, n_tokens) through the layers, their
+ * attention reading the stored prompt K/V; tokens[0..n_prompt) must be the stored prompt and
+ * rows canvas rows. Every op computes a row independently of the others, so its logits equal
+ * forward_run_dg's bit for bit (tests/test_dgemma.c). */
+int  forward_dg_prompt(um_forward *f, const int32_t *tokens, int n_prompt, um_err *e);
+int  forward_run_dg_cached(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
+                           const int32_t *rows, int n_rows, float *logits, um_err *e);
+uint64_t forward_dg_prompt_bytes(const um_forward *f);   /* the prompt store's K and V, 0 before its first use */
+
 /* A K/V cache for canvases of up to max_tokens, K and V stored as type: UM_TYPE_F32, F16
  * (the default) or Q8_0 (needs n_head_kv * head_dim divisible by 32). */
 int  forward_kv_new(const um_forward *f, uint32_t type, int max_tokens, um_kvcache **out, um_err *e);
@@ -127,12 +140,18 @@ int  forward_reserve(um_forward *f, int max_tokens, um_err *e);
  * Always on (a clock read per op, about 1 us per layer in all). */
 typedef enum um_fw_part {
     UM_FW_EMBED = 0, UM_FW_NORM, UM_FW_QKV, UM_FW_ROPE, UM_FW_ATTN, UM_FW_WO, UM_FW_FFN_IN,
-    UM_FW_ACT, UM_FW_FFN_DOWN, UM_FW_ROUTE, UM_FW_ADD, UM_FW_HEAD, UM_FW_PART_COUNT
+    UM_FW_ACT, UM_FW_FFN_DOWN, UM_FW_ROUTE, UM_FW_ADD, UM_FW_HEAD,
+    UM_FW_KV,                    /* K/V cache: storing (F16 conversion), loading, the drift */
+    UM_FW_GATHER,                /* row gathers (the last layer's and the head's rows) */
+    UM_FW_PART_COUNT
 } um_fw_part;
 typedef struct um_fw_profile {
     double   ms[UM_FW_PART_COUNT];
     uint64_t macs;               /* weight-product MACs (n_tokens x n_in x n_out summed) */
     double   matmul_ms;          /* time inside those products (part of ms[]) */
+    uint64_t dispatches;         /* thread-pool runs (pool_stats) */
+    double   handoff_ms;         /* the caller's wait in them after its own share (pool_stats):
+                                  * spread over the parts above, not one of them */
     int      passes;
 } um_fw_profile;
 const char *forward_part_name(um_fw_part p);

@@ -17,13 +17,27 @@ static const char *const part_names[UM_FW_PART_COUNT] = {
     [UM_FW_EMBED] = "embedding", [UM_FW_NORM] = "rmsnorm (+ qk-norm)", [UM_FW_QKV] = "attn q/k/v products",
     [UM_FW_ROPE] = "rope", [UM_FW_ATTN] = "attention (scores, softmax, values)", [UM_FW_WO] = "attn output product",
     [UM_FW_FFN_IN] = "ffn gate/up products", [UM_FW_ACT] = "swiglu", [UM_FW_FFN_DOWN] = "ffn down product",
-    [UM_FW_ROUTE] = "moe routing, gather, combine", [UM_FW_ADD] = "residual adds, row gathers",
-    [UM_FW_HEAD] = "lm head product (+ final norm)",
+    [UM_FW_ROUTE] = "moe routing, gather, combine", [UM_FW_ADD] = "residual adds",
+    [UM_FW_HEAD] = "lm head product (+ final norm)", [UM_FW_KV] = "k/v cache (f16 store, load)",
+    [UM_FW_GATHER] = "row gathers",
 };
 
 const char *forward_part_name(um_fw_part p) { return p >= 0 && p < UM_FW_PART_COUNT ? part_names[p] : "?"; }
 void forward_profile(const um_forward *f, um_fw_profile *out) { *out = f->prof; }
 void forward_profile_reset(um_forward *f) { memset(&f->prof, 0, sizeof f->prof); }
+
+void fw_prof_begin(um_forward *f) {
+    f->prof.passes++;
+    pool_stats(f->ref ? NULL : f->pool, &f->pool_at_start);
+    f->t_mark = um_now();
+}
+
+void fw_prof_end(um_forward *f) {
+    um_pool_stats s;
+    pool_stats(f->ref ? NULL : f->pool, &s);
+    f->prof.dispatches += s.runs - f->pool_at_start.runs;
+    f->prof.handoff_ms += (s.wait_s - f->pool_at_start.wait_s) * 1e3;
+}
 
 /* Charge the time since the last mark to part p. */
 void fw_mark(um_forward *f, um_fw_part p) {

@@ -21,11 +21,15 @@
  *          renormalised, s = ffn_down_exps.scale, experts GeGLU
  *   x    = (r + rmsnorm(mlp + moe) * post_ffw_norm) * (prompt rows: enc scalar, canvas: scalar)
  * then logits = softcap(rmsnorm(x) * output_norm  token_embd^T).
- * Every row goes through every layer (the canvas needs all its rows; the prompt's K/V are
- * exact whatever the canvas holds, since no prompt row sees the canvas).
+ * Every row goes through every layer (the canvas needs all its rows). The prompt's K/V are
+ * exact whatever the canvas holds, since no prompt row sees the canvas: the prompt pass
+ * (forward_dg_prompt) runs the prompt alone and stores them, and a canvas pass
+ * (forward_run_dg_cached) runs only the canvas rows against them, as the port's PREFILL and
+ * DECODE phases do (diffusion-gemma.cpp).
  */
 #include "forward_impl.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,11 +208,6 @@ void forward_dg_key_range(int t, int T, int P, int n_swa, bool swa, int32_t *lo,
     }
 }
 
-/* The region mask as key ranges (ops_attention's kv_lo/kv_hi), for a sliding or global layer. */
-static void region_ranges(um_forward *f, int T, int P, bool swa) {
-    for (int t = 0; t < T; t++) forward_dg_key_range(t, T, P, f->m->hp.n_swa, swa, &f->kv_lo[t], &f->kv_hi[t]);
-}
-
 /* The routed experts of layer il on r (T, E) into f->moe_out (T, E), before post_ffw_norm_2. */
 static int experts(um_forward *f, int il, const float *r, int T, um_err *e) {
     const um_model *m = f->m;
@@ -259,41 +258,72 @@ static int experts(um_forward *f, int il, const float *r, int T, um_err *e) {
     return UM_OK;
 }
 
-/* Attention block of layer il: x (T, E) in, f->resid = x + post-normed attention out. */
-static int attention(um_forward *f, int il, int T, int P, um_err *e) {
+/* Where the rows of one pass sit: the N rows carried through the layers are the pass's
+ * positions [r0, r0 + N) of T (keys), the first P of which are the prompt. A full pass
+ * carries every row (r0 = 0, N = T); the prompt pass (fill) carries the prompt alone
+ * (N = T = P) and stores each layer's K/V of it; a canvas pass carries the canvas rows
+ * (r0 = P, N = T - P) and reads the prompt's K/V from that store. */
+typedef struct fwg_rows {
+    int  r0, N, T, P;
+    bool fill, cached;
+} fwg_rows;
+
+/* Layer il's K (or V) rows in the prompt store: (max_tokens, n_head_kv * head_dim). */
+static float *pc_layer(const um_forward *f, float *base, int il) {
+    return base + (int64_t)f->max_tokens * f->pc_off[il];
+}
+
+/* Attention block of layer il: x (N, E) in, f->resid = x + post-normed attention out. */
+static int attention(um_forward *f, int il, const fwg_rows *g, um_err *e) {
     const um_model *m = f->m;
     const um_hparams *hp = &m->hp;
     const um_layer *l = &m->layers[il];
     const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
     const int E = hp->n_embd, H = hp->n_head, HD = l->head_dim, HKV = l->n_head_kv;
+    const int N = g->N;
+    const int64_t nkv = (int64_t)HKV * HD;
+    float *k = f->k + g->r0 * nkv, *v = f->v + g->r0 * nkv;   /* the carried rows' K/V among the keys */
     um_pool *pool = f->ref ? NULL : f->pool;
-    fw_rmsnorm(f, f->xn, f->x, l->attn_norm, T, E);
+    fw_rmsnorm(f, f->xn, f->x, l->attn_norm, N, E);
     fw_mark(f, UM_FW_NORM);
-    fw_linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, T, f->q, NULL);
-    fw_linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, T, f->k, NULL);
-    if (l->v_from_k) memcpy(f->v, f->k, (size_t)T * HKV * HD * sizeof(float));
-    else fw_linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, T, f->v, NULL);
+    fw_linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, N, f->q, NULL);
+    fw_linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, N, k, NULL);
+    if (l->v_from_k) memcpy(v, k, (size_t)N * nkv * sizeof(float));
+    else fw_linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, N, v, NULL);
     fw_mark(f, UM_FW_QKV);
-    fw_rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)T * H, HD);
-    fw_rmsnorm(f, f->k, f->k, l->k_norm, (int64_t)T * HKV, HD);
-    fw_rmsnorm(f, f->v, f->v, NULL, (int64_t)T * HKV, HD);
+    fw_rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)N * H, HD);
+    fw_rmsnorm(f, k, k, l->k_norm, (int64_t)N * HKV, HD);
+    fw_rmsnorm(f, v, v, NULL, (int64_t)N * HKV, HD);
     fw_mark(f, UM_FW_NORM);
     um_rope rope = { .mode = UM_ROPE_NEOX, .head_dim = HD, .n_dims = l->n_rot, .freq_base = l->rope_base,
                      .freq_scale = 1.0f, .freq_factors = l->swa ? NULL : m->rope_freqs };
-    int rc = f->ref ? ops_rope_ref(&rope, f->pos, T, f->q, H, f->k, HKV, e)
-                    : ops_rope(pool, &rope, f->pos, T, f->q, H, f->k, HKV, e);
+    const int32_t *pos = f->pos + g->r0;
+    int rc = f->ref ? ops_rope_ref(&rope, pos, N, f->q, H, k, HKV, e)
+                    : ops_rope(pool, &rope, pos, N, f->q, H, k, HKV, e);
     if (rc) return UM_FAIL;
     fw_mark(f, UM_FW_ROPE);
-    region_ranges(f, T, P, l->swa);
-    um_attn at = { .n_q = T, .n_kv = T, .n_head = H, .n_head_kv = HKV, .head_dim = HD, .scale = 1.0f,
+    /* the prompt's K/V: stored by the prompt pass, read back by a canvas pass (exact: no
+       prompt row sees the canvas, so they are what a full pass computes) */
+    const size_t pbytes = (size_t)g->P * nkv * sizeof(float);
+    if (g->fill && pbytes) {
+        memcpy(pc_layer(f, f->pc_k, il), f->k, pbytes);
+        memcpy(pc_layer(f, f->pc_v, il), f->v, pbytes);
+    } else if (g->cached && pbytes) {
+        memcpy(f->k, pc_layer(f, f->pc_k, il), pbytes);
+        memcpy(f->v, pc_layer(f, f->pc_v, il), pbytes);
+    }
+    fw_mark(f, UM_FW_ADD);
+    for (int t = 0; t < N; t++)
+        forward_dg_key_range(g->r0 + t, g->T, g->P, hp->n_swa, l->swa, &f->kv_lo[t], &f->kv_hi[t]);
+    um_attn at = { .n_q = N, .n_kv = g->T, .n_head = H, .n_head_kv = HKV, .head_dim = HD, .scale = 1.0f,
                    .kv_lo = f->kv_lo, .kv_hi = f->kv_hi };
     rc = f->ref ? ops_attention_ref(&at, f->att, f->q, f->k, f->v, e) : ops_attention(pool, &at, f->att, f->q, f->k, f->v, e);
     if (rc) return UM_FAIL;
     fw_mark(f, UM_FW_ATTN);
-    fw_linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, T, f->xn, NULL);
+    fw_linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, N, f->xn, NULL);
     fw_mark(f, UM_FW_WO);
-    fw_rmsnorm(f, f->xn, f->xn, l->attn_post_norm, T, E);
-    fw_add(f, f->resid, f->x, f->xn, (int64_t)T * E);
+    fw_rmsnorm(f, f->xn, f->xn, l->attn_post_norm, N, E);
+    fw_add(f, f->resid, f->x, f->xn, (int64_t)N * E);
     fw_mark(f, UM_FW_ADD);
     return UM_OK;
 }
@@ -329,8 +359,36 @@ static int feed_forward(um_forward *f, int il, int T, int P, um_err *e) {
 
 /* ------------------------------------------------------------------ the pass */
 
+void fwg_free_prompt(um_forward *f) {
+    um_free_aligned(f->pc_k); um_free_aligned(f->pc_v); free(f->pc_tok); free(f->pc_off);
+    f->pc_k = f->pc_v = NULL; f->pc_tok = NULL; f->pc_off = NULL;
+    f->pc_n = -1;
+    f->pc_cap = 0;
+    f->pc_bytes = 0;
+}
+
+/* Grow the prompt store to max_tokens rows of every layer's K and V (once per size). */
+static int pc_reserve(um_forward *f, um_err *e) {
+    if (f->pc_k && f->pc_cap == f->max_tokens) return UM_OK;
+    const um_model *m = f->m;
+    fwg_free_prompt(f);
+    f->pc_off = um_calloc((size_t)m->hp.n_layer + 1, sizeof *f->pc_off);
+    if (!f->pc_off) return um_errf(e, "out of memory");
+    for (int il = 0; il < m->hp.n_layer; il++)
+        f->pc_off[il + 1] = f->pc_off[il] + (int64_t)m->layers[il].n_head_kv * m->layers[il].head_dim;
+    const uint64_t bytes = (uint64_t)f->max_tokens * (uint64_t)f->pc_off[m->hp.n_layer] * sizeof(float);
+    f->pc_k = um_malloc_aligned(bytes);
+    f->pc_v = um_malloc_aligned(bytes);
+    f->pc_tok = um_calloc((size_t)f->max_tokens, sizeof *f->pc_tok);
+    if (!f->pc_k || !f->pc_v || !f->pc_tok)
+        return um_errf(e, "out of memory for the prompt's K/V (%" PRIu64 " bytes)", 2 * bytes);
+    f->pc_cap = f->max_tokens;
+    f->pc_bytes = 2 * bytes;
+    return UM_OK;
+}
+
 int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
-            const int32_t *rows, int n_rows, float *logits, um_err *e) {
+            const int32_t *rows, int n_rows, float *logits, fwg_mode mode, um_err *e) {
     const um_model *m = f->m;
     const um_hparams *hp = &m->hp;
     const int T = n_tokens, E = hp->n_embd, V = hp->n_vocab;
@@ -341,7 +399,7 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
         if (rows[i] < 0 || rows[i] >= T) return um_errf(e, "row %d outside the canvas", rows[i]);
     const int P = n_prompt >= 0 ? n_prompt : (T > hp->canvas_length ? T - hp->canvas_length : 0);
     if (P > T) return um_errf(e, "prompt of %d rows is longer than the %d-token pass", P, T);
-    const bool use_sc = sc && sc->logits;
+    const bool use_sc = sc && sc->logits && mode != FWG_PROMPT;
     if (use_sc) {
         if (!m->sc_gate.data)
             return um_errf(e, "this %s file has no self-conditioning tensors (self_cond_*)", m->arch->name);
@@ -353,23 +411,45 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
                            sc->top_k, UM_SC_MAX_TOPK, V);
         if (!(sc->tail_max >= 0 && sc->tail_max < 1)) return um_errf(e, "self-conditioning tail bound must be in [0, 1)");
     }
-    const int NC = T - P;
+    fwg_rows g = { .r0 = 0, .N = T, .T = T, .P = P };
+    if (mode == FWG_PROMPT) {
+        if (P != T) return um_errf(e, "the prompt pass takes the prompt alone (%d of %d rows)", P, T);
+        if (pc_reserve(f, e)) return UM_FAIL;
+        f->pc_n = -1;                 /* holds no prompt until this pass completes */
+        g.fill = true;
+    } else if (mode == FWG_CANVAS) {
+        if (f->pc_n != P || (P > 0 && memcmp(f->pc_tok, tokens, (size_t)P * sizeof *tokens)))
+            return um_errf(e, "the prompt's K/V hold another prompt (run the prompt pass first)");
+        if (P == T) return um_errf(e, "a canvas pass needs canvas rows");
+        for (int i = 0; i < n_rows; i++)
+            if (rows[i] < P) return um_errf(e, "row %d is a prompt row: a canvas pass computes canvas rows only", rows[i]);
+        g.r0 = P;
+        g.N = T - P;
+        g.cached = true;
+    }
+    const int N = g.N, PR = g.r0 < P ? P - g.r0 : 0;   /* carried rows, and how many are prompt rows */
+    const int NC = N - PR;
     f->sc_exact_rows = 0;
-    f->t_mark = um_now();
-    f->prof.passes++;
-    if (ops_embed(f->ref ? NULL : f->pool, f->x, m->tok_embd.data, m->tok_embd.type, V, E, tokens, T, e)) return UM_FAIL;
-    scale_rows(f->x, T, E, sqrtf((float)E));
+    fw_prof_begin(f);
+    if (ops_embed(f->ref ? NULL : f->pool, f->x, m->tok_embd.data, m->tok_embd.type, V, E, tokens + g.r0, N, e))
+        return UM_FAIL;
+    scale_rows(f->x, N, E, sqrtf((float)E));
     fw_mark(f, UM_FW_EMBED);
     if (NC > 0) {
-        float *xc = f->x + (int64_t)P * E;
+        float *xc = f->x + (int64_t)PR * E;
         if (use_sc && self_condition(f, sc, xc, NC, e)) return UM_FAIL;
         fw_rmsnorm(f, xc, xc, NULL, NC, E);
         fw_mark(f, UM_FW_NORM);
     }
     for (int il = 0; il < hp->n_layer; il++) {
-        if (attention(f, il, T, P, e) || feed_forward(f, il, T, P, e)) return UM_FAIL;
+        if (attention(f, il, &g, e) || feed_forward(f, il, N, PR, e)) return UM_FAIL;
     }
-    fw_gather(f->hidden, f->x, rows, n_rows, E);
+    if (g.fill) {
+        memcpy(f->pc_tok, tokens, (size_t)P * sizeof *tokens);
+        f->pc_n = P;
+    }
+    for (int i = 0; i < n_rows; i++) f->rows_sel[i] = rows[i] - g.r0;
+    fw_gather(f->hidden, f->x, f->rows_sel, n_rows, E);
     fw_rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, E);
     fw_linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
     if (hp->softcap > 0) {
@@ -377,6 +457,7 @@ int fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, co
         else ops_softcap(f->pool, logits, (int64_t)n_rows * V, hp->softcap);
     }
     fw_mark(f, UM_FW_HEAD);
+    fw_prof_end(f);
     return UM_OK;
 }
 

@@ -63,8 +63,16 @@ struct um_forward {
     bool     sc_colsum_ok;        /* sc_colsum computed (once, on first use) */
     uint8_t *sc_exact;            /* (T) the row's self-conditioning went exact (UM_SC_AUTO) */
     int      sc_exact_rows;       /* their count in the last pass */
+    /* the prompt's K/V (forward_dg_prompt): layer il's rows at pc_k + max_tokens * pc_off[il] */
+    float   *pc_k, *pc_v;         /* (max_tokens, sum over layers of n_head_kv * head_dim) */
+    int64_t *pc_off;              /* (n_layer + 1) floats of one row before layer il */
+    int32_t *pc_tok;              /* (max_tokens) the prompt they hold */
+    int      pc_n;                /* its length; -1: none */
+    int      pc_cap;              /* max_tokens they were made for (0: not made) */
+    uint64_t pc_bytes;            /* K and V */
     um_fw_profile prof;           /* where the passes since the last reset spent their time */
     double   t_mark;              /* um_now() at the end of the last timed part */
+    um_pool_stats pool_at_start;  /* the pool's counters when the pass began */
 };
 
 /* Whether layer il runs the MoE FFN (MoE models may lead with dense layers). */
@@ -75,6 +83,10 @@ static inline bool layer_moe(const um_model *m, int il) {
 
 /* ------------------------------------------------------------------ building blocks (forward_blocks.c) */
 
+/* A pass's profile: begin counts the pass and starts the clock; end adds the pool's
+ * dispatches and hand-offs since begin. */
+void fw_prof_begin(um_forward *f);
+void fw_prof_end(um_forward *f);
 /* Charge the time since the last mark to part p. */
 void fw_mark(um_forward *f, um_fw_part p);
 /* y (n, n_out) = x (n, n_in) W^T (+ bias); mw: the prepared weights (fast path), w: the file's. */
@@ -91,8 +103,13 @@ int  fw_ffn(um_forward *f, int il, float *x, const float *xn, int n, um_err *e);
 
 /* ------------------------------------------------------------------ Gemma 4 (forward_gemma.c) */
 
-/* The region-aware pass over [prompt | canvas] (forward.h, forward_run_dg). */
+/* The region-aware pass over [prompt | canvas] (forward.h, forward_run_dg): every row
+ * (FWG_FULL); the prompt alone, storing its K/V (FWG_PROMPT, forward_dg_prompt); the canvas
+ * rows alone over the stored prompt K/V (FWG_CANVAS, forward_run_dg_cached). */
+typedef enum fwg_mode { FWG_FULL = 0, FWG_PROMPT, FWG_CANVAS } fwg_mode;
 int  fwg_run(um_forward *f, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
-             const int32_t *rows, int n_rows, float *logits, um_err *e);
+             const int32_t *rows, int n_rows, float *logits, fwg_mode mode, um_err *e);
+/* Free the prompt store (forward_free, and when the buffers are remade). */
+void fwg_free_prompt(um_forward *f);
 
 #endif

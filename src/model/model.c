@@ -736,10 +736,7 @@ int model_load_runnable(um_model **m, tokenizer **tok, gguf_file *g, um_err *e) 
     *tok = NULL;
     if (model_from_gguf(m, g, e)) return UM_FAIL;
     const um_hparams *hp = &(*m)->hp;
-    if ((*m)->arch->uniform_state)   /* DiffusionGemma: issue 28 phase 2 brings its decoding loop */
-        um_errf(e, "%s is a uniform-state model; unmask runs its forward pass (unmask logits) but cannot "
-                   "decode it yet", (*m)->arch->family);
-    else if (hp->mask_id < 0)
+    if (!(*m)->arch->uniform_state && hp->mask_id < 0)   /* a uniform-state model has no mask token */
         um_errf(e, "no tokenizer.ggml.mask_token_id: not a diffusion model file");
     else if (tok_load(tok, (*m)->gguf, e) == UM_OK && tok_n_vocab(*tok) > hp->n_vocab)
         um_errf(e, "tokenizer has %d tokens but the model only %d", tok_n_vocab(*tok), hp->n_vocab);

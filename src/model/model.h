@@ -126,7 +126,7 @@ typedef struct tokenizer tokenizer;
 /* The one verdict on whether a file runs: every command that decodes loads its model through
  * this, and `unmask info` prints its reason on the "runnable" line, so the two never disagree.
  * model_from_gguf (weights present, architecture, hyper-parameters, every tensor), then what
- * decoding needs beyond the weights: a mask token, and a tokenizer that loads (model,
+ * decoding needs beyond the weights: a mask token (uniform-state models have none), and a tokenizer that loads (model,
  * pre-tokenizer, token strings and types) and has no more tokens than the embedding has rows.
  * Takes ownership of g (closed on failure); messages do not name the file. */
 int  model_load_runnable(um_model **m, tokenizer **tok, gguf_file *g, um_err *e);

@@ -1,5 +1,5 @@
 /*
- * cast: asciicast v2 writer and rec_frame -> ANSI text. See cast.h.
+ * cast: asciicast v2 writer and frame -> ANSI text. See cast.h.
  *
  * Invariants: every line written is one complete JSON value followed by '\n'; every string
  * inside is valid UTF-8; event times never decrease. prev holds the last frame passed to
@@ -105,12 +105,9 @@ size_t cast_json_escape(cast_buf *out, const char *str, size_t n, int keep_tail,
 
 /* ---------------------------------------------------------------- frame -> ANSI */
 
-static int cell_eq(const rec_cell *a, const rec_cell *b) {
-    if (a->ncp != b->ncp || a->width != b->width || a->attr != b->attr || a->fg != b->fg || a->bg != b->bg)
-        return 0;
-    for (int k = 0; k < a->ncp && k < REC_MAX_CP; k++)
-        if (a->cp[k] != b->cp[k]) return 0;
-    return 1;
+static int cell_eq(const frame_cell *a, const frame_cell *b) {
+    return a->width == b->width && a->attrs == b->attrs && a->fg == b->fg && a->bg == b->bg &&
+           !strncmp(a->text, b->text, FRAME_TEXT_MAX);
 }
 
 static void put_utf8(cast_buf *b, uint32_t cp, int *oom) {
@@ -136,75 +133,79 @@ typedef struct sgr_state {
     uint32_t fg, bg;
 } sgr_state;
 
-static void put_sgr(cast_buf *b, const rec_cell *c, int mode, sgr_state *st, int *oom) {
-    if (st->valid && st->attr == c->attr && st->fg == c->fg && st->bg == c->bg) return;
+static void put_sgr(cast_buf *b, const frame_cell *c, int mode, sgr_state *st, int *oom) {
+    uint8_t attr = c->attrs & (FRAME_BOLD | FRAME_DIM | FRAME_UNDERLINE | FRAME_REVERSE);
+    uint32_t fg = frame_fg_rgb(c), bg = frame_bg_rgb(c);
+    if (st->valid && st->attr == attr && st->fg == fg && st->bg == bg) return;
     buf_puts(b, "\x1b[0", oom);
-    if (c->attr & REC_BOLD) buf_puts(b, ";1", oom);
-    if (c->attr & REC_DIM) buf_puts(b, ";2", oom);
-    if (c->attr & REC_UNDERLINE) buf_puts(b, ";4", oom);
-    if (c->attr & REC_REVERSE) buf_puts(b, ";7", oom);
+    if (attr & FRAME_BOLD) buf_puts(b, ";1", oom);
+    if (attr & FRAME_DIM) buf_puts(b, ";2", oom);
+    if (attr & FRAME_UNDERLINE) buf_puts(b, ";4", oom);
+    if (attr & FRAME_REVERSE) buf_puts(b, ";7", oom);
     if (mode == CAST_COLOR_256)
-        buf_printf(b, oom, ";38;5;%d;48;5;%dm", render_nearest(c->fg), render_nearest(c->bg));
+        buf_printf(b, oom, ";38;5;%d;48;5;%dm", render_nearest(fg), render_nearest(bg));
     else
         buf_printf(b, oom, ";38;2;%u;%u;%u;48;2;%u;%u;%um",
-                   c->fg >> 16 & 255, c->fg >> 8 & 255, c->fg & 255,
-                   c->bg >> 16 & 255, c->bg >> 8 & 255, c->bg & 255);
+                   fg >> 16 & 255, fg >> 8 & 255, fg & 255,
+                   bg >> 16 & 255, bg >> 8 & 255, bg & 255);
     st->valid = 1;
-    st->attr = c->attr;
-    st->fg = c->fg;
-    st->bg = c->bg;
+    st->attr = attr;
+    st->fg = fg;
+    st->bg = bg;
 }
 
 /* Print cells [from, to) of row; returns the column after the last one printed. */
-static int put_cells(cast_buf *b, const rec_frame *f, int row, int from, int to, int mode,
+static int put_cells(cast_buf *b, const frame *f, int row, int from, int to, int mode,
                      sgr_state *st, int *oom) {
     int col = from;
     while (col < to) {
-        const rec_cell *c = rec_at(f, row, col);
+        const frame_cell *c = frame_get(f, col, row);
         put_sgr(b, c, mode, st, oom);
-        int wide = c->width == 2 && col + 1 < f->cols;
-        if (c->width == 0 || c->ncp == 0 || (c->width == 2 && !wide)) {
+        int wide = c->width == 2 && col + 1 < f->w;
+        uint32_t cp[FRAME_MAX_CP];
+        int ncp = frame_cell_cps(c, cp);
+        if (c->width == 0 || ncp == 0 || (c->width == 2 && !wide)) {
             buf_put(b, " ", 1, oom);                /* blank, orphan continuation, clipped wide */
             col++;
             continue;
         }
-        for (int k = 0; k < c->ncp && k < REC_MAX_CP; k++) put_utf8(b, c->cp[k], oom);
+        for (int k = 0; k < ncp; k++) put_utf8(b, cp[k], oom);
         col += wide ? 2 : 1;
     }
     return col;
 }
 
-int cast_frame_ansi(const rec_frame *cur, const rec_frame *prev, int mode, cast_buf *out, um_err *e) {
+int cast_frame_ansi(const frame *cur, const frame *prev, int mode, cast_buf *out, um_err *e) {
     int oom = 0;
     out->len = 0;
     if (out->data) out->data[0] = 0;
-    if (cur->cols <= 0 || cur->rows <= 0 || !cur->cells)
-        return um_errf(e, "cast: empty frame (%dx%d)", cur->cols, cur->rows);
-    int full = !prev || prev->cols != cur->cols || prev->rows != cur->rows || !prev->cells;
+    if (cur->w <= 0 || cur->h <= 0 || !cur->cells)
+        return um_errf(e, "cast: empty frame (%dx%d)", cur->w, cur->h);
+    int full = !prev || prev->w != cur->w || prev->h != cur->h || !prev->cells;
     sgr_state st = {0};
 
     if (full) buf_puts(out, "\x1b[?25l\x1b[0m\x1b[H\x1b[2J", &oom);
-    for (int row = 0; row < cur->rows; row++) {
+    for (int row = 0; row < cur->h; row++) {
         if (full) {
             buf_printf(out, &oom, "\x1b[%d;1H", row + 1);
-            put_cells(out, cur, row, 0, cur->cols, mode, &st, &oom);
+            put_cells(out, cur, row, 0, cur->w, mode, &st, &oom);
             continue;
         }
         int col = 0;
-        while (col < cur->cols) {
-            if (cell_eq(rec_at(cur, row, col), rec_at(prev, row, col))) { col++; continue; }
+        while (col < cur->w) {
+            if (cell_eq(frame_get(cur, col, row), frame_get(prev, col, row))) { col++; continue; }
             int start = col;
             /* a changed continuation cell is redrawn through its leading cell */
-            if (rec_at(cur, row, start)->width == 0 && start > 0 && rec_at(cur, row, start - 1)->width == 2)
+            if (frame_get(cur, start, row)->width == 0 && start > 0 && frame_get(cur, start - 1, row)->width == 2)
                 start--;
             int end = col + 1;
-            while (end < cur->cols && !cell_eq(rec_at(cur, row, end), rec_at(prev, row, end))) end++;
+            while (end < cur->w && !cell_eq(frame_get(cur, end, row), frame_get(prev, end, row))) end++;
             buf_printf(out, &oom, "\x1b[%d;%dH", row + 1, start + 1);
             col = put_cells(out, cur, row, start, end, mode, &st, &oom);
         }
     }
     if (full || out->len > 0) buf_puts(out, "\x1b[0m", &oom);
-    if (oom) return um_errf(e, "cast: out of memory for a %dx%d frame", cur->cols, cur->rows);
+    if (oom) return um_errf(e, "cast: out of memory for a %dx%d frame", cur->w, cur->h);
     return UM_OK;
 }
 
@@ -224,7 +225,7 @@ struct cast_writer {
     cast_buf line;               /* the event being formatted */
     cast_buf joined;             /* tail + new output bytes */
     cast_buf ansi;               /* cast_frame's escape text */
-    rec_frame prev;              /* last frame given to cast_frame; cells owned */
+    frame prev;                  /* last frame given to cast_frame; cells owned */
     size_t prev_cap;             /* cells allocated in prev */
     int have_prev;
 };
@@ -343,25 +344,25 @@ int cast_resize(cast_writer *c, double t, int cols, int rows, um_err *e) {
     return event_end(c, oom, e);
 }
 
-int cast_frame(cast_writer *c, double t, const rec_frame *f, int mode, um_err *e) {
+int cast_frame(cast_writer *c, double t, const frame *f, int mode, um_err *e) {
     if (c->failed) return writer_fail(c, e);
-    if (f->cols != c->cols || f->rows != c->rows) {
-        if (cast_resize(c, t, f->cols, f->rows, e) != UM_OK) return UM_FAIL;
+    if (f->w != c->cols || f->h != c->rows) {
+        if (cast_resize(c, t, f->w, f->h, e) != UM_OK) return UM_FAIL;
         c->have_prev = 0;
     }
     if (cast_frame_ansi(f, c->have_prev ? &c->prev : NULL, mode, &c->ansi, e) != UM_OK) return UM_FAIL;
     if (c->ansi.len > 0 && cast_output(c, t, c->ansi.data, c->ansi.len, e) != UM_OK) return UM_FAIL;
 
-    size_t n = (size_t)f->cols * (size_t)f->rows;
+    size_t n = (size_t)f->w * (size_t)f->h;
     if (n > c->prev_cap) {                                  /* only on the first frame or a resize */
-        rec_cell *cells = realloc(c->prev.cells, n * sizeof *cells);
-        if (!cells) return um_errf(e, "cast: out of memory for a %dx%d frame", f->cols, f->rows);
+        frame_cell *cells = realloc(c->prev.cells, n * sizeof *cells);
+        if (!cells) return um_errf(e, "cast: out of memory for a %dx%d frame", f->w, f->h);
         c->prev.cells = cells;
         c->prev_cap = n;
     }
     memcpy(c->prev.cells, f->cells, n * sizeof *f->cells);
-    c->prev.cols = f->cols;
-    c->prev.rows = f->rows;
+    c->prev.w = f->w;
+    c->prev.h = f->h;
     c->have_prev = 1;
     return UM_OK;
 }

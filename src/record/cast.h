@@ -1,5 +1,5 @@
 /*
- * cast: asciicast v2 writer, and rec_frame -> ANSI escape text for headless recordings.
+ * cast: asciicast v2 writer, and frame -> ANSI escape text for headless recordings.
  *
  * File format (newline-delimited JSON): a header object
  *   {"version":2,"width":W,"height":H,"timestamp":UNIX,"env":{"TERM":"..."},"title":"..."}
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rec_frame.h"
+#include "frame.h"
 #include "util.h"
 
 /* A growable byte buffer the caller keeps between frames so steady state never allocates. */
@@ -46,7 +46,7 @@ enum { CAST_COLOR_24BIT = 0, CAST_COLOR_256 = 1 };
  * cells that differ, each preceded by a cursor move. Colours as SGR 38;2/48;2 (24-bit) or
  * 38;5/48;5 (nearest xterm-256 index). Text is UTF-8; continuation cells of wide characters
  * are skipped. Ends with SGR 0. Replaces out's contents. */
-int cast_frame_ansi(const rec_frame *cur, const rec_frame *prev, int color_mode, cast_buf *out, um_err *e);
+int cast_frame_ansi(const frame *cur, const frame *prev, int color_mode, cast_buf *out, um_err *e);
 
 typedef struct cast_writer cast_writer;
 
@@ -59,7 +59,7 @@ int  cast_resize(cast_writer *c, double t, int cols, int rows, um_err *e);
 /* Output event for a frame: a diff against the previous frame given here (full redraw the
  * first time and after a size change, which also writes a resize event). The frame is
  * copied, so the caller may reuse its buffer. */
-int  cast_frame(cast_writer *c, double t, const rec_frame *f, int color_mode, um_err *e);
+int  cast_frame(cast_writer *c, double t, const frame *f, int color_mode, um_err *e);
 /* Write any kept partial UTF-8 tail as U+FFFD and finish PATH (outfile_commit); frees c. */
 int  cast_close(cast_writer *c, um_err *e);
 /* Discard the recording and its temporary file; frees c. */

@@ -6,12 +6,8 @@
  * is the scratch the next frame is drawn into. Both are (h, w) palette indices, allocated at
  * open. gif_writer itself encodes one frame behind, which is what gives the final hold.
  *
- * Glyph fallbacks: the visualizer draws a few characters the built-in Spleen font lacks
- * (newline and space marks, tab arrow, end-of-text mark, eighth blocks in bars, ▲). In the
- * GIF those cells are drawn with the nearest glyph the font has (the table below) instead
- * of a hollow box; the cast keeps the real characters, since terminals have the fonts.
- * Substitution works on `sub`, a copy of the frame's cells (grown only when a bigger frame
- * arrives, so steady state does not allocate).
+ * Glyph fallbacks (render.c): characters the built-in font lacks are drawn in the GIF with
+ * the nearest glyph it has; the cast keeps the real characters, since terminals have the fonts.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,29 +20,6 @@
 #include "recorder.h"
 #include "render.h"
 
-static const struct { uint32_t from, to; } fallbacks[] = {
-    { 0x21B5, 0x00B6 },          /* ↵ newline mark  -> ¶ */
-    { 0x2423, 0x005F },          /* ␣ visible space -> _ */
-    { 0x2192, 0x00BB },          /* → tab           -> » */
-    { 0x2190, 0x00AB },          /* ←               -> « */
-    { 0x220E, 0x25CF },          /* ∎ end of text   -> ● */
-    { 0x258F, 0x258C },          /* ▏▎▍ 1/8..3/8 block -> ▌ (a short bar stays visible) */
-    { 0x258E, 0x258C },
-    { 0x258D, 0x258C },
-    { 0x258B, 0x2588 },          /* ▋▊▉ 5/8..7/8 block -> █ */
-    { 0x258A, 0x2588 },
-    { 0x2589, 0x2588 },
-    { 0x2581, 0x2584 },          /* ▁▂▃ lower 1/8..3/8 -> ▄ */
-    { 0x2582, 0x2584 },
-    { 0x2583, 0x2584 },
-    { 0x2585, 0x2588 },          /* ▅▆▇ lower 5/8..7/8 -> █ */
-    { 0x2586, 0x2588 },
-    { 0x2587, 0x2588 },
-    { 0x25B2, 0x005E },          /* ▲ schedule mark -> ^ */
-};
-#define FALLBACK_LO 0x2190       /* code points of the table lie in [LO, HI] */
-#define FALLBACK_HI 0x25B2
-#define N_FALLBACKS ((int)(sizeof fallbacks / sizeof fallbacks[0]))
 
 struct recorder {
     recorder_opts o;
@@ -62,9 +35,6 @@ struct recorder {
     bool          have_pend;
     double        pend_t;        /* seconds: when pend appeared */
     char         *gif_path;
-    bool          use_fallback[N_FALLBACKS];   /* the font lacks `from` and has `to` */
-    rec_cell     *sub;           /* (sub_cap) the frame's cells with fallbacks applied */
-    size_t        sub_cap;
     /* cast */
     cast_writer  *cast;
 };
@@ -94,8 +64,6 @@ int recorder_open(recorder **out, const recorder_opts *o, um_err *e) {
         r->have_font = true;
         render_init(&r->rc, &r->font);
         render_size(&r->rc, o->cols, o->rows, &r->w, &r->h);
-        for (int i = 0; i < N_FALLBACKS; i++)
-            r->use_fallback[i] = psf_glyph(&r->font, fallbacks[i].from) < 0 && psf_glyph(&r->font, fallbacks[i].to) >= 0;
         if (r->w > 65535 || r->h > 65535) { um_errf(e, "recorder: %dx%d pixels is too big for a GIF", r->w, r->h); goto fail; }
         size_t n = (size_t)r->w * (size_t)r->h;
         r->cur = malloc(n);
@@ -119,45 +87,13 @@ fail:
 
 double recorder_elapsed(const recorder *r) { return um_now() - r->t0; }
 
-/* f with the glyph fallbacks applied, in r->sub (f itself when nothing needs replacing). */
-static int apply_fallbacks(recorder *r, const rec_frame *f, rec_frame *out, um_err *e) {
-    size_t n = (size_t)f->cols * (size_t)f->rows;
-    *out = *f;
-    size_t first = n;
-    for (size_t i = 0; i < n && first == n; i++) {
-        uint32_t cp = f->cells[i].cp[0];
-        if (f->cells[i].ncp && cp >= FALLBACK_LO && cp <= FALLBACK_HI) first = i;
-    }
-    if (first == n) return UM_OK;
-    if (n > r->sub_cap) {
-        rec_cell *c = realloc(r->sub, n * sizeof *c);
-        if (!c) return um_errf(e, "recorder: out of memory");
-        r->sub = c;
-        r->sub_cap = n;
-    }
-    memcpy(r->sub, f->cells, n * sizeof *r->sub);
-    for (size_t i = first; i < n; i++) {
-        rec_cell *c = &r->sub[i];
-        if (!c->ncp || c->cp[0] < FALLBACK_LO || c->cp[0] > FALLBACK_HI) continue;
-        for (int k = 0; k < N_FALLBACKS; k++)
-            if (c->cp[0] == fallbacks[k].from) {
-                if (r->use_fallback[k]) c->cp[0] = fallbacks[k].to;
-                break;
-            }
-    }
-    out->cells = r->sub;
-    return UM_OK;
-}
-
-int recorder_frame(recorder *r, double t, const rec_frame *f, const char *label, um_err *e) {
+int recorder_frame(recorder *r, double t, const frame *f, const char *label, um_err *e) {
     if (r->cast) {
         if (label && cast_marker(r->cast, t, label, e)) return UM_FAIL;
         if (cast_frame(r->cast, t, f, r->o.cast_color, e)) return UM_FAIL;
     }
     if (!r->gif) return UM_OK;
-    rec_frame g;
-    if (apply_fallbacks(r, f, &g, e)) return UM_FAIL;
-    render_frame_fit(&r->rc, &g, r->cur, r->w, r->h, r->o.pad_rgb);
+    render_frame_fit(&r->rc, f, r->cur, r->w, r->h, r->o.pad_rgb);
     if (!r->o.real_time) return gif_add_frame(r->gif, r->cur, r->o.delay_cs, e);
     size_t n = (size_t)r->w * (size_t)r->h;
     if (r->have_pend) {
@@ -177,7 +113,6 @@ static void free_recorder(recorder *r) {
     free(r->cur);
     free(r->pend);
     free(r->gif_path);
-    free(r->sub);
     free(r);
 }
 

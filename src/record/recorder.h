@@ -1,5 +1,5 @@
 /*
- * recorder: turns a sequence of screen frames (rec_frame) into a GIF and/or an asciicast v2
+ * recorder: turns a sequence of screen frames (frame.h) into a GIF and/or an asciicast v2
  * file. It is the glue between the frame model and the writers (render.h + gif.h, cast.h),
  * shared by `unmask record` (headless) and the visualizer (--gif, --cast and the g key).
  *
@@ -28,13 +28,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "rec_frame.h"
+#include "frame.h"
 #include "util.h"
 
 /* Colours a recording uses where the screen has the terminal's default colour (exact
  * xterm-256 greys 252 and 233, so they render without rounding). */
-#define RECORDER_FG_DEFAULT 0xd0d0d0u
-#define RECORDER_BG_DEFAULT 0x121212u
+#define RECORDER_FG_DEFAULT FRAME_DEFAULT_FG
+#define RECORDER_BG_DEFAULT FRAME_DEFAULT_BG
 
 #define RECORDER_DELAY_CS 8      /* default per-frame delay of a headless GIF, centiseconds */
 #define RECORDER_HOLD_CS  300    /* default hold of the last frame */
@@ -60,7 +60,7 @@ int    recorder_open(recorder **out, const recorder_opts *o, um_err *e);
 double recorder_elapsed(const recorder *r);
 /* Add a frame seen at time t (seconds since open); label: cast marker written first, or
  * NULL. The frame is read, not kept. */
-int    recorder_frame(recorder *r, double t, const rec_frame *f, const char *label, um_err *e);
+int    recorder_frame(recorder *r, double t, const frame *f, const char *label, um_err *e);
 /* Finish at time t (real-time mode: the last frame stays until t, at least hold_cs):
  * finish both files (outfile_commit); frees r. Each file is finished on its own (one that
  * fails does not discard the other); the first error is returned. A GIF that got no frame

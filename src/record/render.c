@@ -1,5 +1,5 @@
 /*
- * render: rec_frame -> indexed pixels with a PSF font and the xterm-256 palette. See render.h.
+ * render: frame -> indexed pixels with a PSF font and the xterm-256 palette. See render.h.
  *
  * Invariant: every pixel written lies inside the cell being drawn, so cells never bleed into
  * each other (bold's extra column and a centred narrow glyph are clipped to the cell).
@@ -97,6 +97,42 @@ static void draw_missing(uint8_t *pix, int stride, int x0, int y0, int cw, int c
 }
 
 /* OR glyph g into the cell at pixel (x0, y0) of width cw, starting at x offset dx. */
+/* Glyph fallbacks: the visualizer draws a few characters the built-in Spleen font lacks
+ * (newline and space marks, tab arrow, end-of-text mark, eighth blocks in bars, ▲). Those
+ * cells are drawn with the nearest glyph the font has instead of a hollow box. */
+static const struct { uint32_t from, to; } fallbacks[] = {
+    { 0x21B5, 0x00B6 },          /* ↵ newline mark  -> ¶ */
+    { 0x2423, 0x005F },          /* ␣ visible space -> _ */
+    { 0x2192, 0x00BB },          /* → tab           -> » */
+    { 0x2190, 0x00AB },          /* ←               -> « */
+    { 0x220E, 0x25CF },          /* ∎ end of text   -> ● */
+    { 0x258F, 0x258C },          /* ▏▎▍ 1/8..3/8 block -> ▌ (a short bar stays visible) */
+    { 0x258E, 0x258C },
+    { 0x258D, 0x258C },
+    { 0x258B, 0x2588 },          /* ▋▊▉ 5/8..7/8 block -> █ */
+    { 0x258A, 0x2588 },
+    { 0x2589, 0x2588 },
+    { 0x2581, 0x2584 },          /* ▁▂▃ lower 1/8..3/8 -> ▄ */
+    { 0x2582, 0x2584 },
+    { 0x2583, 0x2584 },
+    { 0x2585, 0x2588 },          /* ▅▆▇ lower 5/8..7/8 -> █ */
+    { 0x2586, 0x2588 },
+    { 0x2587, 0x2588 },
+    { 0x25B2, 0x005E },          /* ▲ schedule mark -> ^ */
+};
+#define FALLBACK_LO 0x2190       /* code points of the table lie in [LO, HI] */
+#define FALLBACK_HI 0x25B2
+#define N_FALLBACKS ((int)(sizeof fallbacks / sizeof fallbacks[0]))
+
+/* The font's glyph for cp, or its fallback's when the font lacks cp and has the fallback. */
+static int glyph(const render_ctx *r, uint32_t cp) {
+    int g = psf_glyph(r->font, cp);
+    if (g >= 0 || cp < FALLBACK_LO || cp > FALLBACK_HI) return g;
+    for (int k = 0; k < N_FALLBACKS; k++)
+        if (fallbacks[k].from == cp) return psf_glyph(r->font, fallbacks[k].to);
+    return g;
+}
+
 static void draw_glyph(const psf_font *f, int g, uint8_t *pix, int stride,
                        int x0, int y0, int cw, int dx, int bold, uint8_t fg) {
     const uint8_t *bm = psf_bitmap(f, g);
@@ -113,35 +149,37 @@ static void draw_glyph(const psf_font *f, int g, uint8_t *pix, int stride,
 }
 
 /* Draw the top-left cols x rows cells of fr into pix, a canvas w pixels wide. */
-static void draw_cells(render_ctx *r, const rec_frame *fr, int cols, int rows, uint8_t *pix, int w) {
+static void draw_cells(render_ctx *r, const frame *fr, int cols, int rows, uint8_t *pix, int w) {
     const psf_font *f = r->font;
     for (int row = 0; row < rows; row++) {
         int prev_wide = 0;                        /* the cell to the left was a wide leader */
         for (int col = 0; col < cols; col++) {
-            const rec_cell *c = rec_at(fr, row, col);
+            const frame_cell *c = frame_get(fr, col, row);
             if (c->width == 0 && prev_wide) { prev_wide = 0; continue; }
             int span = (c->width == 2 && col + 1 < cols) ? 2 : 1;
             prev_wide = span == 2;
 
-            uint32_t fg = c->fg, bg = c->bg;
-            if (c->attr & REC_REVERSE) { uint32_t t = fg; fg = bg; bg = t; }
-            if (c->attr & REC_DIM) fg = blend_half(fg, bg);
+            uint32_t fg = frame_fg_rgb(c), bg = frame_bg_rgb(c);
+            if (c->attrs & FRAME_REVERSE) { uint32_t t = fg; fg = bg; bg = t; }
+            if (c->attrs & FRAME_DIM) fg = blend_half(fg, bg);
             uint8_t fgi = (uint8_t)render_index(r, fg), bgi = (uint8_t)render_index(r, bg);
 
             int cw = span * f->width, x0 = col * f->width, y0 = row * f->height;
             for (int y = 0; y < f->height; y++) memset(pix + (size_t)(y0 + y) * w + x0, bgi, (size_t)cw);
 
-            if (c->width != 0 && c->ncp > 0 && c->cp[0] != ' ') {
-                int g = psf_glyph(f, c->cp[0]);
+            uint32_t cp[FRAME_MAX_CP];
+            int ncp = frame_cell_cps(c, cp);
+            if (ncp > 0 && cp[0] != ' ') {
+                int g = glyph(r, cp[0]);
                 int dx = (cw - f->width) / 2;
                 if (g < 0) draw_missing(pix, w, x0, y0, cw, f->height, fgi);
-                else draw_glyph(f, g, pix, w, x0, y0, cw, dx, c->attr & REC_BOLD, fgi);
-                for (int k = 1; k < c->ncp && k < REC_MAX_CP; k++) {
-                    int gm = psf_glyph(f, c->cp[k]);
-                    if (gm >= 0) draw_glyph(f, gm, pix, w, x0, y0, cw, dx, c->attr & REC_BOLD, fgi);
+                else draw_glyph(f, g, pix, w, x0, y0, cw, dx, c->attrs & FRAME_BOLD, fgi);
+                for (int k = 1; k < ncp; k++) {
+                    int gm = psf_glyph(f, cp[k]);
+                    if (gm >= 0) draw_glyph(f, gm, pix, w, x0, y0, cw, dx, c->attrs & FRAME_BOLD, fgi);
                 }
             }
-            if (c->attr & REC_UNDERLINE) {
+            if (c->attrs & FRAME_UNDERLINE) {
                 int uy = y0 + (f->height >= 4 ? f->height - 2 : f->height - 1);
                 memset(pix + (size_t)uy * w + x0, fgi, (size_t)cw);
             }
@@ -149,20 +187,20 @@ static void draw_cells(render_ctx *r, const rec_frame *fr, int cols, int rows, u
     }
 }
 
-int render_frame(render_ctx *r, const rec_frame *fr, uint8_t *pix, size_t pix_len, um_err *e) {
-    if (fr->cols <= 0 || fr->rows <= 0 || !fr->cells)
-        return um_errf(e, "render: empty frame (%dx%d)", fr->cols, fr->rows);
+int render_frame(render_ctx *r, const frame *fr, uint8_t *pix, size_t pix_len, um_err *e) {
+    if (fr->w <= 0 || fr->h <= 0 || !fr->cells)
+        return um_errf(e, "render: empty frame (%dx%d)", fr->w, fr->h);
     int w, h;
-    render_size(r, fr->cols, fr->rows, &w, &h);
+    render_size(r, fr->w, fr->h, &w, &h);
     if ((size_t)w * (size_t)h > pix_len)
         return um_errf(e, "render: pixel buffer %zu bytes, frame needs %dx%d", pix_len, w, h);
-    draw_cells(r, fr, fr->cols, fr->rows, pix, w);
+    draw_cells(r, fr, fr->w, fr->h, pix, w);
     return UM_OK;
 }
 
-void render_frame_fit(render_ctx *r, const rec_frame *fr, uint8_t *pix, int pw, int ph, uint32_t pad_rgb) {
+void render_frame_fit(render_ctx *r, const frame *fr, uint8_t *pix, int pw, int ph, uint32_t pad_rgb) {
     memset(pix, render_index(r, pad_rgb), (size_t)pw * (size_t)ph);
-    if (fr->cols <= 0 || fr->rows <= 0 || !fr->cells) return;
-    int cols = UM_MIN(fr->cols, pw / r->font->width), rows = UM_MIN(fr->rows, ph / r->font->height);
+    if (fr->w <= 0 || fr->h <= 0 || !fr->cells) return;
+    int cols = UM_MIN(fr->w, pw / r->font->width), rows = UM_MIN(fr->h, ph / r->font->height);
     if (cols > 0 && rows > 0) draw_cells(r, fr, cols, rows, pix, pw);
 }

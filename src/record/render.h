@@ -1,5 +1,5 @@
 /*
- * render: draws a rec_frame into an 8-bit indexed pixel buffer with a PSF bitmap font, for
+ * render: draws a frame (frame.h) into an 8-bit indexed pixel buffer with a PSF bitmap font, for
  * the GIF recorder. The palette is the xterm-256 palette (render_palette), so a GIF can use
  * it as its global colour table and no quantisation is ever needed.
  *
@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "psf.h"
-#include "rec_frame.h"
+#include "frame.h"
 #include "util.h"
 
 #define RENDER_CACHE 256         /* direct-mapped RGB -> index cache entries (power of 2) */
@@ -44,9 +44,9 @@ int  render_index(render_ctx *r, uint32_t rgb);      /* cached render_nearest */
 /* Pixel size of a cols x rows frame. */
 void render_size(const render_ctx *r, int cols, int rows, int *w, int *h);
 /* Draw fr into pix, (h, w) bytes from render_size; pix_len is checked against it. */
-int  render_frame(render_ctx *r, const rec_frame *fr, uint8_t *pix, size_t pix_len, um_err *e);
+int  render_frame(render_ctx *r, const frame *fr, uint8_t *pix, size_t pix_len, um_err *e);
 /* Draw fr into a fixed pw x ph canvas (a GIF's size is fixed at gif_open while a terminal may
  * be resized): cells that do not fit whole are cut off, the rest of the canvas is pad_rgb. */
-void render_frame_fit(render_ctx *r, const rec_frame *fr, uint8_t *pix, int pw, int ph, uint32_t pad_rgb);
+void render_frame_fit(render_ctx *r, const frame *fr, uint8_t *pix, int pw, int ph, uint32_t pad_rgb);
 
 #endif

@@ -26,6 +26,40 @@ then ok logits-profile-adds-up; else fail logits-profile-adds-up "$(head -c 400 
 expect_rc logits-profile-needs-reps 2 "$BIN" logits -m models/unmask-demo.gguf --tokens 1,2 --out /dev/null --profile
 expect_grep logits-profile-needs-reps-msg "needs --reps" "$TMP/err"
 
+# logits --partial A:B: the pass of a cached step (rows A..B-1 against a K/V cache filled by a
+# full pass), profiled with the K/V part and the pool's hand-offs; its rows' logits are the full
+# pass's up to the F16 rounding of the cached K/V
+T40=$(seq -s, 1 40)
+expect_rc logits-partial-profile 0 "$BIN" logits -m models/unmask-demo.gguf --tokens "$T40" --reps 3 -t 2 --profile --partial 8:24
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); p = d["profile"]; parts = sum(p["parts_ms"].values())
+ok = (d["partial"]["rows"] == 16 and d["partial"]["fill_ms"] > 0 and p["dispatches"] > 0 and p["handoff_ms"] >= 0
+      and p["parts_ms"]["k/v cache (f16 store, load)"] > 0 and 0 < p["matmul_ms"] <= parts <= d["forward_ms_median"] + 1e-2)
+sys.exit(0 if ok else 1)
+PY
+then ok logits-partial-profile-parts; else fail logits-partial-profile-parts "$(head -c 600 "$TMP/out")"; fi
+expect_rc logits-partial-full 0 "$BIN" logits -m models/unmask-demo.gguf --tokens "$T40" -t 2 --out "$TMP/full.f32"
+expect_rc logits-partial-rows 0 "$BIN" logits -m models/unmask-demo.gguf --tokens "$T40" -t 2 --partial 8:24 --out "$TMP/part.f32"
+if python3 - "$TMP/full.f32" "$TMP/part.f32" <<'PY'
+import struct, sys
+full = open(sys.argv[1], "rb").read(); part = open(sys.argv[2], "rb").read()
+V = 4096
+assert len(full) == 40 * V * 4 and len(part) == 16 * V * 4, (len(full), len(part))
+f = struct.unpack(f"{40 * V}f", full)[8 * V:24 * V]; p = struct.unpack(f"{16 * V}f", part)
+scale = max(abs(x) for x in f)
+worst = max(abs(a - b) for a, b in zip(f, p))
+sys.exit(0 if worst <= 1e-3 * scale else 1)
+PY
+then ok logits-partial-matches-full; else fail logits-partial-matches-full "rows 8..23 differ from the full pass"; fi
+expect_rc logits-partial-reversed 2 "$BIN" logits -m models/unmask-demo.gguf --tokens "$T40" --reps 1 --partial 24:8
+expect_grep logits-partial-reversed-msg "B must be greater than A" "$TMP/err"
+expect_rc logits-partial-past-canvas 2 "$BIN" logits -m models/unmask-demo.gguf --tokens "$T40" --reps 1 --partial 8:41
+expect_grep logits-partial-past-canvas-msg "the canvas has 40 tokens" "$TMP/err"
+expect_rc logits-partial-not-range 2 "$BIN" logits -m models/unmask-demo.gguf --tokens "$T40" --reps 1 --partial 8
+expect_grep logits-partial-not-range-msg "wants A:B" "$TMP/err"
+expect_rc logits-partial-gpu 2 "$BIN" logits -m models/unmask-demo.gguf --tokens "$T40" --reps 1 --partial 0:8 --gpu
+
 # man page: a section for every command (that each section lists exactly its command's --help
 # flags is tests/cli/flags.sh's check)
 cmds=$(awk '/^commands:/{f=1;next} /^$/{f=0} f && /^  [a-z]/{print $1}' "$TMP/help")

@@ -259,4 +259,75 @@ PY
   then ok "bench-moe-blocks-renderers-$moe_ms"; else fail "bench-moe-blocks-renderers-$moe_ms" "$(tail -c 800 "$TMP/out8")"; fi
 done
 
+# issue 30 point 5: beside each figure the previous committed one of the same CPU family, a
+# slowdown of more than 10% in bold; another family's result is never compared; keep_previous
+# keeps a committed result under its family and nothing else (fixture result files)
+mkdir -p "$TMP/res4"
+if python3 - "$TMP/res4" >"$TMP/out9" 2>&1 <<'PY'
+import json, os, sys
+sys.path.insert(0, "bench")
+import benchlib as B, render_bench as R
+res = sys.argv[1]
+R.RES = res
+zen5, zen4 = "AMD family 26 model 2", "AMD family 25 model 17"
+versions = {"peer": "llama.cpp test", "commit": "abc1234"}
+def machine(fam):
+    return {"cpu": "Test CPU", "cores": 2, "flags": ["avx2", "avx512_vnni"], "amx": False, "cpu_family": fam}
+def fwd(model, um_ms, fam, date):
+    return {"model": model, "threads": 2, "file_bytes": 4.92e9, "rounds": 3, "passes_per_process": 2,
+            "canvas": {"prompt_tokens": 32, "masks": 128}, "unmask_kernel": "avx512",
+            "median": {"peer": {"forward_ms": 10000.0, "peak_rss_kb": 8e6}, "unmask": {"forward_ms": um_ms, "peak_rss_kb": 5e6}},
+            "ratio": {"unmask": um_ms / 10000.0}, "machine": machine(fam), "versions": versions, "date": date}
+def put(name, d, hist=None):
+    json.dump(d, open(os.path.join(res, name), "w"))
+    if hist is not None:
+        os.makedirs(os.path.join(res, "history"), exist_ok=True)
+        json.dump(hist, open(os.path.join(res, "history", name), "w"))
+new, old = "2026-12-04T00:00:00Z", "2026-12-01T00:00:00Z"
+# llada: 2,400 ms now, 2,000 before on this family (+20%: flagged); dream: 2,100 against 2,000 (+5%: shown,
+# not flagged); moe: only another family's previous (not compared)
+put("forward-llada-8b-q4_k_m-t2.json", fwd("llada-8b-q4_k_m", 2400.0, zen5, new),
+    {zen5: fwd("llada-8b-q4_k_m", 2000.0, zen5, old), zen4: fwd("llada-8b-q4_k_m", 1000.0, zen4, old)})
+put("forward-dream-7b-q4_k_m-t2.json", fwd("dream-7b-q4_k_m", 2100.0, zen5, new), {zen5: fwd("dream-7b-q4_k_m", 2000.0, zen5, old)})
+put("forward-llada-moe-7b-q4_k_m-t2.json", fwd("llada-moe-7b-q4_k_m", 900.0, zen5, new), {zen4: fwd("llada-moe-7b-q4_k_m", 100.0, zen4, old)})
+t = R.forward_table()
+rows = {l.split("|")[1].strip(): l for l in t.splitlines() if l.startswith("| ") and "q4_k_m" in l}
+assert "| 2,400 (was 2,000: **+20%, slower**) (avx512) |" in rows["llada-8b-q4_k_m"], rows
+assert "| 2,100 (was 2,000) (avx512) |" in rows["dream-7b-q4_k_m"], rows
+assert "| 900 (avx512) |" in rows["llada-moe-7b-q4_k_m"], rows
+# GEMM: higher is better; 300 against 340 is -12% (flagged), the other kernel has no previous run
+def run(kernel, g):
+    return {"type": "q4_K", "n_in": 4096, "n_out": 4096, "kernel": kernel, "threads": 2, "n_tokens": 160,
+            "gmacs_cpu": g, "frac_int8_peak": g / 900}
+g = {"runs": [run("avx512", 300.0), run("avx2", 100.0)], "peak_gmacs": {"avx512": {"2": 900.0}}, "peak_method": "m",
+     "cpu": "Test CPU", "date": new, "machine": machine(zen5)}
+put("gemm.json", g, {zen5: dict(g, runs=[run("avx512", 340.0)], date=old)})
+t = R.gemm_table()
+assert "| q4_K | 4096 -> 4096 | 100 (11%) | 300 (was 340: **-12%, slower**) (33%) |" in t, t
+# a previous result dated after the current one is not "previous"
+put("gemm.json", g, {zen5: dict(g, runs=[run("avx512", 340.0)], date="2027-01-01T00:00:00Z")})
+assert "was" not in R.gemm_table()
+# keep_previous: a committed result goes into history under its family (replacing that family's
+# older one, keeping the others); one without a family, or not committed, does not
+path = os.path.join(res, "rows.json")
+B._committed = lambda p: True
+json.dump({"machine": machine(zen4), "date": old, "x": 1}, open(path, "w"))
+B.keep_previous(path)
+json.dump({"machine": machine(zen5), "date": old, "x": 2}, open(path, "w"))
+B.keep_previous(path)
+json.dump({"machine": machine(zen5), "date": new, "x": 3}, open(path, "w"))
+B.keep_previous(path)
+h = json.load(open(os.path.join(res, "history", "rows.json")))
+assert sorted(h) == [zen4, zen5] and h[zen5]["x"] == 3 and h[zen4]["x"] == 1, h
+json.dump({"machine": {"cpu": "old"}, "date": new, "x": 4}, open(path, "w"))
+B.keep_previous(path)
+B._committed = lambda p: False
+json.dump({"machine": machine(zen5), "date": new, "x": 5}, open(path, "w"))
+B.keep_previous(path)
+assert json.load(open(os.path.join(res, "history", "rows.json")))[zen5]["x"] == 3
+assert B.cpu_family().count(" family ") == 1 and " model " in B.cpu_family(), B.cpu_family()
+print("ok")
+PY
+then ok bench-previous-figure-same-family; else fail bench-previous-figure-same-family "$(tail -c 800 "$TMP/out9")"; fi
+
 finish

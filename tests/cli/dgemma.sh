@@ -11,7 +11,7 @@ M=$TMP/tdg.gguf
 "$BIN" synth --shape tiny-diffusion-gemma --type f32 -o "$M" 2>/dev/null
 "$BIN" info "$M" >"$TMP/info" 2>&1
 expect_grep "info: architecture" "architecture +diffusion-gemma" "$TMP/info"
-expect_grep "info: the same verdict as generate (runs its forward pass, cannot decode yet)" "^runnable: no: .*uniform-state model; unmask runs its forward pass" "$TMP/info"
+expect_grep "info: runnable (the uniform-state sampler decodes it)" "^runnable: yes" "$TMP/info"
 expect_grep "info: sliding pattern" "sliding_window_pattern +\[true, true, false\]" "$TMP/info"
 expect_grep "info: per-layer kv heads" "head_count_kv +\[2, 2, 1\]" "$TMP/info"
 expect_grep "info: canvas length" "^  canvas_length +16$" "$TMP/info"
@@ -61,9 +61,54 @@ expect_rc dg-flags-other-arch 1 "$BIN" logits -m models/unmask-demo.gguf --token
 expect_grep dg-flags-other-arch-msg "diffusion-gemma files" "$TMP/err"
 [ -e "$TMP/x.f32" ] && fail "no output written on errors" || ok "no output written on errors"
 
-# decoding is the next phase: generate refuses the file with a message, no crash
-expect_rc generate-refuses 1 "$BIN" generate -m "$M" -p hello --gen 16 --steps 4
-expect_grep generate-refuses-msg "uniform-state model; unmask runs its forward pass" "$TMP/err"
+# generate: the uniform-state sampler, two canvases of 16 at most 6 steps each; the JSON names
+# the sampler's settings and the steps the canvases took; the prompt K/V cache changes nothing
+expect_rc generate-runs 0 "$BIN" generate -m "$M" -p hello --gen 32 --steps 6 -t 2 --json --cache prefix
+cp "$TMP/out" "$TMP/gen-prefix.json"
+expect_rc generate-runs-uncached 0 "$BIN" generate -m "$M" -p hello --gen 32 --steps 6 -t 2 --json --cache none
+cp "$TMP/out" "$TMP/gen-none.json"
+cat >"$TMP/gen.py" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+s = a["settings"]
+assert s["schedule"] == "uniform" and s["canvas"] == 16 and s["steps_requested"] == 6, s
+assert abs(s["t_min"] - 0.4) < 1e-6 and abs(s["t_max"] - 0.8) < 1e-6 and s["self_cond"] == "auto", s
+assert 1 <= a["steps_run"] <= 12, a["steps_run"]
+assert len(a["tokens"]) == a["n_prompt"] + 32, len(a["tokens"])
+assert a["tokens"] == b["tokens"] and a["steps_run"] == b["steps_run"], "prompt cache changed the decode"
+assert a["rows_computed"] < b["rows_computed"], (a["rows_computed"], b["rows_computed"])
+PY
+if python3 "$TMP/gen.py" "$TMP/gen-prefix.json" "$TMP/gen-none.json" 2>"$TMP/err"; then ok "generate --json: uniform settings, two canvases, cache = no cache"
+else fail "generate --json: uniform-state run" "$(tail -n 2 "$TMP/err")"; fi
+# --stream-json: every step line names the rule's state and the canvas, position by position
+expect_rc generate-stream 0 "$BIN" generate -m "$M" -p hello --gen 16 --steps 4 -t 2 --stream-json
+cat >"$TMP/stream.py" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+steps = [l for l in lines if l["type"] == "step"]
+assert len(steps) == 4 and lines[-1]["type"] == "done", [l["type"] for l in lines]
+for k, st in enumerate(steps):
+    u = st["uniform"]
+    assert u["end"] - u["start"] == 16 and u["canvas_step"] == k + 1, u
+    assert abs(u["temperature"] - (0.4 + 0.4 * (4 - k) / 4)) < 1e-6, u["temperature"]
+    assert all(len(u[a]) == 16 for a in ("kind", "token", "held", "entropy")), u
+    kinds = u["kind"]
+    if not u["stopped"]:
+        assert set(kinds) <= {"draft", "accepted"}, kinds
+        assert kinds.count("accepted") == u["accepted"] == len(st["commits"]) >= 1, u
+    assert u["self_cond"] == (k > 0), u
+    assert abs(u["mean_entropy"] - sum(u["entropy"]) / 16) < 1e-4, u
+assert steps[-1]["uniform"]["stopped"] and steps[-1]["done"]
+assert set(steps[-1]["uniform"]["kind"]) <= {"kept", "cut"}
+PY
+if python3 "$TMP/stream.py" "$TMP/out" 2>"$TMP/err"; then ok "--stream-json: the uniform object per step"
+else fail "--stream-json: the uniform object" "$(tail -n 2 "$TMP/err")"; fi
+expect_rc generate-dual-refused 1 "$BIN" generate -m "$M" -p hello --gen 16 --cache dual
+expect_grep generate-dual-refused-msg "prompt's K/V \(prefix\) or nothing" "$TMP/err"
+expect_rc generate-other-schedule-refused 1 "$BIN" generate -m "$M" -p hello --gen 16 --eb-gamma 1
+expect_grep generate-other-schedule-refused-msg "uniform schedule only" "$TMP/err"
+expect_rc generate-self-cond-unknown 2 "$BIN" generate -m "$M" -p hello --self-cond fast
+expect_grep generate-self-cond-unknown-msg "auto, exact, topk or off" "$TMP/err"
 
 # the peer check without a peer and without a source: skips, saying why (CI cannot fetch the fork)
 if [ ! -e build/peer-dgemma/lib/libllama.so ]; then

@@ -153,7 +153,7 @@ rm -f "$TMP/rc"
 T new-session -d -s ui -x 160 -y 30 "$RUN $BIN -m $DEMO -t 1 --no-chat -p 'The cat' --gen 24 --threshold 0.5 --block 8 --edit-threshold 0.3 --post-steps 4 --paused --pace 0; echo \$? >$TMP/rc"
 cap() { T capture-pane -p -t ui; }
 status_line() { cap | sed -n '$p'; }
-step_now() { status_line | sed -n 's/^ *step \([0-9]*\)\/.*/\1/p'; }
+step_now() { status_line | sed -n 's/^ *step \([0-9]*\)[/ ].*/\1/p'; }
 wait_for() { local i n=$((50 * SLOW)); for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 settled() { status_line | grep -q 'PAUSED *$' && ! status_line | grep -q finishing; }
 step_is() { [ "$(step_now)" = "$1" ] && settled; }

@@ -88,7 +88,7 @@ start() {  # start NAME ARGS... : a 120x30 session NAME running unmask ARGS in t
   T new-session -d -s "$s" -x 120 -y 30 "cd '$ROOT'; $RUN $BIN $*; echo \$? >$TMP/rc.$s"
 }
 status_of() { T capture-pane -p -t "$1" | sed -n '$p'; }
-step_of() { status_of "$1" | sed -n 's/^ *step \([0-9]*\)\/.*/\1/p'; }
+step_of() { status_of "$1" | sed -n 's/^ *step \([0-9]*\)[/ ].*/\1/p'; }
 masks_of() { status_of "$1" | sed -n 's/.* masks \([0-9]*\) .*/\1/p'; }
 has() { status_of "$1" | grep -qF -- "$2"; }
 lacks() { ! status_of "$1" | grep -qF -- "$2"; }

@@ -19,7 +19,7 @@ start() {  # start W H ARGS... : fresh session running unmask ARGS, wrapped to r
 }
 cape() { T capture-pane -p -e -t ui; }
 status_line() { cap | sed -n '$p'; }
-step_now() { status_line | sed -n 's/^ *step \([0-9]*\)\/.*/\1/p'; }
+step_now() { status_line | sed -n 's/^ *step \([0-9]*\)[/ ].*/\1/p'; }
 # wait_for NAME CMD... : retry CMD (a test) for up to 5 s (x SLOW)
 screen_has() { cap | grep -qF -- "$1"; }
 screen_lacks() { ! cap | grep -qF -- "$1"; }
@@ -122,11 +122,24 @@ T send-keys -t ui ']'
 if wait_for step_is $((p2 + 1)) && screen_lacks REWIND; then ok "] returns to the newest step"; else fail "] forward" "$(status_line)"; fi
 
 # ---------------------------------------------------------------- help
+before_help=$(cap | sed '$d')                   # all but the status line (its message may expire)
 T send-keys -t ui '?'
-if wait_for screen_has "keys (? or Esc closes)"; then ok "? shows the help"; else fail "? help" "$(cap | head -5)"; fi
+if wait_for screen_has "? or Esc closes)"; then ok "? shows the help"; else fail "? help" "$(cap | head -5)"; fi
 if screen_has "cycle colour theme" && screen_has "scrub back"; then ok "help lists the bindings"; else fail "help lists" ""; fi
 T send-keys -t ui '?'
-if wait_for screen_lacks "keys (? or Esc closes)"; then ok "? hides the help"; else fail "? hides help" ""; fi
+if wait_for screen_lacks "? or Esc closes)"; then ok "? hides the help"; else fail "? hides help" ""; fi
+# ?? leaves the screen as it was (the frame is reused: nothing of the help may stay behind)
+if [ "$(cap | sed '$d')" = "$before_help" ]; then ok "?? leaves the screen as it was"
+else fail "?? leftovers" "$(diff <(echo "$before_help") <(cap | sed '$d') | head -6)"; fi
+# i and p hide the side panels, the canvas takes their room; again shows them
+T send-keys -t ui i
+if wait_for screen_lacks "inspector  pos" && screen_has "schedule  "; then ok "i hides the inspector"; else fail "i" "$(cap | sed -n 2p)"; fi
+T send-keys -t ui p
+if wait_for screen_lacks "schedule  " && [ -z "$(cap | sed -n '2,27p' | grep -F '│')" ]; then ok "i p: the canvas takes the whole width"
+else fail "i p" "$(cap | sed -n 2p)"; fi
+T send-keys -t ui i
+T send-keys -t ui p
+if wait_for screen_has "inspector  pos" && screen_has "schedule  "; then ok "i p again: both panels back"; else fail "i p back" ""; fi
 
 # ---------------------------------------------------------------- theme changes a known cell
 header_bg() { cape | sed -n 1p | grep -o '\[[0-9;]*48;5;[0-9]*m' | head -1 | grep -o '48;5;[0-9]*'; }
@@ -217,7 +230,7 @@ if [ "$(cat "$TMP/rc" 2>/dev/null)" = 139 ]; then ok "SIGSEGV: still dies of the
 start 100 30 --demo-ui --delay-ms 20000
 wait_for screen_has "RUNNING"
 T send-keys -t ui '?'
-if wait_for screen_has "keys (? or Esc closes)" && step_is 0; then ok "keys answered during a 20 s step (help shown at step 0)"; else fail "keys during a long step" "$(status_line)"; fi
+if wait_for screen_has "? or Esc closes)" && step_is 0; then ok "keys answered during a 20 s step (help shown at step 0)"; else fail "keys during a long step" "$(status_line)"; fi
 T send-keys -t ui Escape
 T send-keys -t ui h
 if wait_for screen_has "heat: live confidence" && step_is 0; then ok "heat mode changes during the step"; else fail "heat during step" "$(status_line)"; fi

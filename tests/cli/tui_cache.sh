@@ -25,7 +25,7 @@ quit() { T send-keys -t ui q; wait_for test -s "$TMP/rc"; }
 header() { cap | sed -n 1p; }
 legend() { cap | tail -n 2 | head -n 1; }
 status_line() { cap | sed -n '$p'; }
-step_now() { status_line | sed -n 's/^ *step \([0-9]*\)\/.*/\1/p'; }
+step_now() { status_line | sed -n 's/^ *step \([0-9]*\)[/ ].*/\1/p'; }
 settled() { status_line | grep -q 'PAUSED *$' && ! status_line | grep -q finishing; }
 step_is() { [ "$(step_now)" = "$1" ] && settled; }
 has() { cap | grep -qF -- "$1"; }

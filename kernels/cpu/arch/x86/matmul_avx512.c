@@ -87,6 +87,18 @@ AI toks toks_at(const mm_job *j, int64_t t) {
     return r;
 }
 
+/* The next panel's prefetch (int_chunk): a slice of it per token block, spread over the
+ * block's loop, `step` bytes (whole lines) per super-block (Q8_0: per 32-column block). */
+typedef struct pf_slice {
+    const uint8_t *p;            /* NULL: nothing to fetch */
+    size_t         step;
+} pf_slice;
+
+AI void pf_part(pf_slice pf, int64_t i) {
+    if (pf.p)
+        for (size_t o = 0; o < pf.step; o += 64) _mm_prefetch((const char *)pf.p + (size_t)i * pf.step + o, _MM_HINT_T1);
+}
+
 /* ---------------------------------------------------------------- Q4_K */
 
 /* ub: the unpacked panel; tab: its scale tables (mm_panel_tables_avx512); T tokens from t;
@@ -94,8 +106,8 @@ AI toks toks_at(const mm_job *j, int64_t t) {
  * d*sc in f32; the mins term sum_j m_j * sum(q_j) is done in integers (4 vpdpwssd on int16
  * pairs, exact) and scaled once by dmin, instead of one f32 FMA per sub-block: on the FMA
  * ports that is 78 instead of 81 operations per 64 vpdpbusd. */
-AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
-                  int64_t t, float *y) {
+AI void q4k_block(const int T, const bool packed, const uint8_t *ub, const float *tab, int64_t nsb,
+                  const mm_job *j, int64_t t, float *y, pf_slice pf) {
     const float *scale[TB];
     UNROLL for (int u = 0; u < T; u++) scale[u] = (const float *)(j->act + (size_t)(t + u) * j->act_stride + j->off_scale);
     toks tk = toks_at(j, t);
@@ -105,16 +117,29 @@ AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
     for (int64_t sb = 0; sb < nsb; sb++) {
         const float *dsc = tab + sb * 256;
         const __m512i *mins = (const __m512i *)(dsc + 128);
+        pf_part(pf, sb);
         __m512 asb[TB];
         __m512i is[TB];
         UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
         for (int jj = 0; jj < 8; jj++) {
-            const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64;
             size_t k = (size_t)sb * 256 + jj * 32;
             UNROLL for (int u = 0; u < T; u++) is[u] = _mm512_setzero_si512();
-            UNROLL for (int g = 0; g < 8; g++) {
-                __m512i v = _mm512_load_si512(qv + g * 64);
-                UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(k + g * 4));
+            if (packed) {
+                /* packed vector s of sub-block jj: columns 4s.. (low nibbles), 16 + 4s.. (high) */
+                const uint8_t *qb = ub + sb * 16 * sizeof(um_block_q4_K) + jj * 4 * 64;
+                const __m512i m4 = _mm512_set1_epi8(0x0F);
+                UNROLL for (int s4 = 0; s4 < 4; s4++) {
+                    const __m512i v = _mm512_load_si512(qb + s4 * 64);
+                    const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                    UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], lo, tk, (intptr_t)(k + s4 * 4));
+                    UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], hi, tk, (intptr_t)(k + 16 + s4 * 4));
+                }
+            } else {
+                const uint8_t *qv = ub + sb * 4096 + jj * 8 * 64;
+                UNROLL for (int g = 0; g < 8; g++) {
+                    __m512i v = _mm512_load_si512(qv + g * 64);
+                    UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(k + g * 4));
+                }
             }
             __m512 sc = _mm512_loadu_ps(dsc + jj * 16);
             UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[u]), sc, asb[u]);
@@ -137,7 +162,7 @@ AI void q4k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
 /* ---------------------------------------------------------------- Q6_K */
 
 AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb, const mm_job *j,
-                  int64_t t, float *y) {
+                  int64_t t, float *y, pf_slice pf) {
     const float *scale[TB];
     UNROLL for (int u = 0; u < T; u++) scale[u] = (const float *)(j->act + (size_t)(t + u) * j->act_stride + j->off_scale);
     toks tk = toks_at(j, t);
@@ -145,6 +170,7 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
         const float *dsc = tab + sb * 256;
+        pf_part(pf, sb);
         __m512 asb[TB];
         UNROLL for (int u = 0; u < T; u++) asb[u] = _mm512_setzero_ps();
         for (int jj = 0; jj < 16; jj++) {
@@ -169,12 +195,13 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
 /* ---------------------------------------------------------------- Q8_0 */
 
 AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
-                   int64_t t, float *y) {
+                   int64_t t, float *y, pf_slice pf) {
     toks tk = toks_at(j, t);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0);
+        pf_part(pf, b);
         __m512i is[TB];
         /* starting from -128 * sum(q) undoes the code offset (codes are w + 128) */
         intptr_t co = (intptr_t)(j->off_corr + b * sizeof(int32_t)), so = (intptr_t)(j->off_scale + b * sizeof(float));
@@ -190,6 +217,12 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
     UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
 
+/* Q4_K straight from the packed panel, not unpacked first, for chunks of at most this many
+ * tokens: per 64-byte vector and token block it costs an AND, a shift and an AND on the
+ * vector ALUs (not the pipes vpdpbusd needs), where unpacking stores and reloads the panel
+ * once per chunk; the few-row products of cached steps and experts gain (issue 30). */
+#define Q4K_DIRECT_MAX 64
+
 /* nt is at most the format's block size; the cases above it are never taken */
 #define CASES(F, MAX, ...) \
     switch (nt) { \
@@ -203,30 +236,46 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
 
 static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, float *tab) {
     const um_matmul_weights *w = j->w;
-    mm_panel_tables_avx512(w, panel, tab);
+    const bool iq = mm_iq_int(w);           /* decoded like a Q6_K panel, see matmul_impl.h */
+    const bool direct = w->type == UM_TYPE_Q4_K && t1 - t0 <= Q4K_DIRECT_MAX;
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
-    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, ub);
+    if (iq) {
+        mm_iq_panel(w, panel, tab, ub, true);
+    } else {
+        mm_panel_tables_avx512(w, panel, tab);
+        if (w->type != UM_TYPE_Q8_0 && !direct) mm_unpack_panel_avx512(w, pb, ub);
+    }
     int64_t nb = w->n_in / um_type_blck(w->type);
     int tb = TB;
     /* even blocks: 32 tokens run as 4 x 8, not 3 x 10 + 2 */
     int64_t n_blocks = (t1 - t0 + tb - 1) / tb;
     tb = (int)((t1 - t0 + n_blocks - 1) / n_blocks);
     /* Fetch the panel this thread most likely takes next (chunks are handed out in order,
-     * one per thread in turn) into L2 while this one computes, a slice per token block: its
-     * first touch otherwise stalls the scale tables and the unpacking on memory. */
+     * one per thread in turn) into L2 while this one computes: a slice per token block, and
+     * within the block a part per super-block, so that the loads are in flight all along.
+     * With few tokens (2 blocks for 16 rows) the whole slice issued at the start of a block
+     * did not hide the memory: spreading it raised Q4_K 4096 -> 12288 at 16 rows from about
+     * 170 to 210-290 GMAC/s on a Zen 5 (one thread; docs/perf.md). */
     const int64_t n_full = w->n_out / UM_MATMUL_PANEL, next = panel + j->n_threads;
     const size_t pbytes = UM_MATMUL_PANEL * w->row_bytes;
     const uint8_t *pn = next < n_full && j->n_slabs == 1 ? (const uint8_t *)w->data + (size_t)next * pbytes : NULL;
-    size_t pf = 0, pf_step = ((pbytes + (size_t)n_blocks - 1) / (size_t)n_blocks + 63) & ~(size_t)63;
+    const size_t pf_step = ((pbytes + (size_t)n_blocks - 1) / (size_t)n_blocks + 63) & ~(size_t)63;
+    size_t pf = 0;
     for (int64_t t = t0; t < t1; t += tb) {
         int nt = (int)UM_MIN(tb, t1 - t);
         float *y = j->y + t * w->n_out + panel * UM_MATMUL_PANEL;
-        if (pn)
-            for (size_t e = UM_MIN(pf + pf_step, pbytes); pf < e; pf += 64) _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
-        if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, TB, ub, tab, nb, j, t, y) }
-        else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block, TB, ub, tab, nb, j, t, y) }
-        else { CASES(q8_0_block, TB, pb, tab, nb, j, t, y) }
+        pf_slice sl = { NULL, 0 };
+        if (pn && pf < pbytes) {
+            const size_t e = UM_MIN(pf + pf_step, pbytes);
+            sl.p = pn + pf;
+            sl.step = ((e - pf + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63;
+            pf = e;
+        }
+        if (direct) { CASES(q4k_block, TB, true, pb, tab, nb, j, t, y, sl) }
+        else if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, TB, false, ub, tab, nb, j, t, y, sl) }
+        else if (w->type == UM_TYPE_Q6_K || iq) { CASES(q6k_block, TB, ub, tab, nb, j, t, y, sl) }
+        else { CASES(q8_0_block, TB, pb, tab, nb, j, t, y, sl) }
     }
 }
 
@@ -319,6 +368,6 @@ static void float_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, 
 
 void mm_chunk_avx512(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, void *ts) {
     const um_matmul_weights *w = j->w;
-    if (w->packed && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) int_chunk(j, panel, t0, t1, ts);
+    if ((w->packed || mm_iq_int(w)) && (panel + 1) * UM_MATMUL_PANEL <= w->n_out) int_chunk(j, panel, t0, t1, ts);
     else float_chunk(j, panel, t0, t1, ts);
 }

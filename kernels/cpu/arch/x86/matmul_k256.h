@@ -355,7 +355,7 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (iq) {
-        mm_iq_panel(w, panel, tab, ub);
+        mm_iq_panel(w, panel, tab, ub, false);
     } else {
 #if MM_VNNI
         mm_panel_tables_avx2(w, panel, tab);

@@ -84,6 +84,20 @@ static void axpy_avx2(float *y, float a, const float *x, int64_t n) {
     if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, _mm256_fmadd_ps(va, load_t(x + i, m), load_t(y + i, m))); }
 }
 
+/* F16C: the same values as util's scalar conversions (tests/test_util_avx2.c) */
+static void f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++) dst[i] = um_fp16_to_fp32(src[i]);
+}
+
+static void f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) dst[i] = um_fp32_to_fp16(src[i]);
+}
+
 /* ------------------------------------------------------------------ row-wise */
 
 static void rmsnorm_row_avx2(float *y, const float *x, const float *w, int n, float eps) {
@@ -297,4 +311,6 @@ const um_ops_kern ops_kern_avx2 = {
     .rope_norm   = rope_norm_avx2,
     .rope_neox   = rope_neox_avx2,
     .attn_block  = attn_block_avx2,
+    .f16_to_f32  = f16_to_f32_avx2,
+    .f32_to_f16  = f32_to_f16_avx2,
 };

@@ -64,6 +64,20 @@ static void swiglu_avx512(float *y, const float *gate, const float *up, int64_t 
     }
 }
 
+static void f16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i)));
+    }
+}
+
+static void f32_to_f16_avx512(const float *src, uint16_t *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        _mm256_mask_storeu_epi16(dst + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+}
+
 static void axpy_avx512(float *y, float a, const float *x, int64_t n) {
     const __m512 va = _mm512_set1_ps(a);
     for (int64_t i = 0; i < n; i += 16) {
@@ -303,4 +317,6 @@ const um_ops_kern ops_kern_avx512 = {
     .rope_norm   = rope_norm_avx512,
     .rope_neox   = rope_neox_avx512,
     .attn_block  = attn_block_avx512,
+    .f16_to_f32  = f16_to_f32_avx512,
+    .f32_to_f16  = f32_to_f16_avx512,
 };

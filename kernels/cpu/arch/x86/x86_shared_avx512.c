@@ -84,6 +84,9 @@ void mm_quantize_act_avx512(uint32_t type, const float *x, int64_t n_in, uint8_t
             int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
             int16_t *bsum = (int16_t *)(row + off_corr + (size_t)(n_in / 16) * sizeof(int32_t)) + b * 16;
             for (int j = 0; j < 16; j++) { corr[j] = -32 * sums[j]; bsum[j] = (int16_t)sums[j]; }
+        } else if (um_is_iq_lattice(type)) {     /* the +64 of their codes (mm_iq_panel) */
+            int32_t *corr = (int32_t *)(row + off_corr) + b * 16;
+            for (int j = 0; j < 16; j++) corr[j] = -64 * sums[j];
         } else {
             ((int32_t *)(row + off_corr))[b] = -128 * (sums[0] + sums[1]);
         }

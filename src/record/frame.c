@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "frame.h"
-#include "rec_frame.h"
-#include "text.h"
 
 static void blank(frame_cell *c, frame_style st) {
     c->text[0] = ' ';
@@ -74,14 +72,6 @@ int frame_put_cluster(frame *f, int x, int y, int limit, const char *text, int w
     return x + 1;
 }
 
-int frame_puts(frame *f, int x, int y, int limit, const char *s, frame_style st) {
-    ui_text t = {0};
-    if (ui_text_shape_str(&t, s, strlen(s), NULL) == UM_OK)
-        for (int32_t i = 0; i < t.n && x < UM_MIN(limit, f->w); i++)
-            x = frame_put_cluster(f, x, y, limit, t.cl[i].text, t.cl[i].width, st, -1);
-    ui_text_free(&t);
-    return x;
-}
 
 void frame_restyle(frame *f, int x, int y, int w, frame_style st) {
     if (y < 0 || y >= f->h) return;
@@ -159,25 +149,31 @@ size_t frame_row_text(const frame *f, int y, char *buf, size_t cap) {
     return n;
 }
 
-void frame_to_rec(const frame *f, rec_frame *out, uint32_t fg_default, uint32_t bg_default) {
-    out->cols = f->w;
-    out->rows = f->h;
-    for (size_t i = 0; i < (size_t)f->w * (size_t)f->h; i++) {
-        const frame_cell *c = &f->cells[i];
-        rec_cell *r = &out->cells[i];
-        memset(r, 0, sizeof *r);
-        r->width = c->width;
-        r->fg = c->fg == FRAME_DEFAULT ? fg_default : c->fg;
-        r->bg = c->bg == FRAME_DEFAULT ? bg_default : c->bg;
-        r->attr = (uint8_t)((c->attrs & FRAME_BOLD ? REC_BOLD : 0) | (c->attrs & FRAME_UNDERLINE ? REC_UNDERLINE : 0) |
-                            (c->attrs & FRAME_DIM ? REC_DIM : 0) | (c->attrs & FRAME_REVERSE ? REC_REVERSE : 0));
-        size_t len = strlen(c->text);
-        for (size_t at = 0; at < len && r->ncp < REC_MAX_CP;) {
-            uint32_t cp;
-            uint8_t bad;
-            at += ui_text_decode((const unsigned char *)c->text + at, len - at, &cp, &bad);
-            if (cp == ' ' && r->ncp == 0 && at == len) break;       /* a blank: empty cell */
-            r->cp[r->ncp++] = cp;
-        }
+/* UTF-8 -> code points; the cell text is valid UTF-8 by the frame's invariant, but a
+ * hand-made cell is read defensively: a malformed byte is U+FFFD and consumes one byte. */
+static size_t decode(const unsigned char *s, size_t n, uint32_t *cp) {
+    unsigned char b = s[0];
+    size_t len = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 1) { *cp = b; return 1; }
+    if (len == 0 || len > n) { *cp = 0xFFFD; return 1; }
+    uint32_t v = b & (0x7F >> len);
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80) { *cp = 0xFFFD; return 1; }
+        v = v << 6 | (s[k] & 0x3F);
     }
+    *cp = v;
+    return len;
+}
+
+int frame_cell_cps(const frame_cell *c, uint32_t cp[FRAME_MAX_CP]) {
+    if (c->width == 0) return 0;
+    size_t len = strnlen(c->text, FRAME_TEXT_MAX);
+    int n = 0;
+    for (size_t at = 0; at < len && n < FRAME_MAX_CP;) {
+        uint32_t v;
+        at += decode((const unsigned char *)c->text + at, len - at, &v);
+        if (v == ' ' && n == 0 && at == len) break;             /* a blank */
+        cp[n++] = v;
+    }
+    return n;
 }

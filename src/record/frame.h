@@ -1,10 +1,12 @@
 /*
- * frame: the screen as data. A frame is a grid of cells, each holding one grapheme
- * cluster, its width, colours and attributes; it knows nothing about curses or files.
+ * frame: the screen as data, the one cell type every output reads. A frame is a grid of
+ * cells, each holding one grapheme cluster, its width, colours and attributes; it knows
+ * nothing about curses or files.
  *
- * The visualizer builds one frame per redraw (ui/view.c: view_build) and hands it to a
- * renderer: ui/draw_curses.c for the terminal; a recorder can turn the same frame into a
- * GIF or an asciicast event (issue 7). Renderers only read frames.
+ * The visualizer builds one frame per redraw (ui/view.c: view_build) and hands it to the
+ * renderers, which only read it: ui/draw_curses.c for the terminal, and the recorders of
+ * this folder (render.c draws it into GIF pixels, cast.c into asciicast escape text), with
+ * no conversion in between. Text is laid out into a frame by ui/text.h (ui_text_puts).
  *
  * Cell invariants (kept by every frame_* writer):
  *   - text is a NUL-terminated UTF-8 grapheme cluster with no control characters,
@@ -22,11 +24,15 @@
 #ifndef UM_FRAME_H
 #define UM_FRAME_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "util.h"
 
 #define FRAME_TEXT_MAX 32
 #define FRAME_DEFAULT  0xFF000000u     /* "use the terminal's default colour" */
+#define FRAME_DEFAULT_FG 0xd0d0d0u     /* what the recorders paint for FRAME_DEFAULT: a dark */
+#define FRAME_DEFAULT_BG 0x121212u     /* terminal's usual text and background */
+#define FRAME_MAX_CP   4               /* code points a recorder draws per cell (base + marks) */
 
 typedef uint32_t frame_color;          /* 0x00RRGGBB or FRAME_DEFAULT */
 
@@ -61,6 +67,7 @@ typedef struct frame {
 int  frame_init(frame *f, int w, int h, um_err *e);   /* all cells blank, default colours */
 void frame_free(frame *f);
 static inline frame_cell *frame_at(frame *f, int x, int y) { return &f->cells[(size_t)y * (size_t)f->w + (size_t)x]; }
+static inline const frame_cell *frame_get(const frame *f, int x, int y) { return &f->cells[(size_t)y * (size_t)f->w + (size_t)x]; }
 
 /* Fill a rectangle with blanks in style st (clipped to the frame). */
 void frame_fill(frame *f, int x, int y, int w, int h, frame_style st);
@@ -68,9 +75,6 @@ void frame_fill(frame *f, int x, int y, int w, int h, frame_style st);
  * A width-2 cluster that does not fit before `limit` puts a blank instead. */
 int  frame_put_cluster(frame *f, int x, int y, int limit, const char *text, int width,
                        frame_style st, int32_t pos);
-/* Put a UTF-8 string (shaped: clusters, widths, control characters made visible),
- * clipped at column `limit` (exclusive); returns the next x. */
-int  frame_puts(frame *f, int x, int y, int limit, const char *s, frame_style st);
 /* Change the style of cells [x, x+w) on row y, keeping their text. */
 void frame_restyle(frame *f, int x, int y, int w, frame_style st);
 
@@ -80,11 +84,12 @@ int         frame_color_to_8(frame_color c);     /* nearest of the 8 ANSI colour
                                                   * only for near-black, so dark greys stay visible */
 frame_color frame_color_from_256(int idx);       /* xterm palette entry as 0xRRGGBB */
 
-/* Convert to the recorders' frame (src/record/rec_frame.h): out->cells must hold f->w * f->h
- * cells (out->cols/rows are set). Default colours become fg_default / bg_default, text is
- * decoded to at most REC_MAX_CP code points, italic is dropped (the recorders have none). */
-struct rec_frame;
-void frame_to_rec(const frame *f, struct rec_frame *out, uint32_t fg_default, uint32_t bg_default);
+/* For the recorders: the cell's colours with FRAME_DEFAULT resolved (FRAME_DEFAULT_FG/BG),
+ * and its text as code points (at most FRAME_MAX_CP: the base, then combining marks; 0 for a
+ * blank or a continuation cell; a malformed byte reads as U+FFFD). */
+static inline uint32_t frame_fg_rgb(const frame_cell *c) { return c->fg == FRAME_DEFAULT ? FRAME_DEFAULT_FG : c->fg; }
+static inline uint32_t frame_bg_rgb(const frame_cell *c) { return c->bg == FRAME_DEFAULT ? FRAME_DEFAULT_BG : c->bg; }
+int frame_cell_cps(const frame_cell *c, uint32_t cp[FRAME_MAX_CP]);
 
 /* Debug/test helper: row y as UTF-8 text (continuation cells skipped); returns bytes. */
 size_t frame_row_text(const frame *f, int y, char *buf, size_t cap);

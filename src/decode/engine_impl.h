@@ -1,0 +1,97 @@
+/*
+ * engine_impl: the engine's state, shared by engine.c (open, start, the masked-diffusion step,
+ * publishing) and engine_uniform.c (the uniform-state step). Private to src/decode.
+ */
+#ifndef UM_ENGINE_IMPL_H
+#define UM_ENGINE_IMPL_H
+
+#include "engine.h"
+
+#include "backend.h"
+#include "chat.h"
+#include "model.h"
+#include "pool.h"
+#include "sampler.h"
+#include "schedule.h"
+#include "tokenizer.h"
+
+struct um_engine {
+    um_model     *model;
+    tokenizer    *tok;
+    um_pool      *pool;
+    um_backend    be;           /* where the forward pass runs (CPU or CUDA) */
+    um_chat       chat;
+    chat_custom  *chat_file;     /* --chat-template-file; NULL when none */
+    char         *system;
+    int           n_ctx;        /* the limit: opts.n_ctx when given, else the trained context */
+    bool          ctx_explicit; /* opts.n_ctx was given */
+    void        (*warn)(void *ctx, const char *msg);
+    void         *warn_ctx;
+    int           mask_id;
+    um_sample_ws **ws;          /* (n_threads) */
+    int           n_threads;
+    /* the canvas */
+    um_settings   set;
+    int32_t       n_prompt, n_canvas, steps_done;
+    int64_t       passes;       /* forward passes since engine_start */
+    int64_t       rows_total;   /* canvas rows run through the layers since engine_start */
+    int32_t      *tokens;       /* (n_canvas) */
+    bool         *masked;       /* (n_canvas) */
+    um_pos       *pos;          /* (n_canvas) live per-position state */
+    bool          done;
+    /* per-step scratch, sized for n_canvas */
+    int32_t      *elig;         /* eligible canvas positions */
+    int32_t      *rows;         /* logits rows for them */
+    float        *logits;       /* (n_elig, n_vocab) */
+    float        *logits_u;     /* CFG unconditional, same shape, or NULL */
+    int32_t      *canvas_u;     /* CFG canvas with the prompt masked */
+    um_pick      *picks;
+    um_scored    *scored;
+    um_why       *why;          /* (n_canvas) schedule_explain's output for the commits */
+    bool          view_ahead;   /* opts.view_ahead */
+    int32_t      *committed;
+    int32_t       attn_block;   /* block-causal attention's block length (hp.block_size), else 0 */
+    /* the active block's own state (docs/decoding.md, "Block diffusion (LLaDA 2.x) and editing") */
+    int32_t       blk_start;    /* canvas start of the block blk_steps counts for (-1: none) */
+    int32_t       blk_steps;    /* steps run on that block: the quota's in-block step */
+    int32_t       post_left;    /* editing: edit-only steps left on the block that just filled */
+    int32_t       post_block, post_start, post_end;
+    int32_t      *active;       /* (n_canvas) rows of a partial pass */
+    bool         *kv_masked;    /* (n_canvas) masked at the last refresh */
+    bool         *in_active;    /* (n_canvas) scratch: position already in active[] */
+    int           cap;          /* canvas capacity of the scratch */
+    /* K/V caches while settings.cache != none: [0] the canvas, [1] the unconditional
+       canvas of guidance; valid from a refresh until something makes it stale */
+    um_kvcache   *kv[2];
+    um_kv_store   kv_store;     /* the type they store */
+    int           kv_cap;       /* canvas capacity they were made for */
+    bool          kv_valid;
+    um_cache      kv_mode;      /* settings at the last refresh */
+    int32_t       kv_start, kv_end, kv_step;   /* active block's range and steps_done then */
+    float         kv_drift;     /* measured by the last partial pass */
+    /* uniform-state decoding (settings.schedule == UM_SCHED_UNIFORM, engine_uniform.c) */
+    um_us_state   us;           /* the schedule's per-canvas state */
+    float        *sc_logits;    /* (us_canvas, n_vocab) the previous step's canvas logits (self-conditioning) */
+    bool          us_prompt_ok; /* the backend holds the current canvas's prompt K/V */
+    um_us_view    us_view;      /* the last step's rule state, for the snapshot */
+    um_snapshot  *snap;         /* latest published */
+    char          quant[32], isa[32];
+};
+
+
+/* What the step's forward passes did, for the snapshot. */
+typedef struct step_work {
+    int32_t passes, rows;
+    bool    refreshed;
+    int32_t n_edited;           /* committed tokens replaced */
+    bool    post;               /* an edit-only step */
+} step_work;
+
+/* Publish a snapshot of the canvas after a step (engine.c). */
+int  engine_publish(um_engine *en, const um_plan *plan, int n_committed, int planned, double fwd_ms, double smp_ms,
+                    const step_work *w, um_err *e);
+/* The uniform-state step and start (engine_uniform.c). */
+int  engine_uniform_start(um_engine *en, um_err *e);
+int  engine_uniform_step(um_engine *en, um_err *e);
+
+#endif
