@@ -63,7 +63,7 @@ static void usage(FILE *f) {
  * list (however many: a timestep schedule may run more steps than tokens). */
 typedef struct step_ctx {
     bool          quiet, keep;
-    bool          tty;       /* stderr is a terminal: the step line is redrawn with '\r' */
+    bool          tty;       /* stderr is a terminal: the step line is redrawn with '\r' (else one line each) */
     um_snapshot **hist;      /* (cap) grown as needed */
     int           n_hist, cap;
     bool          oom;       /* a snapshot could not be kept */
@@ -75,14 +75,15 @@ static void on_step(void *ctx, um_snapshot *sn) {
     step_ctx *c = ctx;
     c->fwd += sn->forward_ms;
     c->smp += sn->sample_ms;
-    if (!c->quiet && c->tty && sn->us.on)     /* uniform-state: the rule's numbers instead of masks */
-        fprintf(stderr, "\rstep %d/%d  canvas %d/%d  t %.3f  accepted %d  held %d/%d  H %.4f/%.4f  %.0f ms/step   ",
-                sn->step, sn->n_steps, sn->block + 1, sn->n_blocks, (double)sn->us.temperature, sn->us.accepted,
-                sn->us.held, sn->us.stability, (double)sn->us.mean_entropy, (double)sn->us.confidence,
-                sn->forward_ms + sn->sample_ms);
-    else if (!c->quiet && c->tty)
-        fprintf(stderr, "\rstep %d/%d  block %d/%d  masks %d  %.0f ms/step   ", sn->step, sn->n_steps, sn->block + 1,
-                sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms);
+    /* redrawn on a terminal, a line each into a file; uniform-state: the rule's numbers */
+    if (!c->quiet && sn->us.on)
+        fprintf(stderr, "%sstep %d/%d  canvas %d/%d  t %.3f  accepted %d  held %d/%d  H %.4f/%.4f  %.0f ms/step%s",
+                c->tty ? "\r" : "", sn->step, sn->n_steps, sn->block + 1, sn->n_blocks, (double)sn->us.temperature,
+                sn->us.accepted, sn->us.held, sn->us.stability, (double)sn->us.mean_entropy, (double)sn->us.confidence,
+                sn->forward_ms + sn->sample_ms, c->tty ? "   " : "\n");
+    else if (!c->quiet)
+        fprintf(stderr, "%sstep %d/%d  block %d/%d  masks %d  %.0f ms/step%s", c->tty ? "\r" : "", sn->step, sn->n_steps,
+                sn->block + 1, sn->n_blocks, sn->masks_left, sn->forward_ms + sn->sample_ms, c->tty ? "   " : "\n");
     if (c->stream) stepstream_step(c->stream, sn);
     if (c->keep && c->n_hist == c->cap) {
         int cap = c->cap ? 2 * c->cap : 64;
@@ -123,7 +124,7 @@ int cmd_generate(int argc, char **argv) {
     if (pr == FLAGS_STOP) { usage(stdout); return 0; }
     if (pr) return pr;
     bool quiet = com.quiet, stream = own.stream;
-    const bool tty = isatty(STDERR_FILENO);         /* else no '\r' progress: a log gets whole lines */
+    const bool tty = isatty(STDERR_FILENO);         /* else no '\r': a log gets whole lines */
     if (stream && g.json) { fprintf(stderr, "unmask generate: --json and --stream-json both write stdout; give one\n"); return 2; }
     um_err re = { "" };
     if (genopts_resolve(&g, &re)) { fprintf(stderr, "unmask generate: %s\n", re.msg); return 1; }

@@ -59,33 +59,12 @@ static const um_flag logits_rows[] = {
 
 typedef struct logits_opts {
     const char *tokens, *out, *sc_path, *sc_mode;
-    int32_t     reps, prompt_len, sc_topk;
-    int32_t     part_a, part_b;      /* --partial A:B; part_a -1: a full pass */
+    int32_t     reps, prompt_len, sc_topk, part_a, part_b;
     float       sc_temp;
     bool        reference, gpu, profile;
 } logits_opts;
 
-/* "A:B", 0 <= A < B: the partial pass's rows (checked against the canvas once it is known). */
-static int parse_range(const char *v, int32_t *a, int32_t *b) {
-    const char *colon = strchr(v, ':');
-    um_err e;
-    int64_t x, y;
-    char first[32];
-    if (!colon || (size_t)(colon - v) >= sizeof first) {
-        fprintf(stderr, "unmask logits: --partial wants A:B (rows A to B-1), not '%s'\n", v);
-        return -1;
-    }
-    memcpy(first, v, (size_t)(colon - v));
-    first[colon - v] = 0;
-    if (num_int("--partial: A", first, 0, INT32_MAX - 1, &x, &e) || num_int("--partial: B", colon + 1, 1, INT32_MAX, &y, &e)) {
-        fprintf(stderr, "unmask logits: %s\n", e.msg);
-        return -1;
-    }
-    if (y <= x) { fprintf(stderr, "unmask logits: --partial %s: B must be greater than A\n", v); return -1; }
-    *a = (int32_t)x;
-    *b = (int32_t)y;
-    return 0;
-}
+static int parse_range(const char *v, int32_t *a, int32_t *b);
 
 static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, const char *prog) {
     logits_opts *o = ctx;
@@ -96,8 +75,8 @@ static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, 
     case LG_GPU:        o->gpu = true; return 0;
     case LG_PROFILE:    o->profile = true; return 0;
     case LG_REPS:       return num_arg_i32(prog, name, v, 1, MAX_REPS, &o->reps);
-    case LG_PARTIAL:    return parse_range(v, &o->part_a, &o->part_b);
     case LG_PROMPT_LEN: return num_arg_i32(prog, name, v, 0, INT32_MAX, &o->prompt_len);
+    case LG_PARTIAL:    return parse_range(v, &o->part_a, &o->part_b);
     case LG_SC:         o->sc_path = v; return 0;
     case LG_SC_TEMP:    return num_arg_f32(prog, name, v, 0, 1000, NUM_LO_OPEN, &o->sc_temp);
     case LG_SC_TOPK:    return num_arg_i32(prog, name, v, 1, UM_SC_MAX_TOPK, &o->sc_topk);
@@ -166,6 +145,27 @@ static int parse_tokens(const char *s, int32_t **out, int *n) {
     return 0;
 }
 
+/* "A:B", 0 <= A < B: the partial pass's rows (checked against the canvas once it is known). */
+static int parse_range(const char *v, int32_t *a, int32_t *b) {
+    const char *colon = strchr(v, ':');
+    um_err e;
+    int64_t x, y;
+    char first[32];
+    if (!colon || (size_t)(colon - v) >= sizeof first) {
+        fprintf(stderr, "unmask logits: --partial wants A:B (rows A to B-1), not '%s'\n", v);
+        return -1;
+    }
+    memcpy(first, v, (size_t)(colon - v));
+    first[colon - v] = 0;
+    if (num_int("--partial: A", first, 0, INT32_MAX - 1, &x, &e) || num_int("--partial: B", colon + 1, 1, INT32_MAX, &y, &e)) {
+        fprintf(stderr, "unmask logits: %s\n", e.msg);
+        return -1;
+    }
+    if (y <= x) { fprintf(stderr, "unmask logits: --partial %s: B must be greater than A\n", v); return -1; }
+    *a = (int32_t)x;
+    *b = (int32_t)y;
+    return 0;
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -190,9 +190,9 @@ int cmd_logits(int argc, char **argv) {
     if (com.model || com.preset) model_path = model_buf;
     const char *tokens = o.tokens, *out = o.out, *sc_path = o.sc_path, *sc_mode = o.sc_mode;
     const int32_t threads = com.threads, reps = o.reps, prompt_len = o.prompt_len, sc_topk = o.sc_topk;
+    const int32_t part_a = o.part_a, part_b = o.part_b;
     const float sc_temp = o.sc_temp;
     const bool reference = o.reference, gpu = o.gpu, profile = o.profile;
-    const int32_t part_a = o.part_a, part_b = o.part_b;
     if (!model_path || !tokens || (!out && reps <= 0)) { usage(stderr); return 2; }
     if (profile && (gpu || reps <= 0)) { fprintf(stderr, "unmask logits: --profile needs --reps and the CPU backend\n"); return 2; }
     int32_t *tok;

@@ -114,7 +114,11 @@ static int run_to_end(ui_source *src, const um_settings *s, const char *prompt, 
             *hist = h;
         }
         (*hist)[(*n)++] = snap;
-        if (!quiet && isatty(STDERR_FILENO)) fprintf(stderr, "\rrun %d: step %d/%d  masks %d   ", k + 1, snap->step, snap->n_steps, snap->masks_left);
+        if (!quiet) {                                /* redrawn on a terminal, a line each into a file */
+            bool tty = isatty(STDERR_FILENO);
+            fprintf(stderr, "%srun %d: step %d/%d  masks %d%s", tty ? "\r" : "", k + 1, snap->step, snap->n_steps,
+                    snap->masks_left, tty ? "   " : "\n");
+        }
         if (snap->done || sigexit_caught()) return UM_OK;
         int32_t prev = snap->step;
         snap = src->step(src->self, e);
@@ -151,7 +155,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     if (pr == FLAGS_STOP) { usage(stdout); return 0; }
     if (pr) return pr;
     bool quiet = *quietp = com.quiet;
-    const bool tty = isatty(STDERR_FILENO);         /* the step lines are redrawn with '\r' only there */
+    const bool tty = isatty(STDERR_FILENO);         /* the step line is redrawn with '\r' only there */
     if (!fe.gif && !fe.cast) { fprintf(stderr, "unmask record: give --gif FILE and/or --cast FILE (see --help)\n"); return 2; }
     theme th;
     um_err e = { "" };
@@ -258,12 +262,13 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
         double t = paced ? (double)(n_hist - 1) * fe.pace_ms / 1000.0
                  : ro.real_time ? recorder_elapsed(rec) : (double)(n_hist - 1) * delay_cs / 100.0;
         if (record_one(rec, t, &vc, &fr, &v, &e)) { snap = NULL; break; }
-        if (!quiet && tty && snap->us.on)      /* uniform-state: accepted this step instead of masks */
-            fprintf(stderr, "\rstep %d/%d  accepted %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->us.accepted,
-                    snap->forward_ms + snap->sample_ms);
-        else if (!quiet && tty)
-            fprintf(stderr, "\rstep %d/%d  masks %d  %.0f ms/step   ", snap->step, snap->n_steps, snap->masks_left,
-                    snap->forward_ms + snap->sample_ms);
+        /* redrawn on a terminal, a line each into a file; uniform-state: accepted instead of masks */
+        if (!quiet && snap->us.on)
+            fprintf(stderr, "%sstep %d/%d  accepted %d  %.0f ms/step%s", tty ? "\r" : "", snap->step, snap->n_steps,
+                    snap->us.accepted, snap->forward_ms + snap->sample_ms, tty ? "   " : "\n");
+        else if (!quiet)
+            fprintf(stderr, "%sstep %d/%d  masks %d  %.0f ms/step%s", tty ? "\r" : "", snap->step, snap->n_steps,
+                    snap->masks_left, snap->forward_ms + snap->sample_ms, tty ? "   " : "\n");
         if (snap->done || sigexit_caught()) break;
         int32_t prev = snap->step;
         snap = src.step(src.self, &e);

@@ -44,7 +44,7 @@ enum {
     GO_ALG_TEMP, GO_TEMP, GO_TOP_K, GO_TOP_P, GO_GUMBEL, GO_NO_GUMBEL, GO_CFG, GO_SEED, GO_STOP_AT_EOS,
     GO_EOS_EARLY_STOP, GO_NO_EOS_EARLY_STOP, GO_BLOCK_STEPS, GO_EDIT, GO_EDIT_THRESHOLD, GO_POST_STEPS,
     GO_NO_EDIT, GO_FAST, GO_CACHE, GO_CACHE_REFRESH, GO_CACHE_DRIFT, GO_CACHE_TYPE,
-    GO_T_MIN, GO_T_MAX, GO_ENTROPY_BOUND, GO_STABILITY, GO_CONFIDENCE, GO_SELF_COND, GO_SELF_COND_TOPK,
+    GO_T_MAX, GO_T_MIN, GO_ENTROPY_BOUND, GO_STABILITY, GO_CONFIDENCE, GO_SELF_COND, GO_SELF_COND_TOPK,
 };
 
 #define D FLAG_CMD_DECODE
@@ -113,6 +113,18 @@ static const um_flag gen_rows[] = {
       "probability > P (implies --edit)" },
     { 0, "post-steps", "N", GO_POST_STEPS, D, 0, "post_steps", 0, "at most N edit-only steps once a block is full (implies --edit)" },
     { 0, "no-edit", NULL, GO_NO_EDIT, D, 0, NULL, 0, "no editing" },
+    { .help = "uniform-state decoding (DiffusionGemma; defaults: the file's diffusion.eb_* keys;\n"
+              "--steps S: at most S steps a canvas, --gen N: ceil(N / canvas) canvases;\n"
+              "--cache prefix|none: the prompt's K/V once per canvas (default, exact) or the whole pass):",
+      .cmds = D },
+    { 0, "t-max", "T", GO_T_MAX, D, 0, "t_max", S_(UM_SCHED_UNIFORM), "temperature on a canvas's first step (down to --t-min)" },
+    { 0, "t-min", "T", GO_T_MIN, D, 0, "t_min", S_(UM_SCHED_UNIFORM), "temperature on its last step" },
+    { 0, "entropy-bound", "B", GO_ENTROPY_BOUND, D, 0, "entropy_bound", S_(UM_SCHED_UNIFORM),
+      "accept positions by increasing entropy while the sum before stays <= B nats" },
+    { 0, "stability", "N", GO_STABILITY, D, 0, "stability", S_(UM_SCHED_UNIFORM), "stop a canvas once its argmax held N steps running ..." },
+    { 0, "confidence", "C", GO_CONFIDENCE, D, 0, "confidence", S_(UM_SCHED_UNIFORM), "... and its mean entropy is below C" },
+    { 0, "self-cond", "MODE", GO_SELF_COND, D, 0, "self_cond", S_(UM_SCHED_UNIFORM), "self-conditioning: auto (default), exact, topk or off" },
+    { 0, "self-cond-topk", "K", GO_SELF_COND_TOPK, D, 0, "self_cond_topk", S_(UM_SCHED_UNIFORM), "its K for topk and auto, 1 to 4096 (default 256)" },
     { .help = "cache (approximate; default none = exact):", .cmds = D },
     { 0, "cache", "MODE", GO_CACHE, D, 0, "cache", 0,
       "none, prefix or dual (Fast-dLLM): a full pass fills a K/V cache at\n"
@@ -123,22 +135,6 @@ static const um_flag gen_rows[] = {
       "also a full pass after a step whose recomputed rows' K moved by\n"
       "more than D (relative) from the cached ones" },
     { 0, "cache-type", "T", GO_CACHE_TYPE, D, 0, "cache_type", 0, "f16 (default), f32 or q8_0: how the cache stores K and V" },
-    { .help = "uniform-state decoding (DiffusionGemma; defaults: the file's diffusion.eb_* keys):", .cmds = D },
-    { 0, "t-max", "T", GO_T_MAX, D, 0, "t_max", S_(UM_SCHED_UNIFORM),
-      "temperature on a canvas's first step, down to --t-min on its last;\n"
-      "--steps S: at most S steps a canvas, --gen N: ceil(N / canvas) canvases" },
-    { 0, "t-min", "T", GO_T_MIN, D, 0, "t_min", S_(UM_SCHED_UNIFORM), "temperature on a canvas's last step" },
-    { 0, "entropy-bound", "B", GO_ENTROPY_BOUND, D, 0, "entropy_bound", S_(UM_SCHED_UNIFORM),
-      "accept positions by increasing entropy while the sum before stays <= B nats" },
-    { 0, "stability", "N", GO_STABILITY, D, 0, "stability", S_(UM_SCHED_UNIFORM),
-      "stop a canvas once its argmax held N steps running ..." },
-    { 0, "confidence", "C", GO_CONFIDENCE, D, 0, "confidence", S_(UM_SCHED_UNIFORM),
-      "... and its mean entropy is below C" },
-    { 0, "self-cond", "MODE", GO_SELF_COND, D, 0, "self_cond", S_(UM_SCHED_UNIFORM),
-      "self-conditioning: auto (default), exact, topk or off;\n"
-      "--cache prefix (default, exact: the prompt's K/V once per canvas) or none" },
-    { 0, "self-cond-topk", "K", GO_SELF_COND_TOPK, D, 0, "self_cond_topk", S_(UM_SCHED_UNIFORM),
-      "its K for topk and auto (default 256)" },
 };
 #undef D
 
@@ -178,8 +174,8 @@ static void put_setting(jsonw *j, const um_settings *s, int id) {
     case GO_CACHE_REFRESH:  jsonw_int(j, s->cache_refresh); break;
     case GO_CACHE_DRIFT:    jsonw_f32(j, s->cache_drift); break;
     case GO_CACHE_TYPE:     jsonw_str(j, engine_kv_store_name(s->cache_type)); break;
-    case GO_T_MIN:          jsonw_f32(j, s->us_t_min); break;
     case GO_T_MAX:          jsonw_f32(j, s->us_t_max); break;
+    case GO_T_MIN:          jsonw_f32(j, s->us_t_min); break;
     case GO_ENTROPY_BOUND:  jsonw_f32(j, s->us_bound); break;
     case GO_STABILITY:      jsonw_int(j, s->us_stability); break;
     case GO_CONFIDENCE:     jsonw_f32(j, s->us_confidence); break;
@@ -195,15 +191,16 @@ static void put_setting(jsonw *j, const um_settings *s, int id) {
 
 void genopts_json_settings(jsonw *j, const um_settings *s) {
     jsonw_obj_begin(j);
+    const bool uniform = s->schedule == UM_SCHED_UNIFORM;
     for (size_t k = 0; k < sizeof gen_rows / sizeof gen_rows[0]; k++) {
         if (!gen_rows[k].key) continue;
-        /* the uniform-state rows only on its runs (a masked run has no such settings) */
-        if (gen_rows[k].uses == S_(UM_SCHED_UNIFORM) && s->schedule != UM_SCHED_UNIFORM) continue;
+        /* the uniform-state rows only under that schedule (the others keep a fixed schema) */
+        if (gen_rows[k].uses == S_(UM_SCHED_UNIFORM) && !uniform) continue;
         jsonw_key(j, gen_rows[k].key);
         put_setting(j, s, gen_rows[k].id);
     }
-    if (s->schedule == UM_SCHED_UNIFORM) { jsonw_key(j, "canvas"); jsonw_int(j, s->us_canvas); }
     jsonw_key(j, "block_aligned"); jsonw_bool(j, s->block_aligned);   /* the model's, no flag */
+    if (uniform) { jsonw_key(j, "canvas"); jsonw_int(j, s->us_canvas); }
     jsonw_obj_end(j);
 }
 
@@ -316,8 +313,8 @@ static int gen_fn(void *ctx, const um_flag *f, const char *name, const char *v, 
     case GO_CACHE_REFRESH:      bad = num_arg_i32(prog, name, v, 1, GENOPTS_MAX_GEN, &g->cache_refresh); break;
     case GO_CACHE_DRIFT:        bad = num_arg_f32(prog, name, v, 0, 1e6, NUM_LO_OPEN, &g->cache_drift); break;
     case GO_CACHE_TYPE:         BY_NAME(engine_kv_store_from_name, um_kv_store, cache_type); break;
-    case GO_T_MIN:              bad = num_arg_f32(prog, name, v, 0, 100, NUM_LO_OPEN, &g->us_t_min); break;
     case GO_T_MAX:              bad = num_arg_f32(prog, name, v, 0, 100, NUM_LO_OPEN, &g->us_t_max); break;
+    case GO_T_MIN:              bad = num_arg_f32(prog, name, v, 0, 100, NUM_LO_OPEN, &g->us_t_min); break;
     case GO_ENTROPY_BOUND:      bad = num_arg_f32(prog, name, v, 0, 1e6, 0, &g->us_bound); break;
     case GO_CONFIDENCE:         bad = num_arg_f32(prog, name, v, 0, 1e6, 0, &g->us_confidence); break;
     case GO_STABILITY:          bad = num_arg_i32(prog, name, v, 0, GENOPTS_MAX_GEN, &g->us_stability); break;

@@ -8,7 +8,7 @@
 #  - the shared rows: -m/--model, -M/--preset, -t/--threads, -q/--quiet, -h/--help spelled
 #    the same in every command that takes them;
 #  - the small things of point 7: JSON numbers as the shortest text that reads back the same,
-#    no '\r' progress off a terminal, eval's settings line naming only the schedule's own
+#    no '\r' progress off a terminal (a line per step instead), eval's settings line naming only the schedule's own
 #    parameters, --gen past the context refused before the model is repacked.
 . "$(dirname "$0")/lib.sh"
 SUITE=flags
@@ -215,6 +215,7 @@ expect_grep "info --json: a float32 key as the shortest text (1e-05, not 9.99999
 if grep -q $'\r' "$TMP/err"; then fail "generate: no '\\r' progress off a terminal" "$(od -c "$TMP/err" | head -3)"
 else ok "generate: no '\\r' progress off a terminal"; fi
 expect_grep "generate: the done line still there" "^done: 8 steps" "$TMP/err"
+expect_grep "generate: a whole line per step off a terminal" "^step 8/8 " "$TMP/err"
 "$BIN" record -m "$M" -p hi --gen 8 --steps 4 --gif "$TMP/r.gif" >/dev/null 2>"$TMP/err"
 if grep -q $'\r' "$TMP/err"; then fail "record: no '\\r' progress off a terminal"; else ok "record: no '\\r' progress off a terminal"; fi
 "$BIN" synth --shape tiny-llada -o "$TMP/s2.gguf" 2>"$TMP/err"

@@ -165,8 +165,7 @@ fi
 ( cd "$TMP" && exec "$BIN" record -m "$MODEL" -p hi --gen 256 --steps 256 -t 1 --gif "$TMP/i.gif" --cast "$TMP/i.cast" \
     </dev/null >/dev/null 2>"$TMP/ierr" ) &
 rpid=$!
-# (stderr is a file: no '\r' step lines there; the cast's temporary file shows the steps)
-for ((k = 0; k < 100; k++)); do cat "$TMP"/.i.cast.* 2>/dev/null | grep -q '"m", "step [1-9]' && break; sleep 0.05; done
+for ((k = 0; k < 100; k++)); do grep -q 'step [1-9][0-9]*/256' "$TMP/ierr" 2>/dev/null && break; sleep 0.05; done
 kill -INT $rpid 2>/dev/null
 wait $rpid; rc=$?
 if [ $rc = 130 ] && grep -q 'interrupted after step' "$TMP/ierr"; then ok "record: SIGINT: exit 130, says so"
