@@ -287,6 +287,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
         uint8_t *row2 = um_malloc_aligned(row_bytes);
         for (int64_t t = 0; t < n_tokens; t++) {
             mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
+#if MM_X86      /* the x86 quantizers exist only in x86 builds */
             if (matmul_kernel_available(UM_KERNEL_AVX2)) {
                 /* the kernels' AVX2 quantizer must give the same bytes as the portable one */
                 size_t used = off_corr + (size_t)n_in / 16 * 6;
@@ -302,6 +303,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
                 mm_quantize_act_avx512(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX-512 activation quantizer differs", um_type_name(types[ti]));
             }
+#endif
             if (types[ti] == UM_TYPE_Q6_K) {     /* the int16 sums per 16 of the AVX2 Q6_K loop */
                 const int16_t *bsum = (const int16_t *)(row + off_corr + (size_t)n_in / 16 * 4);
                 for (int64_t g = 0; g < n_in / 16; g++) {
@@ -362,7 +364,11 @@ TEST(matmul_panel_tables_avx2_match_portable) {
         size_t n = c.type == UM_TYPE_Q8_0 ? 512 / 2 : 512;
         for (int64_t p = 0; p < 2; p++) {
             mm_panel_tables(&w, p, t1);
+#if MM_X86
             mm_panel_tables_avx2(&w, p, t2);
+#else
+            mm_panel_tables(&w, p, t2);     /* unreachable: no AVX2 kernel outside x86 */
+#endif
             CHECK_MSG(memcmp(t1, t2, n * sizeof(float)) == 0, "%s panel %lld tables differ", um_type_name(c.type), (long long)p);
         }
         free(t1); free(t2);
