@@ -359,7 +359,7 @@ TEST(sampler_wide_row_matches_full_sort) {
     free(ref);
 }
 
-/* ---------------------------------------------------------------- AVX2 kernel vs reference */
+/* ---------------------------------------------------------------- SIMD kernels vs reference */
 
 #include "cpu.h"
 
@@ -418,6 +418,15 @@ TEST(sampler_scan_avx2_matches_reference) {
     check_scan_kernel(sampler_scan_avx2);
 #else
     th_skip("not an x86 build");
+#endif
+}
+
+TEST(sampler_scan_neon_matches_reference) {
+#if defined(__aarch64__)
+    if (!cpu_features()->neon) { th_skip("no NEON"); return; }
+    check_scan_kernel(sampler_scan_neon);
+#else
+    th_skip("not an AArch64 build");
 #endif
 }
 
