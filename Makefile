@@ -34,11 +34,21 @@ BIN        := $(BUILD)/unmask
 endif
 
 PKG_CONFIG ?= pkg-config
+# macOS (Homebrew): ncurses is keg-only, so its pkg-config files are not on the default path;
+# -D_DARWIN_C_SOURCE keeps the BSD calls visible next to ncurses' -D_XOPEN_SOURCE.
+HOST_OS := $(shell uname -s)
+ifeq ($(HOST_OS),Darwin)
+BREW_NCURSES := $(shell brew --prefix ncurses 2>/dev/null)
+ifneq ($(BREW_NCURSES),)
+PKG_CONFIG := PKG_CONFIG_PATH="$(BREW_NCURSES)/lib/pkgconfig:$$PKG_CONFIG_PATH" $(PKG_CONFIG)
+endif
+OS_CFLAGS := -D_DARWIN_C_SOURCE
+endif
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags ncursesw libutf8proc 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs ncursesw libutf8proc 2>/dev/null)
 
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
-               -pthread -fno-strict-aliasing $(PKG_CFLAGS) \
+               -pthread -fno-strict-aliasing $(OS_CFLAGS) $(PKG_CFLAGS) \
                -DUM_VERSION='"$(VERSION)"' -DUM_VARIANT='"$(VARIANT)"' -DUM_PREFIX='"$(PREFIX)"'
 LDLIBS      := $(PKG_LIBS) -lm -pthread
 

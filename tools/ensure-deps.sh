@@ -14,6 +14,18 @@ pkgs="gcc make pkg-config libncurses-dev libutf8proc-dev"
 [ "$kind" = fuzz ] && pkgs="$pkgs clang libclang-rt-dev"
 [ "$kind" = plot ] && pkgs="$pkgs gnuplot-nox"
 [ "$kind" = arm64 ] && pkgs="gcc-aarch64-linux-gnu qemu-user pkg-config python3 libncurses-dev:arm64 libutf8proc-dev:arm64"
+# macOS: Homebrew's packages, checked through pkg-config (ncurses is keg-only: the Makefile
+# adds its pkg-config path); only the build needs them, the test tools are checked by the tests
+if [ "$(uname -s)" = Darwin ]; then
+  pcdir=$(brew --prefix ncurses 2>/dev/null)/lib/pkgconfig
+  if ! command -v pkg-config >/dev/null 2>&1 ||
+     ! PKG_CONFIG_PATH="$pcdir:${PKG_CONFIG_PATH:-}" pkg-config --exists ncursesw libutf8proc; then
+    echo "missing Homebrew packages; run: brew install ncurses utf8proc pkg-config" >&2
+    exit 1
+  fi
+  [ "$kind" = arm64 ] && { echo "make test-arm64 emulates AArch64 on an x86-64 Debian host; on a Mac run make test" >&2; exit 1; }
+  exit 0
+fi
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
