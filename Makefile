@@ -7,6 +7,8 @@
 #   make werror     build every source with -Werror (build/werror/)
 #   make check-layout  the layer folders include and call only downwards (docs/architecture.md)
 #   make fuzz       libFuzzer on the GGUF reader for FUZZ_SECONDS (default 60)
+#   make test-arm64 cross-build for AArch64 (build/arm64/) and run the tests under qemu-aarch64
+#                   on three emulated CPUs (tools/test-arm64.sh; ARM64_QUICK=1: CI's subset)
 #   make mutants    one-line bugs in the data and numeric checks (tests/mutants.txt): all caught?
 #   make install    PREFIX=/usr/local: binary, man page, themes, models.conf, bundled model
 #   make peer       build llama.cpp (the benchmark/correctness peer) under build/peer/
@@ -32,11 +34,21 @@ BIN        := $(BUILD)/unmask
 endif
 
 PKG_CONFIG ?= pkg-config
+# macOS (Homebrew): ncurses is keg-only, so its pkg-config files are not on the default path;
+# -D_DARWIN_C_SOURCE keeps the BSD calls visible next to ncurses' -D_XOPEN_SOURCE.
+HOST_OS := $(shell uname -s)
+ifeq ($(HOST_OS),Darwin)
+BREW_NCURSES := $(shell brew --prefix ncurses 2>/dev/null)
+ifneq ($(BREW_NCURSES),)
+PKG_CONFIG := PKG_CONFIG_PATH="$(BREW_NCURSES)/lib/pkgconfig:$$PKG_CONFIG_PATH" $(PKG_CONFIG)
+endif
+OS_CFLAGS := -D_DARWIN_C_SOURCE
+endif
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags ncursesw libutf8proc 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs ncursesw libutf8proc 2>/dev/null)
 
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
-               -pthread -fno-strict-aliasing $(PKG_CFLAGS) \
+               -pthread -fno-strict-aliasing $(OS_CFLAGS) $(PKG_CFLAGS) \
                -DUM_VERSION='"$(VERSION)"' -DUM_VARIANT='"$(VARIANT)"' -DUM_PREFIX='"$(PREFIX)"'
 LDLIBS      := $(PKG_LIBS) -lm -pthread
 
@@ -98,7 +110,12 @@ SRC_ALL  := $(sort $(foreach l,$(LAYERS),$(wildcard $(l)/*.c)) $(ARCH_SRC))
 SRC_LIB  := $(filter-out src/app/main.c,$(SRC_ALL))
 OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o) $(GEN_DIR)/psf_spleen.o
 OBJ_MAIN := $(BUILD)/src/app/main.o
-TEST_SRC := $(sort $(wildcard tests/test_*.c)) tests/harness.c
+# Tests of one architecture's instructions (tests/test_*_avx2.c, tests/test_*_neon.c) are
+# built only for that architecture, like its kernel folder.
+ARCH_TEST_X86 := $(wildcard tests/test_*_avx2.c tests/test_*_avx512.c)
+ARCH_TEST_ARM := $(wildcard tests/test_*_neon.c tests/test_*_dotprod.c tests/test_*_i8mm.c)
+TEST_SRC := $(filter-out $(if $(filter x86,$(KERNEL_ARCH)),,$(ARCH_TEST_X86)) $(if $(filter arm,$(KERNEL_ARCH)),,$(ARCH_TEST_ARM)),\
+              $(sort $(wildcard tests/test_*.c))) tests/harness.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 # The trainer (tools/train) sits above every layer; its library part is linked into the tests.
 TRAIN_SRC := $(sort $(wildcard tools/train/*.c))
@@ -126,7 +143,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: mutants check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm bench-rows check-peer demo-model sudoku-model plot gpu-check emu-check
+.PHONY: test-arm64 mutants check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm bench-rows check-peer demo-model sudoku-model plot gpu-check emu-check
 # pkg-config runs when make reads this file, so on a fresh machine it runs before
 # ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
 # installs first and then builds in a second make, which reads the flags afresh.
@@ -218,6 +235,17 @@ werror: deps
 mutants: deps
 	@tools/mutants.sh
 
+# ---------------------------------------------------------------- AArch64 under emulation
+# The cross build (gcc-aarch64-linux-gnu, the arm64 multiarch libraries through their
+# pkg-config files) and the x86 build it is compared with, then tools/test-arm64.sh.
+ARM64_CC ?= aarch64-linux-gnu-gcc
+test-arm64: deps
+	@tools/ensure-deps.sh arm64
+	@$(MAKE) --no-print-directory VARIANT=release unmask
+	@PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig $(MAKE) --no-print-directory VARIANT=arm64 \
+	  CC=$(ARM64_CC) NO_CUDA=1 build/arm64/unmask build/arm64/unit_tests build/arm64/sudoku-gen
+	@ARM64_X86_BIN=$(CURDIR)/unmask tools/test-arm64.sh
+
 # ---------------------------------------------------------------- fuzzing
 FUZZ_DIR := build/fuzz
 FUZZ_SRC := src/format/gguf.c src/base/util.c src/base/esc.c src/format/quant_types.c src/base/infile.c src/base/outfile.c
@@ -254,7 +282,7 @@ peer:
 	@tools/build-peer.sh
 
 clean:
-	rm -rf build/release build/asan build/tsan build/werror build/fuzz unmask
+	rm -rf build/release build/asan build/tsan build/werror build/arm64 build/fuzz unmask
 
 check-peer: all
 	@tools/check-peer.sh

@@ -28,9 +28,13 @@ PROMPT = "The quick brown fox jumps over."
 
 
 def _cpuinfo_field(name):
-    for line in open("/proc/cpuinfo"):
-        if line.startswith(name):
-            return line.split(":", 1)[1].strip()
+    """A field of /proc/cpuinfo ("" where there is none: macOS has no /proc)."""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith(name):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
     return ""
 
 
@@ -53,12 +57,20 @@ def cpu_family():
     return f"{vendor} family {f.get('cpu family', '?')} model {f.get('model', '?')}"
 
 
+def _cpu_name():
+    name = _cpuinfo_field("model name")
+    if not name and platform.system() == "Darwin":
+        name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True).stdout.strip()
+    return name or platform.machine()
+
+
 def machine():
-    flags = _cpuinfo_field("flags").split()
-    mem_kb = int([l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")][0])
-    return {"cpu": _cpuinfo_field("model name"), "cores": os.cpu_count(), "kernel": platform.release(),
-            "mem_gb": round(mem_kb / 1e6, 1),
-            "flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))],
+    # x86 Linux: "flags"; AArch64 Linux: "Features" (asimddp = SDOT, i8mm = SMMLA)
+    flags = (_cpuinfo_field("flags") or _cpuinfo_field("Features")).split()
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "kernel": platform.release(),
+            "mem_gb": round(mem / 1e9, 1),
+            "flags": [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c", "asimddp", "i8mm", "sve"))],
             "amx": any(f.startswith("amx") for f in flags), "cpu_family": cpu_family()}
 
 
@@ -97,7 +109,7 @@ def versions():
 
 
 def loadavg():
-    return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def header(benchmark):

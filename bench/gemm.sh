@@ -10,15 +10,21 @@ out=${1:-bench/results/gemm.json}
 shift || true
 bench/build-tools.sh
 mkdir -p "$(dirname "$out")"
+# the kernels of this machine's architecture (gemm skips those the CPU cannot run): on
+# AArch64 the SDOT and SMMLA kernels, the second pass on both
+case $(uname -m) in
+  aarch64|arm64) k1=dotprod,i8mm; k2=dotprod,i8mm; k3=dotprod,i8mm ;;
+  *)             k1=avx2,avxvnni,avx512,amx; k2=avxvnni,avx512,amx; k3=avx2,avxvnni,avx512 ;;
+esac
 tmp=$(mktemp)
 {
-  build/release/gemm --types q4_K --kernels avx2,avxvnni,avx512,amx "$@"
+  build/release/gemm --types q4_K --kernels "$k1" "$@"
 } > "$tmp"
 tmp2=$(mktemp)
-build/release/gemm --types q6_K,q8_0,f16 --kernels avxvnni,avx512,amx "$@" > "$tmp2"
+build/release/gemm --types q6_K,q8_0,f16 --kernels "$k2" "$@" > "$tmp2"
 # the IQ lattices and ternary formats (integer path without repacking, docs/matmul.md): one shape
 tmp3=$(mktemp)
-build/release/gemm --types iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,tq1_0,tq2_0 --kernels avx2,avxvnni,avx512 \
+build/release/gemm --types iq1_s,iq1_m,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,tq1_0,tq2_0 --kernels "$k3" \
   --shapes 4096x4096 --tokens 32,160 "$@" > "$tmp3"
 python3 - "$tmp" "$tmp2" "$tmp3" "$out" <<'PY'
 import json, sys, datetime, subprocess
@@ -31,7 +37,8 @@ a["runs"] += b["runs"] + c["runs"]
 a["peak_gmacs_second_pass"] = b["peak_gmacs"]
 a["date"] = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
 a["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-a["load_avg_at_end"] = open("/proc/loadavg").read().split()[:3]
+import os
+a["load_avg_at_end"] = ["%.2f" % x for x in os.getloadavg()]
 B.keep_previous(sys.argv[4])
 json.dump(a, open(sys.argv[4], "w"), indent=1)
 PY

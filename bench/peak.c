@@ -11,6 +11,11 @@
  *           (int16 sums: the most AVX2 does; reachable where the products fit in int16, as
  *           4-bit codes' do, widened to int32 only once per many products)
  *   f32-512 vfmadd231ps zmm: 16 MACs      f32-256 vfmadd231ps ymm: 8 MACs
+ * AArch64 (the families of the dotprod and i8mm matmul kernels):
+ *   sdot    SDOT v.4s, v.16b, v.16b (vdotq_s32, FEAT_DotProd): 16 MACs per instruction
+ *   smmla   SMMLA v.4s, v.16b, v.16b (vmmlaq_s32, FEAT_I8MM): a 2x8 by 8x2 int8 product into a
+ *           2x2 int32 tile, 32 MACs per instruction
+ *   f32-128 FMLA v.4s (vfmaq_f32): 4 MACs
  *
  * Build: bench/build-tools.sh. Usage: peak [MAX_THREADS [KERNEL]] (KERNEL: a matmul kernel
  * name; the output then names the families that kernel is measured against).
@@ -20,15 +25,20 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define ITERS 10000000L
+#ifndef ITERS
+#define ITERS 10000000L     /* -DITERS=N for a quick check (under emulation: the figures mean nothing) */
+#endif
 #define ACC12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 
 /* Each returns MACs done; the sink stops the compiler from dropping the loop. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static double loop_avx512(volatile int *sink) {
@@ -156,6 +166,72 @@ __attribute__((target("avx2,fma"))) static double loop_f32_256(volatile int *sin
     return (double)ITERS * 12 * 8;
 }
 
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+__attribute__((target("arch=armv8.2-a+dotprod"))) static double loop_sdot(volatile int *sink) {
+#define D(i) int32x4_t a##i = vdupq_n_s32(i);
+    ACC12(D)
+#undef D
+    int8x16_t u = vdupq_n_s8(3), s = vdupq_n_s8(-2);
+    for (long it = 0; it < ITERS; it++) {
+#define D(i) a##i = vdotq_s32(a##i, u, s);
+        ACC12(D)
+#undef D
+        __asm__ volatile("" : "+w"(u), "+w"(s));
+    }
+    int32x4_t t = vdupq_n_s32(0);
+#define D(i) t = vaddq_s32(t, a##i);
+    ACC12(D)
+#undef D
+    *sink = vaddvq_s32(t);
+    return (double)ITERS * 12 * 16;
+}
+
+__attribute__((target("arch=armv8.2-a+dotprod+i8mm"))) static double loop_smmla(volatile int *sink) {
+#define D(i) int32x4_t a##i = vdupq_n_s32(i);
+    ACC12(D)
+#undef D
+    int8x16_t u = vdupq_n_s8(3), s = vdupq_n_s8(-2);
+    for (long it = 0; it < ITERS; it++) {
+#define D(i) a##i = vmmlaq_s32(a##i, u, s);
+        ACC12(D)
+#undef D
+        __asm__ volatile("" : "+w"(u), "+w"(s));
+    }
+    int32x4_t t = vdupq_n_s32(0);
+#define D(i) t = vaddq_s32(t, a##i);
+    ACC12(D)
+#undef D
+    *sink = vaddvq_s32(t);
+    return (double)ITERS * 12 * 32;
+}
+
+static double loop_f32_128(volatile int *sink) {
+#define D(i) float32x4_t a##i = vdupq_n_f32((float)i);
+    ACC12(D)
+#undef D
+    float32x4_t u = vdupq_n_f32(1.0f), s = vdupq_n_f32(0.5f);
+    for (long it = 0; it < ITERS; it++) {
+#define D(i) a##i = vfmaq_f32(a##i, u, s);
+        ACC12(D)
+#undef D
+        __asm__ volatile("" : "+w"(u), "+w"(s));
+    }
+    float32x4_t t = vdupq_n_f32(0);
+#define D(i) t = vaddq_f32(t, a##i);
+    ACC12(D)
+#undef D
+    *sink = (int)vaddvq_f32(t);
+    return (double)ITERS * 12 * 4;
+}
+#endif
+
 typedef double (*peak_loop)(volatile int *);
 
 typedef struct peak_family {
@@ -165,15 +241,38 @@ typedef struct peak_family {
 } peak_family;
 
 static const peak_family peak_families[] = {
+#if defined(__x86_64__) || defined(__i386__)
     { "avx512", loop_avx512, "avx512vnni" },
     { "avxvnni", loop_avxvnni, "avxvnni" },
     { "avx2", loop_avx2, "avx2" },
     { "avx2-i16", loop_avx2_i16, "avx2" },
     { "f32-512", loop_f32_512, "avx512f" },
     { "f32-256", loop_f32_256, "fma" },
+#elif defined(__aarch64__)
+    { "smmla", loop_smmla, "i8mm" },
+    { "sdot", loop_sdot, "dotprod" },
+    { "f32-128", loop_f32_128, "neon" },
+#endif
 };
 #define PEAK_N_FAMILIES (int)(sizeof peak_families / sizeof peak_families[0])
 
+#if defined(__aarch64__)
+/* The kernel's word on the CPU (Linux hwcaps, macOS sysctl), as src/base/cpu.c reads it. */
+static int peak_supported(const peak_family *f) {
+    if (strcmp(f->cpu_flag, "neon") == 0) return 1;
+#if defined(__linux__)
+    if (strcmp(f->cpu_flag, "dotprod") == 0) return (getauxval(AT_HWCAP) >> 20) & 1;     /* HWCAP_ASIMDDP */
+    return (getauxval(AT_HWCAP2) >> 13) & 1;                                             /* HWCAP2_I8MM */
+#elif defined(__APPLE__)
+    int v = 0;
+    size_t n = sizeof v;
+    const char *key = strcmp(f->cpu_flag, "dotprod") == 0 ? "hw.optional.arm.FEAT_DotProd" : "hw.optional.arm.FEAT_I8MM";
+    return sysctlbyname(key, &v, &n, NULL, 0) == 0 && v;
+#else
+    return 0;
+#endif
+}
+#else
 static int peak_supported(const peak_family *f) {
     __builtin_cpu_init();
     if (strcmp(f->cpu_flag, "avx512vnni") == 0) return __builtin_cpu_supports("avx512vnni");
@@ -186,6 +285,7 @@ static int peak_supported(const peak_family *f) {
     if (strcmp(f->cpu_flag, "fma") == 0) return __builtin_cpu_supports("fma");
     return __builtin_cpu_supports("avx2");
 }
+#endif
 
 /* The peak a GEMM kernel's int8 (or, float_type, f32) products are measured against, by
  * kernel name (matmul_kernel_name): the fastest multiply-accumulate its instruction set
@@ -193,9 +293,14 @@ static int peak_supported(const peak_family *f) {
  * VNNI that is avx2-i16 (int16 sums), not the slower int32 sequence of avx2: 4-bit
  * products fit in int16, so a kernel may reach it (see docs/perf.md). */
 static const peak_family *peak_family_for(const char *kernel, int float_type) {
+#if defined(__aarch64__)
+    /* i8mm's int8 products are SMMLA tiles; dotprod's (and the rest's) SDOT */
+    const char *name = float_type ? "f32-128" : !strcmp(kernel, "i8mm") ? "smmla" : "sdot";
+#else
     const char *name = !strcmp(kernel, "avx512") || !strcmp(kernel, "amx") ? (float_type ? "f32-512" : "avx512")
                      : !strcmp(kernel, "avxvnni") ? (float_type ? "f32-256" : "avxvnni")
                      : (float_type ? "f32-256" : "avx2-i16");
+#endif
     for (int i = 0; i < PEAK_N_FAMILIES; i++)
         if (strcmp(peak_families[i].name, name) == 0) return &peak_families[i];
     return NULL;

@@ -22,7 +22,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +37,9 @@
 /* ---------------------------------------------------------------- the read loops */
 
 /* Each sums n bytes (n a multiple of 256, p 64-byte aligned) as 64-bit lanes. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
 __attribute__((target("avx512f"))) static uint64_t stream_read_avx512(const uint8_t *p, size_t n) {
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i < n; i += 256) {
@@ -76,6 +78,29 @@ static stream_read_fn stream_reader(const char **name) {
     *name = "avx2";
     return stream_read_avx2;
 }
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+
+static uint64_t stream_read_neon(const uint8_t *p, size_t n) {
+    uint64x2_t a[8];
+    for (int k = 0; k < 8; k++) a[k] = vdupq_n_u64(0);
+    for (size_t i = 0; i < n; i += 256)
+        for (int k = 0; k < 8; k++)
+            a[k] = vaddq_u64(a[k], vaddq_u64(vld1q_u64((const uint64_t *)(p + i + 32 * k)),
+                                             vld1q_u64((const uint64_t *)(p + i + 32 * k + 16))));
+    uint64x2_t s = a[0];
+    for (int k = 1; k < 8; k++) s = vaddq_u64(s, a[k]);
+    return vgetq_lane_u64(s, 0) + vgetq_lane_u64(s, 1);
+}
+
+typedef uint64_t (*stream_read_fn)(const uint8_t *, size_t);
+
+/* AArch64: 128-bit NEON loads (Advanced SIMD is baseline) */
+static stream_read_fn stream_reader(const char **name) {
+    *name = "neon";
+    return stream_read_neon;
+}
+#endif
 
 /* ---------------------------------------------------------------- the buffer */
 
@@ -83,8 +108,10 @@ static stream_read_fn stream_reader(const char **name) {
  * disagree: one CCD's L3 against the whole socket's), 32 MiB when neither knows. */
 static size_t stream_llc_bytes(void) {
     size_t best = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE                   /* glibc only */
     long s = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (s > 0) best = (size_t)s;
+#endif
     for (int idx = 0; idx < 8; idx++) {
         char path[96], buf[32];
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
@@ -116,7 +143,9 @@ static uint8_t *stream_alloc(size_t *n) {
     void *p = NULL;
     if (posix_memalign(&p, huge, *n) != 0) return NULL;
 #ifdef MADV_HUGEPAGE
+#ifdef MADV_HUGEPAGE                           /* Linux only */
     (void)madvise(p, *n, MADV_HUGEPAGE);
+#endif
 #endif
     memset(p, 0x5a, *n);
     return p;

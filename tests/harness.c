@@ -1,6 +1,7 @@
 /*
  * harness: the test runner behind tests/harness.h. Each test runs in order of
- * registration; the summary line is what `make test` and CI read.
+ * registration (with arguments, only those matching one); the summary line is what
+ * `make test` and CI read.
  */
 #include "harness.h"
 
@@ -39,14 +40,20 @@ void th_skip(const char *why) {
 
 int th_failed(void) { return g_cur_failed; }
 
+/* no filters: every test; else those whose name or file contains one of them */
+static int selected(int i, int n_filters, char **filters) {
+    for (int f = 0; f < n_filters; f++)
+        if (strstr(g_tests[i].name, filters[f]) || strstr(g_tests[i].file, filters[f])) return 1;
+    return n_filters == 0;
+}
+
 int main(int argc, char **argv) {
-    const char *filter = argc > 1 ? argv[1] : NULL;
     const char *root = getenv("UNMASK_ROOT");
     if (root && chdir(root) != 0) { perror(root); return 2; }
     setvbuf(stdout, NULL, _IOLBF, 0);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < g_n; i++) {
-        if (filter && !strstr(g_tests[i].name, filter) && !strstr(g_tests[i].file, filter)) continue;
+        if (!selected(i, argc - 1, argv + 1)) continue;
         g_cur_failed = g_cur_skipped = 0;
         g_tests[i].fn();
         const char *tag = g_cur_failed ? "FAIL" : g_cur_skipped ? "skip" : "ok  ";

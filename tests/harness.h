@@ -1,6 +1,7 @@
 /*
  * harness: a minimal test harness. Tests register themselves with TEST(name); the runner
- * (tests/harness.c) runs them all (or those whose name contains argv[1]) and ends with
+ * (tests/harness.c) runs them all (or those whose name or file contains one of its
+ * arguments) and ends with
  * "unit: N passed, N failed, N skipped". A failed CHECK ends the test at once.
  * Paths in tests are relative to the repository root (the runner chdirs there).
  */

@@ -502,7 +502,7 @@ TEST(dgemma_attention_key_ranges) {
     }
     pool_free(pool);
     ops_select(UM_OPS_REF, &e);
-    ops_select(ops_isa_available(UM_OPS_AVX512) ? UM_OPS_AVX512 : ops_isa_available(UM_OPS_AVX2) ? UM_OPS_AVX2 : UM_OPS_REF, &e);
+    ops_select(ops_isa_best(), &e);
 }
 
 /* GeGLU, the soft-cap and RoPE frequency factors against values worked out by hand. */

@@ -297,7 +297,7 @@ TEST(matmul_int_kernels_match_quantized_activations) {
         uint8_t *row2 = um_malloc_aligned(row_bytes);
         for (int64_t t = 0; t < n_tokens; t++) {
             mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
-#if MM_X86
+#if MM_X86      /* the x86 quantizers exist only in x86 builds */
             if (matmul_kernel_available(UM_KERNEL_AVX2)) {
                 /* the kernels' AVX2 quantizer must give the same bytes as the portable one */
                 size_t used = off_corr + (size_t)n_in / 16 * 6;
@@ -458,6 +458,8 @@ TEST(matmul_panel_tables_avx2_match_portable) {
             mm_panel_tables(&w, p, t1);
 #if MM_X86
             mm_panel_tables_avx2(&w, p, t2);
+#else
+            mm_panel_tables(&w, p, t2);     /* unreachable: no AVX2 kernel outside x86 */
 #endif
             CHECK_MSG(memcmp(t1, t2, n * sizeof(float)) == 0, "%s panel %lld tables differ", um_type_name(c.type), (long long)p);
         }

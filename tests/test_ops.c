@@ -77,11 +77,7 @@ static double worst(const float *a, const float *b, int64_t n, double abs_tol, d
     for (um_ops_isa isa = UM_OPS_REF; isa < UM_OPS_ISA_COUNT; isa++)                   \
         if (ops_isa_available(isa) && ops_select(isa, NULL) == UM_OK)
 
-static void restore_isa(void) {
-    um_ops_isa best = UM_OPS_AVX512;
-    while (!ops_isa_available(best)) best--;
-    ops_select(best, NULL);
-}
+static void restore_isa(void) { ops_select(ops_isa_best(), NULL); }
 
 static const int64_t g_sizes[] = { 1, 7, 15, 16, 17, 160, 513, 4096, 40000 };
 
@@ -97,8 +93,16 @@ TEST(ops_isa_selection) {
         CHECK(ops_select(UM_OPS_AVX512, &e) == UM_FAIL);
         CHECK_CONTAINS(e.msg, "avx512");
     }
+    CHECK_STREQ(ops_isa_name(UM_OPS_NEON), "neon");
+#if defined(__aarch64__)
+    CHECK(ops_isa_available(UM_OPS_NEON));      /* baseline on AArch64 */
+    CHECK_EQ(ops_isa_best(), UM_OPS_NEON);
+#else
+    CHECK(!ops_isa_available(UM_OPS_NEON));
+    CHECK(ops_select(UM_OPS_NEON, &e) == UM_FAIL);
+#endif
     restore_isa();
-    if (!ops_isa_available(UM_OPS_AVX2)) th_skip("this CPU has no AVX2: only the scalar kernels were tested");
+    if (ops_isa_best() == UM_OPS_REF) th_skip("this CPU has no SIMD kernel set: only the scalar kernels were tested");
 }
 
 /* ------------------------------------------------------------------ elementwise */

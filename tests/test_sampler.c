@@ -359,13 +359,12 @@ TEST(sampler_wide_row_matches_full_sort) {
     free(ref);
 }
 
-/* ---------------------------------------------------------------- AVX2 kernel vs reference */
+/* ---------------------------------------------------------------- SIMD kernels vs reference */
 
 #include "cpu.h"
 
-TEST(sampler_scan_avx2_matches_reference) {
-    const um_cpu *c = cpu_features();
-    if (!(c->avx2 && c->fma && c->os_avx)) { th_skip("no AVX2+FMA"); return; }
+/* The fast kernel `fast` against the reference over rows with NaN, infinities and ties. */
+static void check_scan_kernel(um_scan_fn fast) {
     enum { V = 5000 };
     static float x[V];
     um_rng r;
@@ -390,7 +389,7 @@ TEST(sampler_scan_avx2_matches_reference) {
             um_logit_id b1[64], b2[64];
             um_row_scan s1, s2;
             sampler_scan_ref(x, n, skip, inv_t, track, b1, cap, &s1);
-            sampler_scan_avx2(x, n, skip, inv_t, track, b2, cap, &s2);
+            fast(x, n, skip, inv_t, track, b2, cap, &s2);
             CHECK_MSG(s1.n_finite == s2.n_finite, "n %d trial %d: finite %d vs %d", n, trial, s2.n_finite, s1.n_finite);
             if (s1.n_finite == 0)
                 continue;
@@ -410,6 +409,25 @@ TEST(sampler_scan_avx2_matches_reference) {
             }
         }
     }
+}
+
+TEST(sampler_scan_avx2_matches_reference) {
+#if defined(__x86_64__) || defined(__i386__)
+    const um_cpu *c = cpu_features();
+    if (!(c->avx2 && c->fma && c->os_avx)) { th_skip("no AVX2+FMA"); return; }
+    check_scan_kernel(sampler_scan_avx2);
+#else
+    th_skip("not an x86 build");
+#endif
+}
+
+TEST(sampler_scan_neon_matches_reference) {
+#if defined(__aarch64__)
+    if (!cpu_features()->neon) { th_skip("no NEON"); return; }
+    check_scan_kernel(sampler_scan_neon);
+#else
+    th_skip("not an AArch64 build");
+#endif
 }
 
 /* ---------------------------------------------------------------- the draws, re-derived */

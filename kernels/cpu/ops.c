@@ -20,7 +20,7 @@
 
 /* ------------------------------------------------------------------ kernel selection */
 
-static const char *const isa_names[UM_OPS_ISA_COUNT] = { "ref", "avx2", "avx512" };
+static const char *const isa_names[UM_OPS_ISA_COUNT] = { "ref", "avx2", "avx512", "neon" };
 
 const char *ops_isa_name(um_ops_isa isa) {
     return (unsigned)isa < UM_OPS_ISA_COUNT ? isa_names[isa] : "?";
@@ -33,31 +33,45 @@ bool ops_isa_available(um_ops_isa isa) {
     case UM_OPS_AVX2:   return c->avx2 && c->fma && c->f16c && c->os_avx;
     case UM_OPS_AVX512: return c->avx512f && c->avx512bw && c->avx512vl && c->avx512dq &&
                                c->os_avx512 && ops_isa_available(UM_OPS_AVX2);
+#if defined(__aarch64__)
+    case UM_OPS_NEON:   return c->neon;
+#endif
     default:            return false;
     }
 }
 
-/* The x86 sets exist only where the Makefile builds kernels/cpu/arch/x86 (elsewhere the
- * x86 flags of cpu_features() are false, so they are never chosen). */
+/* Each architecture's sets exist only where the Makefile builds its folder
+ * (kernels/cpu/arch/x86 or arch/arm); the other architecture's flags of cpu_features()
+ * are false there, so those slots are never chosen. */
 static const um_ops_kern *const isa_kern[UM_OPS_ISA_COUNT] = {
 #if defined(__x86_64__) || defined(__i386__)
-    &ops_kern_ref, &ops_kern_avx2, &ops_kern_avx512,
+    &ops_kern_ref, &ops_kern_avx2, &ops_kern_avx512, &ops_kern_ref,
+#elif defined(__aarch64__)
+    &ops_kern_ref, &ops_kern_ref, &ops_kern_ref, &ops_kern_neon,
 #else
-    &ops_kern_ref, &ops_kern_ref, &ops_kern_ref,
+    &ops_kern_ref, &ops_kern_ref, &ops_kern_ref, &ops_kern_ref,
 #endif
 };
 
 static atomic_int g_isa = -1;       /* um_ops_isa once chosen */
 
+um_ops_isa ops_isa_best(void) {
+    static const um_ops_isa order[] = { UM_OPS_AVX512, UM_OPS_AVX2, UM_OPS_NEON };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (ops_isa_available(order[i])) return order[i];
+    return UM_OPS_REF;
+}
+
+/* UNMASK_KERNEL names the matmul kernel too (matmul.c checks the name): here "ref" means the
+ * scalar set, an x86 name caps the set at that width, an AArch64 name means neon. */
 static um_ops_isa isa_default(void) {
     const char *env = getenv("UNMASK_KERNEL");
-    um_ops_isa want = UM_OPS_AVX512;
+    um_ops_isa best = ops_isa_best();
     if (env && *env) {
-        if (!strcasecmp(env, "ref")) want = UM_OPS_REF;
-        else if (!strcasecmp(env, "avx2")) want = UM_OPS_AVX2;
+        if (!strcasecmp(env, "ref")) return UM_OPS_REF;
+        if (!strcasecmp(env, "avx2") && best == UM_OPS_AVX512) return UM_OPS_AVX2;
     }
-    while (want > UM_OPS_REF && !ops_isa_available(want)) want--;
-    return want;
+    return best;
 }
 
 um_ops_isa ops_active(void) {

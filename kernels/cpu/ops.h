@@ -3,7 +3,7 @@
  *
  * Every op has a plain scalar reference ops_<name>_ref (single-threaded, always compiled,
  * the definition of the result) and a dispatched ops_<name> that runs the fastest kernel
- * set the CPU allows (AVX-512, AVX2 or the scalar kernels), threaded over rows with the
+ * set the CPU allows (AVX-512, AVX2, NEON on AArch64, or the scalar kernels), threaded over rows with the
  * pool where that pays. A NULL pool means "the caller's thread only".
  *
  * Invariants: no op allocates memory (scratch lives on the stack, bounded by the
@@ -12,8 +12,9 @@
  * computed by one thread in a fixed order).
  *
  * Kernel choice: the first call picks the best set from cpu_features(); the environment
- * variable UNMASK_KERNEL=ref|avx2|avx512 (amx counts as avx512 here) overrides it;
- * ops_select() forces one (tests use it to run every path).
+ * variable UNMASK_KERNEL=ref|avx2|avx512|neon overrides it (amx counts as avx512 here,
+ * dotprod and i8mm, the AArch64 matmul kernels, as neon); ops_select() forces one (tests
+ * use it to run every path).
  */
 #ifndef UM_OPS_H
 #define UM_OPS_H
@@ -33,11 +34,13 @@ typedef enum um_ops_isa {
     UM_OPS_REF = 0,
     UM_OPS_AVX2,
     UM_OPS_AVX512,
+    UM_OPS_NEON,                                   /* AArch64 Advanced SIMD (arch/arm/ops_neon.c) */
     UM_OPS_ISA_COUNT
 } um_ops_isa;
 
-const char *ops_isa_name(um_ops_isa isa);          /* "ref", "avx2", "avx512" */
+const char *ops_isa_name(um_ops_isa isa);          /* "ref", "avx2", "avx512", "neon" */
 bool        ops_isa_available(um_ops_isa isa);     /* compiled in and supported by this CPU */
+um_ops_isa  ops_isa_best(void);                    /* the fastest available set (UNMASK_KERNEL aside) */
 int         ops_select(um_ops_isa isa, um_err *e); /* force a set; fails if unavailable */
 um_ops_isa  ops_active(void);                      /* the set ops_* use now */
 
@@ -243,6 +246,7 @@ typedef struct um_ops_kern {
 extern const um_ops_kern ops_kern_ref;      /* scalar, ops_ref.c */
 extern const um_ops_kern ops_kern_avx2;
 extern const um_ops_kern ops_kern_avx512;
+extern const um_ops_kern ops_kern_neon;     /* arch/arm/ops_neon.c */
 
 /* The scalar attention block (used by kernel sets for head_dims they do not tile). */
 void ops_attn_block_ref(const um_attn_block *b);

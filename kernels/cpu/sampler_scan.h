@@ -1,6 +1,6 @@
 /*
- * sampler_scan: the sampler's pass-1 kernels over one logits row (the reference and the
- * AVX2+FMA version in arch/x86/sampler_avx2.c), below the sampler (src/decode/sampler.c) that
+ * sampler_scan: the sampler's pass-1 kernels over one logits row (the reference, the
+ * AVX2+FMA version in arch/x86/sampler_avx2.c and the NEON one in arch/arm/sampler_neon.c), below the sampler (src/decode/sampler.c) that
  * chooses between them: the kernels call nothing above this file.
  */
 #ifndef UM_SAMPLER_SCAN_H
@@ -35,6 +35,9 @@ void sampler_scan_ref(const float *x, int32_t n, int32_t skip, double inv_t, boo
                       um_logit_id *best, int32_t cap, um_row_scan *out);
 /* AVX2+FMA: two vector passes (max and best list, then the sums with a polynomial exp). */
 void sampler_scan_avx2(const float *x, int32_t n, int32_t skip, double inv_t, bool track_t,
+                       um_logit_id *best, int32_t cap, um_row_scan *out);
+/* AArch64 Advanced SIMD (arch/arm/sampler_neon.c): the same two passes, 4 lanes. */
+void sampler_scan_neon(const float *x, int32_t n, int32_t skip, double inv_t, bool track_t,
                        um_logit_id *best, int32_t cap, um_row_scan *out);
 /* Insert (l, id) into a best list sorted by logit descending; ids must arrive ascending. */
 void sampler_best_insert(um_logit_id *best, int32_t *n_best, int32_t cap, float l, int32_t id);

@@ -11,6 +11,7 @@
 #include "flags.h"
 #include "gpu.h"
 #include "matmul.h"
+#include "ops.h"
 #include "outfile.h"
 #include "sigexit.h"
 #include "stdfd.h"
@@ -63,6 +64,24 @@ static void usage(FILE *f) {
                "the flags. Man page: unmask.1 (docs/unmask.1).\n");
 }
 
+/* "kernels: matmul K (runs: ...), ops K (runs: ...)": the CPU kernels this binary can run
+ * here and the ones chosen (UNMASK_KERNEL's choice when set) */
+static void kernels_line(void) {
+    char mm[256] = "", op[128] = "";
+    size_t n = 0;
+    for (int k = 0; k < UM_KERNEL_COUNT; k++)
+        if (matmul_kernel_available((um_kernel)k) && n < sizeof mm)
+            n += (size_t)snprintf(mm + n, sizeof mm - n, "%s%s", n ? " " : "", matmul_kernel_name((um_kernel)k));
+    n = 0;
+    for (int k = 0; k < UM_OPS_ISA_COUNT; k++)
+        if (ops_isa_available((um_ops_isa)k) && n < sizeof op)
+            n += (size_t)snprintf(op + n, sizeof op - n, "%s%s", n ? " " : "", ops_isa_name((um_ops_isa)k));
+    um_kernel k;
+    um_err e;
+    const char *chosen = matmul_kernel_default(&k, &e) == UM_OK ? matmul_kernel_name(k) : "none (UNMASK_KERNEL is not valid here)";
+    printf("kernels: matmul %s (available: %s), ops %s (available: %s)\n", chosen, mm, ops_isa_name(ops_active()), op);
+}
+
 static void version(void) {
     const um_cpu *c = cpu_features();
     char feats[512], gpu[256];
@@ -81,15 +100,7 @@ static void version(void) {
     printf("cpu: %s, %d physical cores, %d logical\n", c->brand, c->n_physical, c->n_logical);
     printf("features: %s\n", feats[0] ? feats : "(none beyond baseline x86-64)");
     if (c->amx_denied) printf("amx: disabled: %s\n", c->amx_denied);
-    /* the matmul kernels this CPU can run (UNMASK_KERNEL picks one) and the one chosen */
-    char kern[256] = "";
-    for (int k = 0; k < UM_KERNEL_COUNT; k++)
-        if (matmul_kernel_available((um_kernel)k))
-            snprintf(kern + strlen(kern), sizeof kern - strlen(kern), "%s%s", kern[0] ? " " : "", matmul_kernel_name((um_kernel)k));
-    um_kernel def;
-    um_err ke;
-    if (matmul_kernel_default(&def, &ke) == UM_OK) printf("kernels: %s (default %s)\n", kern, matmul_kernel_name(def));
-    else printf("kernels: %s (%s)\n", kern, ke.msg);
+    kernels_line();
     printf("gpu: %s\n", gpu);
 }
 

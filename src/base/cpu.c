@@ -31,9 +31,10 @@
 #ifndef HWCAP2_I8MM
 #define HWCAP2_I8MM (1 << 13)
 #endif
-#elif defined(__APPLE__)
-#include <sys/sysctl.h>
 #endif
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 static um_cpu g_cpu;
@@ -67,7 +68,14 @@ static const char *request_amx_permission(void) {
 #endif
 
 static int count_physical_cores(int n_logical) {
-    /* Count distinct (physical_package_id, core_id) pairs from sysfs. */
+#if defined(__APPLE__)
+    int phys = 0;
+    size_t len = sizeof phys;
+    if (sysctlbyname("hw.physicalcpu", &phys, &len, NULL, 0) == 0 && phys > 0 && phys <= n_logical) return phys;
+    return n_logical;
+#endif
+    /* Linux: count distinct (physical_package_id, core_id) pairs from sysfs; elsewhere the
+       first fopen fails and every logical CPU counts as a core. */
     int seen_pkg[1024], seen_core[1024], n_seen = 0;
     for (int cpu = 0; cpu < n_logical && cpu < 1024; cpu++) {
         char path[128];

@@ -17,6 +17,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <pthread.h>
+#if defined(__APPLE__)
+#include <mach-o/dyld.h>
+#endif
 
 /* Messages are one line and may quote names from hostile files: they go through the one
  * escaping rule (esc.h), so a control byte (a newline, a terminal escape) or a byte that is not
@@ -157,9 +160,21 @@ static char g_share[PATH_MAX];
 static char g_exe_dir[PATH_MAX];          /* "" where the OS does not say (no /proc) */
 static pthread_once_t g_share_once = PTHREAD_ONCE_INIT;
 
+/* The running binary's path into exe (Linux: /proc/self/exe; macOS: _NSGetExecutablePath);
+ * its length, or -1 where neither works (the caller falls back on UM_PREFIX). */
+static ssize_t exe_path(char *exe, size_t cap) {
+#if defined(__APPLE__)
+    uint32_t size = (uint32_t)cap;
+    if (_NSGetExecutablePath(exe, &size) != 0) return -1;
+    return (ssize_t)strlen(exe);
+#else
+    return readlink("/proc/self/exe", exe, cap);
+#endif
+}
+
 static void find_share(void) {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t n = exe_path(exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = '\0';
         char *slash = strrchr(exe, '/');
@@ -181,6 +196,27 @@ static void find_share(void) {
 const char *um_exe_dir(void) {
     pthread_once(&g_share_once, find_share);
     return g_exe_dir;
+}
+
+#if defined(__APPLE__) || defined(__FreeBSD__)
+typedef struct sort_ctx {
+    int (*cmp)(const void *, const void *, void *);
+    void *ctx;
+} sort_ctx;
+
+static int sort_thunk(void *c, const void *a, const void *b) {
+    const sort_ctx *s = c;
+    return s->cmp(a, b, s->ctx);
+}
+#endif
+
+void um_qsort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx) {
+#if defined(__APPLE__) || defined(__FreeBSD__)
+    sort_ctx s = { cmp, ctx };
+    qsort_r(base, n, size, &s, sort_thunk);
+#else
+    qsort_r(base, n, size, cmp, ctx);
+#endif
 }
 
 const char *um_share_dir(void) {

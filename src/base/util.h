@@ -53,6 +53,10 @@ const char *um_share_dir(void);
  * binary sits beside models.conf and models/. */
 const char *um_exe_dir(void);
 
+/* qsort with a context argument for the comparison, on every platform: glibc's qsort_r
+ * order (cmp(a, b, ctx)); macOS and the BSDs have qsort_r(base, n, size, ctx, cmp(ctx, a, b)). */
+void um_qsort_r(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *, void *), void *ctx);
+
 /* fp16 / bf16 <-> fp32, portable scalar versions (the references). */
 float    um_fp16_to_fp32(uint16_t h);
 uint16_t um_fp32_to_fp16(float f);

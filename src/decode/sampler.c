@@ -22,6 +22,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---------------------------------------------------------------- random numbers */
 
@@ -84,13 +85,21 @@ int32_t sampler_token_at(uint64_t seed, int64_t step, int64_t pos, um_rng_purpos
 
 /* ---------------------------------------------------------------- workspace */
 
-/* pass 1: the AVX2+FMA kernel when the CPU has both, else the reference */
+/* pass 1: the AVX2+FMA kernel when the CPU has both, NEON on AArch64, else the reference;
+ * UNMASK_KERNEL=ref forces the reference, as it does for ops and matmul */
 static um_scan_fn choose_scan(void) {
-#if defined(__x86_64__) || defined(__i386__)
+    const char *env = getenv("UNMASK_KERNEL");
+    if (env && !strcasecmp(env, "ref"))
+        return sampler_scan_ref;
     const um_cpu *c = cpu_features();
+#if defined(__x86_64__) || defined(__i386__)
     if (c->avx2 && c->fma && c->os_avx)
         return sampler_scan_avx2;
+#elif defined(__aarch64__)
+    if (c->neon)
+        return sampler_scan_neon;
 #endif
+    (void)c;
     return sampler_scan_ref;
 }
 
@@ -98,7 +107,7 @@ static um_scan_fn choose_scan(void) {
 
 struct um_sample_ws {
     int32_t n_vocab;
-    um_scan_fn scan;              /* pass 1: the AVX2 kernel when the CPU has it, else the reference */
+    um_scan_fn scan;              /* pass 1: the SIMD kernel when the CPU has it, else the reference */
     um_logit_id  best[SAMPLER_PREFIX]; /* pass 1: best candidates, strict order */
     um_logit_id *heap;                 /* (n_vocab) fallback: whole row as a max-heap, popped to its tail */
 };

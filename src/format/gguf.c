@@ -319,7 +319,7 @@ static int check_tensor_data(gguf_file *g, const uint64_t *info_off, um_err *e) 
     uint32_t *order = um_malloc(g->n_tensors * sizeof *order);
     if (!order) return um_errf(e, "out of memory sorting %llu tensors", (unsigned long long)g->n_tensors);
     for (uint64_t i = 0; i < g->n_tensors; i++) order[i] = (uint32_t)i;
-    qsort_r(order, g->n_tensors, sizeof *order, cmp_by_offset, g->tensors);
+    um_qsort_r(order, g->n_tensors, sizeof *order, cmp_by_offset, g->tensors);
     int rc = UM_OK;
     int64_t last = -1;          /* tensor with the furthest end so far */
     uint64_t last_end = 0;

@@ -358,7 +358,7 @@ static int load_specials(tokenizer *t, const gguf_file *g, um_err *e) {
         if ((ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN) &&
             t->text_off[i + 1] > t->text_off[i]) t->specials[t->n_specials++] = i;
     }
-    qsort_r(t->specials, t->n_specials, sizeof *t->specials, cmp_special, t);
+    um_qsort_r(t->specials, t->n_specials, sizeof *t->specials, cmp_special, t);
 
     /* index for partition(): text -> lowest rank, the distinct lengths, the first bytes */
     t->smap_mask = table_size_for(t->n_specials) - 1;

@@ -5,12 +5,19 @@
  * inside a block a register tile of 4 rows runs the whole k loop (B rows stream from cache,
  * A elements are broadcast). Edges that do not fill a tile go through the scalar loop, or
  * on AVX2 and AVX-512 machines through an 8-column version of it that gives the same bits
- * (narrow heads of 16 and sequences of 163 tokens are mostly edge).
+ * (narrow heads of 16 and sequences of 163 tokens are mostly edge). Other architectures
+ * (AArch64) run the scalar loop only: the trainer is an x86 tool so far.
  */
 #include "tgemm.h"
 
-#include <immintrin.h>
 #include <stddef.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define TG_X86 1
+#include <immintrin.h>
+#else
+#define TG_X86 0
+#endif
 
 #define TG_ROWS 32
 #define TG_COLS 256
@@ -40,6 +47,7 @@ static void tile_scalar(const tg_job *j, int m0, int m1, int n0, int n1) {
     }
 }
 
+#if TG_X86
 __attribute__((target("avx512f")))
 static void tile4x64_avx512(const tg_job *j, int m, int n) {
     __m512 c[4][4];
@@ -107,14 +115,20 @@ static void edge_avx2(const tg_job *j, int m0, int m1, int n0, int n1) {
     for (int m = m0; m < m1; m += 4)
         for (int n = n0; n < n1; n += 8) tile_edge_avx2(j, m, m1 - m < 4 ? m1 - m : 4, n, n1 - n < 8 ? n1 - n : 8);
 }
+#endif
 
 static void block(void *arg, int64_t chunk, int thread_id) {
     const tg_job *j = arg;
     int m0 = (int)(chunk / j->n_cb) * TG_ROWS, n0 = (int)(chunk % j->n_cb) * TG_COLS;
     int m1 = m0 + TG_ROWS < j->M ? m0 + TG_ROWS : j->M;
     int n1 = n0 + TG_COLS < j->N ? n0 + TG_COLS : j->N;
+#if TG_X86
     int w = j->kern == TGEMM_AVX512 ? 64 : j->kern == TGEMM_AVX2 ? 32 : 0;
+#else
+    int w = 0;
+#endif
     if (!w) { tile_scalar(j, m0, m1, n0, n1); return; }
+#if TG_X86
     int mv = m0 + (m1 - m0) / 4 * 4, nv = n0 + (n1 - n0) / w * w;
     for (int m = m0; m < mv; m += 4)
         for (int n = n0; n < nv; n += w) {
@@ -123,13 +137,18 @@ static void block(void *arg, int64_t chunk, int thread_id) {
         }
     if (nv < n1) edge_avx2(j, m0, mv, nv, n1);
     if (mv < m1) edge_avx2(j, mv, m1, n0, n1);
+#endif
 }
 
 tgemm_kernel tgemm_best(void) {
+#if !TG_X86
+    return TGEMM_REF;
+#else
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return TGEMM_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return TGEMM_AVX2;
     return TGEMM_REF;
+#endif
 }
 
 void tgemm_k(tgemm_kernel kern, um_pool *p, int M, int N, int K, const float *A, int lda, bool trans_a,
