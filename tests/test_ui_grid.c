@@ -383,6 +383,7 @@ TEST(ui_view_grid_verdict_and_compare_marks) {
     um_snapshot *h1[1] = { solved }, *h2[1] = { other };
     view_pane panes[2] = { { .hist = h1, .n_hist = 1, .label = "main" }, { .hist = h2, .n_hist = 1, .label = "--alg random" } };
     um_err e = { "" };
+    frame_free(&f);                               /* it holds the single-pane frame above */
     CHECK(frame_init(&f, 170, 30, &e) == UM_OK);
     view_state v = { .src = &src, .hist = h1, .n_hist = 1, .shown = 0, .th = &th, .depth = 256, .cursor = -1,
                      .layout = VIEW_LAYOUT_GRID9, .panes = panes, .n_panes = 2, .following = true };
