@@ -172,6 +172,20 @@ static ssize_t exe_path(char *exe, size_t cap) {
 #endif
 }
 
+/* ROOT/build/<variant> -> ROOT in g_exe_dir, when ROOT/models.conf is there. */
+static void variant_root(const char *dir) {
+    const char *v = strrchr(dir, '/');
+    if (!v || v == dir) return;
+    size_t blen = (size_t)(v - dir);
+    if (blen < 6 || memcmp(dir + blen - 6, "/build", 6) != 0) return;
+    size_t rlen = blen - 6;
+    char conf[PATH_MAX + 16];
+    struct stat st;
+    snprintf(conf, sizeof conf, "%.*s/models.conf", (int)rlen, dir);
+    if (rlen == 0 || stat(conf, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    snprintf(g_exe_dir, sizeof g_exe_dir, "%.*s", (int)rlen, dir);
+}
+
 static void find_share(void) {
     char exe[PATH_MAX];
     ssize_t n = exe_path(exe, sizeof exe - 1);
@@ -181,6 +195,7 @@ static void find_share(void) {
         if (slash) {
             *slash = '\0';
             snprintf(g_exe_dir, sizeof g_exe_dir, "%s", exe);
+            variant_root(exe);
             char cand[PATH_MAX + 32];
             snprintf(cand, sizeof cand, "%s/../share/unmask", exe);
             struct stat st;

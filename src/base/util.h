@@ -49,8 +49,10 @@ double um_now(void);
 /* The installed data folder: <dir of the executable>/../share/unmask when that exists (so a
  * relocated install works), else UM_PREFIX "/share/unmask". No trailing slash. */
 const char *um_share_dir(void);
-/* The directory of the running binary ("" where the OS does not say): a build tree's
- * binary sits beside models.conf and models/. */
+/* The build tree the running binary belongs to ("" where the OS does not say): the binary's
+ * own directory (`make` puts ./unmask beside models.conf and models/), or ROOT for a variant
+ * binary ROOT/build/<variant>/unmask (make asan, werror, ...) when ROOT has models.conf, so
+ * every variant finds the same presets and bundled model from any working directory. */
 const char *um_exe_dir(void);
 
 /* qsort with a context argument for the comparison, on every platform: glibc's qsort_r

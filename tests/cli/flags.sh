@@ -166,7 +166,9 @@ python3 -c 'import json,sys; a=json.loads(sys.argv[1]); sys.exit(0 if a["gen"] =
 # from another directory, the build tree's binary finds models.conf and the models beside it
 ABS=$(realpath "$BIN")
 mkdir -p "$TMP/elsewhere"
-if [ "$(dirname "$ABS")" = "$PWD" ]; then
+# the build tree's binary: ./unmask, or a variant's build/<variant>/unmask (make asan, werror)
+in_tree() { [ "$(dirname "$ABS")" = "$PWD" ] || [ "$(dirname "$(dirname "$ABS")")" = "$PWD/build" ]; }
+if in_tree; then
   (cd "$TMP/elsewhere" && HOME="$TMP/elsewhere" XDG_CONFIG_HOME= "$ABS" generate -q --json -p hi) >"$TMP/o" 2>"$TMP/e"
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["settings"]["gen"] == 96 else 1)' "$TMP/o" 2>/dev/null \
     && ok "run from another directory: the demo preset and model found beside the binary" || fail "run from another directory" "$(head -c 300 "$TMP/e")"
@@ -184,7 +186,7 @@ printf '[gone]\npath = nowhere/x.gguf\n' >"$TMP/elsewhere/models.conf"
   && ok "a preset's missing file: named, docs/models.md pointed to" || fail "a preset's missing file" "rc $rc: $(cat "$TMP/e")"
 rm "$TMP/elsewhere/models.conf"
 (cd "$TMP/elsewhere" && HOME="$TMP/elsewhere" XDG_CONFIG_HOME= "$ABS" generate -q -M nothing -p hi) >"$TMP/o" 2>"$TMP/e"
-if [ "$(dirname "$ABS")" = "$PWD" ]; then :; else
+if in_tree; then :; else
   grep -q "no models.conf in .*docs/models.md" "$TMP/e" && ok "no models.conf: docs/models.md pointed to" || fail "no models.conf message" "$(cat "$TMP/e")"; fi
 
 # ---------------------------------------------------------------- point 7
