@@ -464,7 +464,32 @@ def blocks_table():
     return "\n".join(out)
 
 
+def panes_table():
+    """Issue 30, point 4: compare panes on one shared model (bench/panes.py)."""
+    rows = _load("panes-*.json")
+    if not rows:
+        return "_no results yet: run `python3 bench/panes.py MODEL NAME`_"
+    out = ["| model | file | panes | peak RSS | vs 1 pane | wall (record, runs one after another) |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for d in rows:
+        for n, p in sorted(d["panes"].items(), key=lambda kv: int(kv[0])):
+            out.append(f"| {d['model']} | {_gb(d['model_bytes'] / 1024)} | {n} | {_gb(p['peak_rss_kb'])} | "
+                       f"{p['rss_vs_one']:.2f}x | {p['wall_s']:.1f} s |")
+    for d in rows:
+        m = d["machine"]
+        out += ["", f"{d['model']}: `unmask record --compare` with the flags `{d['flags']}` in every pane (each pane "
+                f"its own seed), {d['threads']} threads, medians of {d['rounds']} rounds alternating the pane counts; "
+                + (f"target for 4 panes: at most 1.15x one pane plus the caches (met: "
+                   f"{'yes' if d['rss_4_vs_1'] <= 1.15 else '**no**'}, {d['rss_4_vs_1']:.2f}x). "
+                   if d["model_bytes"] >= 1e9 else
+                   "the 1.15x target is set for the LLaDA-8B shape; on a model this small each pane's own buffers "
+                   "(canvas, logits rows, history) weigh more than the shared weights (before the panes shared one "
+                   "model, the visualizer's resident set was 14.2, 21.9 and 37.4 MB with 1, 2 and 4 panes). ")
+                + f"{_cpu(m)}, {m['cores']} cores, {d['date'][:10]}; unmask commit {d['versions']['commit']}."]
+    return "\n".join(out)
+
+
 RENDERERS = {"bench-forward": forward_table, "bench-e2e": e2e_table, "bench-targets": targets_table,
              "bench-cached": cached_table, "bench-moe": moe_table, "bench-blocks": blocks_table,
              "bench-profile": profile_table, "bench-gemm": gemm_table, "bench-rows": rows_table,
-             "bench-rows-roofline": rows_roofline}
+             "bench-rows-roofline": rows_roofline, "bench-panes": panes_table}

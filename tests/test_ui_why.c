@@ -107,7 +107,8 @@ __attribute__((destructor)) static void cleanup(void) {
 }
 
 /* Run the block schedule to the end; tokens[] gets the final canvas; with view_ahead, checks
- * that after step 1 the next block's first position has candidates computed at step 1. */
+ * that after step 1 the next block's first position and the canvas's last have candidates
+ * computed at step 1. */
 static int run_blocks(bool view_ahead, int32_t *tokens, int32_t *n, bool *next_viewed, bool *why_ok) {
     um_engine_opts o = { .model_path = tiny_model(), .n_threads = 2, .kernel = -1, .view_ahead = view_ahead };
     um_engine *en = NULL;
@@ -115,7 +116,7 @@ static int run_blocks(bool view_ahead, int32_t *tokens, int32_t *n, bool *next_v
     if (!o.model_path || engine_open(&en, &o, &e)) return UM_FAIL;
     um_settings s;
     engine_default_settings(en, &s);
-    s.n_gen = 16; s.steps = 8; s.block_len = 8; s.schedule = UM_SCHED_BLOCK;
+    s.n_gen = 24; s.steps = 12; s.block_len = 8; s.schedule = UM_SCHED_BLOCK;
     if (engine_start(en, "Hi", &s, &e)) { engine_close(en); return UM_FAIL; }
     *next_viewed = false;
     *why_ok = true;
@@ -124,7 +125,10 @@ static int run_blocks(bool view_ahead, int32_t *tokens, int32_t *n, bool *next_v
         um_snapshot *sn = engine_snapshot(en);
         step++;
         int32_t next = sn->n_prompt + 8;                /* the first position of block 2 */
-        if (step == 1) *next_viewed = sn->pos[next].has_view && sn->pos[next].view_step == 1 && sn->pos[next].masked;
+        int32_t last = sn->n_canvas - 1;                /* the last position, in block 3 */
+        if (step == 1)
+            *next_viewed = sn->pos[next].has_view && sn->pos[next].view_step == 1 && sn->pos[next].masked &&
+                           sn->pos[last].has_view && sn->pos[last].view_step == 1 && sn->pos[last].masked;
         for (int32_t c = 0; c < sn->n_committed; c++) {
             const um_pos *p = &sn->pos[sn->committed[c]];
             /* two commits a step out of 8 - 2 (step - 1 % 4) masks left in the block */
@@ -146,7 +150,7 @@ TEST(ui_why_engine_keeps_why_and_views_the_next_block) {
     bool viewed, viewed_off, why1, why2;
     CHECK(run_blocks(true, with, &n1, &viewed, &why1) == UM_OK);
     CHECK(run_blocks(false, without, &n2, &viewed_off, &why2) == UM_OK);
-    CHECK(viewed);                 /* view_ahead: block 2's first mask has candidates at step 1 */
+    CHECK(viewed);                 /* view_ahead: every later mask has candidates at step 1 */
     CHECK(!viewed_off);            /* without it, none (the engine scores only the active block) */
     CHECK(why1 && why2);
     CHECK_EQ(n1, n2);
@@ -282,7 +286,12 @@ TEST(ui_why_inspector_labels_and_schedule_params) {
     CHECK(find_row(&f, "sat") != NULL);
     v.cursor = 5;                                                    /* masked, never viewed: a reason */
     CHECK(view_build(&c, &f, &v, &e) == UM_OK);
-    CHECK(find_row(&f, "no candidates yet") != NULL);
+    CHECK(find_row(&f, "no candidates: this step") != NULL);
+    CHECK(find_row(&f, "K/V cache") == NULL);
+    h[2]->pos[5].cached = true;                                      /* a cached pass skipped it */
+    CHECK(view_build(&c, &f, &v, &e) == UM_OK);
+    CHECK(find_row(&f, "no candidates yet: the K/V") != NULL);
+    h[2]->pos[5].cached = false;
     /* the schedule's parameters, and the switch at step 2 in the text and as a ╎ in the chart */
     CHECK(find_row(&f, "gamma 0.25") != NULL);
     CHECK(find_row(&f, "step 2: threshold -> eb") != NULL);

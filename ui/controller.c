@@ -201,17 +201,18 @@ static int run_loop(ctl *a, um_err *e) {
 
 /* ------------------------------------------------------------------ the run */
 
-/* Open one source per pane: each engine maps the same model file (docs/ui.md "Compare":
- * the weights' pages are shared, each engine's working buffers are not). */
+/* Open one source per pane: the first engine loads the model, the others share it (one set
+ * of repacked weights, one thread pool; docs/ui.md "Compare"), each with its own canvas. */
 static int open_sources(ctl *a, const ui_ctl_opts *o, um_err *e) {
     um_engine_opts eng = { 0 };
     if (o->eng) eng = *o->eng;
     eng.warn = keep_warning;
-    eng.view_ahead = true;                          /* the inspector shows the next block's candidates */
+    eng.view_ahead = true;                          /* the inspector shows every mask's candidates */
     eng.warn_ctx = &a->warn;
     for (int k = 0; k < o->n_panes; k++) {
         ctl_pane *p = &a->pn[k];
-        int orc = o->eng ? engine_source_open(&p->src, &eng, e)
+        int orc = o->eng ? (k == 0 ? engine_source_open(&p->src, &eng, e)
+                                   : engine_source_open_sharing(&p->src, &a->pn[0].src, &eng, e))
                 : o->fake_nocache ? fake_source_open_nocache(&p->src, o->fake_delay_ms, e)
                 : fake_source_open(&p->src, o->fake_delay_ms, e);
         if (orc) return UM_FAIL;

@@ -47,10 +47,10 @@ static bool es_is_special(void *self, int32_t token) {
 
 static void es_close(void *self) { engine_close(self); }
 
-int engine_source_open(ui_source *out, const um_engine_opts *o, um_err *e) {
+static int source_open(ui_source *out, const ui_source *with, const um_engine_opts *o, um_err *e) {
     um_engine *en;
     memset(out, 0, sizeof *out);
-    if (engine_open(&en, o, e)) return UM_FAIL;
+    if (with ? engine_open_sharing(&en, with->self, o, e) : engine_open(&en, o, e)) return UM_FAIL;
     out->self = en;
     engine_get_info(en, &out->info);
     engine_default_settings(en, &out->defaults);
@@ -65,4 +65,10 @@ int engine_source_open(ui_source *out, const um_engine_opts *o, um_err *e) {
     out->release = snapshot_unref;
     out->close = es_close;
     return UM_OK;
+}
+
+int engine_source_open(ui_source *out, const um_engine_opts *o, um_err *e) { return source_open(out, NULL, o, e); }
+
+int engine_source_open_sharing(ui_source *out, const ui_source *with, const um_engine_opts *o, um_err *e) {
+    return source_open(out, with, o, e);
 }

@@ -53,5 +53,8 @@ struct ui_source {
 
 /* Open the real engine (ui/engine_source.c) with o (model path, threads, chat template). */
 int engine_source_open(ui_source *out, const um_engine_opts *o, um_err *e);
+/* Another engine on the model of with (an engine_source): one set of weights and one thread
+ * pool for every compare pane (engine_open_sharing); o's chat options are its own. */
+int engine_source_open_sharing(ui_source *out, const ui_source *with, const um_engine_opts *o, um_err *e);
 
 #endif

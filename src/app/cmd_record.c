@@ -176,14 +176,14 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     if (engine_source_open(&src, &g.eng, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     um_settings s = src.defaults;
     genopts_apply(&g, &s);
-    ui_source csrc[RECORD_MAX_PANES - 1];            /* the --compare runs: an engine each */
+    ui_source csrc[RECORD_MAX_PANES - 1];            /* the --compare runs: an engine each, on src's model */
     um_settings cset[RECORD_MAX_PANES - 1];
     um_snapshot **chist[RECORD_MAX_PANES - 1] = { 0 };
     int32_t cn[RECORD_MAX_PANES - 1] = { 0 };
     int n_open = 0;
     g.eng.progress = NULL;
     for (; n_open < *n_cmp; n_open++) {
-        if (engine_source_open(&csrc[n_open], &g.eng, &e)) break;
+        if (engine_source_open_sharing(&csrc[n_open], &src, &g.eng, &e)) break;
         cset[n_open] = s;
         genopts_apply(&cg[n_open], &cset[n_open]);
     }

@@ -1,6 +1,7 @@
 /*
- * engine: the denoising loop behind engine.h. Owns the model, tokenizer, forward pass,
- * thread pool and one canvas; each engine_step() runs one forward pass over the canvas,
+ * engine: the denoising loop behind engine.h. Owns the model, tokenizer, forward pass and
+ * thread pool (or shares them with the engines engine_open_sharing opened on it: compare
+ * panes, one set of repacked weights, turns in ticket order) and one canvas; each engine_step() runs one forward pass over the canvas,
  * picks a token for every eligible masked position, lets the schedule commit some of them,
  * and publishes a fresh immutable snapshot.
  *
@@ -53,17 +54,69 @@ static void fw_progress(void *ctx, int done, int total) {
     if (o->progress) o->progress(o->progress_ctx, "repacking weights", done, total);
 }
 
-int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
+/* The model side, alone or shared: made with one reference, freed by the last release. */
+static um_shared *shared_new(void) {
+    um_shared *sh = um_calloc(1, sizeof *sh);
+    if (!sh) return NULL;
+    pthread_mutex_init(&sh->lock, NULL);
+    pthread_cond_init(&sh->turn_cv, NULL);
+    sh->refs = 1;
+    return sh;
+}
+
+static void shared_release(um_shared *sh) {
+    if (!sh) return;
+    pthread_mutex_lock(&sh->lock);
+    int left = --sh->refs;
+    pthread_mutex_unlock(&sh->lock);
+    if (left > 0) return;
+    if (sh->be.free) sh->be.free(sh->be.impl);
+    pool_free(sh->pool);
+    tok_free(sh->tok);
+    model_close(sh->model);
+    pthread_cond_destroy(&sh->turn_cv);
+    pthread_mutex_destroy(&sh->lock);
+    free(sh);
+}
+
+/* One engine's turn on the shared model (a start or a step), in ticket order. */
+static void turn_begin(um_shared *sh) {
+    pthread_mutex_lock(&sh->lock);
+    uint64_t t = sh->next++;
+    while (t != sh->serving) pthread_cond_wait(&sh->turn_cv, &sh->lock);
+    pthread_mutex_unlock(&sh->lock);
+}
+
+static void turn_end(um_shared *sh) {
+    pthread_mutex_lock(&sh->lock);
+    sh->serving++;
+    pthread_cond_broadcast(&sh->turn_cv);
+    pthread_mutex_unlock(&sh->lock);
+}
+
+/* with == NULL: map the model, repack its weights and start the pool (engine_open); else take
+ * with's (engine_open_sharing). The rest is the engine's own. */
+static int open_engine(um_engine **out, um_engine *with, const um_engine_opts *o, um_err *e) {
     *out = NULL;
     um_engine *en = um_calloc(1, sizeof *en);
     if (!en) return um_errf(e, "out of memory");
     /* a template file is read before the model is mapped: its errors come at once */
     if (o->chat_template_file && chat_template_load_file(o->chat_template_file, &en->chat_file, e)) goto fail;
-    if (o->progress) o->progress(o->progress_ctx, "mapping model", 0, 1);
-    gguf_file *g;                 /* gguf_open's messages name the file already */
-    if (gguf_open(&g, o->model_path, e)) goto fail;
-    /* the one verdict `unmask info` prints too (model.h) */
-    if (model_load_runnable(&en->model, &en->tok, g, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
+    if (with) {
+        en->sh = with->sh;
+        pthread_mutex_lock(&en->sh->lock);
+        en->sh->refs++;
+        pthread_mutex_unlock(&en->sh->lock);
+    } else {
+        if (!(en->sh = shared_new())) { um_errf(e, "out of memory"); goto fail; }
+        if (o->progress) o->progress(o->progress_ctx, "mapping model", 0, 1);
+        gguf_file *g;                 /* gguf_open's messages name the file already */
+        if (gguf_open(&g, o->model_path, e)) goto fail;
+        /* the one verdict `unmask info` prints too (model.h) */
+        if (model_load_runnable(&en->sh->model, &en->sh->tok, g, e)) { um_err_prefix(e, "%s", o->model_path); goto fail; }
+    }
+    en->model = en->sh->model;
+    en->tok = en->sh->tok;
     const um_model *m = en->model;
     en->mask_id = m->hp.mask_id;
     en->n_ctx = o->n_ctx > 0 ? o->n_ctx : m->hp.n_ctx_train;
@@ -92,21 +145,26 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
         free(tmpl);
     }
     en->system = o->system ? strdup(o->system) : NULL;
-    en->pool = pool_new(o->n_threads > 0 ? o->n_threads : pool_default_threads());
-    if (!en->pool) { um_errf(e, "cannot start worker threads"); goto fail; }
-    en->n_threads = pool_threads(en->pool);
-    if (o->gpu) {
-        if (o->progress) o->progress(o->progress_ctx, "uploading weights to the GPU", 0, 1);
-        if (gpu_backend_open(&en->be, m, 64, e)) goto fail;
-    } else {
-        um_forward_opts fo = {
-            .max_tokens = 64, .reference = o->reference, .kernel = (um_kernel)o->kernel, .release_pages = true,
-            .progress = fw_progress, .progress_ctx = (void *)o,
-        };
-        um_forward *fw;
-        if (forward_new(&fw, m, en->pool, &fo, e)) goto fail;
-        forward_as_backend(fw, &en->be);
+    if (!with) {
+        um_shared *sh = en->sh;
+        sh->pool = pool_new(o->n_threads > 0 ? o->n_threads : pool_default_threads());
+        if (!sh->pool) { um_errf(e, "cannot start worker threads"); goto fail; }
+        if (o->gpu) {
+            if (o->progress) o->progress(o->progress_ctx, "uploading weights to the GPU", 0, 1);
+            if (gpu_backend_open(&sh->be, m, 64, e)) goto fail;
+        } else {
+            um_forward_opts fo = {
+                .max_tokens = 64, .reference = o->reference, .kernel = (um_kernel)o->kernel, .release_pages = true,
+                .progress = fw_progress, .progress_ctx = (void *)o,
+            };
+            um_forward *fw;
+            if (forward_new(&fw, m, sh->pool, &fo, e)) goto fail;
+            forward_as_backend(fw, &sh->be);
+        }
     }
+    en->pool = en->sh->pool;
+    en->be = en->sh->be;
+    en->n_threads = pool_threads(en->pool);
     en->ws = um_calloc((size_t)en->n_threads, sizeof *en->ws);
     if (!en->ws) { um_errf(e, "out of memory"); goto fail; }
     for (int i = 0; i < en->n_threads; i++)
@@ -121,6 +179,12 @@ int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) {
 fail:
     engine_close(en);
     return UM_FAIL;
+}
+
+int engine_open(um_engine **out, const um_engine_opts *o, um_err *e) { return open_engine(out, NULL, o, e); }
+
+int engine_open_sharing(um_engine **out, um_engine *with, const um_engine_opts *o, um_err *e) {
+    return open_engine(out, with, o, e);
 }
 
 static void free_kv(um_engine *en) {
@@ -150,13 +214,15 @@ void engine_close(um_engine *en) {
     if (!en) return;
     snapshot_unref(en->snap);
     free_canvas(en);
-    free_kv(en);
+    if (en->sh) {                               /* the caches belong to the shared backend */
+        turn_begin(en->sh);
+        free_kv(en);
+        if (en->sh->dg_owner == en) en->sh->dg_owner = NULL;
+        turn_end(en->sh);
+    }
     if (en->ws) for (int i = 0; i < en->n_threads; i++) sampler_ws_free(en->ws[i]);
     free(en->ws);
-    if (en->be.free) en->be.free(en->be.impl);
-    pool_free(en->pool);
-    tok_free(en->tok);
-    model_close(en->model);
+    shared_release(en->sh);
     free(en->system);
     chat_custom_free(en->chat_file);
     free(en);
@@ -291,7 +357,7 @@ static int ensure_kv(um_engine *en, um_err *e) {
     return UM_OK;
 }
 
-int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_settings *s, um_err *e) {
+static int start_tokens(um_engine *en, const int32_t *ids, int n, const um_settings *s, um_err *e) {
     if (check_settings(en, s, e)) return UM_FAIL;
     const int V = en->model->hp.n_vocab;
     for (int i = 0; i < n; i++)
@@ -352,6 +418,15 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
         en->warn(en->warn_ctx, msg);
     }
     return engine_publish(en, &plan, 0, 0, 0, 0, NULL, e);
+}
+
+/* Starts and steps are the engine's turns on the (maybe shared) model: reserve, the caches
+ * and every pass use its backend and pool. */
+int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_settings *s, um_err *e) {
+    turn_begin(en->sh);
+    int rc = start_tokens(en, ids, n, s, e);
+    turn_end(en->sh);
+    return rc;
 }
 
 int engine_start(um_engine *en, const char *prompt, const um_settings *s, um_err *e) {
@@ -539,7 +614,7 @@ static bool range_has_mask(const um_engine *en, int32_t lo, int32_t hi) {
     return false;
 }
 
-int engine_step(um_engine *en, um_err *e) {
+static int step_turn(um_engine *en, um_err *e) {
     if (en->done || !en->snap) return 0;
     if (en->set.schedule == UM_SCHED_UNIFORM) return engine_uniform_step(en, e);
     um_plan plan;
@@ -580,10 +655,12 @@ int engine_step(um_engine *en, um_err *e) {
             en->rows[n] = shift ? i - 1 : i;
             n++;
         }
-    /* view_ahead: the next block's masks, viewed (top-k) but never eligible: elig[n..n+n_view) */
+    /* view_ahead: every mask after the active block, viewed (top-k, entropy) but never
+       eligible: elig[n..n+n_view). A full pass computes their hidden states anyway; the extra
+       cost is their output-projection rows and sampler scans. A cached pass keeps only the
+       rows it computes (step_forward). */
     int n_view = 0;
-    const int32_t view_end = UM_MIN(en->n_canvas, plan.end + UM_MAX(0, en->set.block_len));
-    for (int i = plan.end; en->view_ahead && !post && i < view_end; i++)
+    for (int i = plan.end; en->view_ahead && !post && i < en->n_canvas; i++)
         if (en->masked[i]) { en->elig[n + n_view] = i; en->rows[n + n_view] = shift ? i - 1 : i; n_view++; }
     /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
     double t0 = um_now();
@@ -686,6 +763,13 @@ int engine_step(um_engine *en, um_err *e) {
     en->done = after.done && en->post_left == 0;
     if (engine_publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, &work, e)) return UM_FAIL;
     return 1;
+}
+
+int engine_step(um_engine *en, um_err *e) {
+    turn_begin(en->sh);
+    int rc = step_turn(en, e);
+    turn_end(en->sh);
+    return rc;
 }
 
 int engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void *ctx, um_err *e) {

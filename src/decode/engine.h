@@ -250,9 +250,11 @@ typedef struct um_engine_opts {
     const char *chat_template;  /* NULL: detect; "none": raw prompt */
     const char *chat_template_file; /* NULL: none; else a template file (chat.h), used instead */
     const char *system;         /* system prompt, NULL for the family's default */
-    bool        view_ahead;     /* also give the model's view (top-k, entropy) of the next block's
-                                   masks, from rows the step computes anyway (a viewer's option:
-                                   it costs their output rows, never changes what commits) */
+    bool        view_ahead;     /* also give the model's view (top-k, entropy) of every mask
+                                   after the active block, from rows the step computes anyway (a
+                                   viewer's option: it costs their output rows and sampler scans,
+                                   never changes what commits; a cached pass views only the
+                                   positions it recomputes) */
     void      (*progress)(void *ctx, const char *what, int done, int total);
     void       *progress_ctx;
     /* Called (from the thread that calls engine_start) with one line when a run is allowed
@@ -263,6 +265,14 @@ typedef struct um_engine_opts {
 } um_engine_opts;
 
 int  engine_open(um_engine **out, const um_engine_opts *o, um_err *e);
+/* A second engine on with's model (compare panes): it shares with's model, tokenizer, thread
+ * pool and forward pass (one set of repacked weights, one pass's working buffers) and has its
+ * own canvas, caches, settings and snapshots. o's model, threads, kernel, GPU and reference
+ * choices are with's; its chat template, system prompt, context, warnings and view_ahead are
+ * its own. Engines that share take turns for engine_start and engine_step (first come, first
+ * served), so any of them may be driven from its own thread; they may close in any order.
+ * The output is the same as that of an engine opened alone. */
+int  engine_open_sharing(um_engine **out, um_engine *with, const um_engine_opts *o, um_err *e);
 void engine_close(um_engine *en);
 void engine_get_info(const um_engine *en, um_engine_info *info);
 /* The family's official defaults (steps, block, schedule, scoring, temperature...). */

@@ -7,6 +7,9 @@
 
 #include "engine.h"
 
+#include <pthread.h>
+#include <stdint.h>
+
 #include "backend.h"
 #include "chat.h"
 #include "model.h"
@@ -15,8 +18,25 @@
 #include "schedule.h"
 #include "tokenizer.h"
 
+/* What engines opened with engine_open_sharing hold in common: the model, tokenizer, thread
+ * pool and backend (the repacked weights and a pass's working buffers). They take turns for
+ * starts and steps, first come first served (a ticket lock: no pane waits behind another's
+ * run of steps); the last to close frees it all. */
+typedef struct um_shared {
+    um_model       *model;
+    tokenizer      *tok;
+    um_pool        *pool;
+    um_backend      be;
+    pthread_mutex_t lock;
+    pthread_cond_t  turn_cv;
+    uint64_t        next, serving;  /* tickets: handed out, and whose turn it is */
+    int             refs;           /* engines holding it (under lock) */
+    const void     *dg_owner;       /* the engine whose prompt K/V the backend holds (uniform-state) */
+} um_shared;
+
 struct um_engine {
-    um_model     *model;
+    um_shared    *sh;           /* the model side, shared with engine_open_sharing's engines */
+    um_model     *model;        /* sh->model, sh->tok, sh->pool, sh->be, for short */
     tokenizer    *tok;
     um_pool      *pool;
     um_backend    be;           /* where the forward pass runs (CPU or CUDA) */

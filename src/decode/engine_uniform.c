@@ -109,8 +109,11 @@ int engine_uniform_step(um_engine *en, um_err *e) {
     double t0 = um_now();
     step_work w = { .passes = 1 };
     const bool cached = s->cache == UM_CACHE_PREFIX;
-    if (cached && !en->us_prompt_ok) {
+    /* the backend holds one prompt's K/V: an engine sharing it may have stored its own since */
+    if (cached && (!en->us_prompt_ok || en->sh->dg_owner != en)) {
+        en->sh->dg_owner = NULL;
         if (en->be.dg_prompt(en->be.impl, en->tokens, P, e)) return UM_FAIL;
+        en->sh->dg_owner = en;
         en->us_prompt_ok = true;
         w.refreshed = true;
         w.rows += P;
