@@ -9,14 +9,16 @@ repacked weights, one thread pool: engine_open_sharing); a pane of its own adds 
 logits rows, K/V caches and history. The ratio of 4 panes to 1 is the figure issue 30 sets a
 target for (at most 1.15x one pane, plus the caches).
 
-record decodes the runs one after another (the visualizer runs them in their own threads,
-taking turns on the one model), so the wall time grows with the panes: a lock-step of N panes
-costs N steps of one, since the panes' passes are not run through one product.
+record decodes each run in its own thread on the one model, and the passes the runs plan at
+once run as one (forward_run_multi: each weight read once for all the panes' rows), so a
+lock-step of N panes costs less than N steps of one: "decode" is record's own time from the
+model loaded to the file written (its "recorded ... in S s"), and its ratio to one pane's is
+the figure issue 30 sets a target for with --cache dual in every pane (at most 2x for 4 panes).
 
 usage: python3 bench/panes.py MODEL NAME [--threads 2] [--rounds 3] [--flags "--gen 32 --steps 4"]
 writes bench/results/panes-NAME-tT.json (after make)
 """
-import argparse, os, shlex, sys, tempfile
+import argparse, os, re, shlex, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
@@ -42,24 +44,32 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         for r in range(a.rounds):
             for n in (PANES if r % 2 == 0 else PANES[::-1]):
-                argv = [B.UNMASK, "record", "-q", "-m", a.model, "-t", str(a.threads), "-p", a.prompt,
+                argv = [B.UNMASK, "record", "-m", a.model, "-t", str(a.threads), "-p", a.prompt,
                         "--gif", os.path.join(d, "p.gif"), "--seed", "1"] + flags
                 for k in range(1, n):
                     argv += ["--compare", f"--seed {k + 1}"]
                 t = B.timed(argv)
                 if t["rc"] != 0:
                     sys.exit(f"panes.py: {B.cmdline(argv)} failed (rc {t['rc']}): {t['stderr'][-400:]}")
-                runs[n].append({"peak_rss_kb": t["peak_rss_kb"], "wall_s": t["wall_s"], "load_before": t["load_before"]})
+                m = re.search(r"recorded \d+ steps in ([0-9.]+) s", t["stderr"])
+                if not m:
+                    sys.exit(f"panes.py: no 'recorded ... in S s' line from {B.cmdline(argv)}")
+                runs[n].append({"peak_rss_kb": t["peak_rss_kb"], "wall_s": t["wall_s"], "decode_s": float(m.group(1)),
+                                "load_before": t["load_before"]})
                 if r == 0:
                     res["panes"].setdefault(str(n), {})["command"] = B.cmdline(argv)
     one = B.median(x["peak_rss_kb"] for x in runs[1])
+    one_s = B.median(x["decode_s"] for x in runs[1])
     for n in PANES:
         rss = B.median(x["peak_rss_kb"] for x in runs[n])
+        dec = B.median(x["decode_s"] for x in runs[n])
         res["panes"][str(n)].update({"runs": runs[n], "peak_rss_kb": rss, "wall_s": B.median(x["wall_s"] for x in runs[n]),
-                                     "rss_vs_one": round(rss / one, 3)})
+                                     "decode_s": dec, "rss_vs_one": round(rss / one, 3),
+                                     "decode_vs_one": round(dec / one_s, 3) if one_s else None})
     res["model_bytes"] = os.path.getsize(a.model)
     res["rss_4_vs_1"] = res["panes"]["4"]["rss_vs_one"]
-    B.finish(res, f"panes-{a.name}-t{a.threads}.json", ["rss_4_vs_1"])
+    res["decode_4_vs_1"] = res["panes"]["4"]["decode_vs_one"]
+    B.finish(res, f"panes-{a.name}-t{a.threads}.json", ["rss_4_vs_1", "decode_4_vs_1"])
 
 
 if __name__ == "__main__":

@@ -164,6 +164,99 @@ TEST(cache_partial_rnd1_fast) { check_model("tiny-rnd1", UM_TYPE_Q4_K, false); }
 TEST(cache_partial_rnd1_reference) { check_model("tiny-rnd1", UM_TYPE_F32, true); }
 
 /* Misuse fails with a message, never reads garbage. */
+/* forward_run_multi: four canvases in one pass (a partial pass over one cache, a full pass
+ * filling another, a plain full pass, a partial pass of a shorter canvas over a third cache)
+ * give each canvas's logits, drift and cache bytes exactly as its own pass does. The caches
+ * are filled the same way first, then one token changed at an inactive position, so the
+ * partial canvases really read their caches; and the plain canvas is one the others differ
+ * from, so no canvas may see another's keys. */
+static void check_multi(const char *shape, uint32_t wtype, bool reference) {
+    um_model *m = open_model(shape, wtype);
+    if (!m) return;
+    um_pool *pool = reference ? NULL : pool_new(2);
+    const int V = m->hp.n_vocab, T2 = 29;
+    int32_t tok[4][T];
+    for (int c = 0; c < 4; c++)
+        for (int i = 0; i < T; i++) tok[c][i] = (i * 131 + 17 + 7 * c) % V;
+    const int32_t act2[] = { 3, 9, 10, 11, 28, 20 }, rows2[] = { 10, 28, 3 };
+    const int n_tok[4] = { T, T, T, T2 };
+    um_forward *f = NULL;
+    um_forward_opts fo = { .max_tokens = T, .kernel = UM_KERNEL_AUTO, .reference = reference };
+    um_err e = { "" };
+    CHECK_MSG(forward_new(&f, m, pool, &fo, &e) == UM_OK, "%s", e.msg);
+    float *one[4], *many[4];
+    float drift1[4] = { 0 }, driftn[4] = { 0 };
+    um_kvcache *kv1[4] = { 0 }, *kvn[4] = { 0 };
+    for (int c = 0; c < 4; c++) {
+        one[c] = calloc((size_t)T * V, sizeof(float));
+        many[c] = calloc((size_t)T * V, sizeof(float));
+        if (c != 2) {
+            CHECK(forward_kv_new(f, UM_TYPE_F16, T, &kv1[c], &e) == UM_OK);
+            CHECK(forward_kv_new(f, UM_TYPE_F16, T, &kvn[c], &e) == UM_OK);
+        }
+    }
+    int32_t all[T];
+    for (int i = 0; i < T; i++) all[i] = i;
+    /* fill caches 0 and 3 (both copies) with the canvases as they were */
+    for (int c = 0; f && c < 4; c += 3)
+        for (int k = 0; k < 2; k++)
+            CHECK(forward_run_kv(f, k ? kvn[c] : kv1[c], tok[c], n_tok[c], NULL, 0, all, 2, one[c], NULL, &e) == UM_OK);
+    tok[0][2] = (tok[0][2] + 1) % V;                /* inactive: read from the cache */
+    tok[3][0] = (tok[3][0] + 1) % V;
+    tok[0][24] = (tok[0][24] + 3) % V;              /* active: recomputed */
+    um_pass ps[4] = {
+        { .tokens = tok[0], .n_tokens = T, .active = active, .n_active = N_ACT, .rows = head_rows, .n_rows = N_HEAD },
+        { .tokens = tok[1], .n_tokens = T, .rows = all, .n_rows = T },
+        { .tokens = tok[2], .n_tokens = T, .rows = head_rows, .n_rows = N_HEAD },
+        { .tokens = tok[3], .n_tokens = T2, .active = act2, .n_active = 6, .rows = rows2, .n_rows = 3 },
+    };
+    for (int c = 0; f && c < 4; c++) {               /* each alone */
+        um_pass p = ps[c];
+        p.kv = kv1[c];
+        p.logits = one[c];
+        p.drift = p.active ? &drift1[c] : NULL;
+        CHECK_MSG(forward_run_multi(f, &p, 1, &e) == UM_OK, "%s", e.msg);
+    }
+    for (int c = 0; c < 4; c++) {
+        ps[c].kv = kvn[c];
+        ps[c].logits = many[c];
+        ps[c].drift = ps[c].active ? &driftn[c] : NULL;
+    }
+    CHECK_MSG(f && forward_run_multi(f, ps, 4, &e) == UM_OK, "%s", e.msg);
+    for (int c = 0; f && c < 4; c++) {
+        int differ = 0;
+        for (int64_t i = 0; i < (int64_t)ps[c].n_rows * V; i++) differ += one[c][i] != many[c][i];
+        CHECK_MSG(differ == 0, "%s canvas %d: %d logits differ from its own pass", shape, c, differ);
+        CHECK(drift1[c] == driftn[c]);
+        if (!kv1[c]) continue;
+        /* the caches hold the same: a pass of one row over each reads every other row's K/V */
+        const int32_t one_row[] = { 1 };
+        float *a = one[c], *b = many[c];
+        CHECK(forward_run_kv(f, kv1[c], tok[c], n_tok[c], one_row, 1, one_row, 1, a, NULL, &e) == UM_OK);
+        CHECK(forward_run_kv(f, kvn[c], tok[c], n_tok[c], one_row, 1, one_row, 1, b, NULL, &e) == UM_OK);
+        CHECK_MSG(memcmp(a, b, sizeof(float) * (size_t)V) == 0, "%s canvas %d: the caches differ", shape, c);
+    }
+    CHECK(f && drift1[0] > 0);                      /* the changed context moved the cached rows */
+    /* one cache given twice is refused */
+    ps[3].kv = ps[0].kv;
+    CHECK(f && forward_run_multi(f, ps, 4, &e) != UM_OK);
+    for (int c = 0; c < 4; c++) {
+        free(one[c]);
+        free(many[c]);
+        forward_kv_free(kv1[c]);
+        forward_kv_free(kvn[c]);
+    }
+    forward_free(f);
+    pool_free(pool);
+    model_close(m);
+}
+
+TEST(cache_multi_pass_llada_fast) { check_multi("tiny-llada", UM_TYPE_Q4_K, false); }
+TEST(cache_multi_pass_llada_reference) { check_multi("tiny-llada", UM_TYPE_Q8_0, true); }
+TEST(cache_multi_pass_llada_moe_fast) { check_multi("tiny-llada-moe", UM_TYPE_Q4_K, false); }
+TEST(cache_multi_pass_dream_fast) { check_multi("tiny-dream", UM_TYPE_Q6_K, false); }
+TEST(cache_multi_pass_llada2_fast) { check_multi("tiny-llada2", UM_TYPE_Q8_0, false); }
+
 TEST(cache_partial_refuses_misuse) {
     um_model *m = open_model("tiny-llada", UM_TYPE_F32);
     if (!m) return;

@@ -35,6 +35,7 @@ typedef struct run {
     um_settings s;
     int32_t     canvas[MAXSTEPS][MAXC];
     int32_t     n_canvas, n_steps;
+    int32_t     batched;      /* steps whose passes ran batched with another engine's */
     int         rc;
     char        err[256];
 } run;
@@ -43,12 +44,14 @@ static void *drive(void *arg) {
     run *r = arg;
     um_err e = { "" };
     r->n_steps = 0;
+    r->batched = 0;
     r->rc = engine_start(r->en, r->prompt, &r->s, &e);
     int k;
     while (!r->rc && (k = engine_step(r->en, &e)) == 1 && r->n_steps < MAXSTEPS) {
         um_snapshot *sn = engine_snapshot(r->en);
         r->n_canvas = sn->n_canvas < MAXC ? sn->n_canvas : MAXC;
         for (int32_t i = 0; i < r->n_canvas; i++) r->canvas[r->n_steps][i] = sn->pos[i].token;
+        r->batched += sn->batched > 1;
         r->n_steps++;
         snapshot_unref(sn);
         if (k < 0) r->rc = -1;
@@ -67,7 +70,8 @@ static bool same_runs(const run *a, const run *b) {
 
 /* n runs: each alone (its own engine, one after another), then all on one model from their own
  * threads at once, then the sharing ones again after the first engine has closed. */
-static void compare_shared(const char *shape, const char *const *prompts, void (*set)(int k, um_settings *s), int n) {
+static void compare_shared(const char *shape, const char *const *prompts, void (*set)(int k, um_settings *s), int n,
+                           bool expect_batched) {
     char path[256];
     if (make_model(shape, path, sizeof path)) { th_fail(__FILE__, __LINE__, "synth %s", shape); return; }
     um_engine_opts o = { .model_path = path, .n_threads = 2, .kernel = -1 };
@@ -92,8 +96,15 @@ static void compare_shared(const char *shape, const char *const *prompts, void (
     pthread_t t[8];
     for (int k = 0; k < n; k++) CHECK(pthread_create(&t[k], NULL, drive, &shared[k]) == 0);
     for (int k = 0; k < n; k++) pthread_join(t[k], NULL);
-    for (int k = 0; k < n; k++) CHECK_MSG(same_runs(&alone[k], &shared[k]), "run %d (%d steps, rc %d %s) differs from alone (%d steps)",
-                                          k, shared[k].n_steps, shared[k].rc, shared[k].err, alone[k].n_steps);
+    int batched = 0;
+    for (int k = 0; k < n; k++) {
+        CHECK_MSG(same_runs(&alone[k], &shared[k]), "run %d (%d steps, rc %d %s) differs from alone (%d steps)",
+                  k, shared[k].n_steps, shared[k].rc, shared[k].err, alone[k].n_steps);
+        CHECK(alone[k].batched == 0);
+        batched += shared[k].batched;
+    }
+    /* masked models: the runs' passes were batched (not a given step: the threads' timing) */
+    if (expect_batched) CHECK_MSG(batched > 0, "no step of %d runs was batched", n);
     /* the engine that loaded the model goes first; the others keep it */
     engine_close(shared[0].en);
     shared[0].en = NULL;
@@ -122,7 +133,7 @@ static void masked_settings(int k, um_settings *s) {
 
 TEST(engine_shared_panes_match_engines_alone) {
     const char *const prompts[] = { "Once", "Once", "Hi there" };
-    compare_shared("tiny-llada", prompts, masked_settings, 3);
+    compare_shared("tiny-llada", prompts, masked_settings, 3, true);
 }
 
 static void uniform_settings(int k, um_settings *s) {
@@ -135,5 +146,5 @@ static void uniform_settings(int k, um_settings *s) {
  * again when the other stored one since. */
 TEST(engine_shared_uniform_prompt_cache_is_per_engine) {
     const char *const prompts[] = { "Hi", "a longer prompt than the other one" };
-    compare_shared("tiny-diffusion-gemma", prompts, uniform_settings, 2);
+    compare_shared("tiny-diffusion-gemma", prompts, uniform_settings, 2, false);
 }

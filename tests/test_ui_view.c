@@ -426,6 +426,9 @@ TEST(ui_view_status_shows_rows_computed) {
     v.shown = 2;
     CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
     CHECK_CONTAINS(row(&f, 29), "rows 6/20  ");
+    c->batched = 4;                                          /* compare panes: one pass for four */
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), "rows 6/20 in 1 pass x4  ");
     frame_free(&f);
     free(a); free(b); free(c);
     view_ctx_free(&ctx);

@@ -385,6 +385,8 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     if (s->passes > 0)
         snprintf(rows, sizeof rows, "rows %d/%lld%s", s->rows_computed, (long long)s->passes * s->n_canvas,
                  s->cache_refreshed ? " refresh" : "");
+    if (s->passes > 0 && s->batched > 1)            /* one pass over the weights for several panes */
+        snprintf(rows + strlen(rows), sizeof rows - strlen(rows), " in 1 pass x%d", s->batched);
     char stepf[48], blockf[32], masks[64], msf[32], tpsf[32], sched[80], tempf[24], seedf[40];
     view_step_label(s, stepf, sizeof stepf);
     snprintf(blockf, sizeof blockf, "block %d/%d", s->block + 1, s->n_blocks);

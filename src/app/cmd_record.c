@@ -10,8 +10,9 @@
  * (--delay-cs, when given, still sets the GIF's); --pace 0 uses the real times for both (the
  * GIF frames then last as long as the steps took); without --pace, --delay-cs (default
  * RECORDER_DELAY_CS) and real cast times.
- * With --compare FLAGS (up to 3), every run is decoded to its end first (one engine each,
- * one after another), then the frames are composed from them in lock step (step k of every
+ * With --compare FLAGS (up to 3), every run is decoded to its end first (one engine each on
+ * one shared model, each run in its own thread, the passes they plan at once run as one),
+ * then the frames are composed from them in lock step (step k of every
  * run, a finished run showing its last step), as the visualizer's comparison panes; the
  * frames then sit on a virtual clock: step k at k * pace, or k * --delay-cs.
  * stdout and stdin are never used, so it runs in scripts and CI. Every graceful signal of
@@ -22,6 +23,7 @@
  */
 #include <signal.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,26 @@ static int run_to_end(ui_source *src, const um_settings *s, const char *prompt, 
     return UM_FAIL;
 }
 
+/* One run of a comparison, to its end in its own thread: the runs share one model, and
+ * the passes they plan at the same time run as one (engine_step). */
+typedef struct run_job {
+    ui_source     *src;
+    const um_settings *s;
+    const char    *prompt;
+    um_snapshot ***hist;
+    int32_t       *n;
+    bool           quiet;
+    int            k;
+    int            rc;
+    um_err         e;
+} run_job;
+
+static void *run_job_main(void *arg) {
+    run_job *j = arg;
+    j->rc = run_to_end(j->src, j->s, j->prompt, j->hist, j->n, j->quiet, j->k, &j->e);
+    return NULL;
+}
+
 static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const char **clabel, int *n_cmp, bool *quietp);
 
 int cmd_record(int argc, char **argv) {
@@ -219,11 +241,23 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     double t_start = um_now();
     um_snapshot *snap = NULL;
     double t_end = 0;
-    if (*n_cmp) {                                   /* every run to its end, then the frames */
+    if (*n_cmp) {               /* every run to its end, each in its own thread (passes batched), then the frames */
         view_pane panes[RECORD_MAX_PANES];
-        bool ok = run_to_end(&src, &s, g.prompt, &hist, &n_hist, quiet, 0, &e) == UM_OK;
-        for (int k = 0; ok && k < *n_cmp && !sigexit_caught(); k++)
-            ok = run_to_end(&csrc[k], &cset[k], g.prompt, &chist[k], &cn[k], quiet, k + 1, &e) == UM_OK;
+        run_job jobs[RECORD_MAX_PANES];
+        pthread_t tid[RECORD_MAX_PANES];
+        bool started[RECORD_MAX_PANES] = { false };
+        jobs[0] = (run_job){ &src, &s, g.prompt, &hist, &n_hist, quiet, 0, 0, { "" } };
+        for (int k = 0; k < *n_cmp; k++)
+            jobs[k + 1] = (run_job){ &csrc[k], &cset[k], g.prompt, &chist[k], &cn[k], quiet, k + 1, 0, { "" } };
+        for (int k = 1; k <= *n_cmp; k++) started[k] = pthread_create(&tid[k], NULL, run_job_main, &jobs[k]) == 0;
+        run_job_main(&jobs[0]);
+        for (int k = 1; k <= *n_cmp; k++) {
+            if (started[k]) pthread_join(tid[k], NULL);
+            else run_job_main(&jobs[k]);                 /* no thread: in turn */
+        }
+        bool ok = true;
+        for (int k = 0; ok && k <= *n_cmp; k++)
+            if (jobs[k].rc) { ok = false; e = jobs[k].e; }
         if (!quiet && tty) fputc('\n', stderr);
         int32_t last = n_hist - 1;
         panes[0] = (view_pane){ .hist = hist, .n_hist = n_hist, .label = "main" };

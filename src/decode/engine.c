@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chat.h"
 #include "backend.h"
@@ -60,6 +61,7 @@ static um_shared *shared_new(void) {
     if (!sh) return NULL;
     pthread_mutex_init(&sh->lock, NULL);
     pthread_cond_init(&sh->turn_cv, NULL);
+    pthread_cond_init(&sh->queue_cv, NULL);
     sh->refs = 1;
     return sh;
 }
@@ -75,6 +77,7 @@ static void shared_release(um_shared *sh) {
     tok_free(sh->tok);
     model_close(sh->model);
     pthread_cond_destroy(&sh->turn_cv);
+    pthread_cond_destroy(&sh->queue_cv);
     pthread_mutex_destroy(&sh->lock);
     free(sh);
 }
@@ -93,6 +96,8 @@ static void turn_end(um_shared *sh) {
     pthread_cond_broadcast(&sh->turn_cv);
     pthread_mutex_unlock(&sh->lock);
 }
+
+static void set_live(um_engine *en, bool live);
 
 /* with == NULL: map the model, repack its weights and start the pool (engine_open); else take
  * with's (engine_open_sharing). The rest is the engine's own. */
@@ -214,6 +219,7 @@ void engine_close(um_engine *en) {
     if (!en) return;
     snapshot_unref(en->snap);
     free_canvas(en);
+    set_live(en, false);
     if (en->sh) {                               /* the caches belong to the shared backend */
         turn_begin(en->sh);
         free_kv(en);
@@ -426,6 +432,7 @@ int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
     turn_begin(en->sh);
     int rc = start_tokens(en, ids, n, s, e);
     turn_end(en->sh);
+    set_live(en, rc == UM_OK && !en->done);
     return rc;
 }
 
@@ -498,7 +505,7 @@ static void pick_one(void *arg, int64_t i, int tid) {
  * its start to the canvas end) plus the logits rows. Every other position's token is the
  * same as at the refresh (only masked positions change), so its cached K/V are stale only
  * through the context that changed around it. */
-static int step_forward(um_engine *en, const um_plan *plan, int n, int *n_view, step_work *w, um_err *e) {
+static int step_passes(um_engine *en, const um_plan *plan, int n, int *n_view, step_work *w, step_pass *sp, um_err *e) {
     const um_settings *s = &en->set;
     const int T = en->n_canvas, nb = s->cfg > 0 ? 2 : 1;
     if (nb == 2)
@@ -508,13 +515,16 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, int *n_view, 
     for (int i = 0; i < T; i++) en->pos[i].cached = false;
     w->passes = nb;
     w->rows = nb * T;
+    memset(sp, 0, sizeof *sp);
+    sp->np = nb;
+    for (int b = 0; b < nb; b++)
+        sp->p[b] = (um_pass){ .tokens = canvas[b], .n_tokens = T, .rows = en->rows, .n_rows = n + *n_view, .logits = out[b] };
     if (s->cache == UM_CACHE_NONE) {
         en->kv_valid = false;
-        for (int b = 0; b < nb; b++)
-            if (en->be.run(en->be.impl, canvas[b], T, en->rows, n + *n_view, out[b], e)) return UM_FAIL;
         return UM_OK;
     }
     if (ensure_kv(en, e)) return UM_FAIL;
+    for (int b = 0; b < nb; b++) sp->p[b].kv = en->kv[b];
     const bool due = !en->kv_valid || s->cache != en->kv_mode ||
                      (s->cache_refresh > 0 && en->steps_done - en->kv_step >= s->cache_refresh) ||
                      (s->cache_drift > 0 && en->kv_drift > s->cache_drift);
@@ -524,20 +534,9 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, int *n_view, 
      * pass, the partial pass below starts at that block (advance) and stops at the end of the
      * new active block's attention block: no position attends to a later block. */
     const bool advance = en->attn_block > 0 && !due && moved;
-    const bool refresh = due || (moved && !advance);
-    if (refresh) {
+    sp->refresh = due || (moved && !advance);
+    if (sp->refresh) {
         en->kv_valid = false;
-        for (int b = 0; b < nb; b++)
-            if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, NULL, 0, en->rows, n + *n_view, out[b], NULL, e))
-                return UM_FAIL;
-        memcpy(en->kv_masked, en->masked, (size_t)T * sizeof *en->masked);
-        en->kv_valid = true;
-        en->kv_mode = s->cache;
-        en->kv_start = plan->start;
-        en->kv_end = plan->end;
-        en->kv_step = en->steps_done;
-        en->kv_drift = 0;
-        w->refreshed = true;
         return UM_OK;
     }
     /* Block-causal attention: the active block's attention blocks (from the multiple of
@@ -562,19 +561,50 @@ static int step_forward(um_engine *en, const um_plan *plan, int n, int *n_view, 
     for (int i = n; i < n + *n_view; i++)
         if (en->in_active[en->rows[i]]) { en->elig[n + nv] = en->elig[i]; en->rows[n + nv] = en->rows[i]; nv++; }
     *n_view = nv;
-    float drift = 0;
     for (int b = 0; b < nb; b++) {
-        float d = 0;
-        if (en->be.run_kv(en->be.impl, en->kv[b], canvas[b], T, en->active, na, en->rows, n + nv, out[b], &d, e))
-            return UM_FAIL;
-        drift = UM_MAX(drift, d);
+        sp->p[b].active = en->active;
+        sp->p[b].n_active = na;
+        sp->p[b].n_rows = n + nv;
+        sp->p[b].drift = &sp->drift[b];
     }
+    w->rows = nb * na;
+    return UM_OK;
+}
+
+/* The planned passes on this engine's backend alone, one after another. */
+static int run_step_passes(um_engine *en, step_pass *sp, um_err *e) {
+    for (int b = 0; b < sp->np; b++) {
+        const um_pass *p = &sp->p[b];
+        if (p->kv ? en->be.run_kv(en->be.impl, p->kv, p->tokens, p->n_tokens, p->active, p->n_active, p->rows,
+                                  p->n_rows, p->logits, p->drift, e)
+                  : en->be.run(en->be.impl, p->tokens, p->n_tokens, p->rows, p->n_rows, p->logits, e))
+            return UM_FAIL;
+    }
+    return UM_OK;
+}
+
+/* After the passes ran: what the caches hold now. */
+static void step_passes_done(um_engine *en, const um_plan *plan, step_work *w, const step_pass *sp) {
+    const um_settings *s = &en->set;
+    const int T = en->n_canvas;
+    if (s->cache == UM_CACHE_NONE) return;
+    if (sp->refresh) {
+        memcpy(en->kv_masked, en->masked, (size_t)T * sizeof *en->masked);
+        en->kv_valid = true;
+        en->kv_mode = s->cache;
+        en->kv_start = plan->start;
+        en->kv_end = plan->end;
+        en->kv_step = en->steps_done;
+        en->kv_drift = 0;
+        w->refreshed = true;
+        return;
+    }
+    float drift = 0;
+    for (int b = 0; b < sp->np; b++) drift = UM_MAX(drift, sp->drift[b]);
     en->kv_drift = drift;
     en->kv_start = plan->start;
     en->kv_end = plan->end;
     for (int i = 0; i < T; i++) en->pos[i].cached = !en->in_active[i];
-    w->rows = nb * na;
-    return UM_OK;
 }
 
 static bool block_all_eog(const um_engine *en, const um_plan *p) {
@@ -614,12 +644,26 @@ static bool range_has_mask(const um_engine *en, int32_t lo, int32_t hi) {
     return false;
 }
 
-static int step_turn(um_engine *en, um_err *e) {
-    if (en->done || !en->snap) return 0;
-    if (en->set.schedule == UM_SCHED_UNIFORM) return engine_uniform_step(en, e);
+/* A masked step in three parts: step_prep plans it and its forward passes from the engine's
+ * own state (no shared resource: engines sharing a model plan at once); the passes run, on
+ * their own or batched with other engines' (engine_step); step_finish samples, commits and
+ * publishes (the shared pool: in the engine's turn). */
+typedef struct step_ctx {
+    um_plan   plan;
+    bool      post;
+    int       n, n_mask, n_view;
+    double    t0;
+    step_work work;
+    step_pass sp;
+} step_ctx;
+
+enum { PREP_FAIL = -1, PREP_NONE = 0, PREP_PUBLISH = 1, PREP_RUN = 2 };
+
+static int step_prep(um_engine *en, step_ctx *c, um_err *e) {
+    if (en->done || !en->snap) return PREP_NONE;
     um_plan plan;
     const int n_gen = en->n_canvas - en->n_prompt;
-    if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e)) return UM_FAIL;
+    if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e)) return PREP_FAIL;
     if (!en->set.edit) en->post_left = 0;          /* editing switched off mid-run */
     const bool post = en->post_left > 0;
     if (post) {
@@ -632,7 +676,8 @@ static int step_turn(um_engine *en, um_err *e) {
         plan.done = false;
     } else if (plan.done) {
         en->done = true;
-        return engine_publish(en, &plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
+        c->plan = plan;
+        return PREP_PUBLISH;
     } else {
         if (plan.start != en->blk_start) { en->blk_start = plan.start; en->blk_steps = 0; }
         if (en->set.schedule == UM_SCHED_THRESHOLD) plan.count = schedule_threshold_quota(&en->set, &plan, en->blk_steps);
@@ -658,14 +703,30 @@ static int step_turn(um_engine *en, um_err *e) {
     /* view_ahead: every mask after the active block, viewed (top-k, entropy) but never
        eligible: elig[n..n+n_view). A full pass computes their hidden states anyway; the extra
        cost is their output-projection rows and sampler scans. A cached pass keeps only the
-       rows it computes (step_forward). */
+       rows it computes (step_passes). */
     int n_view = 0;
     for (int i = plan.end; en->view_ahead && !post && i < en->n_canvas; i++)
         if (en->masked[i]) { en->elig[n + n_view] = i; en->rows[n + n_view] = shift ? i - 1 : i; n_view++; }
     /* with shifting, rows i-1 are distinct because the prompt is never empty (engine_start) */
-    double t0 = um_now();
-    step_work work = { .post = post };
-    if (step_forward(en, &plan, n, &n_view, &work, e)) return UM_FAIL;
+    c->t0 = um_now();
+    c->work = (step_work){ .post = post };
+    c->plan = plan;
+    c->post = post;
+    c->n = n;
+    c->n_mask = n_mask;
+    if (step_passes(en, &c->plan, n, &n_view, &c->work, &c->sp, e)) return PREP_FAIL;
+    c->n_view = n_view;
+    return PREP_RUN;
+}
+
+static int step_finish(um_engine *en, step_ctx *c, um_err *e) {
+    um_plan plan = c->plan;
+    const int n_gen = en->n_canvas - en->n_prompt;
+    const bool post = c->post;
+    const int n = c->n, n_mask = c->n_mask, n_view = c->n_view;
+    const double t0 = c->t0;
+    step_work work = c->work;
+    step_passes_done(en, &plan, &work, &c->sp);
     en->passes += work.passes;
     en->rows_total += work.rows;
     if (en->set.cfg > 0)
@@ -712,8 +773,8 @@ static int step_turn(um_engine *en, um_err *e) {
     int32_t k = schedule_select(&en->set, &plan, step, en->scored, n_mask);
     schedule_explain(&en->set, &plan, en->scored, n_mask, k, en->why);
     /* picks are indexed like elig[]; find each committed position's pick */
-    for (int c = 0; c < k; c++) {
-        int32_t p = en->scored[c].pos;
+    for (int ci = 0; ci < k; ci++) {
+        int32_t p = en->scored[ci].pos;
         int idx = -1;
         for (int i = 0; i < n_mask; i++) if (en->elig[i] == p) { idx = i; break; }
         const um_pick *pk = &en->picks[idx];
@@ -725,8 +786,8 @@ static int step_turn(um_engine *en, um_err *e) {
         ps->fresh = true;
         ps->commit_step = (int32_t)step + 1;
         ps->commit_conf = pk->prob;
-        ps->why = en->why[c];
-        en->committed[c] = p;
+        ps->why = en->why[ci];
+        en->committed[ci] = p;
     }
     en->steps_done++;
     if (!post) en->blk_steps++;
@@ -765,10 +826,137 @@ static int step_turn(um_engine *en, um_err *e) {
     return 1;
 }
 
+/* A step on the engine's own: plan, passes, finish, all in its turn. */
+static int step_turn(um_engine *en, um_err *e) {
+    if (en->set.schedule == UM_SCHED_UNIFORM) return en->done || !en->snap ? 0 : engine_uniform_step(en, e);
+    step_ctx c;
+    switch (step_prep(en, &c, e)) {
+    case PREP_FAIL: return UM_FAIL;
+    case PREP_NONE: return 0;
+    case PREP_PUBLISH: return engine_publish(en, &c.plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
+    default: break;
+    }
+    if (run_step_passes(en, &c.sp, e)) return UM_FAIL;
+    return step_finish(en, &c, e);
+}
+
+/* ------------------------------------------------------------------ batched passes */
+
+/* One engine's planned passes, waiting in sh->queue until some engine's turn runs them. */
+struct batch_req {
+    batch_req  *next;
+    step_pass  *sp;
+    bool        done;
+    int         rc;
+    um_err      err;
+    double      ms;             /* the batched pass's time */
+    int         engines;        /* engines in it */
+};
+
+/* An engine's run is in progress (started, not done): a leader waits for its passes. */
+static void set_live(um_engine *en, bool live) {
+    if (!en->sh || en->live == live) return;
+    pthread_mutex_lock(&en->sh->lock);
+    en->sh->live += live ? 1 : -1;
+    en->live = live;
+    pthread_mutex_unlock(&en->sh->lock);
+}
+
+static void enqueue(um_shared *sh, batch_req *r) {
+    pthread_mutex_lock(&sh->lock);
+    batch_req **t = &sh->queue;
+    while (*t) t = &(*t)->next;
+    *t = r;
+    sh->queued++;
+    pthread_cond_broadcast(&sh->queue_cv);
+    pthread_mutex_unlock(&sh->lock);
+}
+
+/* In en's turn, with en's request mine not run yet: wait a moment for the passes of the other
+ * engines whose runs are in progress (at most 5% of the last batched pass, 0.1 to 5 ms: they
+ * plan in microseconds, and a paused one must not hold the others up), then run mine and every
+ * waiting request, up to UM_FW_MAX_PASSES canvases, in one pass. */
+static void lead_batch(um_engine *en, batch_req *mine) {
+    um_shared *sh = en->sh;
+    pthread_mutex_lock(&sh->lock);
+    const double wait_ms = UM_MIN(5.0, UM_MAX(0.1, 0.05 * sh->last_batch_ms));
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_nsec += (long)(wait_ms * 1e6);
+    dl.tv_sec += dl.tv_nsec / 1000000000L;
+    dl.tv_nsec %= 1000000000L;
+    while (sh->queued < sh->live)
+        if (pthread_cond_timedwait(&sh->queue_cv, &sh->lock, &dl) != 0) break;
+    batch_req *take[UM_FW_MAX_PASSES];
+    um_pass ps[UM_FW_MAX_PASSES];
+    int nt = 0, np = 0;
+    take[nt++] = mine;                             /* mine first, then the queue's order */
+    for (batch_req *r = sh->queue; r; r = r->next)
+        if (r != mine && np + mine->sp->np + r->sp->np <= UM_FW_MAX_PASSES) { take[nt++] = r; np += r->sp->np; }
+    np = 0;
+    for (int i = 0; i < nt; i++) {
+        for (batch_req **t = &sh->queue; *t; t = &(*t)->next)
+            if (*t == take[i]) { *t = take[i]->next; sh->queued--; break; }
+        for (int b = 0; b < take[i]->sp->np; b++) ps[np++] = take[i]->sp->p[b];
+    }
+    pthread_mutex_unlock(&sh->lock);
+    um_err err = { "" };
+    const double t = um_now();
+    const int rc = en->be.run_multi(en->be.impl, ps, np, &err);
+    const double ms = (um_now() - t) * 1e3;
+    pthread_mutex_lock(&sh->lock);
+    sh->last_batch_ms = ms;
+    for (int i = 0; i < nt; i++) {
+        take[i]->rc = rc;
+        take[i]->err = err;
+        take[i]->ms = ms;
+        take[i]->engines = nt;
+        take[i]->done = true;
+    }
+    pthread_mutex_unlock(&sh->lock);
+}
+
+/* Engines that share a model plan their steps at once, each in its own thread; the first
+ * whose turn comes runs all the planned passes waiting in one pass over the weights (the
+ * backend's run_multi), the others find theirs done; each then samples and commits in its
+ * own turn. The output is the same as each engine's alone: every op computes a row on its
+ * own. A uniform-state step, a backend without run_multi or an engine alone runs as always. */
 int engine_step(um_engine *en, um_err *e) {
-    turn_begin(en->sh);
-    int rc = step_turn(en, e);
-    turn_end(en->sh);
+    um_shared *sh = en->sh;
+    pthread_mutex_lock(&sh->lock);
+    const bool alone = sh->refs < 2;
+    pthread_mutex_unlock(&sh->lock);
+    int rc;
+    if (alone || !en->be.run_multi || en->set.schedule == UM_SCHED_UNIFORM) {
+        turn_begin(sh);
+        rc = step_turn(en, e);
+        turn_end(sh);
+    } else {
+        step_ctx c;
+        batch_req r = { .sp = &c.sp };
+        const int k = step_prep(en, &c, e);
+        if (k == PREP_RUN) enqueue(sh, &r);
+        turn_begin(sh);
+        if (k == PREP_FAIL) rc = UM_FAIL;
+        else if (k == PREP_NONE) rc = 0;
+        else if (k == PREP_PUBLISH) rc = engine_publish(en, &c.plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
+        else {
+            pthread_mutex_lock(&sh->lock);
+            const bool done = r.done;
+            pthread_mutex_unlock(&sh->lock);
+            if (!done) lead_batch(en, &r);
+            if (r.rc) {
+                *e = r.err;
+                rc = UM_FAIL;
+            } else {
+                c.work.batched = r.engines;
+                c.t0 = um_now() - r.ms * 1e-3;      /* the step's forward time: the batched pass's */
+                rc = step_finish(en, &c, e);
+            }
+        }
+        turn_end(sh);
+    }
+    set_live(en, rc >= 0 && !en->done);
     return rc;
 }
 

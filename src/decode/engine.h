@@ -216,6 +216,9 @@ typedef struct um_snapshot {
     int32_t        passes;       /* forward passes this step (2 with guidance) */
     int32_t        rows_computed; /* canvas rows run through the layers, summed over the passes */
     bool           cache_refreshed; /* this step ran full passes that refilled the K/V cache */
+    int32_t        batched;      /* > 1: this step's passes ran in one pass with other engines'
+                                    (compare panes sharing a model, engine_open_sharing): the
+                                    number of engines in it; else 0 */
     int64_t        passes_total; /* forward passes of this run so far, this step's included */
     uint64_t       cache_bytes;  /* bytes of the K/V caches held after this step (0 without) */
     um_us_view     us;           /* uniform-state runs: the step's rule state */

@@ -22,6 +22,8 @@
  * pool and backend (the repacked weights and a pass's working buffers). They take turns for
  * starts and steps, first come first served (a ticket lock: no pane waits behind another's
  * run of steps); the last to close frees it all. */
+typedef struct batch_req batch_req;
+
 typedef struct um_shared {
     um_model       *model;
     tokenizer      *tok;
@@ -32,6 +34,13 @@ typedef struct um_shared {
     uint64_t        next, serving;  /* tickets: handed out, and whose turn it is */
     int             refs;           /* engines holding it (under lock) */
     const void     *dg_owner;       /* the engine whose prompt K/V the backend holds (uniform-state) */
+    /* batched passes (engine.c, engine_step): planned passes wait here for a turn; the first
+     * engine whose turn comes runs every waiting one in one pass (backend run_multi) */
+    batch_req      *queue;          /* FIFO, under lock */
+    int             queued;         /* its length */
+    int             live;           /* engines with a run in progress (started, not done) */
+    double          last_batch_ms;  /* the last batched pass's time: how long a leader waits */
+    pthread_cond_t  queue_cv;       /* a request was queued */
 } um_shared;
 
 struct um_engine {
@@ -96,12 +105,23 @@ struct um_engine {
     um_us_view    us_view;      /* the last step's rule state, for the snapshot */
     um_snapshot  *snap;         /* latest published */
     char          quant[32], isa[32];
+    bool          live;         /* counted in sh->live */
 };
 
+
+/* A masked step's forward passes, planned (engine.c, step_passes): the canvas's, and with
+ * guidance the unconditional canvas's; then what the caches hold after them. */
+typedef struct step_pass {
+    um_pass p[2];
+    int     np;
+    bool    refresh;            /* full passes that refill the caches */
+    float   drift[2];           /* partial passes: each one's drift */
+} step_pass;
 
 /* What the step's forward passes did, for the snapshot. */
 typedef struct step_work {
     int32_t passes, rows;
+    int32_t batched;            /* engines whose passes ran in this step's one pass (0: alone) */
     bool    refreshed;
     int32_t n_edited;           /* committed tokens replaced */
     bool    post;               /* an edit-only step */

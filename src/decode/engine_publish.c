@@ -26,6 +26,7 @@ int engine_publish(um_engine *en, const um_plan *plan, int n_committed, int plan
         s->passes = w->passes;
         s->rows_computed = w->rows;
         s->cache_refreshed = w->refreshed;
+        s->batched = w->batched > 1 ? w->batched : 0;
         s->n_edited = w->n_edited;
         s->post_step = w->post;
     }

@@ -20,6 +20,21 @@ typedef struct um_kvcache um_kvcache;
 /* Self-conditioning input of a DiffusionGemma pass (forward.h). */
 typedef struct um_selfcond um_selfcond;
 
+/* One canvas of a pass (run_multi, forward_run_multi): kv NULL and active NULL is run; kv
+ * with active NULL a full pass that fills kv; kv with active a partial pass (run_kv's
+ * arguments). drift may be NULL. */
+typedef struct um_pass {
+    um_kvcache    *kv;
+    const int32_t *tokens;
+    int            n_tokens;
+    const int32_t *active;
+    int            n_active;
+    const int32_t *rows;
+    int            n_rows;
+    float         *logits;
+    float         *drift;
+} um_pass;
+
 typedef struct um_backend {
     const char *name;                       /* "cpu", "cuda" */
     void       *impl;
@@ -38,6 +53,10 @@ typedef struct um_backend {
     uint64_t (*kv_bytes)(const um_kvcache *kv);
     int  (*run_kv)(void *impl, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
                    int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e);
+    /* Optional (NULL: one canvas a pass). passes[0..n) in one pass: every weight product over
+     * all their rows at once, each canvas's attention over its own keys, each its own logits
+     * and cache; the same numbers as n separate passes (forward_run_multi). */
+    int  (*run_multi)(void *impl, const um_pass *passes, int n, um_err *e);
     /* Optional (NULL: the backend cannot decode a uniform-state model). The region-aware pass
      * of DiffusionGemma over [prompt | canvas] with self-conditioning (forward_run_dg); with
      * prompt_cached, over the prompt K/V that dg_prompt stored (forward_run_dg_cached). */

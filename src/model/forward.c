@@ -184,7 +184,7 @@ static void free_buffers(um_forward *f) {
                       (void **)&f->ex_out, (void **)&f->router, (void **)&f->ex_id, (void **)&f->ex_w,
                       (void **)&f->ex_off, (void **)&f->ex_tok, (void **)&f->ex_roww, (void **)&f->ex_slot,
                       (void **)&f->hidden, (void **)&f->pos, (void **)&f->rows_sel, (void **)&f->scratch,
-                      (void **)&f->kc, (void **)&f->vc, (void **)&f->tok_sel, (void **)&f->slot, (void **)&f->hrow,
+                      (void **)&f->kc, (void **)&f->vc, (void **)&f->tok_sel, (void **)&f->slot, (void **)&f->hrow, (void **)&f->cpos,
                       (void **)&f->resid, (void **)&f->moe_out, (void **)&f->kv_lo, (void **)&f->kv_hi,
                       (void **)&f->sc_soft, (void **)&f->sc_p, (void **)&f->sc_colsum,
                       (void **)&f->sc_exact };
@@ -226,7 +226,7 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         { (void **)&f->ex_roww, T * KU * 4 }, { (void **)&f->ex_slot, T * KU * 4 },
         { (void **)&f->hidden, T * E * 4 }, { (void **)&f->pos, T * 4 }, { (void **)&f->rows_sel, T * 4 },
         { (void **)&f->kc, T * NKV * 4 }, { (void **)&f->vc, T * NKV * 4 }, { (void **)&f->tok_sel, T * 4 },
-        { (void **)&f->slot, T * 4 }, { (void **)&f->hrow, T * 4 },
+        { (void **)&f->slot, T * 4 }, { (void **)&f->hrow, T * 4 }, { (void **)&f->cpos, T * 4 },
         { (void **)&f->resid, g4 ? T * E * 4 : 0 }, { (void **)&f->moe_out, g4 ? T * E * 4 : 0 },
         { (void **)&f->kv_lo, g4 ? T * 4 : 0 }, { (void **)&f->kv_hi, g4 ? T * 4 : 0 },
         { (void **)&f->sc_soft, g4 ? T * E * 4 : 0 },
@@ -381,6 +381,8 @@ typedef struct kv_job {
     int         il;
     bool        store;              /* a full pass: every row into the cache */
     bool        keep;               /* a partial pass that also stores its active rows */
+    int64_t     k0, r0;             /* the canvas's first row in k, v, slot, and among the carried rows */
+    bool        from_kc;            /* a full canvas's K/V are still in kc, vc (a pass with a partial canvas) */
 } kv_job;
 
 /* One cached row to f32 and back: F16 with the SIMD conversions on the fast path (every
@@ -403,18 +405,16 @@ static void kv_one(void *arg, int64_t p, int tid) {
     um_forward *f = j->f;
     um_kvcache *kv = j->kv;
     const int64_t n = kv->nkv;
-    float *k = f->k + p * n, *v = f->v + p * n;
-    if (j->store) {
+    float *k = f->k + (j->k0 + p) * n, *v = f->v + (j->k0 + p) * n;
+    const int32_t sl = f->slot[j->k0 + p];
+    if (sl >= 0 && (!j->store || j->from_kc)) {
+        memcpy(k, f->kc + (j->r0 + sl) * n, (size_t)n * sizeof(float));
+        memcpy(v, f->vc + (j->r0 + sl) * n, (size_t)n * sizeof(float));
+    }
+    if (j->store || (sl >= 0 && j->keep)) {
         kv_put(f, kv, k, kv_row(kv, kv->k, j->il, p), n);
         kv_put(f, kv, v, kv_row(kv, kv->v, j->il, p), n);
-    } else if (f->slot[p] >= 0) {
-        memcpy(k, f->kc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
-        memcpy(v, f->vc + (int64_t)f->slot[p] * n, (size_t)n * sizeof(float));
-        if (j->keep) {
-            kv_put(f, kv, k, kv_row(kv, kv->k, j->il, p), n);
-            kv_put(f, kv, v, kv_row(kv, kv->v, j->il, p), n);
-        }
-    } else {
+    } else if (sl < 0) {
         kv_get(f, kv, kv_row(kv, kv->k, j->il, p), k, n);
         kv_get(f, kv, kv_row(kv, kv->v, j->il, p), v, n);
     }
@@ -422,7 +422,8 @@ static void kv_one(void *arg, int64_t p, int tid) {
 
 /* Mean over the active rows whose token is unchanged since the cache was filled of
  * |k - k_cached| / |k_cached| (layer il's K after RoPE); 0 when there is no such row. */
-static float kv_drift(um_forward *f, const um_kvcache *kv, int il, const int32_t *act, int n_act, const int32_t *tokens) {
+static float kv_drift(um_forward *f, const um_kvcache *kv, int il, const int32_t *act, int n_act, const int32_t *tokens,
+                      const float *kc) {
     const int64_t n = kv->nkv;
     double sum = 0;
     int cnt = 0;
@@ -430,7 +431,7 @@ static float kv_drift(um_forward *f, const um_kvcache *kv, int il, const int32_t
         int p = act[i];
         if (tokens[p] != kv->tok[p]) continue;
         kv->tr->to_float_ref(kv_row(kv, kv->k, il, p), f->wrow_f, n);
-        const float *k = f->kc + (int64_t)i * n;
+        const float *k = kc + (int64_t)i * n;
         double d = 0, r = 0;
         for (int64_t c = 0; c < n; c++) {
             double x = (double)k[c] - f->wrow_f[c];
@@ -445,19 +446,20 @@ static float kv_drift(um_forward *f, const um_kvcache *kv, int il, const int32_t
 
 /* ------------------------------------------------------------------ attention */
 
-/* f->att (nq rows) = attention of the nq queries in f->q, at canvas positions qpos, over the
- * keys and values f->k, f->v of canvas positions 0..T-1. Bidirectional: one call over all keys.
+/* att (nq rows) = attention of the nq queries in q, at canvas positions qpos, over the keys
+ * and values k, v of canvas positions 0..T-1. Bidirectional: one call over all keys.
  * Block-causal: consecutive queries of one block form a run that sees the key prefix up to its
  * block's end; rows in canvas order (full passes; partial passes over sorted active rows) make
  * one run per block, any other order just makes shorter runs with the same result per row. */
-static int attend(um_forward *f, const int32_t *qpos, int nq, int T, um_err *e) {
+static int attend(um_forward *f, const float *q, const float *k, const float *v, float *att, const int32_t *qpos,
+                  int nq, int T, um_err *e) {
     const um_hparams *hp = &f->m->hp;
     const int64_t H = hp->n_head, HD = hp->head_dim;
     um_pool *pool = f->ref ? NULL : f->pool;
     um_attn at = { .n_q = nq, .n_kv = T, .n_head = (int)H, .n_head_kv = hp->n_head_kv, .head_dim = (int)HD, .key_mask = NULL };
     if (!f->m->arch->block_causal) {
-        return f->ref ? ops_attention_ref(&at, f->att, f->q, f->k, f->v, e)
-                      : ops_attention(pool, &at, f->att, f->q, f->k, f->v, e);
+        return f->ref ? ops_attention_ref(&at, att, q, k, v, e)
+                      : ops_attention(pool, &at, att, q, k, v, e);
     }
     const int B = hp->block_size;
     for (int i0 = 0; i0 < nq;) {
@@ -467,9 +469,9 @@ static int attend(um_forward *f, const int32_t *qpos, int nq, int T, um_err *e) 
         const int64_t kv_end = UM_MIN((int64_t)(blk + 1) * B, (int64_t)T);
         at.n_q = i1 - i0;
         at.n_kv = (int)kv_end;
-        const float *q = f->q + (int64_t)i0 * H * HD;
-        float *out = f->att + (int64_t)i0 * H * HD;
-        int rc = f->ref ? ops_attention_ref(&at, out, q, f->k, f->v, e) : ops_attention(pool, &at, out, q, f->k, f->v, e);
+        const float *qi = q + (int64_t)i0 * H * HD;
+        float *out = att + (int64_t)i0 * H * HD;
+        int rc = f->ref ? ops_attention_ref(&at, out, qi, k, v, e) : ops_attention(pool, &at, out, qi, k, v, e);
         if (rc) return UM_FAIL;
         i0 = i1;
     }
@@ -478,56 +480,95 @@ static int attend(um_forward *f, const int32_t *qpos, int nq, int T, um_err *e) 
 
 /* ------------------------------------------------------------------ the pass */
 
-/* forward_run (act NULL, kv NULL), a full pass filling kv (act NULL), or a partial pass over
- * the active rows act[0..n_act) reading kv (see forward.h). The rows carried through the
- * layers are every position (full) or the active ones (partial); on the last layer the fast
- * path carries only the head's rows past the attention. */
-static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *act,
-                    int n_act, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
+/* Where one canvas of a pass lives in the shared buffers: its carried rows (every position, or
+ * the active ones) from row r0 of x, xn, kc, vc...; its T positions' K/V from row k0 of k, v
+ * (and slot); its head rows from row h0 of the head's rows. */
+typedef struct seg_at {
+    int64_t r0, n, k0, h0;
+    bool    partial;
+} seg_at;
+
+/* One canvas's checks, before anything runs. */
+static int check_pass(const um_forward *f, const um_pass *p, um_err *e) {
+    const int T = p->n_tokens;
+    if (T <= 0) return um_errf(e, "canvas of %d tokens", T);
+    if (p->n_rows < 0 || p->n_rows > T) return um_errf(e, "bad row count %d", p->n_rows);
+    for (int i = 0; i < p->n_rows; i++)
+        if (p->rows[i] < 0 || p->rows[i] >= T) return um_errf(e, "row %d outside the canvas", p->rows[i]);
+    if (p->kv && T > p->kv->max_tokens)
+        return um_errf(e, "canvas of %d tokens exceeds the K/V cache's %d", T, p->kv->max_tokens);
+    if (p->active) {
+        if (!p->kv) return um_errf(e, "a partial pass needs a K/V cache");
+        if (p->kv->n_tokens != T)
+            return um_errf(e, "the K/V cache holds no canvas of %d tokens (a full pass fills it)", T);
+        if (p->n_active <= 0 || p->n_active > T) return um_errf(e, "bad active row count %d", p->n_active);
+        for (int i = 0; i < p->n_active; i++)
+            if (p->active[i] < 0 || p->active[i] >= T) return um_errf(e, "active row %d outside the canvas", p->active[i]);
+    }
+    (void)f;
+    return UM_OK;
+}
+
+/* forward_run (active NULL, kv NULL), a full pass filling kv (active NULL), or a partial pass
+ * over the active rows reading kv (see forward.h), for n canvases at once (forward_run_multi):
+ * their rows go through every weight product together, each canvas's attention sees only its
+ * own keys. The rows carried through the layers are every position (full) or the active ones
+ * (partial); on the last layer the fast path carries only the head's rows past the attention. */
+static int run_passes(um_forward *f, const um_pass *ps, int n, um_err *e) {
     const um_model *m = f->m;
     const um_hparams *hp = &m->hp;
+    if (n <= 0) return um_errf(e, "no canvas to run");
     if (m->arch->gemma4) {
-        if (kv) return um_errf(e, "K/V cache passes are not supported for %s yet", m->arch->name);
-        return fwg_run(f, tokens, n_tokens, -1, NULL, rows, n_rows, logits, FWG_FULL, e);
+        if (n > 1 || ps[0].kv) return um_errf(e, "K/V cache passes are not supported for %s yet", m->arch->name);
+        return fwg_run(f, ps[0].tokens, ps[0].n_tokens, -1, NULL, ps[0].rows, ps[0].n_rows, ps[0].logits, FWG_FULL, e);
     }
-    if (n_tokens <= 0 || n_tokens > f->max_tokens)
-        return um_errf(e, "canvas of %d tokens exceeds the prepared maximum of %d", n_tokens, f->max_tokens);
-    if (n_rows < 0 || n_rows > n_tokens) return um_errf(e, "bad row count %d", n_rows);
-    for (int i = 0; i < n_rows; i++)
-        if (rows[i] < 0 || rows[i] >= n_tokens) return um_errf(e, "row %d outside the canvas", rows[i]);
-    if (kv && n_tokens > kv->max_tokens)
-        return um_errf(e, "canvas of %d tokens exceeds the K/V cache's %d", n_tokens, kv->max_tokens);
-    const int T = n_tokens;
-    const bool partial = act != NULL;
-    int N = T;                        /* rows carried through the layers */
-    const int32_t *cpos = f->pos;     /* their canvas positions */
-    const int32_t *ctok = tokens;     /* their tokens */
-    const int32_t *hrow = rows;       /* the head's rows as indices among the carried rows */
-    if (partial) {
-        if (kv->n_tokens != T)
-            return um_errf(e, "the K/V cache holds no canvas of %d tokens (a full pass fills it)", T);
-        if (n_act <= 0 || n_act > T) return um_errf(e, "bad active row count %d", n_act);
-        for (int p = 0; p < T; p++) f->slot[p] = -1;
-        for (int i = 0; i < n_act; i++) {
-            int p = act[i];
-            if (p < 0 || p >= T) return um_errf(e, "active row %d outside the canvas", p);
-            if (f->slot[p] >= 0) return um_errf(e, "active row %d given twice", p);
-            f->slot[p] = i;
-            f->tok_sel[i] = tokens[p];
-        }
-        for (int i = 0; i < n_rows; i++) {
-            if (f->slot[rows[i]] < 0) return um_errf(e, "logits row %d is not an active row", rows[i]);
-            f->hrow[i] = f->slot[rows[i]];
-        }
-        N = n_act;
-        cpos = act;
-        ctok = f->tok_sel;
-        hrow = f->hrow;
-    } else if (kv) {
-        kv->n_tokens = 0;             /* holds no canvas until this pass completes */
+    seg_at sa[UM_FW_MAX_PASSES];
+    if (n > UM_FW_MAX_PASSES) return um_errf(e, "%d canvases in one pass (at most %d)", n, UM_FW_MAX_PASSES);
+    int64_t TT = 0, N = 0, NR = 0;
+    bool any_partial = false;
+    for (int s = 0; s < n; s++) {
+        if (check_pass(f, &ps[s], e)) return UM_FAIL;
+        for (int t = 0; t < s; t++)
+            if (ps[s].kv && ps[s].kv == ps[t].kv) return um_errf(e, "one K/V cache given to two canvases of a pass");
+        sa[s] = (seg_at){ .r0 = N, .n = ps[s].active ? ps[s].n_active : ps[s].n_tokens, .k0 = TT, .h0 = NR,
+                          .partial = ps[s].active != NULL };
+        any_partial |= sa[s].partial;
+        TT += ps[s].n_tokens;
+        N += sa[s].n;
+        NR += ps[s].n_rows;
     }
-    if (drift) *drift = 0;
-    const int64_t E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv;
+    if (n == 1 && TT > f->max_tokens)
+        return um_errf(e, "canvas of %" PRId64 " tokens exceeds the prepared maximum of %d", TT, f->max_tokens);
+    if (TT > INT32_MAX / 2 || forward_reserve(f, (int)TT, e)) return UM_FAIL;
+    /* the carried rows' canvas positions and tokens, each canvas's slots, the head's rows */
+    int32_t *cpos = f->cpos, *ctok = f->tok_sel, *hrow = f->hrow;
+    for (int s = 0; s < n; s++) {
+        const um_pass *p = &ps[s];
+        int32_t *slot = f->slot + sa[s].k0;
+        if (sa[s].partial) {
+            for (int q = 0; q < p->n_tokens; q++) slot[q] = -1;
+            for (int i = 0; i < p->n_active; i++) {
+                int q = p->active[i];
+                if (slot[q] >= 0) return um_errf(e, "active row %d given twice", q);
+                slot[q] = i;
+                cpos[sa[s].r0 + i] = q;
+                ctok[sa[s].r0 + i] = p->tokens[q];
+            }
+        } else {
+            for (int q = 0; q < p->n_tokens; q++) {
+                slot[q] = q;
+                cpos[sa[s].r0 + q] = q;
+                ctok[sa[s].r0 + q] = p->tokens[q];
+            }
+        }
+        for (int i = 0; i < p->n_rows; i++) {
+            if (slot[p->rows[i]] < 0) return um_errf(e, "logits row %d is not an active row", p->rows[i]);
+            hrow[sa[s].h0 + i] = (int32_t)sa[s].r0 + slot[p->rows[i]];
+        }
+        if (p->drift) *p->drift = 0;
+        if (p->kv && !p->active) p->kv->n_tokens = 0;   /* holds no canvas until this pass completes */
+    }
+    const int64_t E = hp->n_embd, HD = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv, NKV = HKV * HD;
     um_pool *pool = f->ref ? NULL : f->pool;
 
     fw_prof_begin(f);
@@ -541,48 +582,66 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
         const fw_layer *fl = f->layers ? &f->layers[il] : NULL;
         /* On the last layer the fast path carries only the rows the head needs past the
          * attention (K and V still cover every carried row). */
-        const bool subset = !f->ref && il == hp->n_layer - 1 && n_rows < N;
-        const int nq = subset ? n_rows : N;
-        /* a partial pass computes the active rows' K/V apart, then lays them over the cache's */
-        float *kd = partial ? f->kc : f->k, *vd = partial ? f->vc : f->v;
+        const bool subset = !f->ref && il == hp->n_layer - 1 && NR < N;
+        const int64_t nq = subset ? NR : N;
+        /* With only full canvases the carried rows are the K/V rows; with a partial one the
+         * carried rows' K/V are computed apart (kc, vc), then laid over each canvas's. */
+        float *kd = any_partial ? f->kc : f->k, *vd = any_partial ? f->vc : f->v;
 
         fw_rmsnorm(f, f->xn, f->x, l->attn_norm, N, (int)E);
         fw_mark(f, UM_FW_NORM);
         fw_linear(f, fl ? &fl->wk : NULL, &l->wk, f->xn, N, kd, l->bk);
         fw_linear(f, fl ? &fl->wv : NULL, &l->wv, f->xn, N, vd, l->bv);
         if (subset) {
-            fw_gather(f->hidden, f->xn, hrow, n_rows, E);
+            fw_gather(f->hidden, f->xn, hrow, NR, E);
             fw_linear(f, fl ? &fl->wq : NULL, &l->wq, f->hidden, nq, f->q, l->bq);
             /* positions of the kept rows, for RoPE on q */
-            for (int i = 0; i < n_rows; i++) f->rows_sel[i] = cpos[hrow[i]];
+            for (int64_t i = 0; i < NR; i++) f->rows_sel[i] = cpos[hrow[i]];
         } else {
             fw_linear(f, fl ? &fl->wq : NULL, &l->wq, f->xn, N, f->q, l->bq);
         }
         fw_mark(f, UM_FW_QKV);
         if (m->arch->qk_norm) {
-            fw_rmsnorm(f, f->q, f->q, l->q_norm, (int64_t)nq * H, (int)HD);
-            fw_rmsnorm(f, kd, kd, l->k_norm, (int64_t)N * HKV, (int)HD);
+            fw_rmsnorm(f, f->q, f->q, l->q_norm, nq * H, (int)HD);
+            fw_rmsnorm(f, kd, kd, l->k_norm, N * HKV, (int)HD);
             fw_mark(f, UM_FW_NORM);
         }
         const int32_t *qpos = subset ? f->rows_sel : cpos;
-        int rc = f->ref ? ops_rope_ref(&rope, qpos, nq, f->q, (int)H, NULL, 0, e)
-                        : ops_rope(pool, &rope, qpos, nq, f->q, (int)H, NULL, 0, e);
-        if (!rc) rc = f->ref ? ops_rope_ref(&rope, cpos, N, kd, (int)HKV, NULL, 0, e)
-                             : ops_rope(pool, &rope, cpos, N, kd, (int)HKV, NULL, 0, e);
+        int rc = f->ref ? ops_rope_ref(&rope, qpos, (int)nq, f->q, (int)H, NULL, 0, e)
+                        : ops_rope(pool, &rope, qpos, (int)nq, f->q, (int)H, NULL, 0, e);
+        if (!rc) rc = f->ref ? ops_rope_ref(&rope, cpos, (int)N, kd, (int)HKV, NULL, 0, e)
+                             : ops_rope(pool, &rope, cpos, (int)N, kd, (int)HKV, NULL, 0, e);
         if (rc) return UM_FAIL;
         fw_mark(f, UM_FW_ROPE);
-        if (kv) {
-            if (partial && drift && il == hp->n_layer - 1) *drift = kv_drift(f, kv, il, act, n_act, tokens);
-            kv_job kj = { .f = f, .kv = kv, .il = il, .store = !partial, .keep = partial && m->arch->block_causal };
-            pool_for(pool, T, kv_one, &kj);
-            fw_mark(f, UM_FW_KV);
+        for (int s = 0; s < n; s++) {
+            const um_pass *p = &ps[s];
+            if (!p->kv) {
+                if (any_partial) {          /* a full canvas without a cache beside a partial one */
+                    memcpy(f->k + sa[s].k0 * NKV, f->kc + sa[s].r0 * NKV, (size_t)(p->n_tokens * NKV) * sizeof(float));
+                    memcpy(f->v + sa[s].k0 * NKV, f->vc + sa[s].r0 * NKV, (size_t)(p->n_tokens * NKV) * sizeof(float));
+                }
+                continue;
+            }
+            if (p->active && p->drift && il == hp->n_layer - 1)
+                *p->drift = kv_drift(f, p->kv, il, p->active, p->n_active, p->tokens, f->kc + sa[s].r0 * NKV);
+            kv_job kj = { .f = f, .kv = p->kv, .il = il, .store = !p->active, .keep = p->active && m->arch->block_causal,
+                          .k0 = sa[s].k0, .r0 = sa[s].r0, .from_kc = any_partial };
+            pool_for(pool, p->n_tokens, kv_one, &kj);
         }
-        if (attend(f, qpos, nq, T, e)) return UM_FAIL;
+        fw_mark(f, UM_FW_KV);
+        /* each canvas's queries over its own keys: its carried rows, or its head rows */
+        for (int s = 0; s < n; s++) {
+            const int64_t q0 = subset ? sa[s].h0 : sa[s].r0, nqs = subset ? ps[s].n_rows : sa[s].n;
+            if (nqs == 0) continue;
+            if (attend(f, f->q + q0 * H * HD, f->k + sa[s].k0 * NKV, f->v + sa[s].k0 * NKV, f->att + q0 * H * HD,
+                       qpos + q0, (int)nqs, ps[s].n_tokens, e))
+                return UM_FAIL;
+        }
         fw_mark(f, UM_FW_ATTN);
         if (subset) {
             /* shrink the residual stream to the kept rows, in the caller's order */
-            fw_gather(f->hidden, f->x, hrow, n_rows, E);
-            memcpy(f->x, f->hidden, (size_t)(n_rows * E) * sizeof(float));
+            fw_gather(f->hidden, f->x, hrow, NR, E);
+            memcpy(f->x, f->hidden, (size_t)(NR * E) * sizeof(float));
             fw_mark(f, UM_FW_GATHER);
         }
         fw_linear(f, fl ? &fl->wo : NULL, &l->wo, f->att, nq, f->xn, l->bo);
@@ -591,24 +650,39 @@ static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_
         fw_mark(f, UM_FW_ADD);
         fw_rmsnorm(f, f->xn, f->x, l->ffn_norm, nq, (int)E);
         fw_mark(f, UM_FW_NORM);
-        if (fw_ffn(f, il, f->x, f->xn, nq, e)) return UM_FAIL;
+        if (fw_ffn(f, il, f->x, f->xn, (int)nq, e)) return UM_FAIL;
     }
-    const bool subset_done = !f->ref && n_rows < N;
-    if (subset_done) memcpy(f->hidden, f->x, (size_t)(n_rows * E) * sizeof(float));
-    else fw_gather(f->hidden, f->x, hrow, n_rows, E);
+    const bool subset_done = !f->ref && NR < N;
+    if (subset_done) memcpy(f->hidden, f->x, (size_t)(NR * E) * sizeof(float));
+    else fw_gather(f->hidden, f->x, hrow, NR, E);
     fw_mark(f, UM_FW_GATHER);
-    fw_rmsnorm(f, f->hidden, f->hidden, m->output_norm, n_rows, (int)E);
-    fw_linear(f, &f->output, &m->output, f->hidden, n_rows, logits, m->output_b);
+    fw_rmsnorm(f, f->hidden, f->hidden, m->output_norm, NR, (int)E);
+    /* the head per canvas, straight into its logits */
+    for (int s = 0; s < n; s++)
+        if (ps[s].n_rows > 0)
+            fw_linear(f, &f->output, &m->output, f->hidden + sa[s].h0 * E, ps[s].n_rows, ps[s].logits, m->output_b);
     fw_mark(f, UM_FW_HEAD);
-    if (kv && !partial) {
-        memcpy(kv->tok, tokens, (size_t)T * sizeof *tokens);
-        kv->n_tokens = T;
-    } else if (kv && m->arch->block_causal) {
-        for (int i = 0; i < n_act; i++) kv->tok[act[i]] = tokens[act[i]];
+    for (int s = 0; s < n; s++) {
+        const um_pass *p = &ps[s];
+        if (p->kv && !p->active) {
+            memcpy(p->kv->tok, p->tokens, (size_t)p->n_tokens * sizeof *p->tokens);
+            p->kv->n_tokens = p->n_tokens;
+        } else if (p->kv && m->arch->block_causal) {
+            for (int i = 0; i < p->n_active; i++) p->kv->tok[p->active[i]] = p->tokens[p->active[i]];
+        }
     }
     fw_prof_end(f);
     return UM_OK;
 }
+
+static int run_pass(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *act,
+                    int n_act, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e) {
+    um_pass p = { .kv = kv, .tokens = tokens, .n_tokens = n_tokens, .active = act, .n_active = n_act,
+                  .rows = rows, .n_rows = n_rows, .logits = logits, .drift = drift };
+    return run_passes(f, &p, 1, e);
+}
+
+int forward_run_multi(um_forward *f, const um_pass *passes, int n, um_err *e) { return run_passes(f, passes, n, e); }
 
 int forward_run(um_forward *f, const int32_t *tokens, int n_tokens,
                 const int32_t *rows, int n_rows, float *logits, um_err *e) {
@@ -662,6 +736,10 @@ static int cpu_run_kv(void *impl, um_kvcache *kv, const int32_t *tokens, int n_t
     return forward_run_kv(impl, kv, tokens, n_tokens, active, n_active, rows, n_rows, logits, drift, e);
 }
 
+static int cpu_run_multi(void *impl, const um_pass *passes, int n, um_err *e) {
+    return forward_run_multi(impl, passes, n, e);
+}
+
 static int cpu_run_dg(void *impl, const int32_t *tokens, int n_tokens, int n_prompt, const um_selfcond *sc,
                       bool prompt_cached, const int32_t *rows, int n_rows, float *logits, um_err *e) {
     return prompt_cached ? forward_run_dg_cached(impl, tokens, n_tokens, n_prompt, sc, rows, n_rows, logits, e)
@@ -684,6 +762,7 @@ void forward_as_backend(um_forward *f, um_backend *b) {
     b->kv_free = forward_kv_free;
     b->kv_bytes = forward_kv_bytes;
     b->run_kv = cpu_run_kv;
+    b->run_multi = f->m->arch->gemma4 ? NULL : cpu_run_multi;
     b->run_dg = f->m->arch->gemma4 ? cpu_run_dg : NULL;
     b->dg_prompt = f->m->arch->gemma4 ? cpu_dg_prompt : NULL;
     b->dg_prompt_bytes = cpu_dg_prompt_bytes;

@@ -129,6 +129,15 @@ uint64_t forward_kv_bytes(const um_kvcache *kv);   /* K and V of every layer, al
 int  forward_run_kv(um_forward *f, um_kvcache *kv, const int32_t *tokens, int n_tokens, const int32_t *active,
                     int n_active, const int32_t *rows, int n_rows, float *logits, float *drift, um_err *e);
 
+#define UM_FW_MAX_PASSES 16
+/* Up to UM_FW_MAX_PASSES canvases in one pass (compare panes sharing one model): their rows go
+ * through every weight product together, so the weights are read once for all of them, while
+ * each canvas's attention sees only its own keys and each gets its own logits, drift and cache
+ * (distinct caches). Every op computes a row on its own, so each canvas's logits equal those of
+ * its own forward_run / forward_run_kv bit for bit (tests/test_cache.c). The activation buffers
+ * grow to the canvases' total length. Not for Gemma 4 (one canvas, no cache). */
+int  forward_run_multi(um_forward *f, const um_pass *passes, int n, um_err *e);
+
 /* The forward pass as a backend table (backend.h); the table owns f afterwards. */
 void forward_as_backend(um_forward *f, um_backend *b);
 

@@ -48,6 +48,7 @@ struct um_forward {
     int32_t *tok_sel;             /* (T) tokens of the active rows */
     int32_t *slot;                /* (T) canvas position -> index among the active rows, or -1 */
     int32_t *hrow;                /* (T) head rows as indices among the rows carried */
+    int32_t *cpos;                /* (T) canvas positions of the rows carried */
     double  *wrow;                /* reference path: one dequantized row, (max n_in) */
     float   *wrow_f;
     void    *scratch;             /* matmul scratch */
