@@ -285,6 +285,8 @@ static int reserve(um_engine *en, int n, um_err *e) {
         return um_errf(e, "out of memory for a canvas of %d tokens (%zu MB of logits)", n, rows * V * 4 >> 20);
     }
     en->cap = n;
+    /* growing the backend's buffers drops the prompt K/V it may hold for a sharing engine */
+    en->sh->dg_owner = NULL;
     return en->be.reserve(en->be.impl, n, e);
 }
 
@@ -958,6 +960,60 @@ int engine_step(um_engine *en, um_err *e) {
     }
     set_live(en, rc >= 0 && !en->done);
     return rc;
+}
+
+int engine_step_many(um_engine **ens, int n, int *rcs, um_err *e) {
+    if (n <= 0) return UM_OK;
+    um_shared *sh = ens[0]->sh;
+    for (int i = 1; i < n; i++)
+        if (ens[i]->sh != sh) return um_errf(e, "engine_step_many: the engines do not share one model");
+    if (n > UM_FW_MAX_PASSES / 2) return um_errf(e, "engine_step_many: at most %d engines", UM_FW_MAX_PASSES / 2);
+    step_ctx c[UM_FW_MAX_PASSES / 2];
+    int kind[UM_FW_MAX_PASSES / 2];
+    um_pass ps[UM_FW_MAX_PASSES];
+    int np = 0, nrun = 0, failed = 0;
+    turn_begin(sh);
+    for (int i = 0; i < n; i++) {
+        um_engine *en = ens[i];
+        rcs[i] = 0;
+        if (en->set.schedule == UM_SCHED_UNIFORM || !en->be.run_multi) {
+            kind[i] = -2;                          /* a step of its own */
+            continue;
+        }
+        um_err ei = { "" };
+        kind[i] = step_prep(en, &c[i], &ei);
+        if (kind[i] == PREP_FAIL) { rcs[i] = UM_FAIL; if (!failed++) *e = ei; }
+        if (kind[i] != PREP_RUN) continue;
+        for (int b = 0; b < c[i].sp.np; b++) ps[np++] = c[i].sp.p[b];
+        nrun++;
+    }
+    double ms = 0;
+    int rc_run = UM_OK;
+    um_err er = { "" };
+    if (np > 0) {
+        const double t = um_now();
+        rc_run = ens[0]->be.run_multi(ens[0]->be.impl, ps, np, &er);
+        ms = (um_now() - t) * 1e3;
+        if (rc_run && !failed++) *e = er;
+    }
+    for (int i = 0; i < n; i++) {
+        um_engine *en = ens[i];
+        um_err ei = { "" };
+        if (kind[i] == -2) rcs[i] = step_turn(en, &ei);
+        else if (kind[i] == PREP_NONE || kind[i] == PREP_FAIL) continue;
+        else if (kind[i] == PREP_PUBLISH) rcs[i] = engine_publish(en, &c[i].plan, 0, 0, 0, 0, NULL, &ei) ? UM_FAIL : 0;
+        else if (rc_run) rcs[i] = UM_FAIL;
+        else {
+            c[i].work.batched = nrun;
+            c[i].t0 = um_now() - ms * 1e-3;
+            rcs[i] = step_finish(en, &c[i], &ei);
+        }
+        if (rcs[i] < 0 && ei.msg[0] && !failed++) *e = ei;
+        if (rcs[i] < 0 && !failed++) um_errf(e, "a step failed");
+    }
+    turn_end(sh);
+    for (int i = 0; i < n; i++) set_live(ens[i], rcs[i] >= 0 && !ens[i]->done);
+    return failed ? UM_FAIL : UM_OK;
 }
 
 int engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void *ctx, um_err *e) {

@@ -277,6 +277,12 @@ int  engine_open(um_engine **out, const um_engine_opts *o, um_err *e);
  * The output is the same as that of an engine opened alone. */
 int  engine_open_sharing(um_engine **out, um_engine *with, const um_engine_opts *o, um_err *e);
 void engine_close(um_engine *en);
+/* One step of each of n engines that share one model (engine_open_sharing), in lock step and
+ * in the calling thread: their passes run as one (the backend's run_multi; the same numbers as
+ * each engine's own step), each engine then samples and commits. rcs[i] gets what
+ * engine_step would return for ens[i]. UM_FAIL (e: the first failure) when any failed or the
+ * engines do not share a model; at most 8 engines. */
+int  engine_step_many(um_engine **ens, int n, int *rcs, um_err *e);
 void engine_get_info(const um_engine *en, um_engine_info *info);
 /* The family's official defaults (steps, block, schedule, scoring, temperature...). */
 void engine_default_settings(const um_engine *en, um_settings *s);
