@@ -118,8 +118,10 @@ static int run_to_end(ui_source *src, const um_settings *s, const char *prompt, 
         (*hist)[(*n)++] = snap;
         if (!quiet) {                                /* redrawn on a terminal, a line each into a file */
             bool tty = isatty(STDERR_FILENO);
-            fprintf(stderr, "%srun %d: step %d/%d  masks %d%s", tty ? "\r" : "", k + 1, snap->step, snap->n_steps,
-                    snap->masks_left, tty ? "   " : "\n");
+            char batch[32] = "";                     /* its pass served this many runs */
+            if (snap->batched > 1) snprintf(batch, sizeof batch, "  in 1 pass x%d", snap->batched);
+            fprintf(stderr, "%srun %d: step %d/%d  masks %d%s%s", tty ? "\r" : "", k + 1, snap->step, snap->n_steps,
+                    snap->masks_left, batch, tty ? "   " : "\n");
         }
         if (snap->done || sigexit_caught()) return UM_OK;
         int32_t prev = snap->step;
