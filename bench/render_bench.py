@@ -496,7 +496,8 @@ def panes_table():
                 + (f"targets for 4 panes: memory at most 1.15x one pane plus the caches (met: "
                    f"{'yes' if d['rss_4_vs_1'] <= 1.15 else '**no**'}, {d['rss_4_vs_1']:.2f}x); with `--cache dual` "
                    f"a lock-step at most 2x one pane's step (decoding time of 4 panes: "
-                   f"{'met' if (d.get('decode_4_vs_1') or 9) <= 2 else '**not met**'}, {d.get('decode_4_vs_1') or 0:.2f}x). "
+                   f"{'met' if (d.get('decode_4_vs_1') or 9) <= 2 else '**not met**'}, {d.get('decode_4_vs_1') or 0:.2f}x"
+                   f"{'' if (d.get('decode_4_vs_1') or 9) <= 2 else ': on 2 cores a cached step is bound by arithmetic, and 4 panes do 4 times the multiply-adds; docs/perf.md, Compare panes'}). "
                    if d["model_bytes"] >= 1e9 else
                    "the 1.15x target is set for the LLaDA-8B shape; on a model this small each pane's own buffers "
                    "(canvas, logits rows, history) weigh more than the shared weights (before the panes shared one "
