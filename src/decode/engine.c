@@ -55,49 +55,6 @@ static void fw_progress(void *ctx, int done, int total) {
     if (o->progress) o->progress(o->progress_ctx, "repacking weights", done, total);
 }
 
-/* The model side, alone or shared: made with one reference, freed by the last release. */
-static um_shared *shared_new(void) {
-    um_shared *sh = um_calloc(1, sizeof *sh);
-    if (!sh) return NULL;
-    pthread_mutex_init(&sh->lock, NULL);
-    pthread_cond_init(&sh->turn_cv, NULL);
-    pthread_cond_init(&sh->queue_cv, NULL);
-    sh->refs = 1;
-    return sh;
-}
-
-static void shared_release(um_shared *sh) {
-    if (!sh) return;
-    pthread_mutex_lock(&sh->lock);
-    int left = --sh->refs;
-    pthread_mutex_unlock(&sh->lock);
-    if (left > 0) return;
-    if (sh->be.free) sh->be.free(sh->be.impl);
-    pool_free(sh->pool);
-    tok_free(sh->tok);
-    model_close(sh->model);
-    pthread_cond_destroy(&sh->turn_cv);
-    pthread_cond_destroy(&sh->queue_cv);
-    pthread_mutex_destroy(&sh->lock);
-    free(sh);
-}
-
-/* One engine's turn on the shared model (a start or a step), in ticket order. */
-static void turn_begin(um_shared *sh) {
-    pthread_mutex_lock(&sh->lock);
-    uint64_t t = sh->next++;
-    while (t != sh->serving) pthread_cond_wait(&sh->turn_cv, &sh->lock);
-    pthread_mutex_unlock(&sh->lock);
-}
-
-static void turn_end(um_shared *sh) {
-    pthread_mutex_lock(&sh->lock);
-    sh->serving++;
-    pthread_cond_broadcast(&sh->turn_cv);
-    pthread_mutex_unlock(&sh->lock);
-}
-
-static void set_live(um_engine *en, bool live);
 
 /* with == NULL: map the model, repack its weights and start the pool (engine_open); else take
  * with's (engine_open_sharing). The rest is the engine's own. */
@@ -113,7 +70,7 @@ static int open_engine(um_engine **out, um_engine *with, const um_engine_opts *o
         en->sh->refs++;
         pthread_mutex_unlock(&en->sh->lock);
     } else {
-        if (!(en->sh = shared_new())) { um_errf(e, "out of memory"); goto fail; }
+        if (!(en->sh = engine_shared_new())) { um_errf(e, "out of memory"); goto fail; }
         if (o->progress) o->progress(o->progress_ctx, "mapping model", 0, 1);
         gguf_file *g;                 /* gguf_open's messages name the file already */
         if (gguf_open(&g, o->model_path, e)) goto fail;
@@ -219,16 +176,16 @@ void engine_close(um_engine *en) {
     if (!en) return;
     snapshot_unref(en->snap);
     free_canvas(en);
-    set_live(en, false);
+    engine_set_live(en, false);
     if (en->sh) {                               /* the caches belong to the shared backend */
-        turn_begin(en->sh);
+        engine_turn_begin(en->sh);
         free_kv(en);
         if (en->sh->dg_owner == en) en->sh->dg_owner = NULL;
-        turn_end(en->sh);
+        engine_turn_end(en->sh);
     }
     if (en->ws) for (int i = 0; i < en->n_threads; i++) sampler_ws_free(en->ws[i]);
     free(en->ws);
-    shared_release(en->sh);
+    engine_shared_release(en->sh);
     free(en->system);
     chat_custom_free(en->chat_file);
     free(en);
@@ -431,10 +388,10 @@ static int start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
 /* Starts and steps are the engine's turns on the (maybe shared) model: reserve, the caches
  * and every pass use its backend and pool. */
 int engine_start_tokens(um_engine *en, const int32_t *ids, int n, const um_settings *s, um_err *e) {
-    turn_begin(en->sh);
+    engine_turn_begin(en->sh);
     int rc = start_tokens(en, ids, n, s, e);
-    turn_end(en->sh);
-    set_live(en, rc == UM_OK && !en->done);
+    engine_turn_end(en->sh);
+    engine_set_live(en, rc == UM_OK && !en->done);
     return rc;
 }
 
@@ -574,7 +531,7 @@ static int step_passes(um_engine *en, const um_plan *plan, int n, int *n_view, s
 }
 
 /* The planned passes on this engine's backend alone, one after another. */
-static int run_step_passes(um_engine *en, step_pass *sp, um_err *e) {
+int engine_run_step_passes(um_engine *en, step_pass *sp, um_err *e) {
     for (int b = 0; b < sp->np; b++) {
         const um_pass *p = &sp->p[b];
         if (p->kv ? en->be.run_kv(en->be.impl, p->kv, p->tokens, p->n_tokens, p->active, p->n_active, p->rows,
@@ -646,22 +603,8 @@ static bool range_has_mask(const um_engine *en, int32_t lo, int32_t hi) {
     return false;
 }
 
-/* A masked step in three parts: step_prep plans it and its forward passes from the engine's
- * own state (no shared resource: engines sharing a model plan at once); the passes run, on
- * their own or batched with other engines' (engine_step); step_finish samples, commits and
- * publishes (the shared pool: in the engine's turn). */
-typedef struct step_ctx {
-    um_plan   plan;
-    bool      post;
-    int       n, n_mask, n_view;
-    double    t0;
-    step_work work;
-    step_pass sp;
-} step_ctx;
-
-enum { PREP_FAIL = -1, PREP_NONE = 0, PREP_PUBLISH = 1, PREP_RUN = 2 };
-
-static int step_prep(um_engine *en, step_ctx *c, um_err *e) {
+/* The masked step's three parts (engine_impl.h): the plan, ... */
+int engine_step_prep(um_engine *en, step_ctx *c, um_err *e) {
     if (en->done || !en->snap) return PREP_NONE;
     um_plan plan;
     const int n_gen = en->n_canvas - en->n_prompt;
@@ -721,7 +664,7 @@ static int step_prep(um_engine *en, step_ctx *c, um_err *e) {
     return PREP_RUN;
 }
 
-static int step_finish(um_engine *en, step_ctx *c, um_err *e) {
+int engine_step_finish(um_engine *en, step_ctx *c, um_err *e) {
     um_plan plan = c->plan;
     const int n_gen = en->n_canvas - en->n_prompt;
     const bool post = c->post;
@@ -829,204 +772,19 @@ static int step_finish(um_engine *en, step_ctx *c, um_err *e) {
 }
 
 /* A step on the engine's own: plan, passes, finish, all in its turn. */
-static int step_turn(um_engine *en, um_err *e) {
+int engine_step_alone(um_engine *en, um_err *e) {
     if (en->set.schedule == UM_SCHED_UNIFORM) return en->done || !en->snap ? 0 : engine_uniform_step(en, e);
     step_ctx c;
-    switch (step_prep(en, &c, e)) {
+    switch (engine_step_prep(en, &c, e)) {
     case PREP_FAIL: return UM_FAIL;
     case PREP_NONE: return 0;
     case PREP_PUBLISH: return engine_publish(en, &c.plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
     default: break;
     }
-    if (run_step_passes(en, &c.sp, e)) return UM_FAIL;
-    return step_finish(en, &c, e);
+    if (engine_run_step_passes(en, &c.sp, e)) return UM_FAIL;
+    return engine_step_finish(en, &c, e);
 }
 
-/* ------------------------------------------------------------------ batched passes */
-
-/* One engine's planned passes, waiting in sh->queue until some engine's turn runs them. */
-struct batch_req {
-    batch_req  *next;
-    step_pass  *sp;
-    bool        done;
-    int         rc;
-    um_err      err;
-    double      ms;             /* the batched pass's time */
-    int         engines;        /* engines in it */
-};
-
-/* An engine's run is in progress (started, not done): a leader waits for its passes. */
-static void set_live(um_engine *en, bool live) {
-    if (!en->sh || en->live == live) return;
-    pthread_mutex_lock(&en->sh->lock);
-    en->sh->live += live ? 1 : -1;
-    en->live = live;
-    pthread_mutex_unlock(&en->sh->lock);
-}
-
-static void enqueue(um_shared *sh, batch_req *r) {
-    pthread_mutex_lock(&sh->lock);
-    batch_req **t = &sh->queue;
-    while (*t) t = &(*t)->next;
-    *t = r;
-    sh->queued++;
-    pthread_cond_broadcast(&sh->queue_cv);
-    pthread_mutex_unlock(&sh->lock);
-}
-
-/* In en's turn, with en's request mine not run yet: wait a moment for the passes of the other
- * engines whose runs are in progress (at most 5% of the last batched pass, 0.1 to 5 ms: they
- * plan in microseconds, and a paused one must not hold the others up), then run mine and every
- * waiting request, up to UM_FW_MAX_PASSES canvases, in one pass. */
-static void lead_batch(um_engine *en, batch_req *mine) {
-    um_shared *sh = en->sh;
-    pthread_mutex_lock(&sh->lock);
-    const double wait_ms = UM_MIN(5.0, UM_MAX(0.1, 0.05 * sh->last_batch_ms));
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_nsec += (long)(wait_ms * 1e6);
-    dl.tv_sec += dl.tv_nsec / 1000000000L;
-    dl.tv_nsec %= 1000000000L;
-    while (sh->queued < sh->live)
-        if (pthread_cond_timedwait(&sh->queue_cv, &sh->lock, &dl) != 0) break;
-    batch_req *take[UM_FW_MAX_PASSES];
-    um_pass ps[UM_FW_MAX_PASSES];
-    int nt = 0, np = 0;
-    take[nt++] = mine;                             /* mine first, then the queue's order */
-    for (batch_req *r = sh->queue; r; r = r->next)
-        if (r != mine && np + mine->sp->np + r->sp->np <= UM_FW_MAX_PASSES) { take[nt++] = r; np += r->sp->np; }
-    np = 0;
-    for (int i = 0; i < nt; i++) {
-        for (batch_req **t = &sh->queue; *t; t = &(*t)->next)
-            if (*t == take[i]) { *t = take[i]->next; sh->queued--; break; }
-        for (int b = 0; b < take[i]->sp->np; b++) ps[np++] = take[i]->sp->p[b];
-    }
-    pthread_mutex_unlock(&sh->lock);
-    um_err err = { "" };
-    const double t = um_now();
-    const int rc = en->be.run_multi(en->be.impl, ps, np, &err);
-    const double ms = (um_now() - t) * 1e3;
-    pthread_mutex_lock(&sh->lock);
-    sh->last_batch_ms = ms;
-    for (int i = 0; i < nt; i++) {
-        take[i]->rc = rc;
-        take[i]->err = err;
-        take[i]->ms = ms;
-        take[i]->engines = nt;
-        take[i]->done = true;
-    }
-    pthread_mutex_unlock(&sh->lock);
-}
-
-/* Engines that share a model plan their steps at once, each in its own thread; the first
- * whose turn comes runs all the planned passes waiting in one pass over the weights (the
- * backend's run_multi), the others find theirs done; each then samples and commits in its
- * own turn. The output is the same as each engine's alone: every op computes a row on its
- * own. A uniform-state step, a backend without run_multi or an engine alone runs as always. */
-int engine_step(um_engine *en, um_err *e) {
-    um_shared *sh = en->sh;
-    pthread_mutex_lock(&sh->lock);
-    const bool alone = sh->refs < 2;
-    pthread_mutex_unlock(&sh->lock);
-    int rc;
-    if (alone || !en->be.run_multi || en->set.schedule == UM_SCHED_UNIFORM) {
-        turn_begin(sh);
-        rc = step_turn(en, e);
-        turn_end(sh);
-    } else {
-        step_ctx c;
-        batch_req r = { .sp = &c.sp };
-        const int k = step_prep(en, &c, e);
-        if (k == PREP_RUN) enqueue(sh, &r);
-        turn_begin(sh);
-        if (k == PREP_FAIL) rc = UM_FAIL;
-        else if (k == PREP_NONE) rc = 0;
-        else if (k == PREP_PUBLISH) rc = engine_publish(en, &c.plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
-        else {
-            pthread_mutex_lock(&sh->lock);
-            const bool done = r.done;
-            pthread_mutex_unlock(&sh->lock);
-            if (!done) lead_batch(en, &r);
-            if (r.rc) {
-                *e = r.err;
-                rc = UM_FAIL;
-            } else {
-                c.work.batched = r.engines;
-                c.t0 = um_now() - r.ms * 1e-3;      /* the step's forward time: the batched pass's */
-                rc = step_finish(en, &c, e);
-            }
-        }
-        turn_end(sh);
-    }
-    set_live(en, rc >= 0 && !en->done);
-    return rc;
-}
-
-int engine_step_many(um_engine **ens, int n, int *rcs, um_err *e) {
-    if (n <= 0) return UM_OK;
-    um_shared *sh = ens[0]->sh;
-    for (int i = 1; i < n; i++)
-        if (ens[i]->sh != sh) return um_errf(e, "engine_step_many: the engines do not share one model");
-    if (n > UM_FW_MAX_PASSES / 2) return um_errf(e, "engine_step_many: at most %d engines", UM_FW_MAX_PASSES / 2);
-    step_ctx c[UM_FW_MAX_PASSES / 2];
-    int kind[UM_FW_MAX_PASSES / 2];
-    um_pass ps[UM_FW_MAX_PASSES];
-    int np = 0, nrun = 0, failed = 0;
-    turn_begin(sh);
-    for (int i = 0; i < n; i++) {
-        um_engine *en = ens[i];
-        rcs[i] = 0;
-        if (en->set.schedule == UM_SCHED_UNIFORM || !en->be.run_multi) {
-            kind[i] = -2;                          /* a step of its own */
-            continue;
-        }
-        um_err ei = { "" };
-        kind[i] = step_prep(en, &c[i], &ei);
-        if (kind[i] == PREP_FAIL) { rcs[i] = UM_FAIL; if (!failed++) *e = ei; }
-        if (kind[i] != PREP_RUN) continue;
-        for (int b = 0; b < c[i].sp.np; b++) ps[np++] = c[i].sp.p[b];
-        nrun++;
-    }
-    double ms = 0;
-    int rc_run = UM_OK;
-    um_err er = { "" };
-    if (np > 0) {
-        const double t = um_now();
-        rc_run = ens[0]->be.run_multi(ens[0]->be.impl, ps, np, &er);
-        ms = (um_now() - t) * 1e3;
-        if (rc_run && !failed++) *e = er;
-    }
-    for (int i = 0; i < n; i++) {
-        um_engine *en = ens[i];
-        um_err ei = { "" };
-        if (kind[i] == -2) rcs[i] = step_turn(en, &ei);
-        else if (kind[i] == PREP_NONE || kind[i] == PREP_FAIL) continue;
-        else if (kind[i] == PREP_PUBLISH) rcs[i] = engine_publish(en, &c[i].plan, 0, 0, 0, 0, NULL, &ei) ? UM_FAIL : 0;
-        else if (rc_run) rcs[i] = UM_FAIL;
-        else {
-            c[i].work.batched = nrun;
-            c[i].t0 = um_now() - ms * 1e-3;
-            rcs[i] = step_finish(en, &c[i], &ei);
-        }
-        if (rcs[i] < 0 && ei.msg[0] && !failed++) *e = ei;
-        if (rcs[i] < 0 && !failed++) um_errf(e, "a step failed");
-    }
-    turn_end(sh);
-    for (int i = 0; i < n; i++) set_live(ens[i], rcs[i] >= 0 && !ens[i]->done);
-    return failed ? UM_FAIL : UM_OK;
-}
-
-int engine_run(um_engine *en, void (*on_step)(void *ctx, um_snapshot *sn), void *ctx, um_err *e) {
-    int steps = 0;
-    while (!engine_done(en)) {
-        int r = engine_step(en, e);
-        if (r < 0) return -1;
-        if (r == 0) break;
-        steps++;
-        if (on_step) on_step(ctx, engine_snapshot(en));
-    }
-    return steps;
-}
 
 int64_t engine_forward_passes(const um_engine *en) { return en->passes; }
 int64_t engine_rows_computed(const um_engine *en) { return en->rows_total; }

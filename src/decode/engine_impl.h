@@ -134,4 +134,34 @@ int  engine_publish(um_engine *en, const um_plan *plan, int n_committed, int pla
 int  engine_uniform_start(um_engine *en, um_err *e);
 int  engine_uniform_step(um_engine *en, um_err *e);
 
+/* The shared model side (engine_share.c): made with one reference, freed by the last release. */
+um_shared *engine_shared_new(void);
+void engine_shared_release(um_shared *sh);
+/* One engine's turn on the shared model (a start, a step, freeing its caches), in ticket order. */
+void engine_turn_begin(um_shared *sh);
+void engine_turn_end(um_shared *sh);
+/* The engine's run is in progress (started, not done): a batch's leader waits for its passes. */
+void engine_set_live(um_engine *en, bool live);
+
+/* A masked step in three parts (engine.c): engine_step_prep plans it and its forward passes
+ * from the engine's own state (no shared resource: engines sharing a model plan at once); the
+ * passes run, on their own (engine_run_step_passes) or batched with other engines'
+ * (engine_share.c); engine_step_finish samples, commits and publishes (the shared pool: in the
+ * engine's turn). engine_step_alone is the three in a row (and the uniform-state step). */
+typedef struct step_ctx {
+    um_plan   plan;
+    bool      post;
+    int       n, n_mask, n_view;
+    double    t0;
+    step_work work;
+    step_pass sp;
+} step_ctx;
+
+enum { PREP_FAIL = -1, PREP_NONE = 0, PREP_PUBLISH = 1, PREP_RUN = 2 };
+
+int  engine_step_prep(um_engine *en, step_ctx *c, um_err *e);
+int  engine_run_step_passes(um_engine *en, step_pass *sp, um_err *e);
+int  engine_step_finish(um_engine *en, step_ctx *c, um_err *e);
+int  engine_step_alone(um_engine *en, um_err *e);
+
 #endif
