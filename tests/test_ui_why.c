@@ -290,7 +290,7 @@ TEST(ui_why_inspector_labels_and_schedule_params) {
     CHECK(find_row(&f, "K/V cache") == NULL);
     h[2]->pos[5].cached = true;                                      /* a cached pass skipped it */
     CHECK(view_build(&c, &f, &v, &e) == UM_OK);
-    CHECK(find_row(&f, "no candidates yet: the K/V") != NULL);
+    CHECK(find_row(&f, "no candidates yet: this cached") != NULL);
     h[2]->pos[5].cached = false;
     /* the schedule's parameters, and the switch at step 2 in the text and as a ╎ in the chart */
     CHECK(find_row(&f, "gamma 0.25") != NULL);

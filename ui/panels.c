@@ -154,8 +154,8 @@ void panel_inspector(frame *f, const view_state *v, const um_snapshot *s, int x0
         if (p->masked && s->step == 0)
             view_put_wrapped(f, x0, y, lim, y0 + h, "no candidates yet: step 0 is the canvas before any forward pass", dim);
         else if (p->masked && p->cached) /* the visualizer views every mask a pass computes */
-            view_put_wrapped(f, x0, y, lim, y0 + h, "no candidates yet: the K/V cache reused this position, so "
-                             "this step computed no logits for it; its block will", dim);
+            view_put_wrapped(f, x0, y, lim, y0 + h, "no candidates yet: this cached step recomputed only some "
+                             "rows (the K/V cache held the rest), not this one; its block's steps will", dim);
         else if (p->masked)
             view_put_wrapped(f, x0, y, lim, y0 + h, "no candidates: this step computed no logits for this "
                              "position", dim);
