@@ -152,7 +152,8 @@ if wait_for screen_lacks "schedule  " && [ -z "$(cap | sed -n '2,27p' | grep -F 
 else fail "i p" "$(cap | sed -n 2p)"; fi
 T send-keys -t ui i
 T send-keys -t ui p
-if wait_for screen_has "inspector  pos" && screen_has "schedule  "; then ok "i p again: both panels back"; else fail "i p back" ""; fi
+both_panels() { screen_has "inspector  pos" && screen_has "schedule  "; }   # the two keys may land a redraw apart
+if wait_for both_panels; then ok "i p again: both panels back"; else fail "i p back" "$(cap | sed -n 2p)"; fi
 
 # ---------------------------------------------------------------- theme changes a known cell
 header_bg() { cape | sed -n 1p | grep -o '\[[0-9;]*48;5;[0-9]*m' | head -1 | grep -o '48;5;[0-9]*'; }
