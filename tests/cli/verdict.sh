@@ -43,6 +43,12 @@ case_ "mask id 4294967295: invalid, with its value (not 'missing')" \
 case_ "mask id = the vocabulary size (one past the last row)" \
   "key 'tokenizer.ggml.mask_token_id' = 103 is outside the vocabulary (103 tokens)" set:tokenizer.ggml.mask_token_id:u32:103
 case_ "mask id = the last row" yes set:tokenizer.ggml.mask_token_id:u32:102
+# the model's own check, where no tokenizer is read to repeat it: logits opens the model alone
+if $ED "$tiny" "$TMP/mask103.gguf" set:tokenizer.ggml.mask_token_id:u32:103 2>"$TMP/err" &&
+   ! "$BIN" logits -m "$TMP/mask103.gguf" --tokens 1,2,3 --reps 1 -t 1 >/dev/null 2>"$TMP/err" &&
+   grep -qF "key 'tokenizer.ggml.mask_token_id' = 103 is outside the vocabulary (103 tokens)" "$TMP/err"
+then ok "mask id = the vocabulary size: logits (the model without its tokenizer) refuses it too"
+else fail "mask id = the vocabulary size, logits" "$(cat "$TMP/err")"; fi
 # the other special ids (issue 25: once silently ignored): outside the vocabulary is invalid,
 # named with the value, in info and generate alike (the property below); the last row is fine
 for k in bos eos eot eom unknown padding seperator; do
