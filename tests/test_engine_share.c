@@ -40,6 +40,18 @@ typedef struct run {
     char        err[256];
 } run;
 
+/* Keeps the canvas of the step en just took; returns how many engines its pass served. */
+static int32_t keep_step(run *r, um_engine *en) {
+    um_snapshot *sn = engine_snapshot(en);
+    r->n_canvas = sn->n_canvas < MAXC ? sn->n_canvas : MAXC;
+    for (int32_t i = 0; i < r->n_canvas; i++) r->canvas[r->n_steps][i] = sn->pos[i].token;
+    r->n_steps++;
+    const int32_t batched = sn->batched;
+    r->batched += batched > 1;
+    snapshot_unref(sn);
+    return batched;
+}
+
 static void *drive(void *arg) {
     run *r = arg;
     um_err e = { "" };
@@ -47,18 +59,28 @@ static void *drive(void *arg) {
     r->batched = 0;
     r->rc = engine_start(r->en, r->prompt, &r->s, &e);
     int k;
-    while (!r->rc && (k = engine_step(r->en, &e)) == 1 && r->n_steps < MAXSTEPS) {
-        um_snapshot *sn = engine_snapshot(r->en);
-        r->n_canvas = sn->n_canvas < MAXC ? sn->n_canvas : MAXC;
-        for (int32_t i = 0; i < r->n_canvas; i++) r->canvas[r->n_steps][i] = sn->pos[i].token;
-        r->batched += sn->batched > 1;
-        r->n_steps++;
-        snapshot_unref(sn);
-        if (k < 0) r->rc = -1;
-    }
+    while (!r->rc && (k = engine_step(r->en, &e)) == 1 && r->n_steps < MAXSTEPS) keep_step(r, r->en);
     if (k < 0) r->rc = -1;
     if (r->rc) snprintf(r->err, sizeof r->err, "%s", e.msg);
     return NULL;
+}
+
+/* n runs, each on an engine of its own, one after another: their settings (the family's
+ * defaults, then set) and the canvases to compare with. */
+static bool run_alone(run *alone, int n, const um_engine_opts *o, const char *const *prompts,
+                      void (*set)(int k, um_settings *s)) {
+    um_err e = { "" };
+    for (int k = 0; k < n; k++) {
+        if (engine_open(&alone[k].en, o, &e)) { th_fail(__FILE__, __LINE__, "%s", e.msg); return false; }
+        engine_default_settings(alone[k].en, &alone[k].s);
+        set(k, &alone[k].s);
+        alone[k].prompt = prompts[k];
+        drive(&alone[k]);
+        engine_close(alone[k].en);
+        alone[k].en = NULL;
+        if (alone[k].rc) { th_fail(__FILE__, __LINE__, "alone %d: %s", k, alone[k].err); return false; }
+    }
+    return true;
 }
 
 static bool same_runs(const run *a, const run *b) {
@@ -77,15 +99,8 @@ static void compare_shared(const char *shape, const char *const *prompts, void (
     um_engine_opts o = { .model_path = path, .n_threads = 2, .kernel = -1 };
     um_err e = { "" };
     run *alone = calloc((size_t)n, sizeof *alone), *shared = calloc((size_t)n, sizeof *shared);
+    if (!run_alone(alone, n, &o, prompts, set)) goto out;
     for (int k = 0; k < n; k++) {
-        CHECK_MSG(engine_open(&alone[k].en, &o, &e) == UM_OK, "%s", e.msg);
-        if (!alone[k].en) goto out;
-        engine_default_settings(alone[k].en, &alone[k].s);
-        set(k, &alone[k].s);
-        alone[k].prompt = prompts[k];
-        drive(&alone[k]);
-        CHECK_MSG(alone[k].rc == 0, "alone %d: %s", k, alone[k].err);
-        engine_close(alone[k].en);
         shared[k].s = alone[k].s;
         shared[k].prompt = prompts[k];
     }
@@ -160,16 +175,7 @@ TEST(engine_shared_step_many_batches_every_step) {
     const char *const prompts[] = { "Once", "Once", "Hi there" };
     run *alone = calloc(3, sizeof *alone), *many = calloc(3, sizeof *many);
     um_engine *ens[3] = { 0 };
-    for (int k = 0; k < 3; k++) {
-        CHECK_MSG(engine_open(&alone[k].en, &o, &e) == UM_OK, "%s", e.msg);
-        if (!alone[k].en) goto out;
-        engine_default_settings(alone[k].en, &alone[k].s);
-        masked_settings(k, &alone[k].s);
-        alone[k].prompt = prompts[k];
-        drive(&alone[k]);
-        engine_close(alone[k].en);
-        alone[k].en = NULL;
-    }
+    if (!run_alone(alone, 3, &o, prompts, masked_settings)) goto out;
     CHECK_MSG(engine_open(&ens[0], &o, &e) == UM_OK, "%s", e.msg);
     for (int k = 1; k < 3 && ens[0]; k++) CHECK(engine_open_sharing(&ens[k], ens[0], &o, &e) == UM_OK);
     for (int k = 0; k < 3; k++) if (!ens[k]) goto out;
@@ -182,13 +188,7 @@ TEST(engine_shared_step_many_batches_every_step) {
         for (int k = 0; k < 3; k++) {
             if (rcs[k] != 1) continue;
             stepped++;
-            um_snapshot *sn = engine_snapshot(ens[k]);
-            run *r = &many[k];
-            r->n_canvas = sn->n_canvas < MAXC ? sn->n_canvas : MAXC;
-            for (int32_t i = 0; i < r->n_canvas; i++) r->canvas[r->n_steps][i] = sn->pos[i].token;
-            r->n_steps++;
-            if (sn->batched == 3) all_batched++;
-            snapshot_unref(sn);
+            if (keep_step(&many[k], ens[k]) == 3) all_batched++;
         }
         if (stepped == 3) steps++;
         if (!stepped) break;

@@ -1,9 +1,9 @@
 /*
  * engine: the denoising loop behind engine.h. Owns the model, tokenizer, forward pass and
  * thread pool (or shares them with the engines engine_open_sharing opened on it: compare
- * panes, one set of repacked weights, turns in ticket order) and one canvas; each engine_step() runs one forward pass over the canvas,
- * picks a token for every eligible masked position, lets the schedule commit some of them,
- * and publishes a fresh immutable snapshot.
+ * panes; engine_turn.c, engine_share.c) and one canvas; each step runs one forward pass over
+ * the canvas, picks a token for every eligible masked position, lets the schedule commit some
+ * of them, and publishes a fresh immutable snapshot.
  *
  * Per step (see docs/decoding.md for the rules themselves):
  *   plan   = schedule_plan(settings, canvas state)        active block, how many to commit
@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "chat.h"
 #include "backend.h"
@@ -54,7 +53,6 @@ static void fw_progress(void *ctx, int done, int total) {
     const um_engine_opts *o = ctx;
     if (o->progress) o->progress(o->progress_ctx, "repacking weights", done, total);
 }
-
 
 /* with == NULL: map the model, repack its weights and start the pool (engine_open); else take
  * with's (engine_open_sharing). The rest is the engine's own. */
@@ -456,7 +454,8 @@ static void pick_one(void *arg, int64_t i, int tid) {
     }
 }
 
-/* The step's forward passes: logits (and logits_u with guidance) for rows[0..n). Without a
+/* Plans the step's forward passes into sp (they run later: engine_run_step_passes, or batched
+ * with other engines'): logits (and logits_u with guidance) for rows[0..n). Without a
  * cache, full passes as they always were. With one, a refresh (full passes that refill the
  * caches) when the cache is empty, the mode or the active block changed, cache_refresh steps
  * have passed or the last drift passed cache_drift; otherwise partial passes over the
@@ -603,7 +602,7 @@ static bool range_has_mask(const um_engine *en, int32_t lo, int32_t hi) {
     return false;
 }
 
-/* The masked step's three parts (engine_impl.h): the plan, ... */
+/* The masked step's plan, its passes' end and a step alone: engine_impl.h. */
 int engine_step_prep(um_engine *en, step_ctx *c, um_err *e) {
     if (en->done || !en->snap) return PREP_NONE;
     um_plan plan;
@@ -784,7 +783,6 @@ int engine_step_alone(um_engine *en, um_err *e) {
     if (engine_run_step_passes(en, &c.sp, e)) return UM_FAIL;
     return engine_step_finish(en, &c, e);
 }
-
 
 int64_t engine_forward_passes(const um_engine *en) { return en->passes; }
 int64_t engine_rows_computed(const um_engine *en) { return en->rows_total; }

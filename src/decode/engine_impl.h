@@ -22,7 +22,7 @@
  * pool and backend (the repacked weights and a pass's working buffers). They take turns for
  * starts and steps, first come first served (a ticket lock: no pane waits behind another's
  * run of steps); the last to close frees it all. */
-typedef struct batch_req batch_req;
+typedef struct batch_req batch_req;             /* engine_share.c */
 
 typedef struct um_shared {
     um_model       *model;
@@ -34,10 +34,9 @@ typedef struct um_shared {
     uint64_t        next, serving;  /* tickets: handed out, and whose turn it is */
     int             refs;           /* engines holding it (under lock) */
     const void     *dg_owner;       /* the engine whose prompt K/V the backend holds (uniform-state) */
-    /* batched passes (engine.c, engine_step): planned passes wait here for a turn; the first
-     * engine whose turn comes runs every waiting one in one pass (backend run_multi) */
+    /* batched passes (engine_share.c, engine_step): planned passes wait here for a turn; the
+     * first engine whose turn comes runs every waiting one in one pass (backend run_multi) */
     batch_req      *queue;          /* FIFO, under lock */
-    int             queued;         /* its length */
     int             live;           /* engines with a run in progress (started, not done) */
     double          last_batch_ms;  /* the last batched pass's time: how long a leader waits */
     pthread_cond_t  queue_cv;       /* a request was queued */
@@ -134,7 +133,7 @@ int  engine_publish(um_engine *en, const um_plan *plan, int n_committed, int pla
 int  engine_uniform_start(um_engine *en, um_err *e);
 int  engine_uniform_step(um_engine *en, um_err *e);
 
-/* The shared model side (engine_share.c): made with one reference, freed by the last release. */
+/* The shared model side (engine_turn.c): made with one reference, freed by the last release. */
 um_shared *engine_shared_new(void);
 void engine_shared_release(um_shared *sh);
 /* One engine's turn on the shared model (a start, a step, freeing its caches), in ticket order. */

@@ -31,9 +31,47 @@ static void enqueue(um_shared *sh, batch_req *r) {
     batch_req **t = &sh->queue;
     while (*t) t = &(*t)->next;
     *t = r;
-    sh->queued++;
     pthread_cond_broadcast(&sh->queue_cv);
     pthread_mutex_unlock(&sh->lock);
+}
+
+static int queue_len(const um_shared *sh) {
+    int n = 0;
+    for (const batch_req *r = sh->queue; r; r = r->next) n++;
+    return n;
+}
+
+/* Whether en's masked steps can join a batch: the uniform-state step and a backend without
+ * run_multi (CUDA) step on their own. */
+static bool batches(const um_engine *en) {
+    return en->be.run_multi && en->set.schedule != UM_SCHED_UNIFORM;
+}
+
+/* The passes in one run_multi pass, and its time. */
+static int run_batch(um_engine *en, const um_pass *ps, int np, double *ms, um_err *err) {
+    const double t = um_now();
+    const int rc = en->be.run_multi(en->be.impl, ps, np, err);
+    *ms = (um_now() - t) * 1e3;
+    return rc;
+}
+
+/* The rest of a step engine_step_prep planned as kind, once its batch ran (rc and err: how
+ * it went; ms: its time; engines: how many it served). In the engine's turn. */
+static int step_after(um_engine *en, step_ctx *c, int kind, int rc, const um_err *err, double ms, int engines,
+                      um_err *e) {
+    switch (kind) {
+    case PREP_FAIL: return UM_FAIL;                /* e says why (engine_step_prep) */
+    case PREP_NONE: return 0;
+    case PREP_PUBLISH: return engine_publish(en, &c->plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
+    default: break;
+    }
+    if (rc) {
+        *e = *err;
+        return UM_FAIL;
+    }
+    c->work.batched = engines;
+    c->t0 = um_now() - ms * 1e-3;                  /* the step's forward time: the batched pass's */
+    return engine_step_finish(en, c, e);
 }
 
 /* In en's turn, with en's request mine not run yet: wait a moment for the passes of the other
@@ -49,25 +87,29 @@ static void lead_batch(um_engine *en, batch_req *mine) {
     dl.tv_nsec += (long)(wait_ms * 1e6);
     dl.tv_sec += dl.tv_nsec / 1000000000L;
     dl.tv_nsec %= 1000000000L;
-    while (sh->queued < sh->live)
+    while (queue_len(sh) < sh->live)
         if (pthread_cond_timedwait(&sh->queue_cv, &sh->lock, &dl) != 0) break;
+    /* mine, and the others in the queue's order while their canvases fit; the taken leave it */
     batch_req *take[UM_FW_MAX_PASSES];
     um_pass ps[UM_FW_MAX_PASSES];
     int nt = 0, np = 0;
-    take[nt++] = mine;                             /* mine first, then the queue's order */
-    for (batch_req *r = sh->queue; r; r = r->next)
-        if (r != mine && np + mine->sp->np + r->sp->np <= UM_FW_MAX_PASSES) { take[nt++] = r; np += r->sp->np; }
-    np = 0;
-    for (int i = 0; i < nt; i++) {
-        for (batch_req **t = &sh->queue; *t; t = &(*t)->next)
-            if (*t == take[i]) { *t = take[i]->next; sh->queued--; break; }
-        for (int b = 0; b < take[i]->sp->np; b++) ps[np++] = take[i]->sp->p[b];
+    for (batch_req **t = &sh->queue; *t;) {
+        batch_req *r = *t;
+        if (r == mine || np + mine->sp->np + r->sp->np <= UM_FW_MAX_PASSES) {
+            if (r != mine) np += r->sp->np;
+            take[nt++] = r;
+            *t = r->next;
+        } else {
+            t = &r->next;
+        }
     }
+    np = 0;
+    for (int i = 0; i < nt; i++)
+        for (int b = 0; b < take[i]->sp->np; b++) ps[np++] = take[i]->sp->p[b];
     pthread_mutex_unlock(&sh->lock);
     um_err err = { "" };
-    const double t = um_now();
-    const int rc = en->be.run_multi(en->be.impl, ps, np, &err);
-    const double ms = (um_now() - t) * 1e3;
+    double ms;
+    const int rc = run_batch(en, ps, np, &ms, &err);
     pthread_mutex_lock(&sh->lock);
     sh->last_batch_ms = ms;
     for (int i = 0; i < nt; i++) {
@@ -91,7 +133,7 @@ int engine_step(um_engine *en, um_err *e) {
     const bool alone = sh->refs < 2;
     pthread_mutex_unlock(&sh->lock);
     int rc;
-    if (alone || !en->be.run_multi || en->set.schedule == UM_SCHED_UNIFORM) {
+    if (alone || !batches(en)) {
         engine_turn_begin(sh);
         rc = engine_step_alone(en, e);
         engine_turn_end(sh);
@@ -101,23 +143,11 @@ int engine_step(um_engine *en, um_err *e) {
         const int k = engine_step_prep(en, &c, e);
         if (k == PREP_RUN) enqueue(sh, &r);
         engine_turn_begin(sh);
-        if (k == PREP_FAIL) rc = UM_FAIL;
-        else if (k == PREP_NONE) rc = 0;
-        else if (k == PREP_PUBLISH) rc = engine_publish(en, &c.plan, 0, 0, 0, 0, NULL, e) ? UM_FAIL : 0;
-        else {
-            pthread_mutex_lock(&sh->lock);
-            const bool done = r.done;
-            pthread_mutex_unlock(&sh->lock);
-            if (!done) lead_batch(en, &r);
-            if (r.rc) {
-                *e = r.err;
-                rc = UM_FAIL;
-            } else {
-                c.work.batched = r.engines;
-                c.t0 = um_now() - r.ms * 1e-3;      /* the step's forward time: the batched pass's */
-                rc = engine_step_finish(en, &c, e);
-            }
-        }
+        pthread_mutex_lock(&sh->lock);
+        const bool done = r.done;
+        pthread_mutex_unlock(&sh->lock);
+        if (k == PREP_RUN && !done) lead_batch(en, &r);
+        rc = step_after(en, &c, k, r.rc, &r.err, r.ms, r.engines, e);
         engine_turn_end(sh);
     }
     engine_set_live(en, rc >= 0 && !en->done);
@@ -125,53 +155,32 @@ int engine_step(um_engine *en, um_err *e) {
 }
 
 int engine_step_many(um_engine **ens, int n, int *rcs, um_err *e) {
+    enum { MAXE = UM_FW_MAX_PASSES / 2, OWN_STEP = -2 };     /* a step of its own: engine_step_alone */
     if (n <= 0) return UM_OK;
     um_shared *sh = ens[0]->sh;
     for (int i = 1; i < n; i++)
         if (ens[i]->sh != sh) return um_errf(e, "engine_step_many: the engines do not share one model");
-    if (n > UM_FW_MAX_PASSES / 2) return um_errf(e, "engine_step_many: at most %d engines", UM_FW_MAX_PASSES / 2);
-    step_ctx c[UM_FW_MAX_PASSES / 2];
-    int kind[UM_FW_MAX_PASSES / 2];
+    if (n > MAXE) return um_errf(e, "engine_step_many: at most %d engines", MAXE);
+    step_ctx c[MAXE];
+    int kind[MAXE];
+    um_err ei[MAXE];
     um_pass ps[UM_FW_MAX_PASSES];
     int np = 0, nrun = 0, failed = 0;
     engine_turn_begin(sh);
     for (int i = 0; i < n; i++) {
-        um_engine *en = ens[i];
-        rcs[i] = 0;
-        if (en->set.schedule == UM_SCHED_UNIFORM || !en->be.run_multi) {
-            kind[i] = -2;                          /* a step of its own */
-            continue;
-        }
-        um_err ei = { "" };
-        kind[i] = engine_step_prep(en, &c[i], &ei);
-        if (kind[i] == PREP_FAIL) { rcs[i] = UM_FAIL; if (!failed++) *e = ei; }
+        ei[i] = (um_err){ "" };
+        kind[i] = batches(ens[i]) ? engine_step_prep(ens[i], &c[i], &ei[i]) : OWN_STEP;
         if (kind[i] != PREP_RUN) continue;
         for (int b = 0; b < c[i].sp.np; b++) ps[np++] = c[i].sp.p[b];
         nrun++;
     }
     double ms = 0;
-    int rc_run = UM_OK;
     um_err er = { "" };
-    if (np > 0) {
-        const double t = um_now();
-        rc_run = ens[0]->be.run_multi(ens[0]->be.impl, ps, np, &er);
-        ms = (um_now() - t) * 1e3;
-        if (rc_run && !failed++) *e = er;
-    }
+    const int rc_run = np > 0 ? run_batch(ens[0], ps, np, &ms, &er) : UM_OK;
     for (int i = 0; i < n; i++) {
-        um_engine *en = ens[i];
-        um_err ei = { "" };
-        if (kind[i] == -2) rcs[i] = engine_step_alone(en, &ei);
-        else if (kind[i] == PREP_NONE || kind[i] == PREP_FAIL) continue;
-        else if (kind[i] == PREP_PUBLISH) rcs[i] = engine_publish(en, &c[i].plan, 0, 0, 0, 0, NULL, &ei) ? UM_FAIL : 0;
-        else if (rc_run) rcs[i] = UM_FAIL;
-        else {
-            c[i].work.batched = nrun;
-            c[i].t0 = um_now() - ms * 1e-3;
-            rcs[i] = engine_step_finish(en, &c[i], &ei);
-        }
-        if (rcs[i] < 0 && ei.msg[0] && !failed++) *e = ei;
-        if (rcs[i] < 0 && !failed++) um_errf(e, "a step failed");
+        rcs[i] = kind[i] == OWN_STEP ? engine_step_alone(ens[i], &ei[i])
+                                     : step_after(ens[i], &c[i], kind[i], rc_run, &er, ms, nrun, &ei[i]);
+        if (rcs[i] < 0 && !failed++) *e = ei[i];
     }
     engine_turn_end(sh);
     for (int i = 0; i < n; i++) engine_set_live(ens[i], rcs[i] >= 0 && !ens[i]->done);

@@ -50,7 +50,6 @@ void engine_turn_end(um_shared *sh) {
     pthread_mutex_unlock(&sh->lock);
 }
 
-
 /* An engine's run is in progress (started, not done): a leader waits for its passes. */
 void engine_set_live(um_engine *en, bool live) {
     if (!en->sh || en->live == live) return;

@@ -489,7 +489,7 @@ typedef struct seg_at {
 } seg_at;
 
 /* One canvas's checks, before anything runs. */
-static int check_pass(const um_forward *f, const um_pass *p, um_err *e) {
+static int check_pass(const um_pass *p, um_err *e) {
     const int T = p->n_tokens;
     if (T <= 0) return um_errf(e, "canvas of %d tokens", T);
     if (p->n_rows < 0 || p->n_rows > T) return um_errf(e, "bad row count %d", p->n_rows);
@@ -505,7 +505,6 @@ static int check_pass(const um_forward *f, const um_pass *p, um_err *e) {
         for (int i = 0; i < p->n_active; i++)
             if (p->active[i] < 0 || p->active[i] >= T) return um_errf(e, "active row %d outside the canvas", p->active[i]);
     }
-    (void)f;
     return UM_OK;
 }
 
@@ -527,7 +526,7 @@ static int run_passes(um_forward *f, const um_pass *ps, int n, um_err *e) {
     int64_t TT = 0, N = 0, NR = 0;
     bool any_partial = false;
     for (int s = 0; s < n; s++) {
-        if (check_pass(f, &ps[s], e)) return UM_FAIL;
+        if (check_pass(&ps[s], e)) return UM_FAIL;
         for (int t = 0; t < s; t++)
             if (ps[s].kv && ps[s].kv == ps[t].kv) return um_errf(e, "one K/V cache given to two canvases of a pass");
         sa[s] = (seg_at){ .r0 = N, .n = ps[s].active ? ps[s].n_active : ps[s].n_tokens, .k0 = TT, .h0 = NR,
