@@ -7,7 +7,8 @@
  * "Can run" is decided by the one verdict every decoding command loads its model through
  * (model_check_runnable: weights, architecture, hyper-parameters, every required tensor with
  * its shape and a type unmask computes with, a mask token, a tokenizer that loads and fits
- * the embedding), and its reason is the one `unmask generate` prints.
+ * the embedding, the file's own chat template parsing), and its reason is the one `unmask
+ * generate` prints. The template a run naming none uses is chat_from_gguf's, the engine's.
  *
  * Text and JSON come from the same walk over the file; every string from the file is
  * hostile, so text output escapes control bytes (no terminal escapes get through) and
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chat.h"
 #include "cli.h"
 #include "flags.h"
 #include "genopts.h"
@@ -120,6 +122,9 @@ typedef struct info {
     uint64_t  params, bytes;     /* totals over tensors: elements, data bytes */
     char      why_not[512];      /* "" when unmask can run the file */
     const gguf_kv *tokens;       /* tokenizer.ggml.tokens, or NULL */
+    bool      chat_ok;           /* chat_from_gguf succeeded (else `runnable` says why) */
+    um_chat   chat;              /* the template a run naming none uses: chat_from_gguf's */
+    const char *chat_from;       /* its choice.from: CHAT_GGUF_KEY (the file's own), ... NULL (none) */
 } info;
 
 static void gather(info *in, const gguf_file *g) {
@@ -131,6 +136,13 @@ static void gather(info *in, const gguf_file *g) {
     for (uint64_t i = 0; i < gguf_n_tensors(g); i++) {
         in->params += gguf_tensor_at(g, i)->n_elements;
         in->bytes += gguf_tensor_at(g, i)->size;
+    }
+    chat_choice c;
+    in->chat_ok = chat_from_gguf(g, in->arch[0] ? in->arch : NULL, NULL, &c, &e) == UM_OK;
+    if (in->chat_ok) {
+        in->chat = c.chat;
+        in->chat_from = c.from;
+        chat_custom_free(c.own);
     }
     /* the very checks generate runs, through the same function, with the same reason */
     if (model_check_runnable(gguf_path(g), &e)) snprintf(in->why_not, sizeof in->why_not, "%s", e.msg);
@@ -231,6 +243,15 @@ static void print_text(const info *in, FILE *f) {
     kv = gguf_find_kv(g, "tokenizer.chat_template");
     if (kv && kv->type == GGUF_TYPE_STRING) fprintf(f, "  %-18syes (%llu bytes)\n", "chat template", (unsigned long long)kv->v.s.len);
     else fprintf(f, "  %-18sno\n", "chat template");
+    fprintf(f, "  %-18s", "template used");
+    if (!in->chat_ok) fputs(CHAT_GGUF_KEY " is invalid (runnable: no, below)\n", f);
+    else if (!in->chat_from) fputs("none (no chat template in the file)\n", f);
+    else if (!strcmp(in->chat_from, CHAT_GGUF_KEY))
+        fprintf(f, "the file's own, " CHAT_GGUF_KEY " (%llu bytes)\n",
+                (unsigned long long)gguf_find_kv(g, CHAT_GGUF_KEY)->v.s.len);
+    else if (!strcmp(in->chat_from, "tokenizer.chat_template"))
+        fprintf(f, "%s (recognised in tokenizer.chat_template)\n", chat_name(in->chat));
+    else fprintf(f, "%s (the architecture's: tokenizer.chat_template is not one unmask renders)\n", chat_name(in->chat));
 
     if (gguf_n_tensors(g)) {
         int w = 4;
@@ -341,6 +362,12 @@ static void print_json(const info *in, FILE *f) {
     kv = gguf_find_kv(g, "tokenizer.chat_template");
     put_json_key(f, "chat_template", &first);
     fputs(kv && kv->type == GGUF_TYPE_STRING ? "true" : "false", f);
+    put_json_key(f, "template", &first);            /* what a run naming none uses */
+    if (!in->chat_ok) fputs("null", f);
+    else put_json_str(f, cstr(in->chat_from && !strcmp(in->chat_from, CHAT_GGUF_KEY) ? CHAT_GGUF_KEY : chat_name(in->chat)));
+    put_json_key(f, "template_from", &first);
+    if (in->chat_ok && in->chat_from) put_json_str(f, cstr(in->chat_from));
+    else fputs("null", f);
 
     fputs("},\n \"tensors\": [", f);
     for (uint64_t i = 0; i < gguf_n_tensors(g); i++) {

@@ -62,7 +62,7 @@ static const um_flag gen_rows[] = {
       "the prompt (default: the preset's prompt, if it has one)" },
     { 0, "chat-template", "NAME", GO_CHAT_TEMPLATE, D, FLAG_RUN, NULL, 0,
       "llada, llada-moe, llada2, dream, chatml, rnd1, gemma4 or none\n"
-      "(default: detected)" },
+      "(default: the file's own unmask.chat_template, else detected)" },
     { 0, "chat-template-file", "FILE", GO_CHAT_TEMPLATE_FILE, D, FLAG_RUN, NULL, 0,
       "the chat template in FILE (format: docs/models.md)" },
     { 0, "no-chat", NULL, GO_NO_CHAT, D, FLAG_RUN, NULL, 0, "use the prompt as it is (same as --chat-template none)" },

@@ -90,19 +90,16 @@ static int open_engine(um_engine **out, um_engine *with, const um_engine_opts *o
     en->warn = o->warn;
     en->warn_ctx = o->warn_ctx;
     en->view_ahead = o->view_ahead;
-    /* chat template: explicit name, else detected from the file */
+    /* chat template: a name (--chat-template, --no-chat, a preset's), else the template file
+     * read above, else the one the model file asks for (chat.h: its own unmask.chat_template,
+     * else detected from tokenizer.chat_template, else none for a raw LM) */
     if (o->chat_template) {
         if (chat_from_name(o->chat_template, &en->chat, e)) goto fail;
-    } else {
-        char *tmpl = NULL;
-        const gguf_kv *kv = gguf_find_kv(m->gguf, "tokenizer.chat_template");
-        if (kv && kv->type == GGUF_TYPE_STRING) {
-            tmpl = um_malloc(kv->v.s.len + 1);
-            if (tmpl) { memcpy(tmpl, kv->v.s.ptr, kv->v.s.len); tmpl[kv->v.s.len] = '\0'; }
-        }
-        /* a file without a template is a raw LM (the bundled demo model, synthetic models) */
-        en->chat = tmpl ? chat_detect(tmpl, m->arch->name) : UM_CHAT_NONE;
-        free(tmpl);
+    } else if (!en->chat_file) {
+        chat_choice c;
+        if (chat_from_gguf(m->gguf, m->arch->name, gguf_path(m->gguf), &c, e)) goto fail;
+        en->chat = c.chat;
+        en->chat_file = c.own;
     }
     en->system = o->system ? strdup(o->system) : NULL;
     if (!with) {

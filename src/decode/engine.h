@@ -250,8 +250,10 @@ typedef struct um_engine_opts {
     int32_t     n_gen_min;      /* > 0: the tokens every run will generate at least (--gen): more
                                    than the context limit fails engine_open before the weights
                                    are repacked, not engine_start after */
-    const char *chat_template;  /* NULL: detect; "none": raw prompt */
-    const char *chat_template_file; /* NULL: none; else a template file (chat.h), used instead */
+    const char *chat_template;  /* NULL: the model file's (chat_from_gguf: its own
+                                   unmask.chat_template, else detected); "none": raw prompt */
+    const char *chat_template_file; /* NULL: none; else a template file (chat.h), used instead
+                                   of chat_template and of the model file's */
     const char *system;         /* system prompt, NULL for the family's default */
     bool        view_ahead;     /* also give the model's view (top-k, entropy) of every mask
                                    after the active block, from rows the step computes anyway (a

@@ -49,7 +49,8 @@ struct um_engine {
     um_pool      *pool;
     um_backend    be;           /* where the forward pass runs (CPU or CUDA) */
     um_chat       chat;
-    chat_custom  *chat_file;     /* --chat-template-file; NULL when none */
+    chat_custom  *chat_file;     /* --chat-template-file's, else the model file's own
+                                   (unmask.chat_template, chat_from_gguf); NULL when none */
     char         *system;
     int           n_ctx;        /* the limit: opts.n_ctx when given, else the trained context */
     bool          ctx_explicit; /* opts.n_ctx was given */

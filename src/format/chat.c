@@ -5,7 +5,8 @@
  * family; docs/models.md cites the template each string was typed from.
  *
  * Invariant: a built-in family and a file template are rendered by the same function from
- * the same struct (chat_parts), so the file format can express every built-in family.
+ * the same struct (chat_parts), so the file format can express every built-in family. A
+ * model file's own template (unmask.chat_template) is that file format too.
  */
 #include "chat.h"
 
@@ -415,4 +416,36 @@ bool chat_custom_has_bos(const chat_custom *t) {
 
 const char *chat_custom_file(const chat_custom *t) {
     return t ? t->file : "";
+}
+
+/* ---------------------------------------------------------------- a model file's choice */
+
+int chat_from_gguf(const gguf_file *g, const char *arch, const char *file, chat_choice *out, um_err *e) {
+    *out = (chat_choice){ .chat = UM_CHAT_NONE };
+    const gguf_kv *kv = gguf_find_kv(g, CHAT_GGUF_KEY);
+    if (kv) {
+        char name[sizeof ((chat_custom *)0)->file];
+        snprintf(name, sizeof name, "%s%s" CHAT_GGUF_KEY, file ? file : "", file ? ": " : "");
+        if (kv->type != GGUF_TYPE_STRING)
+            return um_errf(e, "%s: has type %s, expected string (a chat template file's text)", name,
+                           gguf_type_name(kv->type));
+        if (kv->v.s.len > CHAT_FILE_MAX)
+            return um_errf(e, "%s: %llu bytes, larger than a template's %zu", name,
+                           (unsigned long long)kv->v.s.len, CHAT_FILE_MAX);
+        if (chat_template_parse(kv->v.s.ptr, (size_t)kv->v.s.len, name, &out->own, e))
+            return UM_FAIL;
+        out->from = CHAT_GGUF_KEY;
+        return UM_OK;
+    }
+    kv = gguf_find_kv(g, "tokenizer.chat_template");
+    if (!kv || kv->type != GGUF_TYPE_STRING)
+        return UM_OK;
+    char *tmpl = strndup(kv->v.s.ptr, (size_t)kv->v.s.len);  /* the text up to a NUL, as a C string */
+    if (!tmpl)
+        return um_errf(e, "out of memory");
+    um_chat known = detect_text(tmpl, arch);
+    out->chat = chat_detect(tmpl, arch);
+    out->from = known != UM_CHAT_COUNT ? "tokenizer.chat_template" : "general.architecture";
+    free(tmpl);
+    return UM_OK;
 }

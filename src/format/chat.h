@@ -48,6 +48,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "gguf.h"
 #include "util.h"
 
 typedef enum um_chat {
@@ -110,5 +111,30 @@ bool chat_custom_has_bos(const chat_custom *t);
 /* The file it was read from (for `unmask info` and messages). */
 const char *chat_custom_file(const chat_custom *t);
 void chat_custom_free(chat_custom *t);
+
+/* ------------------------------------------------ the template a model file asks for */
+
+/* A GGUF file may carry its own template: this key, a string holding the text of a template
+ * file (above). It is unmask's own key; llama.cpp and other readers ignore it. */
+#define CHAT_GGUF_KEY "unmask.chat_template"
+
+typedef struct chat_choice {
+    um_chat      chat;          /* the family, when own is NULL */
+    chat_custom *own;           /* the file's CHAT_GGUF_KEY parsed; NULL when it has none (caller frees) */
+    const char  *from;          /* what decided: CHAT_GGUF_KEY, "tokenizer.chat_template" (a template
+                                   recognised), "general.architecture" (a template unmask does not
+                                   render: the architecture's own), or NULL (no template: none) */
+} chat_choice;
+
+/*
+ * The template a run uses when it names none (no --chat-template, --chat-template-file,
+ * --no-chat or preset chat_template): the file's own CHAT_GGUF_KEY when it has one, else
+ * chat_detect over tokenizer.chat_template and arch, else (a file with no template at all: a
+ * raw LM such as the bundled demo model) none. A CHAT_GGUF_KEY that is not a string, is over
+ * CHAT_FILE_MAX bytes or does not parse is an error, one line naming the key (and the line in
+ * it): "FILE: unmask.chat_template:2: ...", file naming the GGUF ("unmask.chat_template:2: ..."
+ * when file is NULL); the parsed template keeps that name for later messages.
+ */
+int chat_from_gguf(const gguf_file *g, const char *arch, const char *file, chat_choice *out, um_err *e);
 
 #endif

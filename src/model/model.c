@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"
 #include "ops.h"
 #include "quant.h"
 #include "tokenizer.h"
@@ -731,6 +732,16 @@ int model_open(um_model **out, const char *path, um_err *e) {
     return model_from_gguf(out, g, e);
 }
 
+/* The file's own template (chat.h, unmask.chat_template), when it has one, parses: a run that
+ * names no template uses it, so a malformed one makes the file not runnable (whatever a run
+ * names: the verdict is the file's). */
+static bool own_template_parses(const um_model *m, um_err *e) {
+    chat_choice c;
+    if (chat_from_gguf(m->gguf, m->arch->name, NULL, &c, e)) return false;
+    chat_custom_free(c.own);
+    return true;
+}
+
 int model_load_runnable(um_model **m, tokenizer **tok, gguf_file *g, um_err *e) {
     *m = NULL;
     *tok = NULL;
@@ -740,7 +751,7 @@ int model_load_runnable(um_model **m, tokenizer **tok, gguf_file *g, um_err *e) 
         um_errf(e, "no tokenizer.ggml.mask_token_id: not a diffusion model file");
     else if (tok_load(tok, (*m)->gguf, e) == UM_OK && tok_n_vocab(*tok) > hp->n_vocab)
         um_errf(e, "tokenizer has %d tokens but the model only %d", tok_n_vocab(*tok), hp->n_vocab);
-    else if (*tok)
+    else if (*tok && own_template_parses(*m, e))
         return UM_OK;
     tok_free(*tok);
     model_close(*m);

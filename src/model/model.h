@@ -126,8 +126,9 @@ typedef struct tokenizer tokenizer;
 /* The one verdict on whether a file runs: every command that decodes loads its model through
  * this, and `unmask info` prints its reason on the "runnable" line, so the two never disagree.
  * model_from_gguf (weights present, architecture, hyper-parameters, every tensor), then what
- * decoding needs beyond the weights: a mask token (uniform-state models have none), and a tokenizer that loads (model,
- * pre-tokenizer, token strings and types) and has no more tokens than the embedding has rows.
+ * decoding needs beyond the weights: a mask token (uniform-state models have none), a tokenizer that loads (model,
+ * pre-tokenizer, token strings and types) and has no more tokens than the embedding has rows,
+ * and the file's own chat template (unmask.chat_template, chat.h), when it has one, parsing.
  * Takes ownership of g (closed on failure); messages do not name the file. */
 int  model_load_runnable(um_model **m, tokenizer **tok, gguf_file *g, um_err *e);
 /* The verdict alone, for PATH (a gguf_open failure names the file, as gguf_open does). */

@@ -4,6 +4,10 @@
 # of that text, typed here), --system fills {system}, --no-chat wins, and every bad file (a
 # malformed line, a missing file, a directory, a FIFO, a file over the size limit, a system
 # prompt the template has no place for) fails with one line naming the file (and the line).
+# Then a model file's own template in the same format (unmask.chat_template): used when the run
+# names none, beaten by --no-chat, --chat-template, --chat-template-file and a preset's
+# chat_template, reported by `unmask info` (text and --json), and when malformed one line
+# naming the file and the key, --no-chat or not, with info's verdict saying the same.
 # Until the flag is wired into the generation options (issue 19) the script reports skips.
 . "$(dirname "$0")/lib.sh"
 SUITE=chat_file
@@ -56,4 +60,46 @@ rc=$?
 if [ $rc = 1 ] && grep -qF "$TMP/nosys.chat: no 'system' line" "$TMP/e"; then ok "--system with no system line: refused"
 else fail "--system without a system line" "rc $rc: $(head -c 300 "$TMP/e")"; fi
 cmp -s "$TMP/typo.chat" <(printf 'user = "{user}"\nasistant = ""\n') && ok "the template file is left as it was" || fail "template file changed"
+
+# a model file's own template (unmask.chat_template, the same format): used when the run names
+# none; --chat-template, --chat-template-file, --no-chat and a preset's chat_template win
+ED="python3 tests/cli/gguf_edit.py"
+# (gguf_edit reads a value holding '\' as a Python bytes literal: \\n is the template's escape)
+$ED "$MODEL" "$TMP/own.gguf" 'set:unmask.chat_template:str:user = "<|endoftext|>Q: {user}\\n"\nassistant = "A:"\n'
+own() { "$BIN" generate -m "$TMP/own.gguf" --gen 4 --steps 2 -t 1 --json "$@" 2>/dev/null | prompt_ids; }
+want=$("$BIN" tokenize -m "$MODEL" --ids-only --no-bos $'<|endoftext|>Q: Hi\nA:')
+got=$(own -p Hi)
+if [ -n "$want" ] && [ "$got" = "$want" ] && [ "${got%% *}" = 4094 ]; then ok "the file's own template: its special token, then the prompt"
+else fail "the file's own template" "got '$got', wanted '$want'"; fi
+want=$("$BIN" tokenize -m "$MODEL" --ids-only 'Hi')
+got=$(own -p Hi --no-chat)
+if [ "$got" = "$want" ]; then ok "--no-chat wins over the file's own template"; else fail "--no-chat over unmask.chat_template" "got '$got', wanted '$want'"; fi
+want=$("$BIN" tokenize -m "$MODEL" --ids-only --no-bos $'<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n')
+got=$(own -p Hi --chat-template chatml)
+if [ "$got" = "$want" ]; then ok "--chat-template wins over the file's own template"; else fail "--chat-template over unmask.chat_template" "got '$got', wanted '$want'"; fi
+want=$("$BIN" tokenize -m "$MODEL" --ids-only --no-bos '[Hi]>')
+got=$(own -p Hi --chat-template-file "$TMP/t.chat")
+if [ "$got" = "$want" ]; then ok "--chat-template-file wins over the file's own template"; else fail "--chat-template-file over unmask.chat_template" "got '$got', wanted '$want'"; fi
+abs_bin=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+printf '[own]\npath = own.gguf\nchat_template = none\n' >"$TMP/models.conf"
+want=$("$BIN" tokenize -m "$MODEL" --ids-only 'Hi')
+got=$(cd "$TMP" && "$abs_bin" generate -M own -p Hi --gen 4 --steps 2 -t 1 --json 2>/dev/null | prompt_ids)
+if [ "$got" = "$want" ]; then ok "a preset's chat_template wins over the file's own template"; else fail "preset over unmask.chat_template" "got '$got', wanted '$want'"; fi
+"$BIN" info "$TMP/own.gguf" >"$TMP/o"
+expect_grep "info: the template used is the file's own" "^  template used +the file's own, unmask.chat_template \([0-9]+ bytes\)$" "$TMP/o"
+"$BIN" info --json "$TMP/own.gguf" >"$TMP/o"
+if python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tokenizer"]; sys.exit(t["template"] != "unmask.chat_template" or t["template_from"] != "unmask.chat_template")' "$TMP/o"
+then ok "info --json: template and template_from"; else fail "info --json template" "$(head -c 300 "$TMP/o")"; fi
+# malformed: one line naming the file and the key (and the line in it), even with --no-chat
+$ED "$MODEL" "$TMP/bad.gguf" 'set:unmask.chat_template:str:user = "{user}"\nasistant = ""\n'
+for extra in "" --no-chat; do
+  "$BIN" generate -m "$TMP/bad.gguf" -p Hi --gen 4 --steps 2 -t 1 $extra >"$TMP/o" 2>"$TMP/e"
+  rc=$?
+  if [ $rc = 1 ] && [ "$(wc -l <"$TMP/e")" = 1 ] &&
+     grep -qxF "unmask generate: $TMP/bad.gguf: unmask.chat_template:2: unknown key 'asistant' (system, no_system, user, assistant, bos, trim)" "$TMP/e"
+  then ok "a malformed unmask.chat_template: one line naming the file and the key ${extra:+($extra)}"
+  else fail "malformed unmask.chat_template $extra" "rc $rc: $(head -c 300 "$TMP/e")"; fi
+done
+"$BIN" info "$TMP/bad.gguf" >"$TMP/o"
+expect_grep "info: a malformed unmask.chat_template is why it does not run" "^runnable: no: unmask.chat_template:2: unknown key 'asistant'" "$TMP/o"
 finish

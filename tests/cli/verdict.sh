@@ -61,6 +61,12 @@ case_ "eos id = the last row" yes set:tokenizer.ggml.eos_token_id:u32:102
 case_ "one token more than embedding rows" "tokenizer has 104 tokens but the model only 103" \
   grow:tokenizer.ggml.tokens:1 grow:tokenizer.ggml.token_type:1
 case_ "no mask id at all" "no tokenizer.ggml.mask_token_id: not a diffusion model file" del:tokenizer.ggml.mask_token_id
+# the file's own chat template (unmask.chat_template): generate uses it, so a malformed one fails both
+case_ "unmask.chat_template well formed" yes 'set:unmask.chat_template:str:user = "<|r1c1|>{user}"\nassistant = ""\n'
+case_ "unmask.chat_template malformed" "unmask.chat_template:2: unknown key 'asistant'" \
+  'set:unmask.chat_template:str:user = "{user}"\nasistant = ""\n'
+case_ "unmask.chat_template not a string" "unmask.chat_template: has type uint32, expected string" \
+  set:unmask.chat_template:u32:7
 case_ "context_length 4294967295 (a valid uint32)" yes set:llada.context_length:u32:4294967295
 "$BIN" info "$TMP/case-context_length 4294967295 (a valid uint32).gguf" >"$TMP/out"
 expect_grep "context_length 4294967295: printed as it is, not -1" '^  context_length +4294967295$' "$TMP/out"
