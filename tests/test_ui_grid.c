@@ -8,20 +8,25 @@
 #include "grid9.h"
 #include "view.h"
 
-/* token ids: 0 the mask, 1..9 the digits, then '.', specials, a word, a wide character */
-enum { M = 0, DOT = 10, BOS = 11, EOS = 12, WORD = 13, WIDE = 14, N_VOCAB };
+/* token ids: 0 the mask, 1..9 the digits, then '.', specials, a word, a wide character; from
+ * MARK on the sudoku model's 81 position markers <|r1c1|>..<|r9c9|> (control tokens its own
+ * template, unmask.chat_template, puts before the puzzle) */
+enum { M = 0, DOT = 10, BOS = 11, EOS = 12, WORD = 13, WIDE = 14, N_VOCAB, MARK = N_VOCAB };
 static const char *const vocab[N_VOCAB] = {
     "<m>", "1", "2", "3", "4", "5", "6", "7", "8", "9", ".", "<s>", "</s>", " word", "漢",
 };
 
 static size_t piece(void *self, int32_t t, char *buf, size_t cap) {
     (void)self;
-    size_t n = strlen(vocab[t]);
+    char mark[32];
+    if (t >= MARK) snprintf(mark, sizeof mark, "<|r%dc%d|>", (t - MARK) / 9 + 1, (t - MARK) % 9 + 1);
+    const char *text = t >= MARK ? mark : vocab[t];
+    size_t n = strlen(text);
     if (n > cap) n = cap;
-    memcpy(buf, vocab[t], n);
+    memcpy(buf, text, n);
     return n;
 }
-static bool special(void *self, int32_t t) { (void)self; return t == BOS || t == EOS; }
+static bool special(void *self, int32_t t) { (void)self; return t == BOS || t == EOS || t >= MARK; }
 
 static ui_source src = { .info = { .arch = "test", .name = "grid", .quant = "q", .backend = "cpu", .isa = "x", .n_threads = 1 },
                          .piece = piece, .is_special = special };
@@ -120,6 +125,25 @@ TEST(ui_grid9_scan_finds_puzzle_and_answer) {
     CHECK(grid9_scan(&src, s, &g));
     CHECK_EQ(g.puzzle0, 4);
     CHECK_EQ(g.given[0], 5);
+    free(s);
+
+    /* the sudoku model's own template: BOS, the 81 markers <|r1c1|>..<|r9c9|>, then the puzzle;
+     * a marker is no cell character, so the puzzle is the 81 positions after the last one */
+    int32_t marked[1 + 81 + 81 + 81];
+    int32_t n = 0;
+    marked[n++] = BOS;
+    for (int k = 0; k < 81; k++) marked[n++] = MARK + k;
+    for (int k = 0; k < 81; k++) marked[n++] = tok_of(PUZZLE[k]);
+    for (int k = 0; k < 81; k++) marked[n++] = tok_of(SOLUTION[k]);
+    s = snap(marked, n, 1 + 81 + 81);
+    CHECK(grid9_scan(&src, s, &g));
+    CHECK_EQ(g.puzzle0, 1 + 81);
+    CHECK_EQ(g.answer0, 1 + 81 + 81);
+    for (int k = 0; k < 81; k++) {
+        CHECK_EQ(g.given[k], PUZZLE[k] == '.' ? 0 : PUZZLE[k] - '0');
+        CHECK_EQ(g.digit[k], SOLUTION[k] - '0');
+    }
+    CHECK_EQ(g.n_conflicts, 0);
     free(s);
 }
 

@@ -12,6 +12,8 @@
  *   puzzle    the last run of 81 consecutive prompt positions whose tokens are each one cell
  *             character ('1'-'9', '.' or '0' for a blank); none (the prompt is not a puzzle,
  *             e.g. the demo's words) leaves the puzzle unknown: no givens to check against.
+ *             Markers before it (the sudoku model's <|r1c1|>..<|r9c9|>, from its own
+ *             template) are several bytes each, so no cell characters.
  *   digit     a committed position holds digit d when its token's text, spaces trimmed, is
  *             exactly the one character '1'..'9'; a mask, a word or a special token holds none.
  *   conflict  an answer cell holding digit d where the puzzle gives another digit in that
