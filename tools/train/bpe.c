@@ -373,6 +373,33 @@ int bpe_chars(bpe_vocab **out, const char *chars, size_t n_chars, um_err *e) {
     return UM_OK;
 }
 
+int bpe_add_control(bpe_vocab *v, const char *text, um_err *e) {
+    size_t len = strlen(text);
+    if (len == 0) return um_errf(e, "bpe: an empty control token");
+    for (int32_t i = 0; i < v->n_vocab; i++)
+        if (!strcmp(v->text[i], text)) return um_errf(e, "bpe: token '%s' given twice", text);
+    int32_t n = v->n_vocab + 1;
+    char **nt = realloc(v->text, (size_t)n * sizeof *nt);
+    if (nt) v->text = nt;
+    uint8_t **nb = realloc(v->bytes, (size_t)n * sizeof *nb);
+    if (nb) v->bytes = nb;
+    uint32_t *nn = realloc(v->n_bytes, (size_t)n * sizeof *nn);
+    if (nn) v->n_bytes = nn;
+    int32_t *ty = realloc(v->type, (size_t)n * sizeof *ty);
+    if (ty) v->type = ty;
+    if (!nt || !nb || !nn || !ty) return um_errf(e, "out of memory");
+    v->text[v->n_vocab] = strdup(text);
+    v->bytes[v->n_vocab] = (uint8_t *)strdup(text);
+    if (!v->text[v->n_vocab] || !v->bytes[v->n_vocab]) {
+        free(v->text[v->n_vocab]); free(v->bytes[v->n_vocab]);
+        return um_errf(e, "out of memory");
+    }
+    v->n_bytes[v->n_vocab] = (uint32_t)len;
+    v->type[v->n_vocab] = 3;
+    v->n_vocab = n;
+    return UM_OK;
+}
+
 /* ------------------------------------------------------------------ encoding */
 
 int bpe_encode(const bpe_vocab *v, const char *text, size_t len, int32_t **ids, size_t *n, um_err *e) {

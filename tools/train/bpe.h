@@ -53,6 +53,11 @@ void bpe_free(bpe_vocab *v);
 /* A character vocabulary of the n_chars distinct bytes chars (no merges, see above). */
 int  bpe_chars(bpe_vocab **out, const char *chars, size_t n_chars, um_err *e);
 
+/* Append a control token (type 3) with the given text after the vocabulary's last token
+ * (e.g. the sudoku model's cell markers <|r1c1|>...<|r9c9|>, after <|mdm_mask|>). Text
+ * already in the vocabulary is an error. bpe_free frees it with the rest. */
+int  bpe_add_control(bpe_vocab *v, const char *text, um_err *e);
+
 /* The trainer's own segmentation (vocabularies from bpe_train only): GPT-2 pieces, then merges by rank. *ids is heap (free()). */
 int  bpe_encode(const bpe_vocab *v, const char *text, size_t len, int32_t **ids, size_t *n, um_err *e);
 

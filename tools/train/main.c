@@ -39,6 +39,7 @@
 #include "pool.h"
 #include "sft.h"
 #include "sigexit.h"
+#include "sudoku_train.h"
 #include "tmodel.h"
 #include "tokenizer.h"
 
@@ -109,9 +110,10 @@ static int corpus_tokens(const corpus *c, const tokenizer *tk, bool held_out, in
 /* ------------------------------------------------------------------ options */
 
 typedef struct opts {
-    const char *tok, *ckpt, *log, *out, *model, *name, *chars, *valid, *init;
+    const char *tok, *ckpt, *log, *out, *model, *name, *chars, *valid, *init, *markers;
     int vocab, steps, batch, warmup, threads, eval_every, ckpt_minutes;
-    bool sft, ctx_given;
+    bool sft, ctx_given, sudoku, aug;
+    double given_visible;
     int solve_every, solve_n, heldout_n, max_examples, curriculum;
     double curriculum_start;
     double minutes;
@@ -166,6 +168,10 @@ static int parse(opts *o, int argc, char **argv) {
         else if (OPT("--curriculum")) o->curriculum = atoi(v);
         else if (OPT("--curriculum-start")) o->curriculum_start = atof(v);
         else if (!strcmp(a, "--sft")) o->sft = true;
+        else if (!strcmp(a, "--sudoku")) o->sudoku = true;
+        else if (!strcmp(a, "--aug")) o->aug = true;
+        else if (OPT("--given-visible")) o->given_visible = atof(v);
+        else if (OPT("--markers")) o->markers = v;
         else if (OPT("--lr")) o->adam.lr = (float)atof(v);
         else if (OPT("--lr-min")) o->lr_min = (float)atof(v);
         else if (a[0] == '-') { fprintf(stderr, "unmask-train: unknown or incomplete option '%s'\n", a); return UM_FAIL; }
@@ -176,6 +182,18 @@ static int parse(opts *o, int argc, char **argv) {
     if (!o->n_files && needs_files) { fprintf(stderr, "unmask-train: no text files given\n"); return UM_FAIL; }
     if (o->batch < 1 || o->steps < 1 || o->eval_every < 1 || o->solve_n < 0 || o->heldout_n < 0) {
         fprintf(stderr, "unmask-train: --batch, --steps and --eval-every must be positive\n");
+        return UM_FAIL;
+    }
+    if ((o->aug || o->given_visible > 0) && !o->sudoku) {
+        fprintf(stderr, "unmask-train: --aug and --given-visible need --sudoku\n");
+        return UM_FAIL;
+    }
+    if (o->given_visible < 0 || o->given_visible > 1) {
+        fprintf(stderr, "unmask-train: --given-visible must be in [0, 1]\n");
+        return UM_FAIL;
+    }
+    if (o->markers && strcmp(o->markers, "sudoku")) {
+        fprintf(stderr, "unmask-train: --markers: only 'sudoku' (the 81 cell markers) is known\n");
         return UM_FAIL;
     }
     return UM_OK;
@@ -477,8 +495,18 @@ static int cmd_chars(opts *o, um_err *e) {
     bpe_vocab *v = NULL;
     gguf_writer *w = NULL;
     int rc = UM_FAIL;
+    char *tmpl = NULL;
     if (bpe_chars(&v, c, k, e)) goto out;
+    for (int i = 0; o->markers && i < SDK_CELLS; i++) {
+        char mk[16];
+        sdk_marker_text(i, mk);
+        if (bpe_add_control(v, mk, e)) goto out;
+    }
     if (!(w = gguf_writer_new())) { um_errf(e, "out of memory"); goto out; }
+    if (o->markers) {
+        if (!(tmpl = sdk_template_text())) { um_errf(e, "out of memory"); goto out; }
+        gguf_set_str(w, "unmask.chat_template", tmpl);
+    }
     gguf_set_str(w, "general.architecture", "llada");
     gguf_set_str(w, "general.name", "character tokenizer");
     if (bpe_write_kv(v, w, e) || gguf_writer_write(w, o->out, e)) goto out;
@@ -488,6 +516,7 @@ static int cmd_chars(opts *o, um_err *e) {
 out:
     gguf_writer_free(w);
     bpe_free(v);
+    free(tmpl);
     free(c);
     return rc;
 }
@@ -507,15 +536,24 @@ static int32_t sft_pick(const opts *o, int64_t step, int32_t n, uint64_t rng[4])
 typedef struct sft_data {
     const sft_set *train, *held;
     float *logits;              /* (B, T, n_vocab) evaluation scratch */
+    sdk_layout sdk;             /* --sudoku: the cell tokens */
+    int32_t *aug;               /* (T) --aug: the augmented sequence */
 } sft_data;
 
 static double sft_batch(trainer *t, void *ctx) {
-    const sft_set *tr = ((const sft_data *)ctx)->train;
+    sft_data *d = ctx;
+    const sft_set *tr = d->train;
     const int T = t->T;
     for (int b = 0; b < t->B; b++) {
         int32_t k = sft_pick(t->o, t->step, tr->n, t->rng);
-        t->wgt[b] = tm_mask_answer(t->m, tr->seq + (size_t)k * T, T, tr->prompt_len[k], t->rng, t->in + b * T,
-                                   t->tgt + b * T);
+        const int32_t *seq = tr->seq + (size_t)k * T;
+        if (t->o->aug) {
+            sdk_augment(&d->sdk, seq, T, tr->prompt_len[k], t->rng, d->aug);
+            seq = d->aug;
+        }
+        t->wgt[b] = t->o->sudoku ? sdk_mask_answer(t->m, &d->sdk, seq, T, tr->prompt_len[k], t->o->given_visible, t->rng,
+                                                   t->in + b * T, t->tgt + b * T)
+                                 : tm_mask_answer(t->m, seq, T, tr->prompt_len[k], t->rng, t->in + b * T, t->tgt + b * T);
     }
     return tm_step_norm(t->m, t->w, t->pool, t->in, t->tgt, t->wgt, t->B, T, (double)t->B, true, NULL);
 }
@@ -538,14 +576,24 @@ static void sft_report(trainer *t, void *ctx, bool last, char *shown, char *cols
     snprintf(cols, cap, "%.4f\t%.4f\t%.4f\t%.4f", ev.loss, ev.acc, cells, (double)ev.solved / (double)UM_MAX(1, ev.puzzles));
 }
 
+/* --sudoku: the cell tokens, and every training sequence a puzzle with its solution */
+static int sdk_check_set(sdk_layout *l, const tokenizer *tk, const sft_set *tr, um_err *e) {
+    if (sdk_layout_init(l, tk, e)) return UM_FAIL;
+    for (int32_t i = 0; i < tr->n; i++)
+        if (!sdk_seq_ok(l, tr->seq + (size_t)i * tr->T, tr->T, tr->prompt_len[i]))
+            return um_errf(e, "--sudoku: training example %d is not a puzzle (81 cells) with its solution", i + 1);
+    return UM_OK;
+}
+
 static int cmd_train_sft(opts *o, um_err *e) {
     if (!o->tok || !o->ckpt || !o->valid) return um_errf(e, "train --sft: --tok, --ckpt and --valid are required");
     tokenizer *tk = NULL;
     trainer t = { .o = o };
     sft_set tr = { 0 }, va = { 0 };
-    sft_data d = { &tr, &va, NULL };
+    sft_data d = { &tr, &va, NULL, { { 0 }, -1 }, NULL };
+    chat_custom *tmpl = NULL;
     int rc = UM_FAIL;
-    if (tok_load_file(&tk, o->tok, e) || trainer_resume(&t, e)) goto out;
+    if (tok_load_file(&tk, o->tok, e) || sft_file_template(o->tok, &tmpl, e) || trainer_resume(&t, e)) goto out;
     if (!t.m && o->init) {
         /* fine-tune an exported model: its weights, a fresh optimizer and LR schedule */
         if (tm_import(&t.m, o->init, e)) goto out;
@@ -557,13 +605,16 @@ static int cmd_train_sft(opts *o, um_err *e) {
         fprintf(stderr, "train: starting from the weights of %s\n", o->init);
     }
     int max_T = t.m ? t.m->c.n_ctx : o->ctx_given ? o->c.n_ctx : 1 << 20;
-    if (sft_load(&tr, tk, o->files, o->n_files, o->max_examples, max_T, e) ||
-        sft_load(&va, tk, (char *const *)&o->valid, 1, 0, max_T, e) || sft_same_length(&tr, &va, e))
+    if (sft_load_chat(&tr, tk, tmpl, o->files, o->n_files, o->max_examples, max_T, e) ||
+        sft_load_chat(&va, tk, tmpl, (char *const *)&o->valid, 1, 0, max_T, e) || sft_same_length(&tr, &va, e))
         goto out;
+    if (o->sudoku && sdk_check_set(&d.sdk, tk, &tr, e)) goto out;
     if (!t.m) {
         if (!o->ctx_given) o->c.n_ctx = tr.T;
         if (trainer_new_model(&t, tk, e)) goto out;
+        if (o->sudoku) sdk_init_markers(t.m, &d.sdk, o->seed);
     }
+    if (o->aug && !(d.aug = um_malloc((size_t)tr.T * sizeof *d.aug))) { um_errf(e, "out of memory"); goto out; }
     if (!(d.logits = um_malloc((size_t)o->batch * tr.T * t.m->c.n_vocab * sizeof *d.logits))) {
         um_errf(e, "out of memory");
         goto out;
@@ -574,7 +625,8 @@ static int cmd_train_sft(opts *o, um_err *e) {
     rc = trainer_run(&t, &(train_hooks){ .batch = sft_batch, .eval = sft_report, .ctx = &d }, e);
 out:
     trainer_free(&t);
-    free(d.logits);
+    free(d.logits); free(d.aug);
+    chat_custom_free(tmpl);
     sft_free(&tr); sft_free(&va);
     tok_free(tk);
     return rc;
@@ -588,10 +640,11 @@ static int cmd_eval_sft(opts *o, um_err *e) {
     sft_set s = { 0 };
     int32_t *in = NULL;
     float *logits = NULL;
+    chat_custom *tmpl = NULL;
     int rc = UM_FAIL;
     const int B = o->batch;
-    if (tok_load_file(&tk, o->model, e) || tm_import(&m, o->model, e)) goto out;
-    if (sft_load(&s, tk, o->files, o->n_files, o->max_examples, m->c.n_ctx, e)) goto out;
+    if (tok_load_file(&tk, o->model, e) || sft_file_template(o->model, &tmpl, e) || tm_import(&m, o->model, e)) goto out;
+    if (sft_load_chat(&s, tk, tmpl, o->files, o->n_files, o->max_examples, m->c.n_ctx, e)) goto out;
     pool = pool_new(o->threads);
     if (tm_ws_new(&w, m, B, pool_threads(pool), e)) goto out;
     in = um_malloc((size_t)B * s.T * sizeof *in);
@@ -615,6 +668,7 @@ out:
     tm_ws_free(w);
     pool_free(pool);
     tm_free(m);
+    chat_custom_free(tmpl);
     tok_free(tk);
     return rc;
 }

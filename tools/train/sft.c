@@ -6,6 +6,7 @@
  * batches of up to the workspace's max_b sequences.
  */
 #include "sft.h"
+#include "gguf.h"
 #include "tasks.h"
 
 #include <math.h>
@@ -20,11 +21,24 @@ typedef struct ex {
     size_t   n, n_prompt;
 } ex;
 
-static int encode_example(const tokenizer *tk, const char *prompt, const char *answer, ex *x, um_err *e) {
+static int encode_example(const tokenizer *tk, const chat_custom *tmpl, const char *prompt, const char *answer,
+                          ex *x, um_err *e) {
     int32_t *p = NULL, *a = NULL;
     size_t np = 0, na = 0;
     const tok_specials *sp = tok_special(tk);
-    if (tok_encode(tk, prompt, strlen(prompt), TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL, &p, &np, e)) return UM_FAIL;
+    char *text = NULL;
+    if (tmpl) {                 /* as engine_start formats a prompt with a template file */
+        char bos[128] = "";
+        size_t bl = 0;
+        const char *bt = sp->bos >= 0 ? tok_text(tk, sp->bos, &bl) : NULL;
+        if (bt && bl < sizeof bos) { memcpy(bos, bt, bl); bos[bl] = '\0'; }
+        if (chat_custom_format(tmpl, NULL, prompt, bt && bl < sizeof bos ? bos : NULL, &text, e)) return UM_FAIL;
+        prompt = text;
+    }
+    unsigned flags = TOK_PARSE_SPECIAL | (tmpl && chat_custom_has_bos(tmpl) ? 0 : TOK_ADD_SPECIAL);
+    int rc = tok_encode(tk, prompt, strlen(prompt), flags, &p, &np, e);
+    free(text);
+    if (rc) return UM_FAIL;
     if (np > 0 && sp->add_eos && p[np - 1] == sp->eos) np--;      /* as engine_start does */
     if (tok_encode(tk, answer, strlen(answer), 0, &a, &na, e)) { free(p); return UM_FAIL; }
     if (np == 0 || na == 0) { free(p); free(a); return um_errf(e, "empty %s after tokenizing", np ? "answer" : "prompt"); }
@@ -40,6 +54,11 @@ static int encode_example(const tokenizer *tk, const char *prompt, const char *a
 
 int sft_load(sft_set *out, const tokenizer *tk, char *const *paths, int n_paths, int max_examples, int max_T,
              um_err *e) {
+    return sft_load_chat(out, tk, NULL, paths, n_paths, max_examples, max_T, e);
+}
+
+int sft_load_chat(sft_set *out, const tokenizer *tk, const chat_custom *tmpl, char *const *paths, int n_paths,
+                  int max_examples, int max_T, um_err *e) {
     memset(out, 0, sizeof *out);
     task_set ts = { 0 };
     ex *xs = NULL;
@@ -56,7 +75,7 @@ int sft_load(sft_set *out, const tokenizer *tk, char *const *paths, int n_paths,
                 if (!nx) { um_errf(e, "out of memory"); goto out; }
                 xs = nx;
             }
-            if (encode_example(tk, t->prompt, t->answer, &xs[n], e)) {
+            if (encode_example(tk, tmpl, t->prompt, t->answer, &xs[n], e)) {
                 um_err_prefix(e, "%s:%d", paths[f], t->line);
                 goto out;
             }
@@ -197,4 +216,20 @@ void sft_solve(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, i
             ev->puzzles++;
         }
     }
+}
+
+int sft_file_template(const char *gguf_path, chat_custom **out, um_err *e) {
+    *out = NULL;
+    gguf_file *g = NULL;
+    if (gguf_open(&g, gguf_path, e)) return UM_FAIL;
+    const gguf_kv *kv = gguf_find_kv(g, "unmask.chat_template");
+    int rc = UM_OK;
+    if (kv && kv->type != GGUF_TYPE_STRING) rc = um_errf(e, "%s: unmask.chat_template is not a string", gguf_path);
+    else if (kv) {
+        char src[600];
+        snprintf(src, sizeof src, "%s: unmask.chat_template", gguf_path);
+        rc = chat_template_parse(kv->v.s.ptr, (size_t)kv->v.s.len, src, out, e);
+    }
+    gguf_close(g);
+    return rc;
 }

@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "chat.h"
 #include "pool.h"
 #include "tmodel.h"
 #include "tokenizer.h"
@@ -35,6 +36,14 @@ typedef struct sft_set {
  * longer than max_T tokens; with "FILE: ..." on a file that cannot be read or has no example. */
 int  sft_load(sft_set *out, const tokenizer *tk, char *const *paths, int n_paths, int max_examples, int max_T,
               um_err *e);
+/* The same with the prompt formatted by a template (NULL: none), as `unmask generate` formats
+ * it with that template: the sudoku model's file carries one (unmask.chat_template) that puts
+ * the 81 cell markers before the puzzle. */
+int  sft_load_chat(sft_set *out, const tokenizer *tk, const chat_custom *tmpl, char *const *paths, int n_paths,
+                   int max_examples, int max_T, um_err *e);
+/* The template a GGUF file carries in unmask.chat_template: UM_OK with *out NULL when it has
+ * none; a malformed one is an error naming the file and the key. */
+int  sft_file_template(const char *gguf_path, chat_custom **out, um_err *e);
 /* Held-out sequences must be as long as the training ones: UM_OK, or a message naming the
  * longest example of each set. */
 int  sft_same_length(const sft_set *train, const sft_set *held, um_err *e);
