@@ -7,7 +7,7 @@ import json
 import os
 
 RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-SUDOKU_ROWS = 163   # [BOS] + 81 prompt cells + 81 answer cells: the rows of one full pass
+SUDOKU_ROWS = 163   # the previous model's full pass ([BOS] + 81 + 81), when a result file lacks the exact run
 
 
 def _load(name):
@@ -49,22 +49,44 @@ def render_sudoku_yardstick():
     return "\n".join(out)
 
 
+def pareto(points):
+    """Indices of the points (quality, cost) no other point beats: another point dominates one
+    when its quality is at least as high and its cost at most as high, one of them strictly."""
+    front = []
+    for i, (q, c) in enumerate(points):
+        if not any((q2 >= q and c2 <= c) and (q2 > q or c2 < c) for j, (q2, c2) in enumerate(points) if j != i):
+            front.append(i)
+    return front
+
+
+def _full_pass_rows(res):
+    """Rows of one full pass: what the exact run (no cache: every pass is full) computed per pass."""
+    ex = res.get("easy-confidence")
+    if ex and ex.get("forward_passes"):
+        return ex["rows_computed"] / ex["forward_passes"]
+    return SUDOKU_ROWS
+
+
 def render_sudoku_methods():
     d = _load("sudoku-eval.json")
     if not d:
         return "_no results yet: run `python3 bench/sudoku_eval.py`_"
     res, cfg = d["results"], d["configs"]
     exact = res.get("easy-confidence")
+    full = _full_pass_rows(res)
     out = [f"{d['n']:,} held-out easy puzzles, the same for every row; {_machine(d)}. Cost per puzzle: forward "
-           f"passes, and rows computed in units of a full pass ({SUDOKU_ROWS} rows: a cached pass computes only "
-           "some rows). Both puzzles: of the puzzles exact decoding solves, the share this method solves too.", "",
-           "| method | flags | solved | forward passes | full-pass equivalents | cells per pass | both solved |",
-           "|---|---|---:|---:|---:|---:|---:|"]
+           f"passes, and rows computed in units of a full pass ({full:.0f} rows: a cached pass computes only "
+           "some rows). Both solved: of the puzzles exact decoding solves, the share this method solves too. "
+           "Front: ◆ where no other row solves at least as many puzzles with at most as many forward passes "
+           "(one of the two strictly): the Pareto front of solve rate against forward passes.", "",
+           "| method | flags | solved | forward passes | full-pass equivalents | cells per pass | both solved | front |",
+           "|---|---|---:|---:|---:|---:|---:|:---:|"]
     ids = ["easy-confidence", "easy-threshold-0.9"] + [k for k, c in cfg.items() if c["group"] == "methods"]
+    ids = [k for k in ids if res.get(k)]
+    front = set(ids[i] for i in pareto([(res[k]["correct"] / res[k]["total"], res[k]["forward_passes"] / res[k]["total"])
+                                        for k in ids]))
     for k in ids:
-        r = res.get(k)
-        if not r:
-            continue
+        r = res[k]
         label = ("exact: one cell per step" if k == "easy-confidence" else
                  "parallel" if cfg[k]["group"] == "yardstick" else cfg[k]["label"].split(":")[0])
         flags = " ".join(cfg[k]["flags"]) if k != "easy-confidence" else "--alg confidence"
@@ -74,7 +96,8 @@ def render_sudoku_methods():
             both = f"{100 * sum(r['solved'][i] == '1' for i in ex) / max(1, len(ex)):.1f}%"
         n = r["total"]
         out.append(f"| {label} | `{flags}` | {_pct(r)} | {r['forward_passes'] / n:.1f} | "
-                   f"{r['rows_computed'] / n / SUDOKU_ROWS:.1f} | {r['generated_tokens'] / r['forward_passes']:.2f} | {both} |")
+                   f"{r['rows_computed'] / n / full:.1f} | {r['generated_tokens'] / r['forward_passes']:.2f} | {both} | "
+                   f"{'◆' if k in front else ''} |")
     return "\n".join(out)
 
 

@@ -330,4 +330,34 @@ print("ok")
 PY
 then ok bench-previous-figure-same-family; else fail bench-previous-figure-same-family "$(tail -c 800 "$TMP/out9")"; fi
 
+# issue 29: the sudoku methods table marks the Pareto front of solve rate against forward
+# passes (a row is off it when another solves at least as many with at most as many passes,
+# one strictly), and a full pass's rows come from the exact run, not a constant
+mkdir -p "$TMP/res5"
+if python3 - "$TMP/res5" >"$TMP/out10" 2>&1 <<'PY'
+import json, os, sys
+sys.path.insert(0, "bench")
+import render_fast as F
+assert F.pareto([(0.9, 81), (0.5, 5), (0.4, 9), (0.9, 90), (0.95, 100), (0.5, 5)]) == [0, 1, 4, 5]
+F.RES = sys.argv[1]
+def r(correct, passes, rows):
+    return {"correct": correct, "total": 10, "forward_passes": passes, "rows_computed": rows,
+            "generated_tokens": 810, "solved": "1" * correct + "0" * (10 - correct)}
+cfg = {"easy-confidence": {"group": "yardstick", "flags": ["--alg", "confidence"], "label": "x"},
+       "easy-threshold-0.9": {"group": "yardstick", "flags": ["--threshold", "0.9"], "label": "x"},
+       "a": {"group": "methods", "flags": ["--a"], "label": "parallel: a"},
+       "b": {"group": "methods", "flags": ["--b"], "label": "cache: b"}}
+res = {"easy-confidence": r(9, 810, 810 * 244), "easy-threshold-0.9": r(5, 50, 50 * 244),
+       "a": r(4, 90, 90 * 244), "b": r(9, 810, 405 * 244)}
+json.dump({"n": 10, "results": res, "configs": cfg, "machine": {"cpu": "T"}, "date": "2026-12-06",
+           "versions": {"commit": "abc"}}, open(os.path.join(sys.argv[1], "sudoku-eval.json"), "w"))
+t = F.render_sudoku_methods()
+rows = {l.split("`")[1]: l for l in t.splitlines() if l.startswith("| ") and "`" in l}
+assert rows["--alg confidence"].endswith("| ◆ |") and rows["--threshold 0.9"].endswith("| ◆ |"), t
+assert rows["--a"].endswith("|  |"), t
+assert "(244 rows" in t and "| 40.5 |" in rows["--b"], t
+print("ok")
+PY
+then ok bench-sudoku-pareto-front; else fail bench-sudoku-pareto-front "$(tail -c 800 "$TMP/out10")"; fi
+
 finish
