@@ -549,3 +549,59 @@ TEST(schedule_plan_aligned_blocks) {
     CHECK_EQ(p.start, 5);
     CHECK_EQ(p.end, 13);
 }
+
+/* The masked schedules' own state (schedule_mdm_*): the quota counts the steps of the active
+ * block and restarts with the next; a block filled with editing on gets post_steps edit-only
+ * plans on its range, ending after one that edits nothing; editing switched off or an early
+ * stop drops them. The plan comes complete: the engine patches nothing. */
+TEST(schedule_mdm_state_quota_and_post_steps) {
+    um_settings s = base(UM_SCHED_THRESHOLD, 8, 8, 4);
+    s.threshold = 0.9f;
+    s.block_steps = 2;                                       /* 4 = 2 + 2 */
+    bool masked[10] = { false, false, true, true, true, true, true, true, true, true };
+    um_mdm_state st;
+    schedule_mdm_start(&st);
+    um_plan p;
+    um_err e = { "" };
+    CHECK(schedule_mdm_plan(&st, &s, 2, 8, masked, 0, &p, &e) == UM_OK);
+    CHECK(!p.post && p.start == 2 && p.end == 6 && p.count == 2);
+    masked[2] = false;                                       /* one committed */
+    schedule_mdm_after(&st, &s, &p, 0, false);
+    CHECK(schedule_mdm_plan(&st, &s, 2, 8, masked, 1, &p, &e) == UM_OK);
+    CHECK(p.start == 2 && p.count == 2);                     /* in-block step 1: 2, not more than the 3 masks */
+    masked[3] = masked[4] = false;
+    schedule_mdm_after(&st, &s, &p, 0, false);
+    CHECK(schedule_mdm_plan(&st, &s, 2, 8, masked, 2, &p, &e) == UM_OK);
+    CHECK(p.count == 1 && p.masks_left == 1);                /* past its steps: all that is left */
+    masked[5] = false;
+    schedule_mdm_after(&st, &s, &p, 0, true);                /* filled; editing off: no post step */
+    CHECK(!schedule_mdm_post_due(&st));
+    CHECK(schedule_mdm_plan(&st, &s, 2, 8, masked, 3, &p, &e) == UM_OK);
+    CHECK(!p.post && p.start == 6 && p.count == 2);          /* the next block counts from 0 */
+    /* editing: the block that fills gets up to post_steps edit-only steps */
+    s.edit = true;
+    s.post_steps = 3;
+    masked[6] = masked[7] = masked[8] = masked[9] = false;
+    schedule_mdm_after(&st, &s, &p, 0, true);
+    CHECK(schedule_mdm_post_due(&st));
+    CHECK(schedule_mdm_plan(&st, &s, 2, 8, masked, 4, &p, &e) == UM_OK);
+    CHECK(p.post && !p.done && p.start == 6 && p.end == 10 && p.count == 0 && p.masks_left == 0);
+    schedule_mdm_after(&st, &s, &p, 2, true);                /* edited two: go on */
+    CHECK(schedule_mdm_plan(&st, &s, 2, 8, masked, 5, &p, &e) == UM_OK);
+    CHECK(p.post);
+    schedule_mdm_after(&st, &s, &p, 0, true);                /* edited nothing: done */
+    CHECK(!schedule_mdm_post_due(&st));
+    CHECK(schedule_mdm_plan(&st, &s, 2, 8, masked, 6, &p, &e) == UM_OK);
+    CHECK(!p.post && p.done);
+    /* switched off mid-run, or stopped early: the post steps still due are dropped */
+    um_plan filled = { .block = 0, .start = 2, .end = 6 };
+    schedule_mdm_after(&st, &s, &filled, 0, true);
+    CHECK(schedule_mdm_post_due(&st));
+    s.edit = false;
+    CHECK(schedule_mdm_plan(&st, &s, 2, 8, masked, 7, &p, &e) == UM_OK);
+    CHECK(!p.post && !schedule_mdm_post_due(&st));
+    s.edit = true;
+    schedule_mdm_after(&st, &s, &filled, 0, true);
+    schedule_mdm_stop(&st);
+    CHECK(!schedule_mdm_post_due(&st));
+}

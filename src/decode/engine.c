@@ -338,9 +338,7 @@ static int start_tokens(um_engine *en, const int32_t *ids, int n, const um_setti
     en->rows_total = 0;
     en->kv_valid = false;
     en->done = false;
-    en->blk_start = -1;
-    en->blk_steps = 0;
-    en->post_left = 0;
+    schedule_mdm_start(&en->mdm);
     memset(en->pos, 0, (size_t)total * sizeof *en->pos);
     for (int i = 0; i < en->n_canvas; i++) {
         bool prompt = i < n;
@@ -591,7 +589,7 @@ static void fill_eos(um_engine *en, int32_t from) {
             en->pos[i].commit_conf = 0;
             en->pos[i].why = (um_why){ .rule = UM_WHY_EOS };
         }
-    en->post_left = 0;
+    schedule_mdm_stop(&en->mdm);
 }
 
 static bool range_has_mask(const um_engine *en, int32_t lo, int32_t hi) {
@@ -604,24 +602,15 @@ int engine_step_prep(um_engine *en, step_ctx *c, um_err *e) {
     if (en->done || !en->snap) return PREP_NONE;
     um_plan plan;
     const int n_gen = en->n_canvas - en->n_prompt;
-    if (schedule_plan(&en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e)) return PREP_FAIL;
-    if (!en->set.edit) en->post_left = 0;          /* editing switched off mid-run */
-    const bool post = en->post_left > 0;
-    if (post) {
-        /* LLaDA 2.1: an edit-only step on the block that just filled, before the next one */
-        plan.block = en->post_block;
-        plan.start = en->post_start;
-        plan.end = en->post_end;
-        plan.masks_left = 0;
-        plan.count = 0;
-        plan.done = false;
-    } else if (plan.done) {
+    /* the schedule's complete plan: an edit-only step (LLaDA 2.1) or the active block's,
+       with the threshold quota of its in-block step */
+    if (schedule_mdm_plan(&en->mdm, &en->set, en->n_prompt, n_gen, en->masked, en->steps_done, &plan, e))
+        return PREP_FAIL;
+    const bool post = plan.post;
+    if (plan.done) {
         en->done = true;
         c->plan = plan;
         return PREP_PUBLISH;
-    } else {
-        if (plan.start != en->blk_start) { en->blk_start = plan.start; en->blk_steps = 0; }
-        if (en->set.schedule == UM_SCHED_THRESHOLD) plan.count = schedule_threshold_quota(&en->set, &plan, en->blk_steps);
     }
     const bool shift = en->model->hp.shift_logits;
     /* elig[0..n_mask): the masks of the active block; then, with editing, its committed
@@ -731,19 +720,10 @@ int engine_step_finish(um_engine *en, step_ctx *c, um_err *e) {
         en->committed[ci] = p;
     }
     en->steps_done++;
-    if (!post) en->blk_steps++;
     double t2 = um_now();
-    /* editing: after the step that fills a block, up to post_steps edit-only steps on it,
-       ending after one that edits nothing (LLaDA 2.1 max_post_steps) */
-    if (post) {
-        en->post_left--;
-        if (work.n_edited == 0) en->post_left = 0;
-    } else if (en->set.edit && en->set.post_steps > 0 && !range_has_mask(en, plan.start, plan.end)) {
-        en->post_left = en->set.post_steps;
-        en->post_block = plan.block;
-        en->post_start = plan.start;
-        en->post_end = plan.end;
-    }
+    /* the in-block step count; editing: after the step that fills a block, up to post_steps
+       edit-only steps on it, ending after one that edits nothing (LLaDA 2.1 max_post_steps) */
+    schedule_mdm_after(&en->mdm, &en->set, &plan, work.n_edited, !range_has_mask(en, plan.start, plan.end));
     /* done when no mask is left and no post step is due; optionally stop once a finished
        block is all end-of-text, or (LLaDA 2.x) at the first end of text with everything before
        it committed -- with editing only once the block and its post steps are done, since an
@@ -754,15 +734,15 @@ int engine_step_finish(um_engine *en, step_ctx *c, um_err *e) {
         fill_eos(en, plan.end);
         after.done = true;
     }
-    if (en->set.eos_early_stop && !(after.done && en->post_left == 0) &&
-        (!en->set.edit || (en->post_left == 0 && !range_has_mask(en, plan.start, plan.end)))) {
+    if (en->set.eos_early_stop && !(after.done && !schedule_mdm_post_due(&en->mdm)) &&
+        (!en->set.edit || (!schedule_mdm_post_due(&en->mdm) && !range_has_mask(en, plan.start, plan.end)))) {
         int32_t eog = first_final_eog(en);
         if (eog >= 0) {
             fill_eos(en, eog + 1);
             after.done = true;
         }
     }
-    en->done = after.done && en->post_left == 0;
+    en->done = after.done && !schedule_mdm_post_due(&en->mdm);
     if (engine_publish(en, &plan, k, plan.count, (t1 - t0) * 1e3, (t2 - t1) * 1e3, &work, e)) return UM_FAIL;
     return 1;
 }

@@ -81,10 +81,7 @@ struct um_engine {
     int32_t      *committed;
     int32_t       attn_block;   /* block-causal attention's block length (hp.block_size), else 0 */
     /* the active block's own state (docs/decoding.md, "Block diffusion (LLaDA 2.x) and editing") */
-    int32_t       blk_start;    /* canvas start of the block blk_steps counts for (-1: none) */
-    int32_t       blk_steps;    /* steps run on that block: the quota's in-block step */
-    int32_t       post_left;    /* editing: edit-only steps left on the block that just filled */
-    int32_t       post_block, post_start, post_end;
+    um_mdm_state  mdm;          /* the masked schedules' block and post-edit state (schedule.h) */
     int32_t      *active;       /* (n_canvas) rows of a partial pass */
     bool         *kv_masked;    /* (n_canvas) masked at the last refresh */
     bool         *in_active;    /* (n_canvas) scratch: position already in active[] */

@@ -39,7 +39,7 @@ int engine_publish(um_engine *en, const um_plan *plan, int n_committed, int plan
     s->block = plan ? plan->block : 0;
     s->n_blocks = plan ? plan->n_blocks : 1;
     /* planned total: steps done plus what the schedule says is left */
-    s->n_steps = schedule_adaptive(en->set.schedule) ? en->steps_done + (left > 0 || en->post_left > 0 ? 1 : 0)
+    s->n_steps = schedule_adaptive(en->set.schedule) ? en->steps_done + (left > 0 || schedule_mdm_post_due(&en->mdm) ? 1 : 0)
                                                          : UM_MAX(en->set.steps, en->steps_done);
     if (en->set.schedule == UM_SCHED_UNIFORM) {
         /* at most: the current canvas's steps left and every later canvas's */

@@ -146,6 +146,57 @@ int32_t schedule_threshold_quota(const um_settings *s, const um_plan *plan, int3
     return q < plan->masks_left ? q : plan->masks_left;
 }
 
+/* ---------------------------------------------------------------- masked decoding's state */
+
+void schedule_mdm_start(um_mdm_state *st) {
+    *st = (um_mdm_state){ .blk_start = -1 };
+}
+
+int schedule_mdm_plan(um_mdm_state *st, const um_settings *s, int32_t n_prompt, int32_t n_gen, const bool *masked,
+                      int32_t steps_done, um_plan *out, um_err *e) {
+    if (schedule_plan(s, n_prompt, n_gen, masked, steps_done, out, e)) return UM_FAIL;
+    out->post = false;
+    if (!s->edit) st->post_left = 0;            /* editing switched off mid-run */
+    if (st->post_left > 0) {
+        /* LLaDA 2.1: an edit-only step on the block that just filled, before the next one */
+        out->block = st->post_block;
+        out->start = st->post_start;
+        out->end = st->post_end;
+        out->masks_left = 0;
+        out->count = 0;
+        out->done = false;
+        out->post = true;
+    } else if (!out->done) {
+        if (out->start != st->blk_start) { st->blk_start = out->start; st->blk_steps = 0; }
+        if (s->schedule == UM_SCHED_THRESHOLD) out->count = schedule_threshold_quota(s, out, st->blk_steps);
+    }
+    return UM_OK;
+}
+
+void schedule_mdm_after(um_mdm_state *st, const um_settings *s, const um_plan *plan, int32_t n_edited,
+                        bool block_filled) {
+    if (plan->post) {
+        st->post_left--;
+        if (n_edited == 0) st->post_left = 0;
+        return;
+    }
+    st->blk_steps++;
+    if (s->edit && s->post_steps > 0 && block_filled) {
+        st->post_left = s->post_steps;
+        st->post_block = plan->block;
+        st->post_start = plan->start;
+        st->post_end = plan->end;
+    }
+}
+
+bool schedule_mdm_post_due(const um_mdm_state *st) {
+    return st->post_left > 0;
+}
+
+void schedule_mdm_stop(um_mdm_state *st) {
+    st->post_left = 0;
+}
+
 /* ---------------------------------------------------------------- scores and selection */
 
 float schedule_score(um_score kind, const um_pick *pk, uint64_t seed, int64_t step, int64_t pos) {

@@ -56,6 +56,8 @@ typedef struct um_plan {
                                     the engine may raise it, schedule_threshold_quota) */
     double  p_transfer;          /* origin score: commit probability of each eligible position */
     bool    done;                /* no mask left in the generated part */
+    bool    post;                /* an edit-only step (LLaDA 2.1) on the block that just filled:
+                                    masks_left and count 0 (schedule_mdm_plan) */
     /* the uniform schedule (schedule_us_plan): block = the canvas, [start, end) its positions,
        every one of them eligible and given a logits row */
     float   temperature;         /* this step's t */
@@ -75,9 +77,41 @@ int schedule_plan(const um_settings *s, int32_t n_prompt, int32_t n_gen, const b
 /* The threshold schedule's least count at in-block step block_step (the steps already run
  * on the active block): 1, or with settings.block_steps S > 0 LLaDA 2.0's quota
  * block_len/S (+1 for the first block_len%S steps; every mask left from step S on), never
- * more than the block's masks. The engine counts the in-block steps and puts this into
- * plan.count before schedule_select. */
+ * more than the block's masks. schedule_mdm_plan counts the in-block steps and puts this
+ * into plan.count. */
 int32_t schedule_threshold_quota(const um_settings *s, const um_plan *plan, int32_t block_step);
+
+/* ---------------------------------------------------------------- masked decoding's state
+ *
+ * What the masked schedules keep between steps besides the canvas: the steps run on the
+ * active block (the threshold schedule's LLaDA 2.0 quota counts them) and LLaDA 2.1's
+ * edit-only steps after a block fills (settings.edit with post_steps > 0: up to post_steps
+ * steps on that block, ending after one that edits nothing). The engine owns the state and
+ * changes it only through these calls; schedule_mdm_plan returns the step's complete plan,
+ * so the engine reads it and never patches it.
+ */
+typedef struct um_mdm_state {
+    int32_t blk_start;           /* canvas start of the block blk_steps counts for (-1: none) */
+    int32_t blk_steps;           /* steps run on that block */
+    int32_t post_left;           /* edit-only steps left on the block that just filled */
+    int32_t post_block, post_start, post_end;
+} um_mdm_state;
+
+void schedule_mdm_start(um_mdm_state *st);
+/* The plan of step steps_done: an edit-only step (plan.post) when one is due, otherwise
+ * schedule_plan's with the threshold schedule's count raised to the quota of the active
+ * block's in-block step. Editing switched off drops the post steps still due. */
+int  schedule_mdm_plan(um_mdm_state *st, const um_settings *s, int32_t n_prompt, int32_t n_gen, const bool *masked,
+                       int32_t steps_done, um_plan *out, um_err *e);
+/* After the step of plan ran: n_edited positions changed by edits, block_filled when no mask
+ * is left in [plan.start, plan.end). Counts the in-block step; after a step that filled its
+ * block (editing on) schedules the post steps; a post step that edits nothing ends them. */
+void schedule_mdm_after(um_mdm_state *st, const um_settings *s, const um_plan *plan, int32_t n_edited,
+                        bool block_filled);
+/* An edit-only step is due. */
+bool schedule_mdm_post_due(const um_mdm_state *st);
+/* The run stops early (end of text): no post step is due any more. */
+void schedule_mdm_stop(um_mdm_state *st);
 
 /* One eligible position handed to schedule_select. */
 typedef struct um_scored {
