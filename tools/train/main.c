@@ -6,7 +6,13 @@
  *   unmask-train train  --tok TOK.gguf --ckpt CK [options] FILE... train (resumes from CK if present)
  *   unmask-train train  --sft --valid V.jsonl --tok ... FILE.jsonl... conditional (prompt/answer) training
  *                      --init MODEL.gguf  start from an exported model's weights (fresh optimizer, schedule)
+ *                      --sudoku  every example a sudoku (tools/train/sudoku_train.h): markers initialised
+ *                                as row + column + box; --aug symmetries; --given-visible F
+ *                      --corrupt uniform  random-token corruption (uniform-state diffusion), the loss
+ *                                at every answer position; evaluation on random tokens likewise
+ *   unmask-train chars  --markers sudoku ...                      + the 81 cell markers and their template
  *   unmask-train export --ckpt CK --tok TOK.gguf --out MODEL.gguf write the llada GGUF
+ *                      --uniform-canvas N  a uniform-state model: unmask.uniform_state, canvas N
  *   unmask-train eval   -m MODEL.gguf FILE...                     held-out masked-token loss
  *   unmask-train eval   -m MODEL.gguf --sft FILE.jsonl...         answer loss, accuracy, solve rate
  *   unmask-train prompts FILE...                                  openings of held-out paragraphs
@@ -44,6 +50,7 @@
 #include "tokenizer.h"
 
 #define HELDOUT_FRACTION 0.05
+#define UNIFORM_ROUNDS   8      /* --corrupt uniform: argmax passes of the training-time solving check */
 #define TRAIN_MAX_TEXT   ((size_t)1 << 30)    /* one corpus file read into memory: 1 GiB */
 
 /* ------------------------------------------------------------------ corpus */
@@ -112,7 +119,8 @@ static int corpus_tokens(const corpus *c, const tokenizer *tk, bool held_out, in
 typedef struct opts {
     const char *tok, *ckpt, *log, *out, *model, *name, *chars, *valid, *init, *markers;
     int vocab, steps, batch, warmup, threads, eval_every, ckpt_minutes;
-    bool sft, ctx_given, sudoku, aug;
+    bool sft, ctx_given, sudoku, aug, uniform;
+    int uniform_canvas;
     double given_visible;
     int solve_every, solve_n, heldout_n, max_examples, curriculum;
     double curriculum_start;
@@ -172,6 +180,14 @@ static int parse(opts *o, int argc, char **argv) {
         else if (!strcmp(a, "--aug")) o->aug = true;
         else if (OPT("--given-visible")) o->given_visible = atof(v);
         else if (OPT("--markers")) o->markers = v;
+        else if (OPT("--corrupt")) {
+            if (strcmp(v, "uniform") && strcmp(v, "mask")) {
+                fprintf(stderr, "unmask-train: --corrupt: mask (the default) or uniform\n");
+                return UM_FAIL;
+            }
+            o->uniform = !strcmp(v, "uniform");
+        }
+        else if (OPT("--uniform-canvas")) o->uniform_canvas = atoi(v);
         else if (OPT("--lr")) o->adam.lr = (float)atof(v);
         else if (OPT("--lr-min")) o->lr_min = (float)atof(v);
         else if (a[0] == '-') { fprintf(stderr, "unmask-train: unknown or incomplete option '%s'\n", a); return UM_FAIL; }
@@ -186,6 +202,10 @@ static int parse(opts *o, int argc, char **argv) {
     }
     if ((o->aug || o->given_visible > 0) && !o->sudoku) {
         fprintf(stderr, "unmask-train: --aug and --given-visible need --sudoku\n");
+        return UM_FAIL;
+    }
+    if (o->uniform && o->given_visible > 0) {
+        fprintf(stderr, "unmask-train: --given-visible is for masked training (not --corrupt uniform)\n");
         return UM_FAIL;
     }
     if (o->given_visible < 0 || o->given_visible > 1) {
@@ -292,6 +312,7 @@ typedef struct trainer {
     int        B, T;            /* batch: B sequences of T tokens */
     int32_t   *in, *tgt;        /* (B, T) a step's inputs and targets; scratch for evaluation */
     float     *wgt;             /* (B) per-sequence loss weights */
+    bool      *loss_at;         /* (B, T) --corrupt uniform: the positions the loss counts */
     int64_t    step;            /* steps done */
     uint64_t   rng[4];          /* the training stream (batches and masks), saved in checkpoints */
     outfile   *log;             /* --log through the output module: a temporary file holding the
@@ -378,7 +399,8 @@ static int trainer_start(trainer *t, int T, const char *columns, um_err *e) {
     t->in = um_malloc((size_t)t->B * T * sizeof *t->in);
     t->tgt = um_malloc((size_t)t->B * T * sizeof *t->tgt);
     t->wgt = um_malloc((size_t)t->B * sizeof *t->wgt);
-    if (!t->in || !t->tgt || !t->wgt) return um_errf(e, "out of memory");
+    t->loss_at = um_malloc((size_t)t->B * T * sizeof *t->loss_at);
+    if (!t->in || !t->tgt || !t->wgt || !t->loss_at) return um_errf(e, "out of memory");
     if (o->log && log_open(t, t->step > 0, e)) return UM_FAIL;
     if (t->log && t->step == 0 &&
         log_printf(t, e, "step\tlr\ttrain_loss\tgrad_norm\t%s\ttokens_per_s\telapsed_s\n", columns)) return UM_FAIL;
@@ -425,7 +447,7 @@ static int trainer_run(trainer *t, const train_hooks *h, um_err *e) {
 
 static void trainer_free(trainer *t) {
     if (t->log) outfile_abort(t->log);              /* committed at the last checkpoint, or failed */
-    free(t->in); free(t->tgt); free(t->wgt);
+    free(t->in); free(t->tgt); free(t->wgt); free(t->loss_at);
     tm_ws_free(t->w);
     pool_free(t->pool);
     tm_free(t->m);
@@ -551,25 +573,34 @@ static double sft_batch(trainer *t, void *ctx) {
             sdk_augment(&d->sdk, seq, T, tr->prompt_len[k], t->rng, d->aug);
             seq = d->aug;
         }
+        if (t->o->uniform) {
+            t->wgt[b] = tm_uniform_answer(t->m, seq, T, tr->prompt_len[k], t->rng, t->in + b * T, t->tgt + b * T,
+                                          t->loss_at + b * T);
+            continue;
+        }
         t->wgt[b] = t->o->sudoku ? sdk_mask_answer(t->m, &d->sdk, seq, T, tr->prompt_len[k], t->o->given_visible, t->rng,
                                                    t->in + b * T, t->tgt + b * T)
                                  : tm_mask_answer(t->m, seq, T, tr->prompt_len[k], t->rng, t->in + b * T, t->tgt + b * T);
     }
-    return tm_step_norm(t->m, t->w, t->pool, t->in, t->tgt, t->wgt, t->B, T, (double)t->B, true, NULL);
+    return tm_step_at(t->m, t->w, t->pool, t->in, t->tgt, t->o->uniform ? t->loss_at : NULL, t->wgt, t->B, T,
+                      (double)t->B, true, NULL);
 }
 
 static void sft_report(trainer *t, void *ctx, bool last, char *shown, char *cols, size_t cap) {
     const sft_data *d = ctx;
     const opts *o = t->o;
     sft_eval ev = { 0 };
-    sft_heldout(t->m, t->w, t->pool, d->held, o->heldout_n, t->B, 0.5, 7, t->in, d->logits, &ev);
+    (o->uniform ? sft_heldout_uniform : sft_heldout)(t->m, t->w, t->pool, d->held, o->heldout_n, t->B, 0.5, 7, t->in,
+                                                     d->logits, &ev);
     bool solve = last || (o->solve_every > 0 && t->step % o->solve_every == 0);
     if (!solve) {
         snprintf(shown, cap, "heldout(t=0.5) %.4f acc %.4f", ev.loss, ev.acc);
         snprintf(cols, cap, "%.4f\t%.4f\t\t", ev.loss, ev.acc);          /* no solving columns */
         return;
     }
-    sft_solve(t->m, t->w, t->pool, d->held, 0, o->solve_n, t->B, t->in, d->logits, &ev);
+    if (o->uniform) sft_solve_uniform(t->m, t->w, t->pool, d->held, 0, o->solve_n, t->B, UNIFORM_ROUNDS, 11, t->in,
+                                      d->logits, &ev);
+    else sft_solve(t->m, t->w, t->pool, d->held, 0, o->solve_n, t->B, t->in, d->logits, &ev);
     double cells = (double)ev.cells_right / (double)UM_MAX(1, ev.cells);
     snprintf(shown, cap, "heldout(t=0.5) %.4f acc %.4f solve: cells %.4f solved %d/%d", ev.loss, ev.acc, cells,
              ev.solved, ev.puzzles);
@@ -651,16 +682,34 @@ static int cmd_eval_sft(opts *o, um_err *e) {
     logits = um_malloc((size_t)B * s.T * m->c.n_vocab * sizeof *logits);
     if (!in || !logits) { um_errf(e, "out of memory"); goto out; }
     sft_eval ev = { 0 };
-    sft_heldout(m, w, pool, &s, s.n, B, 0.5, 7, in, logits, &ev);
+    /* a uniform-state file (unmask.uniform_state) is measured on random-token corruption */
+    gguf_file *g = NULL;
+    bool uniform = false;
+    if (gguf_open(&g, o->model, e)) goto out;
+    const gguf_kv *kv = gguf_find_kv(g, "unmask.uniform_state");
+    uniform = kv && kv->type == GGUF_TYPE_BOOL && kv->v.u;
+    gguf_close(g);
+    void (*heldout)(tm_model *, tm_ws *, um_pool *, const sft_set *, int, int, double, uint64_t, int32_t *, float *,
+                    sft_eval *) = uniform ? sft_heldout_uniform : sft_heldout;
+    const char *what = uniform ? "replaced by random tokens" : "masked";
+    heldout(m, w, pool, &s, s.n, B, 0.5, 7, in, logits, &ev);
     printf("examples: %d of %d tokens\n", s.n, s.T);
-    printf("t=0.50  answer loss %.4f nats, accuracy %.4f\n", ev.loss, ev.acc);
+    printf("t=0.50  answer loss %.4f nats, accuracy %.4f (answer tokens %s at rate 0.5)\n", ev.loss, ev.acc, what);
     sft_eval one = { 0 };
-    sft_heldout(m, w, pool, &s, s.n, B, 1.0, 7, in, logits, &one);
+    heldout(m, w, pool, &s, s.n, B, 1.0, 7, in, logits, &one);
     printf("t=1.00  answer loss %.4f nats, accuracy %.4f (every answer token predicted at once)\n", one.loss, one.acc);
     int n = o->solve_n > 0 ? UM_MIN(o->solve_n, s.n) : s.n;
-    sft_solve(m, w, pool, &s, 0, n, B, in, logits, &ev);
-    printf("greedy solving, one position per step, confidence order: %d of %d solved (%.4f), cells %.4f\n", ev.solved,
-           ev.puzzles, (double)ev.solved / UM_MAX(1, ev.puzzles), (double)ev.cells_right / (double)UM_MAX(1, ev.cells));
+    if (uniform) {
+        sft_solve_uniform(m, w, pool, &s, 0, n, B, UNIFORM_ROUNDS, 11, in, logits, &ev);
+        printf("solving from random tokens, %d argmax passes: %d of %d solved (%.4f), cells %.4f\n", UNIFORM_ROUNDS,
+               ev.solved, ev.puzzles, (double)ev.solved / UM_MAX(1, ev.puzzles),
+               (double)ev.cells_right / (double)UM_MAX(1, ev.cells));
+    } else {
+        sft_solve(m, w, pool, &s, 0, n, B, in, logits, &ev);
+        printf("greedy solving, one position per step, confidence order: %d of %d solved (%.4f), cells %.4f\n",
+               ev.solved, ev.puzzles, (double)ev.solved / UM_MAX(1, ev.puzzles),
+               (double)ev.cells_right / (double)UM_MAX(1, ev.cells));
+    }
     rc = UM_OK;
 out:
     free(in); free(logits);
@@ -681,7 +730,7 @@ static int cmd_export(opts *o, um_err *e) {
     if (tm_load(&m, &step, rng, o->ckpt, e)) return UM_FAIL;
     char name[256];
     snprintf(name, sizeof name, "%s (llada, %" PRId64 " params, %" PRId64 " steps)", o->name, m->n_params, step);
-    int rc = tm_export(m, o->tok, name, o->out, e);
+    int rc = tm_export_uniform(m, o->tok, name, o->out, o->uniform_canvas, e);
     tm_free(m);
     if (!rc) fprintf(stderr, "export: wrote %s (step %" PRId64 ")\n", o->out, step);
     return rc;

@@ -218,6 +218,79 @@ void sft_solve(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, i
     }
 }
 
+/* ------------------------------------------------------------------ uniform-state models */
+
+void sft_heldout_uniform(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int B, double t, uint64_t seed,
+                         int32_t *in, float *logits, sft_eval *ev) {
+    const int T = s->T, V = m->c.n_vocab;
+    uint64_t r[4];
+    tm_rand_seed(r, seed);
+    double ce = 0;
+    int64_t counted = 0, right = 0;
+    n = UM_MIN(n, s->n);
+    for (int e0 = 0; e0 < n; e0 += B) {
+        int nb = UM_MIN(B, n - e0);
+        for (int b = 0; b < nb; b++) {
+            const int32_t *seq = s->seq + (size_t)(e0 + b) * T;
+            for (int i = 0; i < T; i++) {
+                in[b * T + i] = seq[i];
+                if (i >= s->prompt_len[e0 + b] && tm_rand_unit(r) < t) in[b * T + i] = (int32_t)(tm_rand(r) % (uint64_t)V);
+            }
+        }
+        tm_logits_batch(m, w, p, in, nb, T, logits);
+        for (int b = 0; b < nb; b++)
+            for (int i = s->prompt_len[e0 + b]; i < T; i++) {
+                const float *lg = logits + ((size_t)b * T + i) * V;
+                int32_t y = s->seq[(size_t)(e0 + b) * T + i];
+                float mx = -INFINITY;
+                int best = 0;
+                for (int k = 0; k < V; k++) if (lg[k] > mx) { mx = lg[k]; best = k; }
+                double sum = 0;
+                for (int k = 0; k < V; k++) sum += exp((double)(lg[k] - mx));
+                ce += log(sum) + mx - lg[y];
+                right += best == y;
+                counted++;
+            }
+    }
+    ev->loss = counted ? ce / (double)counted : 0;
+    ev->acc = counted ? (double)right / (double)counted : 0;
+}
+
+void sft_solve_uniform(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, int n, int B, int rounds,
+                       uint64_t seed, int32_t *in, float *logits, sft_eval *ev) {
+    const int T = s->T, V = m->c.n_vocab;
+    uint64_t r[4];
+    tm_rand_seed(r, seed);
+    n = UM_MIN(n, s->n - first);
+    for (int e0 = 0; e0 < n; e0 += B) {
+        int nb = UM_MIN(B, n - e0);
+        for (int b = 0; b < nb; b++) {
+            const int32_t *seq = s->seq + (size_t)(first + e0 + b) * T;
+            int pl = s->prompt_len[first + e0 + b];
+            for (int i = 0; i < T; i++) in[b * T + i] = i >= pl ? (int32_t)(tm_rand(r) % (uint64_t)V) : seq[i];
+        }
+        for (int k = 0; k < rounds; k++) {
+            tm_logits_batch(m, w, p, in, nb, T, logits);
+            for (int b = 0; b < nb; b++)
+                for (int i = s->prompt_len[first + e0 + b]; i < T; i++) {
+                    const float *lg = logits + ((size_t)b * T + i) * V;
+                    int best = 0;
+                    for (int j = 1; j < V; j++) if (lg[j] > lg[best]) best = j;
+                    in[b * T + i] = best;
+                }
+        }
+        for (int b = 0; b < nb; b++) {
+            const int32_t *seq = s->seq + (size_t)(first + e0 + b) * T;
+            int pl = s->prompt_len[first + e0 + b], wrong = 0;
+            for (int i = pl; i < T; i++) wrong += in[b * T + i] != seq[i];
+            ev->cells += T - pl;
+            ev->cells_right += T - pl - wrong;
+            ev->solved += wrong == 0;
+            ev->puzzles++;
+        }
+    }
+}
+
 int sft_file_template(const char *gguf_path, chat_custom **out, um_err *e) {
     *out = NULL;
     gguf_file *g = NULL;

@@ -67,4 +67,14 @@ void sft_heldout(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int
 void sft_solve(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, int n, int B, int32_t *in,
                float *logits, sft_eval *ev);
 
+/* Uniform-state models (train --corrupt uniform): the held-out answer loss and accuracy over
+ * every answer position, each replaced by a uniformly random token with probability t (fixed
+ * draws for the same seed); and solving: the answer starts as random tokens and each of
+ * `rounds` passes replaces every answer position by its argmax (a fixed-point check of what
+ * the model learnt, not the uniform-state sampler, which unmask runs). */
+void sft_heldout_uniform(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int B, double t, uint64_t seed,
+                         int32_t *in, float *logits, sft_eval *ev);
+void sft_solve_uniform(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, int n, int B, int rounds,
+                       uint64_t seed, int32_t *in, float *logits, sft_eval *ev);
+
 #endif

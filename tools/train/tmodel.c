@@ -434,11 +434,16 @@ double tm_step(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const in
 
 double tm_step_norm(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const int32_t *target,
                     const float *wgt, int B, int T, double norm, bool grad, int64_t *n_masked) {
+    return tm_step_at(m, w, p, input, target, NULL, wgt, B, T, norm, grad, n_masked);
+}
+
+double tm_step_at(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const int32_t *target,
+                  const bool *loss_at, const float *wgt, int B, int T, double norm, bool grad, int64_t *n_masked) {
     const tm_config *c = &m->c;
     const int D = c->n_embd, F = c->n_ff, H = c->n_head, V = c->n_vocab, n = B * T;
     forward_body(m, w, p, input, B, T);
     int nm = 0;
-    for (int r = 0; r < n; r++) if (input[r] == c->mask_id) w->rows[nm++] = r;
+    for (int r = 0; r < n; r++) if (loss_at ? loss_at[r] : input[r] == c->mask_id) w->rows[nm++] = r;
     if (n_masked) *n_masked = nm;
     for (int i = 0; i < nm; i++) memcpy(w->xm + (size_t)i * D, w->xnf + (size_t)w->rows[i] * D, (size_t)D * sizeof(float));
     if (nm) linear(w, p, w->xm, nm, m->p, V, D, w->logits);
@@ -498,6 +503,18 @@ void tm_draw_batch(const tm_model *m, const int32_t *data, size_t n, int B, int 
             input[b * T + i] = tm_rand_unit(rng) < pm ? m->c.mask_id : y;
         }
     }
+}
+
+float tm_uniform_answer(const tm_model *m, const int32_t *seq, int T, int prompt_len, uint64_t rng[4],
+                        int32_t *input, int32_t *target, bool *loss_at) {
+    double t = tm_rand_unit(rng), pm = (1.0 - TM_MASK_EPS) * t + TM_MASK_EPS;
+    for (int i = 0; i < T; i++) {
+        target[i] = seq[i];
+        loss_at[i] = i >= prompt_len;
+        input[i] = seq[i];
+        if (i >= prompt_len && tm_rand_unit(rng) < pm) input[i] = (int32_t)(tm_rand(rng) % (uint64_t)m->c.n_vocab);
+    }
+    return (float)(1.0 / (double)UM_MAX(1, T - prompt_len));
 }
 
 float tm_mask_answer(const tm_model *m, const int32_t *seq, int T, int prompt_len, uint64_t rng[4],
@@ -599,6 +616,11 @@ int tm_load(tm_model **out, int64_t *step, uint64_t rng[4], const char *path, um
 /* ------------------------------------------------------------------ GGUF */
 
 int tm_export(const tm_model *m, const char *tok_gguf, const char *name, const char *path, um_err *e) {
+    return tm_export_uniform(m, tok_gguf, name, path, 0, e);
+}
+
+int tm_export_uniform(const tm_model *m, const char *tok_gguf, const char *name, const char *path, int canvas,
+                      um_err *e) {
     gguf_file *tg = NULL;
     if (gguf_open(&tg, tok_gguf, e)) return UM_FAIL;
     gguf_writer *w = gguf_writer_new();
@@ -623,6 +645,10 @@ int tm_export(const tm_model *m, const char *tok_gguf, const char *name, const c
     gguf_set_f32(w, "llada.attention.layer_norm_rms_epsilon", c->norm_eps);
     gguf_set_u32(w, "llada.vocab_size", (uint32_t)c->n_vocab);
     gguf_set_bool(w, "diffusion.shift_logits", false);
+    if (canvas > 0) {           /* a uniform-state model: unmask decodes it with the uniform-state sampler */
+        gguf_set_bool(w, "unmask.uniform_state", true);
+        gguf_set_u32(w, "diffusion.canvas_length", (uint32_t)canvas);
+    }
     const char *const skip[] = { "general.architecture", "general.name", "general.alignment", NULL };
     if (gguf_copy_kv(w, tg, skip)) { um_errf(e, "%s: cannot copy tokenizer keys", tok_gguf); goto out; }
     for (int i = 0; i < m->n_tensors; i++) {

@@ -74,6 +74,12 @@ double tm_step(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const in
 double tm_step_norm(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const int32_t *target,
                     const float *wgt, int B, int T, double norm, bool grad, int64_t *n_masked);
 
+/* The same with the positions that count given: loss_at (B*T) true where the loss is taken
+ * (uniform-state training, where every answer position counts whatever it holds); NULL: the
+ * masked positions, as tm_step_norm. */
+double tm_step_at(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, const int32_t *target,
+                  const bool *loss_at, const float *wgt, int B, int T, double norm, bool grad, int64_t *n_masked);
+
 /* Logits (T, n_vocab) of every position of one sequence (eval, tests). */
 void tm_logits(tm_model *m, tm_ws *w, um_pool *p, const int32_t *input, int T, float *logits);
 /* Logits (B*T, n_vocab) of every position of B sequences; B <= the workspace's max_b. */
@@ -93,6 +99,14 @@ void tm_draw_batch(const tm_model *m, const int32_t *data, size_t n, int B, int 
 float tm_mask_answer(const tm_model *m, const int32_t *seq, int T, int prompt_len, uint64_t rng[4],
                      int32_t *input, int32_t *target);
 
+/* Uniform-state corruption (DiffusionGemma's kind of diffusion) of one sequence's answer:
+ * t ~ U(0, 1), p = (1 - eps) t + eps, each answer token replaced with probability p by a token
+ * drawn uniformly from the whole vocabulary (as the uniform-state sampler renoises); the
+ * prompt is kept. loss_at (T): every answer position (the model must tell clean from noise).
+ * Returns the sequence's weight 1 / answer length. */
+float tm_uniform_answer(const tm_model *m, const int32_t *seq, int T, int prompt_len, uint64_t rng[4],
+                        int32_t *input, int32_t *target, bool *loss_at);
+
 typedef struct tm_adam {
     float lr, beta1, beta2, eps, weight_decay, clip;
 } tm_adam;
@@ -110,6 +124,11 @@ int tm_load(tm_model **out, int64_t *step, uint64_t rng[4], const char *path, um
 
 /* Write a llada GGUF: F16 matrices, F32 norms, tokenizer keys copied from tok_gguf. */
 int tm_export(const tm_model *m, const char *tok_gguf, const char *name, const char *path, um_err *e);
+/* The same for a model trained with uniform-state corruption (canvas > 0): the file also says
+ * unmask.uniform_state = true and diffusion.canvas_length = canvas, so unmask decodes it with the
+ * uniform-state sampler (the other diffusion.eb_* settings take their defaults). */
+int tm_export_uniform(const tm_model *m, const char *tok_gguf, const char *name, const char *path, int canvas,
+                      um_err *e);
 /* Load parameters from such a GGUF (F16/F32 tensors), e.g. to evaluate the shipped file. */
 int tm_import(tm_model **out, const char *path, um_err *e);
 
