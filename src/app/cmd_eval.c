@@ -43,7 +43,7 @@ static const um_flag eval_rows[] = {
     { 0, "check", "C", EV_CHECK, EV, FLAG_RUN, NULL, 0,
       "exact (trimmed text equal, the default for task files), number (last\n"
       "number equal) or sudoku (a valid grid keeping the prompt's givens)" },
-    { 0, "sudoku", "N", EV_SUDOKU, EV, FLAG_RUN, NULL, 0, "N held-out sudoku puzzles from the test split instead of a file" },
+    { 0, "sudoku", "N", EV_SUDOKU, EV, FLAG_RUN, NULL, 0, "N held-out sudoku puzzles from the test split instead of a file (without --gen or a preset: 81 cells, one block)" },
     { 0, "difficulty", "D", EV_DIFFICULTY, EV, FLAG_RUN, NULL, 0, "their difficulty: easy (default), medium, hard or mix" },
     { 0, "sudoku-seed", "S", EV_SUDOKU_SEED, EV, FLAG_RUN, NULL, 0, "their seed base (default: --seed if given, else 0)" },
     { 0, "limit", "N", EV_LIMIT, EV, FLAG_RUN, NULL, 0, "only the first N tasks" },
@@ -210,6 +210,13 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "unmask eval: %s\n", e.msg);
         tasks_free(&ts);
         return 1;
+    }
+    /* --sudoku on a model no preset or flag sets a length for: the answer is the 81 cells, one
+       block (a grid is not written left to right), one cell per step unless told */
+    if (n_sudoku && g.n_gen <= 0 && !(g.have_preset && g.pre.gen > 0)) {
+        g.n_gen = SUDOKU_CELLS;
+        g.eng.n_gen_min = SUDOKU_CELLS;
+        if (g.block <= 0 && !(g.have_preset && g.pre.block > 0)) g.block = SUDOKU_CELLS;
     }
     bool tty = isatty(STDERR_FILENO);
     bool quiet_load = quiet || !tty;

@@ -139,6 +139,13 @@ PY
 else
   skip "--sudoku puzzles = sudoku-gen test split" "no $GEN (make sudoku-gen)"
 fi
+# --sudoku without --gen on a file no preset names: the 81 cells in one block, one per step (the
+# demo model's copy, so models.conf's [demo] preset does not apply); --gen still wins
+cp "$M" "$TMP/nopreset.gguf"
+expect_rc "--sudoku default length" 0 "$BIN" eval -m "$TMP/nopreset.gguf" -t 2 --sudoku 1 -q
+expect_grep "--sudoku: gen 81, one block" '^settings: gen 81, steps 81, schedule block, block 81,' "$TMP/out"
+expect_rc "--sudoku --gen 90" 0 "$BIN" eval -m "$TMP/nopreset.gguf" -t 2 --sudoku 1 --gen 90 --steps 9 -q
+expect_grep "--sudoku: --gen wins" '^settings: gen 90, steps 9,' "$TMP/out"
 
 # ---------------------------------------------------------------- bad input
 bad() {   # bad NAME CONTENT WANT: a task file with CONTENT fails naming WANT
