@@ -2,7 +2,7 @@
 
     python3 bench/sudoku_errors.py MODEL TASKS.jsonl [--n N] [--alg A...] [--out NAME]
 
-Solves the first N (default 100) puzzles of TASKS with `unmask generate --no-chat --gen 81
+Solves the first N (default 100) puzzles of TASKS with `unmask generate --gen 81
 --steps 81 --block 81 --temp 0` for each scoring (default: confidence margin entropy random)
 and sorts every wrong blank cell by the given digits it clashes with: a wrong digit that a
 given of the same row, column or box already holds breaks that constraint in the plainest way.
@@ -45,13 +45,15 @@ def main():
     res["versions"].pop("peer", None)
     res["versions"].pop("peer_cmake_options", None)
     res["model"], res["tasks"], res["n"] = os.path.relpath(model, benchlib.ROOT), os.path.basename(tasks), len(items)
-    res["command"] = "unmask generate -m MODEL --no-chat -p PUZZLE --gen 81 --steps 81 --block 81 --temp 0 --alg ALG -t 1 -q"
+    # no --no-chat: the prompt is laid out as the model was trained (the file's own template adds
+    # the cell markers; models.conf's preset for the file may name another)
+    res["command"] = "unmask generate -m MODEL -p PUZZLE --gen 81 --steps 81 --block 81 --temp 0 --alg ALG -t 1 -q"
     res["by_scoring"] = {}
     for alg in algs:
         st = {"solved": 0, "blanks": 0, "blanks_right": 0, "wrong_clash_row": 0, "wrong_clash_column": 0,
               "wrong_clash_box": 0, "wrong_clash_none": 0, "outputs_not_81_digits": 0}
         for d in items:
-            out = subprocess.run([benchlib.UNMASK, "generate", "-m", model, "--no-chat", "-p", d["prompt"], "--gen", "81",
+            out = subprocess.run([benchlib.UNMASK, "generate", "-m", model, "-p", d["prompt"], "--gen", "81",
                                   "--steps", "81", "--block", "81", "--temp", "0", "--alg", alg, "-t", "1", "-q"],
                                  capture_output=True, text=True, check=True).stdout.strip()
             if len(out) != 81 or not out.isdigit():
