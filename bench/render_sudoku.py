@@ -70,5 +70,28 @@ def render_sudoku_errors():
     return "\n".join(out)
 
 
+def render_sudoku_order():
+    path = os.path.join(RES, "sudoku-order.json")
+    if not os.path.exists(path):
+        return "_no results yet: run `python3 bench/sudoku_order.py`_"
+    with open(path) as f:
+        d = json.load(f)
+    total = sum(c["cells"] for c in d["classes"].values())
+    how = f"`--threshold {d['threshold']}`" if d.get("threshold") else "one cell per step, confidence order"
+    out = [f"{d['n']} held-out {d['difficulty']} test puzzles, `-M {d['preset']}`, {how}; "
+           f"{d['solved']} solved, {d['forward_passes'] / max(1, d['n']):.1f} forward passes per puzzle; "
+           f"{d['machine']['cpu']}, {d['date'][:10]}, commit {d['versions']['commit']}. Each committed cell is "
+           "classed by the grid just before its step (the givens and the model's own earlier digits).", "",
+           "| the cell, when it committed | cells | share | commits at (mean, % of the run) | mean confidence | right |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for k, c in d["classes"].items():
+        if not c["cells"]:
+            out.append(f"| {k} | 0 | — | — | — | — |")
+            continue
+        out.append(f"| {k} | {c['cells']:,} | {100 * c['cells'] / total:.1f}% | {100 * c['mean_when']:.0f}% | "
+                   f"{c['mean_conf']:.4f} | {100 * c['right'] / c['cells']:.1f}% |")
+    return "\n".join(out)
+
+
 RENDERERS = {"sudoku-train": render_sudoku_train, "sudoku-pilots": render_sudoku_pilots,
-             "sudoku-errors": render_sudoku_errors}
+             "sudoku-errors": render_sudoku_errors, "sudoku-order": render_sudoku_order}

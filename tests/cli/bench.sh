@@ -360,4 +360,30 @@ print("ok")
 PY
 then ok bench-sudoku-pareto-front; else fail bench-sudoku-pareto-front "$(tail -c 800 "$TMP/out10")"; fi
 
+# issue 29: bench/sudoku_order.py classes a committed cell by the grid before its step
+# (hand-made grids: a given, a naked single, a hidden single, an open cell, a clash)
+if python3 - >"$TMP/out11" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, "bench")
+import sudoku_order as O
+S = "534678912672195348198342567859761423426853791713924856961537284287419635345286179"
+g = [int(c) for c in S]
+puzzle = "." * 81
+assert O.classify(g, "5" + "." * 80, 0, 5) == "given"
+g0 = list(g); g0[0] = 0                     # only cell 0 empty: a naked single
+assert O.classify(g0, puzzle, 0, 5) == "naked single"
+assert O.classify(g0, puzzle, 0, 3) == "clash"          # 3 stands in row 0
+# 5s at r3c1, r4c2 (columns 1, 2), r1c4 (box 1), r2c7 (box 2): in row 0 only cell 0 can take
+# a 5, while every digit still fits cell 0 (a hidden single that is not a naked one)
+h = [0] * 81
+for c in (3 * 9 + 1, 4 * 9 + 2, 1 * 9 + 4, 2 * 9 + 7):
+    h[c] = 5
+assert len(O.candidates(h, 0)) == 9, O.candidates(h, 0)
+assert O.classify(h, puzzle, 0, 5) == "hidden single"
+e = [0] * 81
+assert O.classify(e, puzzle, 40, 5) == "open"
+print("ok")
+PY
+then ok bench-sudoku-order-classes; else fail bench-sudoku-order-classes "$(tail -c 800 "$TMP/out11")"; fi
+
 finish
