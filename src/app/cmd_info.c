@@ -1,7 +1,8 @@
 /*
  * cmd_info: `unmask info FILE.gguf [--json]` describes a GGUF file: format, general
  * metadata, the architecture's hyper-parameters (every "<arch>.*" key), a tokenizer
- * summary, the tensor table, totals, and whether unmask can run it (and if not, why).
+ * summary, the tensor table, totals, whether unmask can run it (and if not, why) and, when it
+ * can, which sampler decodes it (masked or uniform-state) and the key that says so.
  * A split model (gguf.h) is described as one file, opened from any of its parts, with its
  * parts listed (path, bytes, tensors whose data each holds) after the first line.
  * "Can run" is decided by the one verdict every decoding command loads its model through
@@ -125,6 +126,9 @@ typedef struct info {
     bool      chat_ok;           /* chat_from_gguf succeeded (else `runnable` says why) */
     um_chat   chat;              /* the template a run naming none uses: chat_from_gguf's */
     const char *chat_from;       /* its choice.from: CHAT_GGUF_KEY (the file's own), ... NULL (none) */
+    bool      uniform;           /* runnable and decoded uniform-state (model_gguf_uniform_state) */
+    const char *decoding_from;   /* the key that decides the decoding: general.architecture or
+                                    UM_UNIFORM_STATE_KEY; NULL when not runnable */
 } info;
 
 static void gather(info *in, const gguf_file *g) {
@@ -146,6 +150,10 @@ static void gather(info *in, const gguf_file *g) {
     }
     /* the very checks generate runs, through the same function, with the same reason */
     if (model_check_runnable(gguf_path(g), &e)) snprintf(in->why_not, sizeof in->why_not, "%s", e.msg);
+    /* how it decodes, by the loader's own rule (it passed, so the key reads) */
+    const um_arch *a = arch_find(in->arch);
+    if (!in->why_not[0] && a && model_gguf_uniform_state(g, a, &in->uniform, &e) == UM_OK)
+        in->decoding_from = in->uniform && !a->uniform_state ? UM_UNIFORM_STATE_KEY : "general.architecture";
 }
 
 static bool has_prefix(gguf_str s, const char *p) {
@@ -276,6 +284,14 @@ static void print_text(const info *in, FILE *f) {
     /* the reason generate gives, byte for byte (um_errf escaped what it quotes from the file) */
     esc_fput(f, in->why_not, strlen(in->why_not), 0, 0);
     fputc('\n', f);
+    /* which sampler decodes it, and the key that says so: "uniform-state (general.architecture
+       = diffusion-gemma)", "uniform-state (unmask.uniform_state = true)", "masked (...)" */
+    if (in->decoding_from) {
+        fprintf(f, "decoding: %s (%s = ", in->uniform ? "uniform-state" : "masked", in->decoding_from);
+        if (strcmp(in->decoding_from, UM_UNIFORM_STATE_KEY)) put_text(f, cstr(in->arch), sizeof in->arch);
+        else fputs("true", f);
+        fputs(")\n", f);
+    }
 }
 
 /* ------------------------------------------------------------------ JSON */
@@ -387,6 +403,10 @@ static void print_json(const info *in, FILE *f) {
     fprintf(f, ",\n \"runnable\": %s, \"why_not\": ", in->why_not[0] ? "false" : "true");
     if (in->why_not[0]) put_json_str(f, cstr(in->why_not));
     else fputs("null", f);
+    fputs(", \"decoding\": ", f);
+    if (in->decoding_from) fprintf(f, "\"%s\", \"decoding_from\": \"%s\"", in->uniform ? "uniform-state" : "masked",
+                                   in->decoding_from);
+    else fputs("null, \"decoding_from\": null", f);
     fputs("}\n", f);
 }
 

@@ -113,9 +113,10 @@ static const um_flag gen_rows[] = {
       "probability > P (implies --edit)" },
     { 0, "post-steps", "N", GO_POST_STEPS, D, 0, "post_steps", 0, "at most N edit-only steps once a block is full (implies --edit)" },
     { 0, "no-edit", NULL, GO_NO_EDIT, D, 0, NULL, 0, "no editing" },
-    { .help = "uniform-state decoding (DiffusionGemma; defaults: the file's diffusion.eb_* keys;\n"
-              "--steps S: at most S steps a canvas, --gen N: ceil(N / canvas) canvases;\n"
-              "--cache prefix|none: the prompt's K/V once per canvas (default, exact) or the whole pass):",
+    { .help = "uniform-state decoding (DiffusionGemma, and files with unmask.uniform_state = true;\n"
+              "defaults: the file's diffusion.eb_* keys; --steps S: at most S steps a canvas,\n"
+              "--gen N: ceil(N / canvas) canvases; DiffusionGemma's --cache prefix|none: the prompt's\n"
+              "K/V once per canvas (default, exact) or the whole pass; the others: the whole pass only):",
       .cmds = D },
     { 0, "t-max", "T", GO_T_MAX, D, 0, "t_max", S_(UM_SCHED_UNIFORM), "temperature on a canvas's first step (down to --t-min)" },
     { 0, "t-min", "T", GO_T_MIN, D, 0, "t_min", S_(UM_SCHED_UNIFORM), "temperature on its last step" },
@@ -123,7 +124,7 @@ static const um_flag gen_rows[] = {
       "accept positions by increasing entropy while the sum before stays <= B nats" },
     { 0, "stability", "N", GO_STABILITY, D, 0, "stability", S_(UM_SCHED_UNIFORM), "stop a canvas once its argmax held N steps running ..." },
     { 0, "confidence", "C", GO_CONFIDENCE, D, 0, "confidence", S_(UM_SCHED_UNIFORM), "... and its mean entropy is below C" },
-    { 0, "self-cond", "MODE", GO_SELF_COND, D, 0, "self_cond", S_(UM_SCHED_UNIFORM), "self-conditioning: auto (default), exact, topk or off" },
+    { 0, "self-cond", "MODE", GO_SELF_COND, D, 0, "self_cond", S_(UM_SCHED_UNIFORM), "self-conditioning: auto (default), exact, topk or off (DiffusionGemma only)" },
     { 0, "self-cond-topk", "K", GO_SELF_COND_TOPK, D, 0, "self_cond_topk", S_(UM_SCHED_UNIFORM), "its K for topk and auto, 1 to 4096 (default 256)" },
     { .help = "cache (approximate; default none = exact):", .cmds = D },
     { 0, "cache", "MODE", GO_CACHE, D, 0, "cache", 0,

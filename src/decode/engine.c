@@ -226,7 +226,7 @@ static int reserve(um_engine *en, int n, um_err *e) {
     en->in_active = um_calloc((size_t)n, sizeof *en->in_active);
     /* a uniform-state step asks for the rows of one canvas, and keeps the last step's for
        self-conditioning; a masked step for every eligible position */
-    const bool uniform = en->model->arch->uniform_state;
+    const bool uniform = en->model->hp.uniform_state;
     const size_t rows = uniform ? (size_t)UM_MIN(n, en->model->hp.canvas_length) : (size_t)n;
     en->logits = um_malloc_aligned(rows * V * sizeof(float));
     if (uniform) en->sc_logits = um_malloc_aligned(rows * V * sizeof(float));
@@ -266,19 +266,32 @@ static int check_settings(const um_engine *en, const um_settings *s, um_err *e) 
     if (s->cache_refresh < 0 || s->cache_drift < 0) return um_errf(e, "--cache-refresh and --cache-drift must be >= 0");
     if (!(s->edit_threshold >= 0 && s->edit_threshold <= 1)) return um_errf(e, "--edit-threshold must be in [0, 1]");
     if (s->post_steps < 0 || s->block_steps < 0) return um_errf(e, "--post-steps and --block-steps must be >= 0");
-    const bool uniform = en->model->arch->uniform_state;
-    if (uniform != (s->schedule == UM_SCHED_UNIFORM))
+    /* uniform: the file decodes uniform-state; dg: with DiffusionGemma's own pass (a prompt
+       K/V cache, self-conditioning), else with the architecture's ordinary pass (engine_uniform.c) */
+    const bool uniform = en->model->hp.uniform_state, dg = en->model->arch->uniform_state;
+    if (uniform != (s->schedule == UM_SCHED_UNIFORM)) {
+        if (uniform && !dg)
+            return um_errf(e, "this %s file is a uniform-state model (" UM_UNIFORM_STATE_KEY " = true): it decodes with "
+                           "the uniform schedule only", en->model->arch->family);
         return uniform ? um_errf(e, "%s is a uniform-state model: it decodes with the uniform schedule only",
                                  en->model->arch->family)
                        : um_errf(e, "the uniform schedule is for uniform-state models (this is %s)", en->model->arch->family);
+    }
     if (uniform) {
-        if (!en->be.run_dg)
+        if (dg && !en->be.run_dg)
             return um_errf(e, "the %s backend does not run %s yet (use the CPU backend)", en->be.name, en->model->arch->name);
         if (s->us_canvas != en->model->hp.canvas_length)
             return um_errf(e, "the canvas is the file's diffusion.canvas_length (%d), not %d", en->model->hp.canvas_length,
                            s->us_canvas);
         if (s->cfg > 0)
             return um_errf(e, "--cfg: a uniform-state model has no masked prompt to guide against");
+        if (!dg && s->cache != UM_CACHE_NONE)
+            return um_errf(e, "--cache %s: this uniform-state %s model attends both ways over [prompt | canvas], so the "
+                           "prompt's K/V change with the canvas every step: nothing to keep (--cache none)",
+                           engine_cache_name(s->cache), en->model->arch->family);
+        if (!dg && s->us_self_cond)
+            return um_errf(e, "--self-cond: this uniform-state %s file has no self-conditioning weights "
+                           "(self_cond_*): off only", en->model->arch->family);
         if (s->cache == UM_CACHE_DUAL || (s->cache == UM_CACHE_PREFIX && !en->be.dg_prompt))
             return um_errf(e, "--cache %s: a uniform-state model keeps the prompt's K/V (prefix) or nothing (none)",
                            engine_cache_name(s->cache));

@@ -7,7 +7,28 @@
 
 #include <string.h>
 
-void engine_family_defaults(const char *a, bool block_causal, int32_t block_size, bool can_cache, um_settings *s) {
+/* The entropy-bound sampler with llama.cpp's diffusion-cli defaults (the file's diffusion.eb_*
+ * replace them: engine_default_settings), one canvas of 256; no self-conditioning, no cache. */
+static void uniform_sampler(um_settings *s) {
+    s->schedule = UM_SCHED_UNIFORM;
+    s->score = UM_SCORE_ENTROPY;
+    s->steps = 48;
+    s->us_canvas = 256;
+    s->n_gen = 256;
+    s->us_t_min = 0.4f;
+    s->us_t_max = 0.8f;
+    s->us_bound = 0.1f;
+    s->us_stability = 1;
+    s->us_confidence = 0.005f;
+    s->us_self_cond = false;        /* mode auto, K = 256 when it is switched on */
+    s->us_sc_mode = 2;
+    s->us_sc_top_k = 256;
+    s->block_len = 0;
+    s->cache = UM_CACHE_NONE;
+}
+
+/* What every family shares. */
+static void common_defaults(um_settings *s) {
     memset(s, 0, sizeof *s);
     s->n_gen = 128;
     s->steps = 128;
@@ -20,24 +41,15 @@ void engine_family_defaults(const char *a, bool block_causal, int32_t block_size
     s->seed = 42;
     s->edit_threshold = UM_EDIT_THRESHOLD_DEFAULT;
     s->post_steps = UM_POST_STEPS_DEFAULT;
+}
+
+void engine_family_defaults(const char *a, bool block_causal, int32_t block_size, bool can_cache, um_settings *s) {
+    common_defaults(s);
     if (!strcmp(a, "diffusion-gemma")) {
-        /* DiffusionGemma: the entropy-bound sampler with llama.cpp's diffusion-cli defaults (the
-         * file's diffusion.eb_* replace them: engine_default_settings), one canvas of 256,
-         * self-conditioning auto K = 256 (docs/decoding.md), the prompt's K/V once per canvas */
-        s->schedule = UM_SCHED_UNIFORM;
-        s->score = UM_SCORE_ENTROPY;
-        s->steps = 48;
-        s->us_canvas = 256;
-        s->n_gen = 256;
-        s->us_t_min = 0.4f;
-        s->us_t_max = 0.8f;
-        s->us_bound = 0.1f;
-        s->us_stability = 1;
-        s->us_confidence = 0.005f;
+        /* DiffusionGemma: self-conditioning auto K = 256 (docs/decoding.md), the prompt's K/V
+         * once per canvas */
+        uniform_sampler(s);
         s->us_self_cond = true;
-        s->us_sc_mode = 2;
-        s->us_sc_top_k = 256;
-        s->block_len = 0;
         s->cache = can_cache ? UM_CACHE_PREFIX : UM_CACHE_NONE;
         s->cache_type = UM_KV_F32;
     } else if (block_causal) {
@@ -79,9 +91,17 @@ void engine_family_defaults(const char *a, bool block_causal, int32_t block_size
 
 void engine_default_settings(const um_engine *en, um_settings *s) {
     const um_model *m = en->model;
-    const bool uniform = m->arch->uniform_state;
-    engine_family_defaults(m->arch->name, m->arch->block_causal, m->hp.block_size,
-                           uniform ? en->be.dg_prompt != NULL : en->be.run_kv != NULL, s);
+    const bool uniform = m->hp.uniform_state, dg = m->arch->uniform_state;
+    if (uniform && !dg) {
+        /* a masked architecture's file that says unmask.uniform_state: the sampler alone, with
+         * neither self-conditioning (no such weights) nor a prompt cache (the prompt attends
+         * to the canvas), whatever its family decodes masks with */
+        common_defaults(s);
+        uniform_sampler(s);
+    } else {
+        engine_family_defaults(m->arch->name, m->arch->block_causal, m->hp.block_size,
+                               dg ? en->be.dg_prompt != NULL : en->be.run_kv != NULL, s);
+    }
     if (uniform) {              /* the file's sampler settings (model.c read them, defaults when absent) */
         const um_hparams *hp = &m->hp;
         s->us_canvas = hp->canvas_length;

@@ -1,10 +1,17 @@
 /*
- * engine_uniform: the uniform-state step (DiffusionGemma), engine_step for a run whose
- * schedule is UM_SCHED_UNIFORM. The schedule (schedule.h, "uniform-state decoding") owns the
- * per-canvas state and the rules; this file reads its plan and does the rest:
+ * engine_uniform: the uniform-state step, engine_step for a run whose schedule is
+ * UM_SCHED_UNIFORM: DiffusionGemma's, and a masked architecture's file that says
+ * unmask.uniform_state (hp.uniform_state without arch->uniform_state). The schedule
+ * (schedule.h, "uniform-state decoding") owns the per-canvas state and the rules; this file
+ * reads its plan and does the rest:
  *   plan    = schedule_us_plan(state)              canvas [P, P + C), t, self-conditioning
- *   prompt  = on a canvas's first step with --cache prefix: the prefix's K/V once (dg_prompt)
- *   logits  = run_dg([prefix | canvas], rows = the C canvas rows, SC = last step's logits at its t)
+ *   prompt  = DiffusionGemma, on a canvas's first step with --cache prefix: the prefix's K/V
+ *             once (dg_prompt)
+ *   logits  = DiffusionGemma: run_dg([prefix | canvas], rows = the C canvas rows, SC = last
+ *             step's logits at its t); a masked architecture: its ordinary pass run([prefix |
+ *             canvas]) over the whole sequence every step (it attends both ways, so the
+ *             prefix's K/V change with the canvas), rows = the canvas rows (shifted by one when
+ *             the model scores i from row i-1), no self-conditioning
  *   picks   = sampler_pick(row) at temperature t, in parallel: the sample (one uniform from the
  *             (seed, step, pos, TOKEN) stream), the entropy of softmax(logits / t), the argmax
  *   accept  = schedule_select: increasing entropy while the sum before stays <= the bound
@@ -108,7 +115,8 @@ int engine_uniform_step(um_engine *en, um_err *e) {
     const int64_t step = en->steps_done;
     double t0 = um_now();
     step_work w = { .passes = 1 };
-    const bool cached = s->cache == UM_CACHE_PREFIX;
+    const bool dg = en->model->arch->uniform_state;   /* DiffusionGemma's own pass, else the ordinary one */
+    const bool cached = dg && s->cache == UM_CACHE_PREFIX;
     /* the backend holds one prompt's K/V: an engine sharing it may have stored its own since */
     if (cached && (!en->us_prompt_ok || en->sh->dg_owner != en)) {
         en->sh->dg_owner = NULL;
@@ -118,10 +126,17 @@ int engine_uniform_step(um_engine *en, um_err *e) {
         w.refreshed = true;
         w.rows += P;
     }
-    for (int32_t i = 0; i < C; i++) en->rows[i] = P + i;
-    um_selfcond sc = { .logits = plan.sc_temp > 0 ? en->sc_logits : NULL, .temp = plan.sc_temp,
+    um_selfcond sc = { .logits = dg && plan.sc_temp > 0 ? en->sc_logits : NULL, .temp = plan.sc_temp,
                        .mode = (um_sc_mode)s->us_sc_mode, .top_k = s->us_sc_top_k };
-    if (en->be.run_dg(en->be.impl, en->tokens, T, P, &sc, cached, en->rows, C, en->logits, e)) return UM_FAIL;
+    if (dg) {
+        for (int32_t i = 0; i < C; i++) en->rows[i] = P + i;
+        if (en->be.run_dg(en->be.impl, en->tokens, T, P, &sc, cached, en->rows, C, en->logits, e)) return UM_FAIL;
+    } else {
+        /* P >= 1 when shifting (engine_start), so the rows stay in the pass */
+        const int32_t shift = en->model->hp.shift_logits ? 1 : 0;
+        for (int32_t i = 0; i < C; i++) en->rows[i] = P + i - shift;
+        if (en->be.run(en->be.impl, en->tokens, T, en->rows, C, en->logits, e)) return UM_FAIL;
+    }
     w.rows += cached ? C : T;
     for (int32_t i = 0; i < en->n_canvas; i++) en->pos[i].cached = cached && !w.refreshed && i < P;
     en->passes += w.passes;

@@ -228,6 +228,52 @@ static int read_moe_extras(um_model *m, um_err *e) {
 
 #define MAX_DIM (1u << 20)          /* widths: embedding, feed-forward */
 
+/* ------------------------------------------------------------------ diffusion.* keys */
+
+static int diffusion_f32(const um_model *m, const char *key, float def, float lo, float hi, float *v, um_err *e) {
+    *v = def;
+    if (gguf_find_kv(m->gguf, key) && gguf_get_f32(m->gguf, key, v, e)) return UM_FAIL;
+    if (!(*v >= lo && *v <= hi)) return um_errf(e, "%s = %g out of range [%g, %g]", key, (double)*v, (double)lo, (double)hi);
+    return UM_OK;
+}
+
+static int diffusion_u32(const um_model *m, const char *key, uint32_t def, uint32_t lo, uint32_t hi, int32_t *v, um_err *e) {
+    uint32_t x = def;
+    if (gguf_find_kv(m->gguf, key) && gguf_get_u32(m->gguf, key, &x, e)) return UM_FAIL;
+    if (x < lo || x > hi) return um_errf(e, "%s = %u out of range [%u, %u]", key, x, lo, hi);
+    *v = (int32_t)x;
+    return UM_OK;
+}
+
+/* The uniform-state sampler's keys (DiffusionGemma's, and a masked architecture's file with
+ * UM_UNIFORM_STATE_KEY): diffusion.canvas_length required (why: what needs it), then the
+ * settings with diffusion-cli.cpp's fallbacks when a key is absent (the converter writes them
+ * from generation_config.json): 48 steps, t 0.4..0.8, bound 0.1, stability 1, confidence 0.005. */
+static int uniform_sampler_keys(um_model *m, const char *why, um_err *e) {
+    um_hparams *hp = &m->hp;
+    if (!gguf_find_kv(m->gguf, "diffusion.canvas_length"))
+        return um_errf(e, "required key 'diffusion.canvas_length' missing (%s)", why);
+    if (diffusion_u32(m, "diffusion.canvas_length", 0, 1, 65536, &hp->canvas_length, e) ||
+        diffusion_u32(m, "diffusion.eb_max_steps", 48, 1, 100000, &hp->eb_max_steps, e) ||
+        diffusion_f32(m, "diffusion.eb_t_min", 0.4f, 0.0f, 100.0f, &hp->eb_t_min, e) ||
+        diffusion_f32(m, "diffusion.eb_t_max", 0.8f, 0.0f, 100.0f, &hp->eb_t_max, e) ||
+        diffusion_f32(m, "diffusion.eb_entropy_bound", 0.1f, 0.0f, 1e6f, &hp->eb_entropy_bound, e) ||
+        diffusion_u32(m, "diffusion.eb_stability_threshold", 1, 0, 100000, &hp->eb_stability, e) ||
+        diffusion_f32(m, "diffusion.eb_confidence_threshold", 0.005f, 0.0f, 1e6f, &hp->eb_confidence, e))
+        return UM_FAIL;
+    return UM_OK;
+}
+
+int model_gguf_uniform_state(const gguf_file *g, const um_arch *a, bool *uniform, um_err *e) {
+    *uniform = a && a->uniform_state;
+    bool key = false;
+    if (gguf_find_kv(g, UM_UNIFORM_STATE_KEY) && gguf_get_bool(g, UM_UNIFORM_STATE_KEY, &key, e)) return UM_FAIL;
+    *uniform |= key;
+    return UM_OK;
+}
+
+/* ------------------------------------------------------------------ masked architectures */
+
 static int read_hparams(um_model *m, um_err *e) {
     um_hparams *hp = &m->hp;
     uint32_t v;
@@ -311,6 +357,11 @@ static int read_hparams(um_model *m, um_err *e) {
             hp->block_size = (int32_t)v;
         }
     }
+    /* a masked architecture's file trained on random-token corruption decodes uniform-state
+     * (its mask token stays, unused) */
+    if (hp->uniform_state &&
+        uniform_sampler_keys(m, UM_UNIFORM_STATE_KEY " = true needs the uniform-state sampler's canvas length", e))
+        return UM_FAIL;
     return UM_OK;
 }
 
@@ -343,21 +394,6 @@ static int gemma_layer_key(const um_model *m, const char *suffix, bool required,
     if (kv->arr_type == GGUF_TYPE_STRING || kv->arr_n != (uint64_t)n)
         return um_errf(e, "key '%s': expected %d per-layer numbers, got an array of %" PRIu64, key, n, kv->arr_n);
     for (int il = 0; il < n; il++) out[il] = gguf_arr_i64(kv, (uint64_t)il);
-    return UM_OK;
-}
-
-static int diffusion_f32(const um_model *m, const char *key, float def, float lo, float hi, float *v, um_err *e) {
-    *v = def;
-    if (gguf_find_kv(m->gguf, key) && gguf_get_f32(m->gguf, key, v, e)) return UM_FAIL;
-    if (!(*v >= lo && *v <= hi)) return um_errf(e, "%s = %g out of range [%g, %g]", key, (double)*v, (double)lo, (double)hi);
-    return UM_OK;
-}
-
-static int diffusion_u32(const um_model *m, const char *key, uint32_t def, uint32_t lo, uint32_t hi, int32_t *v, um_err *e) {
-    uint32_t x = def;
-    if (gguf_find_kv(m->gguf, key) && gguf_get_u32(m->gguf, key, &x, e)) return UM_FAIL;
-    if (x < lo || x > hi) return um_errf(e, "%s = %u out of range [%u, %u]", key, x, lo, hi);
-    *v = (int32_t)x;
     return UM_OK;
 }
 
@@ -452,20 +488,7 @@ static int gemma_hparams(um_model *m, um_err *e) {
     hp->expert_weights_scale = 0.0f;
     hp->shift_logits = false;           /* diffusion-cli: shift_logits = (canvas_length == 0) */
     hp->mask_id = -1;                   /* uniform-state: no mask token */
-    if (!gguf_find_kv(m->gguf, "diffusion.canvas_length")) {
-        um_errf(e, "required key 'diffusion.canvas_length' missing (DiffusionGemma splits [prompt | canvas] on it)");
-        goto out;
-    }
-    if (diffusion_u32(m, "diffusion.canvas_length", 0, 1, 65536, &hp->canvas_length, e)) goto out;
-    /* diffusion-cli.cpp's fallbacks when a key is absent (the converter writes them from
-     * generation_config.json): 48 steps, t 0.4..0.8, bound 0.1, stability 1, confidence 0.005 */
-    if (diffusion_u32(m, "diffusion.eb_max_steps", 48, 1, 100000, &hp->eb_max_steps, e) ||
-        diffusion_f32(m, "diffusion.eb_t_min", 0.4f, 0.0f, 100.0f, &hp->eb_t_min, e) ||
-        diffusion_f32(m, "diffusion.eb_t_max", 0.8f, 0.0f, 100.0f, &hp->eb_t_max, e) ||
-        diffusion_f32(m, "diffusion.eb_entropy_bound", 0.1f, 0.0f, 1e6f, &hp->eb_entropy_bound, e) ||
-        diffusion_u32(m, "diffusion.eb_stability_threshold", 1, 0, 100000, &hp->eb_stability, e) ||
-        diffusion_f32(m, "diffusion.eb_confidence_threshold", 0.005f, 0.0f, 1e6f, &hp->eb_confidence, e))
-        goto out;
+    if (uniform_sampler_keys(m, "DiffusionGemma splits [prompt | canvas] on it", e)) goto out;
     rc = UM_OK;
 out:
     free(arr);
@@ -712,6 +735,7 @@ int model_from_gguf(um_model **out, gguf_file *g, um_err *e) {
         const char *p = gguf_path(g), *s = strrchr(p, '/');
         snprintf(m->name, sizeof m->name, "%s", s ? s + 1 : p);
     }
+    if (model_gguf_uniform_state(g, m->arch, &m->hp.uniform_state, e)) goto fail;
     if (m->arch->gemma4 ? gemma_hparams(m, e) : read_hparams(m, e)) goto fail;
     if (bind_all(L)) goto fail;
     if (convert_vecs(L)) goto fail;

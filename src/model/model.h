@@ -64,6 +64,11 @@ typedef struct um_hparams {
     /* the file's sampler settings (diffusion.eb_*, llama.cpp's diffusion-cli defaults when absent) */
     int32_t eb_max_steps, eb_stability;
     float   eb_t_min, eb_t_max, eb_entropy_bound, eb_confidence;
+    /* decoded by the uniform-state sampler: the architecture is (arch->uniform_state,
+     * DiffusionGemma) or the file says so (UM_UNIFORM_STATE_KEY on a masked architecture,
+     * which then gives canvas_length and the eb_* above too). Everything that decides the
+     * decoding asks this; what is about DiffusionGemma's own pass asks the arch. */
+    bool    uniform_state;
 } um_hparams;
 
 typedef struct um_layer {
@@ -114,6 +119,16 @@ typedef struct um_model {
     float         *vec_arena;   /* all um_vec storage, one allocation */
     uint64_t       file_bytes;
 } um_model;
+
+/* unmask's own key (docs/models.md): true makes a file of a masked architecture (llada, ...)
+ * a uniform-state model, decoded by the same sampler as DiffusionGemma, with its settings in
+ * the diffusion.* keys (canvas_length required). */
+#define UM_UNIFORM_STATE_KEY "unmask.uniform_state"
+
+/* Whether a file of architecture a decodes uniform-state: a->uniform_state, or the key is
+ * true. A key that is not a bool is an error naming it. The loader and `unmask info` both
+ * ask this, so they never disagree. */
+int  model_gguf_uniform_state(const gguf_file *g, const um_arch *a, bool *uniform, um_err *e);
 
 /* Open and validate. On failure *out is NULL and e names the problem (missing tensor, wrong
  * shape, unknown architecture with the supported list, unsupported type...). */
