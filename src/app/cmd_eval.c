@@ -213,10 +213,11 @@ int cmd_eval(int argc, char **argv) {
     }
     /* --sudoku on a model no preset or flag sets a length for: the answer is the 81 cells, one
        block (a grid is not written left to right), one cell per step unless told */
+    bool sudoku_block = false;
     if (n_sudoku && g.n_gen <= 0 && !(g.have_preset && g.pre.gen > 0)) {
         g.n_gen = SUDOKU_CELLS;
         g.eng.n_gen_min = SUDOKU_CELLS;
-        if (g.block <= 0 && !(g.have_preset && g.pre.block > 0)) g.block = SUDOKU_CELLS;
+        if (g.block <= 0 && !(g.have_preset && g.pre.block > 0)) { g.block = SUDOKU_CELLS; sudoku_block = true; }
     }
     bool tty = isatty(STDERR_FILENO);
     bool quiet_load = quiet || !tty;
@@ -230,6 +231,8 @@ int cmd_eval(int argc, char **argv) {
     double t_load = um_now() - t0;
     um_settings s;
     engine_default_settings(en, &s);
+    /* a uniform-state model has canvases, not blocks: that default is for masked ones */
+    if (sudoku_block && s.schedule == UM_SCHED_UNIFORM) g.block = 0;
     genopts_apply(&g, &s);
     um_engine_info info;
     engine_get_info(en, &info);
