@@ -50,6 +50,12 @@ static inline size_t mm_arm_tables_bytes(const um_matmul_weights *w) {
 void mm_arm_levels32(uint32_t type, const uint8_t *blk, int8_t q[32], float *d, float *m);
 void mm_arm_levels256(uint32_t type, const uint8_t *blk, int8_t q[256], int32_t sc[16], int32_t mn[16],
                       float *d, float *dmin);
+/* Their byte-by-byte reference for the formats whose decode is vector bit-twiddling that
+ * quant.c spells out per weight (Q5_0/Q5_1, Q2_K/Q3_K; false for any other type), kept for
+ * tests/test_arm_levels_neon.c: the vector decode must give the same bytes. */
+bool mm_arm_levels32_ref(uint32_t type, const uint8_t *blk, int8_t q[32], float *d, float *m);
+bool mm_arm_levels256_ref(uint32_t type, const uint8_t *blk, int8_t q[256], int32_t sc[16], int32_t mn[16],
+                          float *d, float *dmin);
 
 /* The few-token path (arm_shared_dotprod.c, SDOT): a chunk of at most ARM_FEW tokens computed row
  * by row from the decoded levels, without building the panel. */
