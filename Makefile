@@ -143,7 +143,7 @@ CU_OBJ     :=
 CUDA_NOTE  := nvcc not found (or sanitizer build): skipping the CUDA backend
 endif
 
-.PHONY: test-arm64 mutants check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm bench-rows check-peer demo-model sudoku-model plot gpu-check emu-check
+.PHONY: test-arm64 mutants check-layout print-inc print-libobjs run trainer sudoku-gen all deps test unit asan tsan werror fuzz fuzz-build install uninstall clean peer bench bench-gemm bench-rows check-peer demo-model sudoku-model sudoku-uniform-model plot gpu-check emu-check
 # pkg-config runs when make reads this file, so on a fresh machine it runs before
 # ensure-deps.sh has installed ncursesw/utf8proc: every target that compiles therefore
 # installs first and then builds in a second make, which reads the flags afresh.
@@ -314,6 +314,9 @@ sudoku-gen:
 # The sudoku model (models/unmask-sudoku.gguf, docs/sudoku.md): data from sudoku-gen, the same trainer.
 sudoku-model:
 	@tools/make-sudoku-model.sh
+
+sudoku-uniform-model:
+	@tools/make-sudoku-uniform.sh
 
 # docs/fast-decoding.png from bench/results/sudoku-eval.json and demo-quality.json (gnuplot)
 plot:
