@@ -292,17 +292,14 @@ void sft_solve_uniform(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int 
 }
 
 int sft_file_template(const char *gguf_path, chat_custom **out, um_err *e) {
+    /* the engine's rule (chat_from_gguf): only a file's own template counts here, since the
+       trainer's vocabularies carry no tokenizer.chat_template */
     *out = NULL;
     gguf_file *g = NULL;
     if (gguf_open(&g, gguf_path, e)) return UM_FAIL;
-    const gguf_kv *kv = gguf_find_kv(g, "unmask.chat_template");
-    int rc = UM_OK;
-    if (kv && kv->type != GGUF_TYPE_STRING) rc = um_errf(e, "%s: unmask.chat_template is not a string", gguf_path);
-    else if (kv) {
-        char src[600];
-        snprintf(src, sizeof src, "%s: unmask.chat_template", gguf_path);
-        rc = chat_template_parse(kv->v.s.ptr, (size_t)kv->v.s.len, src, out, e);
-    }
+    chat_choice c;
+    int rc = chat_from_gguf(g, NULL, gguf_path, &c, e);
     gguf_close(g);
+    if (rc == UM_OK) *out = c.own;
     return rc;
 }
