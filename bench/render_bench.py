@@ -511,7 +511,40 @@ def panes_table():
     return "\n".join(out)
 
 
+# Issue 28, point 6: unmask's time per step at most this times the port's; peak RSS at most this
+# times the file plus the caches
+TARGET_DGEMMA_STEP, TARGET_DGEMMA_RSS = 0.35, 1.1
+
+
+def dgemma_table():
+    """Issue 28, point 6: DiffusionGemma uniform-state decoding against llama.cpp's port (bench/dgemma.py)."""
+    rows = _load("dgemma-*.json")
+    if not rows:
+        return "_no results yet: run `make bench` with BENCH_DGEMMA_SRC (bench/dgemma.py)_"
+    out = ["| model | file | threads | llama.cpp port ms/step | unmask ms/step (kernel) | unmask / port | target | met | "
+           "peak RSS: port | unmask | unmask / (file + caches) | met |",
+           "|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|"]
+    for d in rows:
+        med = d["median"]
+        r, rr = d["ratio"]["unmask"], d["rss_vs_file_plus_cache"]
+        kern = next((x.get("kernel") for x in d["runs"] if x.get("kernel")), d.get("kernel", "?"))
+        out.append(f"| {d['model']} | {_gb(d['file_bytes'] / 1024)} | {d['threads']} | {_ms(med['peer']['ms_per_step'])} | "
+                   f"{_ms(med['unmask']['ms_per_step'])} ({kern}) | **{r:.2f}x** | <= {TARGET_DGEMMA_STEP}x | "
+                   f"{'yes' if r <= TARGET_DGEMMA_STEP else '**no**'} | {_gb(med['peer']['peak_rss_kb'])} | "
+                   f"{_gb(med['unmask']['peak_rss_kb'])} | {rr:.2f}x | {'yes' if rr <= TARGET_DGEMMA_RSS else '**no**'} |")
+    d = rows[0]
+    out += ["", f"One canvas of {d['canvas']} positions after a {d['prompt_tokens']}-token prompt, no chat template, "
+            f"the prompt's K/V cached in both, the entropy-bound sampler with its stop rule off so both run the steps "
+            f"asked for; time per step from wall time, (wall({d['steps'][1]} steps) - wall({d['steps'][0]} steps)) / "
+            f"{d['steps'][1] - d['steps'][0]} per round (the port's CLI prints no timing for this sampler), medians of "
+            f"{d['rounds']} alternating rounds; unmask's own timer gave {_ms(d['median']['unmask']['own_ms_per_step'])} "
+            f"ms/step. Peer: {d['versions']['peer']} (built here from a fetched snapshot; CI cannot fetch it). "
+            f"{_cpu(d['machine'])}, {d['machine']['cores']} cores, {d['date'][:10]}; unmask commit {d['versions']['commit']}."]
+    return "\n".join(out)
+
+
 RENDERERS = {"bench-forward": forward_table, "bench-e2e": e2e_table, "bench-targets": targets_table,
              "bench-cached": cached_table, "bench-moe": moe_table, "bench-blocks": blocks_table,
              "bench-profile": profile_table, "bench-gemm": gemm_table, "bench-rows": rows_table,
-             "bench-rows-roofline": rows_roofline, "bench-panes": panes_table}
+             "bench-rows-roofline": rows_roofline, "bench-panes": panes_table,
+             "bench-dgemma": dgemma_table}

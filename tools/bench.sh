@@ -12,9 +12,12 @@
 #     when both are in BENCH_MODELS) and LLaDA 2.x block diffusion (bench/blocks.py: the
 #     llada2-mini shape with its exact block cache against llada-8b; its forward pass against
 #     llama.cpp PR #17454's when BENCH_PR_SRC names a clone of that branch, built as build/peer-llada2);
-#  5. renders README.md's tables from bench/results/.
+#  5. DiffusionGemma (bench/dgemma.py): uniform-state decoding of the diffusion-gemma-26b-a4b
+#     shape against llama.cpp's port (PR #24423, unslothai/llama.cpp refs/pins/c3fb9724), when
+#     BENCH_DGEMMA_SRC names a clone of it (built as build/peer-dgemma) or it is built already;
+#  6. renders README.md's tables from bench/results/.
 # Environment: BENCH_MODELS (default "llada-8b dream-7b llada-moe-7b demo"), BENCH_THREADS ("1 2"),
-# BENCH_BLOCKS (1: run bench/blocks.py, 0: skip it), BENCH_PR_SRC.
+# BENCH_BLOCKS (1: run bench/blocks.py, 0: skip it), BENCH_PR_SRC, BENCH_DGEMMA_SRC.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -54,6 +57,14 @@ if [ "${BENCH_BLOCKS:-1}" = 1 ]; then
     llada2-mini-q4_k_m --threads 2 --rounds "$rounds" --peer-dir build/peer-llada2
   python3 bench/blocks.py build/bench/llada2-mini-q4_k_m.gguf llada2-mini-q4_k_m build/bench/llada-8b-q4_k_m.gguf \
     llada-8b-q4_k_m --threads 2 --rounds "$rounds"
+fi
+[ -z "${BENCH_DGEMMA_SRC:-}" ] || tools/build-peer.sh "$BENCH_DGEMMA_SRC" peer-dgemma "unslothai/llama.cpp refs/pins/c3fb9724 (PR #24423)"
+if [ -x build/peer-dgemma/bin/llama-diffusion-cli ]; then
+  synth diffusion-gemma-26b-a4b
+  python3 bench/dgemma.py build/bench/diffusion-gemma-26b-a4b-q4_k_m.gguf diffusion-gemma-26b-a4b-q4_k_m --threads 2 \
+    --rounds "$rounds"
+else
+  echo "bench: DiffusionGemma skipped: no build/peer-dgemma (BENCH_DGEMMA_SRC=a clone of unslothai/llama.cpp at refs/pins/c3fb9724)" >&2
 fi
 python3 tools/render-readme.py
 echo "bench: done; README.md tables rendered from bench/results/" >&2
