@@ -8,12 +8,18 @@
 #include "harness.h"
 #include "ops.h"
 
+#include <float.h>
 #include <stdlib.h>
 
 /* ------------------------------------------------------------------ tolerances
  * TOL_EXACT: add/mul are the same single IEEE operation in every kernel set.
  * TOL_EXP:   relative; the SIMD exp is a polynomial within ~2 ulp of libm's expf (which
  *            is itself within 1 ulp), plus one division: 16 ulp of float is ample.
+ *            GeGLU too: its kernels form the exponent -2u in double, so e^(-2u) carries the
+ *            same ~2 ulp for any |u| (a float -2u would be 1e-5 relative off at |2u| = 60),
+ *            plus one rounding for the low half of -2u and one for the final product.
+ *            The absolute 1e-30 of both covers results near and below FLT_MIN (the
+ *            references round once from double, the kernels round a few times there).
  * TOL_NORM:  relative; RMSNorm/softmax sums are in double in every set, so only the sum
  *            order differs, plus exp's ~3 ulp in softmax: 8 ulp.
  * RoPE:      exact; the reference and the kernels do the same fused multiply-adds on the
@@ -128,6 +134,12 @@ TEST(ops_elementwise_all_isas) {
             memcpy(y, a, n * sizeof *y);
             ops_swiglu(pool, y, y, b, n);
             CHECK_CLOSE(y, ref, n, 1e-30, TOL_EXP, ops_isa_name(isa));
+            ops_geglu_ref(ref, a, b, n);
+            ops_geglu(pool, y, a, b, n);
+            CHECK_CLOSE(y, ref, n, 1e-30, TOL_EXP, ops_isa_name(isa));
+            memcpy(y, b, n * sizeof *y);
+            ops_geglu(pool, y, a, y, n);                /* in place: y aliases up */
+            CHECK_CLOSE(y, ref, n, 1e-30, TOL_EXP, ops_isa_name(isa));
         }
         free(a); free(b); free(ref); free(y);
     }
@@ -169,6 +181,98 @@ TEST(ops_swiglu_extremes) {
         CHECK_NEAR(y[5], 20.0 / (1 + exp(-20.0)), 20 * TOL_EXP);
         CHECK_NEAR(y[8], 1000, 0);
         for (int i = 0; i < 9; i++) CHECK(isfinite(y[i]));
+    }
+    restore_isa();
+}
+
+/* ------------------------------------------------------------------ GeGLU
+ * gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). */
+
+/* gelu in double by formulas that share no code with ops_geglu_ref: the tanh form where
+ * 1 + tanh(u) keeps its digits (x >= -4: 1 + tanh(u) >= 3e-5, so its 1e-16 absolute rounding
+ * is under 4e-12 relative), and below, 1 + tanh(u) = 2 e^(2u) / (1 + e^(2u)) with e^(2u) tiny. */
+static double gelu_oracle(double x) {
+    double u = sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+    if (x >= -4) return 0.5 * x * (1.0 + tanh(u));
+    double t = exp(2.0 * u);
+    return x * t / (1.0 + t);
+}
+
+/* The x where -2u(x) = t (-2u falls as x grows): the gates at which the kernels' exp changes
+ * regime (0 / inf clamps at +-87..89 and -104, the double clamp at +-120). */
+static float gelu_gate_at(double t) {
+    double lo = -100, hi = 100;
+    for (int i = 0; i < 200; i++) {
+        double m = 0.5 * (lo + hi), v = -2.0 * sqrt(2.0 / M_PI) * (m + 0.044715 * m * m * m);
+        if (v > t) lo = m; else hi = m;
+    }
+    return (float)lo;
+}
+
+/* Gates over the whole float range: signed zeros, the swiglu extremes, every binade from the
+ * smallest subnormal to FLT_MAX (both signs), a 1/64 grid over [-16, 16] (where gelu falls
+ * from normal through subnormal to 0), each regime edge of the exp and its float neighbours,
+ * and random values in [-12, 12]. Returns the count (<= 9000). */
+static int64_t geglu_gates(float *g) {
+    static const float fixed[] = { 0.0f, -0.0f, -1000, -100, -88.5f, -20, 20, 88.5f, 100, 1000,
+                                   FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX };
+    static const double edges[] = { -120, -104, -89, -88, -87, 87, 88, 89, 104, 120 };
+    int64_t n = 0;
+    for (size_t i = 0; i < UM_ARRAY_LEN(fixed); i++) g[n++] = fixed[i];
+    for (int e = -149; e <= 127; e++)
+        for (int m = 0; m < 4; m++) {
+            float x = ldexpf(1.0f + 0.25f * (float)m, e);
+            if (isfinite(x)) { g[n++] = x; g[n++] = -x; }
+        }
+    for (int i = -1024; i <= 1024; i++) g[n++] = (float)i / 64.0f;
+    for (size_t i = 0; i < UM_ARRAY_LEN(edges); i++) {
+        float x = gelu_gate_at(edges[i]);
+        g[n++] = x; g[n++] = nextafterf(x, -INFINITY); g[n++] = nextafterf(x, INFINITY);
+    }
+    rng_seed(4242);
+    for (int i = 0; i < 2048; i++) g[n++] = 12.0f * rnd();
+    return n;
+}
+
+TEST(ops_geglu_wide_range) {
+    float *g = malloc(9000 * sizeof *g), *u = malloc(9000 * sizeof *u);
+    float *ref = malloc(9000 * sizeof *ref), *y = malloc(9000 * sizeof *y);
+    int64_t n = geglu_gates(g);
+    CHECK(n <= 9000);
+    /* the reference against the double formulas: rounded once, so within half an ulp (2^-24
+     * relative) plus double's rounding; a subnormal result within half a subnormal step */
+    for (int64_t i = 0; i < n; i++) u[i] = 1.0f;
+    ops_geglu_ref(ref, g, u, n);
+    for (int64_t i = 0; i < n; i++) {
+        double want = gelu_oracle(g[i]);
+        CHECK_MSG(fabs(ref[i] - want) <= 0x1p-150 + (0x1p-24 + 1e-12) * fabs(want),
+                  "ref gelu(%.9g) = %.9g, want %.17g", (double)g[i], (double)ref[i], want);
+    }
+    /* every kernel set against the reference, with ups of both signs */
+    static const float ups[] = { 1.0f, -1.0f, 0.375f, -0.8125f };
+    for (int64_t i = 0; i < n; i++) u[i] = ups[i % 4];
+    ops_geglu_ref(ref, g, u, n);
+    FOR_EACH_ISA(isa) {
+        ops_geglu(NULL, y, g, u, n);
+        CHECK_CLOSE(y, ref, n, 1e-30, TOL_EXP, ops_isa_name(isa));
+        for (int64_t i = 0; i < n; i++)
+            CHECK_MSG(!isnan(y[i]), "%s: gelu(%.9g) is NaN", ops_isa_name(isa), (double)g[i]);
+    }
+    restore_isa();
+    free(g); free(u); free(ref); free(y);
+}
+
+TEST(ops_geglu_extremes) {
+    /* gelu saturates as silu does: gates far below 0 give -0 (no inf / inf or inf * 0 NaN on
+     * the way), far above give the gate itself, exactly; signed zeros stay */
+    float g[10] = { -1000, -100, -88.5f, -20, -0.0f, 0, 20, 88.5f, 100, 1000 }, u[10], y[10];
+    for (int i = 0; i < 10; i++) u[i] = 1.0f;
+    FOR_EACH_ISA(isa) {
+        ops_geglu(NULL, y, g, u, 10);
+        for (int i = 0; i < 5; i++)
+            CHECK_MSG(y[i] == 0 && signbit(y[i]), "%s: gelu(%g) = %g, want -0", ops_isa_name(isa), g[i], y[i]);
+        CHECK_MSG(y[5] == 0 && !signbit(y[5]), "%s: gelu(0) = %g", ops_isa_name(isa), y[5]);
+        for (int i = 6; i < 10; i++) CHECK_NEAR(y[i], g[i], 0);
     }
     restore_isa();
 }

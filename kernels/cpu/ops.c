@@ -137,10 +137,10 @@ void ops_mul(um_pool *pool, float *y, const float *a, const float *b, int64_t n)
 void ops_swiglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n) {
     elem_run(pool, kern()->swiglu, y, gate, up, n);
 }
-/* GeGLU and the soft-cap have only the scalar kernel (ops_ref.c): threaded, not vectorized. */
 void ops_geglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n) {
-    elem_run(pool, ops_geglu_ref, y, gate, up, n);
+    elem_run(pool, kern()->geglu, y, gate, up, n);
 }
+/* The soft-cap has only the scalar kernel (ops_ref.c): threaded, not vectorized. */
 
 typedef struct softcap_job { float *x; int64_t n; float cap; } softcap_job;
 

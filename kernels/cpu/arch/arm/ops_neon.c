@@ -70,6 +70,27 @@ static void swiglu_neon(float *y, const float *gate, const float *up, int64_t n)
     for (int64_t i = 0; i < n; i += 4) st(y, i, n, swiglu4(ld(gate, i, n), ld(up, i, n)));
 }
 
+/* GELU as x / (1 + e^v) with v in double, split into float hi + lo: see geglu8 of
+ * arch/x86/ops_avx2.c for why. */
+static inline float64x2_t gelu_v2(float64x2_t d) {
+    float64x2_t v = vmulq_f64(d, vfmaq_f64(vdupq_n_f64(UM_GELU_K1), vdupq_n_f64(UM_GELU_K3), vmulq_f64(d, d)));
+    return vmaxq_f64(vminq_f64(v, vdupq_n_f64(120.0)), vdupq_n_f64(-120.0));
+}
+
+static inline float32x4_t geglu4(float32x4_t g, float32x4_t u) {
+    const float32x4_t one = vdupq_n_f32(1.0f);
+    float64x2_t v0 = gelu_v2(vcvt_f64_f32(vget_low_f32(g))), v1 = gelu_v2(vcvt_high_f64_f32(g));
+    float32x4_t hi = vcvt_high_f32_f64(vcvt_f32_f64(v0), v1);
+    float64x2_t r0 = vsubq_f64(v0, vcvt_f64_f32(vget_low_f32(hi))), r1 = vsubq_f64(v1, vcvt_high_f64_f32(hi));
+    float32x4_t lo = vcvt_high_f32_f64(vcvt_f32_f64(r0), r1);
+    float32x4_t e = vmulq_f32(exp4(hi), vaddq_f32(one, lo));
+    return vmulq_f32(vdivq_f32(g, vaddq_f32(one, e)), u);
+}
+
+static void geglu_neon(float *y, const float *gate, const float *up, int64_t n) {
+    for (int64_t i = 0; i < n; i += 4) st(y, i, n, geglu4(ld(gate, i, n), ld(up, i, n)));
+}
+
 static void axpy_neon(float *y, float a, const float *x, int64_t n) {
     const float32x4_t va = vdupq_n_f32(a);
     for (int64_t i = 0; i < n; i += 4) st(y, i, n, vfmaq_f32(ld(y, i, n), va, ld(x, i, n)));
@@ -273,6 +294,7 @@ const um_ops_kern ops_kern_neon = {
     .add         = add_neon,
     .mul         = mul_neon,
     .swiglu      = swiglu_neon,
+    .geglu       = geglu_neon,
     .axpy        = axpy_neon,
     .rmsnorm_row = rmsnorm_row_neon,
     .softmax_row = softmax_row_neon,

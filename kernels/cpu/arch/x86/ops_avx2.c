@@ -77,6 +77,33 @@ static void swiglu_avx2(float *y, const float *gate, const float *up, int64_t n)
     if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, swiglu8(load_t(gate + i, m), load_t(up + i, m))); }
 }
 
+/* GELU as x / (1 + e^v) (ops.h, UM_GELU_K1). v sits in an exponent, so its absolute error is
+ * the result's relative error: v in float (four roundings) would be 1e-5 relative off at
+ * |v| = 60. So v is formed in double, clamped to +-120 (e^v is 0 or inf well before), and
+ * split v = hi + lo with hi its float rounding, |lo| <= 2^-24 |v|: e^v = e^hi (1 + lo) to
+ * 3e-11. The product form keeps e^hi = inf an inf (1 + lo > 0), which then gives -0. */
+static inline __m256d gelu_v4(__m128 x) {
+    __m256d d = _mm256_cvtps_pd(x);
+    __m256d v = _mm256_mul_pd(d, _mm256_fmadd_pd(_mm256_set1_pd(UM_GELU_K3), _mm256_mul_pd(d, d), _mm256_set1_pd(UM_GELU_K1)));
+    return _mm256_max_pd(_mm256_min_pd(v, _mm256_set1_pd(120.0)), _mm256_set1_pd(-120.0));
+}
+
+static inline __m256 geglu8(__m256 g, __m256 u) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256d v0 = gelu_v4(_mm256_castps256_ps128(g)), v1 = gelu_v4(_mm256_extractf128_ps(g, 1));
+    __m128 h0 = _mm256_cvtpd_ps(v0), h1 = _mm256_cvtpd_ps(v1);
+    __m128 l0 = _mm256_cvtpd_ps(_mm256_sub_pd(v0, _mm256_cvtps_pd(h0)));
+    __m128 l1 = _mm256_cvtpd_ps(_mm256_sub_pd(v1, _mm256_cvtps_pd(h1)));
+    __m256 e = _mm256_mul_ps(exp8(_mm256_set_m128(h1, h0)), _mm256_add_ps(one, _mm256_set_m128(l1, l0)));
+    return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), u);
+}
+
+static void geglu_avx2(float *y, const float *gate, const float *up, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, geglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    if (i < n) { __m256i m = tail_mask(n - i); store_t(y + i, m, geglu8(load_t(gate + i, m), load_t(up + i, m))); }
+}
+
 static void axpy_avx2(float *y, float a, const float *x, int64_t n) {
     const __m256 va = _mm256_set1_ps(a);
     int64_t i = 0;
@@ -305,6 +332,7 @@ const um_ops_kern ops_kern_avx2 = {
     .add         = add_avx2,
     .mul         = mul_avx2,
     .swiglu      = swiglu_avx2,
+    .geglu       = geglu_avx2,
     .axpy        = axpy_avx2,
     .rmsnorm_row = rmsnorm_row_avx2,
     .softmax_row = softmax_row_avx2,

@@ -64,6 +64,31 @@ static void swiglu_avx512(float *y, const float *gate, const float *up, int64_t 
     }
 }
 
+/* GELU as x / (1 + e^v) with v in double, split into float hi + lo: see geglu8 of ops_avx2.c
+ * for why. exp16 saturates hi itself (inf above 88.7, about 0 below -104). */
+static inline __m512d gelu_v8(__m256 x) {
+    __m512d d = _mm512_cvtps_pd(x);
+    __m512d v = _mm512_mul_pd(d, _mm512_fmadd_pd(_mm512_set1_pd(UM_GELU_K3), _mm512_mul_pd(d, d), _mm512_set1_pd(UM_GELU_K1)));
+    return _mm512_max_pd(_mm512_min_pd(v, _mm512_set1_pd(120.0)), _mm512_set1_pd(-120.0));
+}
+
+static void geglu_avx512(float *y, const float *gate, const float *up, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+        __m512d v0 = gelu_v8(_mm512_castps512_ps256(g)), v1 = gelu_v8(_mm512_extractf32x8_ps(g, 1));
+        __m256 h0 = _mm512_cvtpd_ps(v0), h1 = _mm512_cvtpd_ps(v1);
+        __m256 l0 = _mm512_cvtpd_ps(_mm512_sub_pd(v0, _mm512_cvtps_pd(h0)));
+        __m256 l1 = _mm512_cvtpd_ps(_mm512_sub_pd(v1, _mm512_cvtps_pd(h1)));
+        __m512 hi = _mm512_insertf32x8(_mm512_castps256_ps512(h0), h1, 1);
+        __m512 lo = _mm512_insertf32x8(_mm512_castps256_ps512(l0), l1, 1);
+        __m512 e = _mm512_mul_ps(exp16(hi), _mm512_add_ps(one, lo));
+        __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, e));
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
+    }
+}
+
 static void f16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 m = tail_mask(n - i);
@@ -311,6 +336,7 @@ const um_ops_kern ops_kern_avx512 = {
     .add         = add_avx512,
     .mul         = mul_avx512,
     .swiglu      = swiglu_avx512,
+    .geglu       = geglu_avx512,
     .axpy        = axpy_avx512,
     .rmsnorm_row = rmsnorm_row_avx512,
     .softmax_row = softmax_row_avx512,
