@@ -140,16 +140,23 @@ static bool arm_int_format(uint32_t t) {
            t == UM_TYPE_Q8_0 || t == UM_TYPE_IQ4_NL || is_kquant(t);
 }
 
+/* The formats the x86 kernels repack into 16-row panels and run on the integer path. */
+static bool x86_packable(uint32_t t) {
+    return t == UM_TYPE_Q4_K || t == UM_TYPE_Q6_K || t == UM_TYPE_Q8_0 || t == UM_TYPE_Q4_0 || t == UM_TYPE_Q4_1 ||
+           t == UM_TYPE_Q5_0 || t == UM_TYPE_Q5_1;
+}
+
 /* Does the kernel compute row r with quantized activations (the integer path), or decode the
  * weights to f32 and multiply f32 activations (the float-tile path)? The rule as matmul.h and
  * matmul_impl.h document it, stated here apart from the code: ref quantizes always; a SIMD
- * kernel takes the integer path for the rows of full 16-row panels of a repacked Q4_K, Q6_K
- * or Q8_0 matrix and for IQ1/IQ2/IQ3/TQ (any layout) on the x86 kernels, and for every
- * quantized format on the AArch64 dotprod/i8mm kernels; every other row, format and kernel
- * (a partial last panel, an x86 file-layout Q4_K, F16, the neon kernel) is float-tile. */
+ * kernel takes the integer path for the rows of full 16-row panels of a repacked Q4_K, Q6_K,
+ * Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 matrix and for IQ1/IQ2/IQ3/TQ (any layout) on the x86
+ * kernels, and for every quantized format on the AArch64 dotprod/i8mm kernels; every other
+ * row, format and kernel (a partial last panel, an x86 file-layout Q4_K, F16, the neon
+ * kernel) is float-tile. */
 static bool int_path(const mcase *c, um_kernel k, bool repack, int64_t r) {
     if (k == UM_KERNEL_REF) return true;
-    bool packable = c->type == UM_TYPE_Q4_K || c->type == UM_TYPE_Q6_K || c->type == UM_TYPE_Q8_0;
+    bool packable = x86_packable(c->type);
     bool full_panel = r < c->n_out / UM_MATMUL_PANEL * UM_MATMUL_PANEL;
     bool x86 = k <= UM_KERNEL_AMX_EMU;
     bool arm_int = (k == UM_KERNEL_DOTPROD || k == UM_KERNEL_I8MM) && arm_int_format(c->type);
@@ -280,10 +287,10 @@ TEST(matmul_every_format_larger_shape) {
 /* The integer kernels against their own quantized activations: tight, catches layout bugs
  * that the activation-error bound could hide on small values. */
 TEST(matmul_int_kernels_match_quantized_activations) {
-    /* the IQ/TQ formats take the integer path on the AVX2 kernel only (matmul_impl.h) */
-    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0, UM_TYPE_IQ2_XXS,
-        UM_TYPE_IQ2_XS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_XXS, UM_TYPE_IQ3_S, UM_TYPE_IQ1_S, UM_TYPE_IQ1_M,
-        UM_TYPE_TQ1_0, UM_TYPE_TQ2_0 };
+    /* Q4_0..Q5_1 run the Q8_0 loop on Q8_0 activation rows (matmul_impl.h, mm_act_type) */
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1,
+        UM_TYPE_Q5_0, UM_TYPE_Q5_1, UM_TYPE_IQ2_XXS, UM_TYPE_IQ2_XS, UM_TYPE_IQ2_S, UM_TYPE_IQ3_XXS,
+        UM_TYPE_IQ3_S, UM_TYPE_IQ1_S, UM_TYPE_IQ1_M, UM_TYPE_TQ1_0, UM_TYPE_TQ2_0 };
     const int64_t n_in = 512, n_out = 32, n_tokens = 19;
     for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
         mcase c;
@@ -291,29 +298,39 @@ TEST(matmul_int_kernels_match_quantized_activations) {
         float *x = make_x(n_tokens, n_in, 9);
         /* quantized activations, in double */
         double *xq = malloc(sizeof(double) * (size_t)(n_tokens * n_in));
-        int blk = types[ti] == UM_TYPE_Q8_0 ? 32 : 256;
+        const uint32_t act = x86_packable(types[ti]) && !is_kquant(types[ti]) ? UM_TYPE_Q8_0 : types[ti];
+        int blk = act == UM_TYPE_Q8_0 ? 32 : 256;
         size_t row_bytes = (size_t)n_in * 3 + 256, off_scale = (size_t)n_in, off_corr = off_scale + (size_t)n_in / 32 * 4;
         uint8_t *row = um_malloc_aligned(row_bytes);
         uint8_t *row2 = um_malloc_aligned(row_bytes);
         for (int64_t t = 0; t < n_tokens; t++) {
-            mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
+            mm_quantize_act(act, x + t * n_in, n_in, row, off_scale, off_corr);
 #if MM_X86      /* the x86 quantizers exist only in x86 builds */
             if (matmul_kernel_available(UM_KERNEL_AVX2)) {
                 /* the kernels' AVX2 quantizer must give the same bytes as the portable one */
                 size_t used = off_corr + (size_t)n_in / 16 * 6;
                 memset(row2, 0, row_bytes);
                 memset(row, 0, row_bytes);
-                mm_quantize_act(types[ti], x + t * n_in, n_in, row, off_scale, off_corr);
-                mm_quantize_act_avx2(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
+                mm_quantize_act(act, x + t * n_in, n_in, row, off_scale, off_corr);
+                mm_quantize_act_avx2(act, x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX2 activation quantizer differs", um_type_name(types[ti]));
             }
             if (matmul_kernel_available(UM_KERNEL_AVX512)) {
                 size_t used = off_corr + (size_t)n_in / 16 * 6;
                 memset(row2, 0, row_bytes);
-                mm_quantize_act_avx512(types[ti], x + t * n_in, n_in, row2, off_scale, off_corr);
+                mm_quantize_act_avx512(act, x + t * n_in, n_in, row2, off_scale, off_corr);
                 CHECK_MSG(memcmp(row, row2, used) == 0, "%s: AVX-512 activation quantizer differs", um_type_name(types[ti]));
             }
 #endif
+            if (act == UM_TYPE_Q8_0) {          /* -128 x sum(q), then scale x sum(q), per 32 */
+                const int32_t *corr = (const int32_t *)(row + off_corr);
+                const float *ssum = (const float *)(row + off_corr + (size_t)n_in / 32 * 4), *sc = (const float *)(row + off_scale);
+                for (int64_t g = 0; g < n_in / 32; g++) {
+                    int s = 0;
+                    for (int i = 0; i < 32; i++) s += ((const int8_t *)row)[g * 32 + i];
+                    CHECK_MSG(corr[g] == -128 * s && ssum[g] == sc[g] * (float)s, "Q8_0 activation sums %lld", (long long)g);
+                }
+            }
             if (types[ti] == UM_TYPE_Q6_K) {     /* the int16 sums per 16 of the AVX2 Q6_K loop */
                 const int16_t *bsum = (const int16_t *)(row + off_corr + (size_t)n_in / 16 * 4);
                 for (int64_t g = 0; g < n_in / 16; g++) {
@@ -443,7 +460,8 @@ TEST(matmul_arm_few_tokens_match_panel_path) {
 /* The kernels' F16C scale tables equal the portable ones exactly (one exact product each). */
 TEST(matmul_panel_tables_avx2_match_portable) {
     if (!matmul_kernel_available(UM_KERNEL_AVX2)) { th_skip("no AVX2"); return; }
-    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1,
+                                      UM_TYPE_Q5_0, UM_TYPE_Q5_1 };
     for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
         mcase c;
         CHECK(make_case(&c, types[ti], 512, 32, 11 + ti) == UM_OK);
@@ -453,7 +471,8 @@ TEST(matmul_panel_tables_avx2_match_portable) {
         CHECK(matmul_prepare(&w, c.type, 512, 32, c.raw, buf, UM_KERNEL_AVX2, &e) == UM_OK);
         CHECK(w.packed);
         float *t1 = malloc(mm_tables_bytes(&w)), *t2 = malloc(mm_tables_bytes(&w));
-        size_t n = c.type == UM_TYPE_Q8_0 ? 512 / 2 : 512;
+        /* d per 32 columns and row (Q8_0, Q4_0, Q5_0), then m (Q4_1, Q5_1); n_in for the K-quants */
+        size_t n = c.type == UM_TYPE_Q8_0 || c.type == UM_TYPE_Q4_0 || c.type == UM_TYPE_Q5_0 ? 512 / 2 : 512;
         for (int64_t p = 0; p < 2; p++) {
             mm_panel_tables(&w, p, t1);
 #if MM_X86
@@ -564,7 +583,8 @@ TEST(matmul_self_test_accepts_correct_kernels) {
  * reference, for every packed format, on random block bytes (repacking only moves bits, so
  * any bytes are valid input), every byte of the panel compared. */
 TEST(matmul_pack_panel_matches_reference) {
-    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0, UM_TYPE_Q4_0, UM_TYPE_Q4_1,
+                                      UM_TYPE_Q5_0, UM_TYPE_Q5_1 };
     for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
         const int64_t nb = 3;
         size_t row_bytes = (size_t)nb * um_type_bytes(types[ti]), bytes = 16 * row_bytes;
@@ -658,6 +678,16 @@ TEST(matmul_iq_many_panels) {
     static const int64_t toks[] = { 3, 16, 40 };
     um_pool *p = pool_new(2);
     sweep_types(types, UM_ARRAY_LEN(types), 512, 256, toks, 3, p);
+    pool_free(p);
+}
+
+/* Q4_0..Q5_1 (repacked, unpacked to Q8_0 codes per chunk) with many panels and DiffusionGemma's
+ * expert down-projection width: 704 columns, 22 blocks, not a multiple of 256. */
+TEST(matmul_q32_many_panels) {
+    static const uint32_t types[] = { UM_TYPE_Q5_0, UM_TYPE_Q5_1, UM_TYPE_Q4_0, UM_TYPE_Q4_1 };
+    static const int64_t toks[] = { 3, 16, 40 };
+    um_pool *p = pool_new(2);
+    sweep_types(types, UM_ARRAY_LEN(types), 704, 256, toks, 3, p);
     pool_free(p);
 }
 
@@ -759,6 +789,8 @@ TEST(matmul_grouped_equals_per_expert_products) {
         { UM_TYPE_Q4_K, UM_TYPE_Q4_K },    /* gate + up together, one dispatch */
         { UM_TYPE_Q6_K, UM_TYPE_Q6_K }, { UM_TYPE_Q8_0, UM_TYPE_Q8_0 },
         { UM_TYPE_IQ2_XS, UM_TYPE_IQ2_XS },  /* the IQ integer path (every SIMD kernel) */
+        { UM_TYPE_Q5_0, UM_TYPE_Q5_0 },    /* unpacked to Q8_0 codes per chunk */
+        { UM_TYPE_Q5_1, UM_TYPE_Q4_1 },    /* and the mins term */
         { UM_TYPE_Q4_K, UM_TYPE_Q6_K },    /* different types: one group after the other */
         { UM_TYPE_F16, UM_TYPE_Q5_K },     /* float-tile formats: gathered rows */
     };
@@ -778,7 +810,7 @@ TEST(matmul_grouped_equals_per_expert_products) {
  * paths than a longer one (Q4_K straight from the packed panel on AVX2); a token's outputs
  * must not depend on how many tokens share its product. Every kernel, panel formats. */
 TEST(matmul_token_count_does_not_change_a_row) {
-    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0, UM_TYPE_Q5_0, UM_TYPE_Q5_1 };
     /* 1-4: one 256-bit register block (AVX2's packed Q4_K); 10 and fewer: AVX-512's packed Q6_K
      * (Q6K_DIRECT_MAX), 64 and fewer its packed Q4_K (Q4K_DIRECT_MAX); 80: both kernels unpack
      * the panel first */

@@ -29,6 +29,14 @@
  *   Q8_0, per 32 columns (544 bytes = 16 x 34):
  *     [0, 512)      8 vectors, vector s: (uint8)(q ^ 0x80) of column s*4 + i
  *     [512, 544)    d[16] f16
+ *   Q4_0, Q4_1, Q5_0, Q5_1, per 32 columns (16 x 18, 20, 22, 24 bytes):
+ *     [0, 256)      4 vectors, vector s: the file's qs[s*4 + i] (low nibble: column s*4 + i,
+ *                   high nibble: column 16 + s*4 + i), so code vector g = 0..7 (columns 4g..)
+ *                   is the low (g < 4) or high (g >= 4) nibbles of vector g % 4
+ *     Q5_x:  [256, 320)  1 vector: bit g = the fifth bit of column g*4 + i
+ *     then d[16] f16 (at mm_q32_d_off), then Q4_1/Q5_1: m[16] f16
+ *   These are unpacked per chunk to Q8_0 codes (level + 128: mm_unpack_q32_*) and run the
+ *   Q8_0 loop; the layout keeps the file size, so the repack needs no larger buffer.
  *
  * q is the format's unsigned code (Q4_K 0..15, Q6_K 0..63) so it can be vpdpbusd's
  * unsigned operand against signed int8 activations; Q8_0 is offset by 128 for the same
@@ -74,10 +82,10 @@ bool matmul_kernel_available(um_kernel k) {
     }
 }
 
-/* Does kernel k agree with the AVX-512 kernel on small Q4_K, Q6_K and Q8_0 products?
- * Random code bytes, small finite f16 scales, 23 tokens (a full and a partial tile). */
+/* Does kernel k agree with the AVX-512 kernel on small Q4_K, Q6_K, Q8_0, Q5_0 and Q5_1
+ * products? Random code bytes, small finite f16 scales, 23 tokens (a full and a partial tile). */
 bool matmul_self_test(um_kernel k) {
-    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0 };
+    static const uint32_t types[] = { UM_TYPE_Q4_K, UM_TYPE_Q6_K, UM_TYPE_Q8_0, UM_TYPE_Q5_0, UM_TYPE_Q5_1 };
     const int64_t n_in = 512, n_out = 32, n_tok = 23;
     bool ok = matmul_kernel_available(k) && matmul_kernel_available(UM_KERNEL_AVX512);
     uint32_t rng = 12345;
@@ -97,7 +105,7 @@ bool matmul_self_test(um_kernel k) {
                 uint8_t *blk = raw + b * bb;
                 if (type == UM_TYPE_Q6_K) memcpy(blk + 208, &h, 2);
                 else memcpy(blk, &h, 2);
-                if (type == UM_TYPE_Q4_K) memcpy(blk + 2, &h, 2);
+                if (type == UM_TYPE_Q4_K || type == UM_TYPE_Q5_1) memcpy(blk + 2, &h, 2);   /* dmin, m */
             }
             for (int64_t i = 0; i < n_tok * n_in; i++) x[i] = (float)((int)((rng = rng * 1103515245u + 12345u) >> 16) % 2001 - 1000) * 1e-3f;
             ok = matmul_prepare(&wa, type, n_in, n_out, raw, pa, k, NULL) == UM_OK &&
@@ -157,7 +165,7 @@ int matmul_kernel_default(um_kernel *out, um_err *e) {
 }
 
 static bool is_panel_type(uint32_t type) {
-    return type == UM_TYPE_Q4_K || type == UM_TYPE_Q6_K || type == UM_TYPE_Q8_0;
+    return type == UM_TYPE_Q4_K || type == UM_TYPE_Q6_K || type == UM_TYPE_Q8_0 || mm_q32_type(type);
 }
 
 /* The x86 kernels' panels; the ARM kernels decode the file layout (matmul_impl.h). */
@@ -311,7 +319,7 @@ static void quantize_row(const mm_job *j, const float *x, uint8_t *dst) {
     /* the 512-bit quantizer wherever the 512-bit kernels may run (same bytes either way) */
 #if MM_X86
     bool wide = w->kernel == UM_KERNEL_AVX512 || w->kernel == UM_KERNEL_AMX || w->kernel == UM_KERNEL_AMX_EMU;
-    (wide ? mm_quantize_act_avx512 : mm_quantize_act_avx2)(w->type, x, w->n_in, dst, j->off_scale, j->off_corr);
+    (wide ? mm_quantize_act_avx512 : mm_quantize_act_avx2)(mm_act_type(w), x, w->n_in, dst, j->off_scale, j->off_corr);
 #else
     mm_quantize_act(mm_act_type(w), x, w->n_in, dst, j->off_scale, j->off_corr);
 #endif

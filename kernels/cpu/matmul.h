@@ -11,7 +11,7 @@
  *   avx2     256-bit; integer formats with vpmaddubsw/vpmaddwd
  *   avxvnni  256-bit with AVX-VNNI vpdpbusd (UNMASK_KERNEL=avx2 on a VNNI CPU picks this)
  *   avx512   512-bit, AVX-512 VNNI vpdpbusd, f32 FMA for float formats
- *   amx      AMX-INT8 tiles for Q4_K/Q6_K/Q8_0 (other formats: the avx512 code); chosen
+ *   amx      AMX-INT8 tiles for the repacked formats (others: the avx512 code); chosen
  *            automatically only after matmul_self_test agrees with avx512
  *   amx-emu  the AMX loops and data layout with scalar tile ops (tests only)
  *   neon     AArch64 Advanced SIMD: the float-tile path for every format (f32 FMA)
@@ -20,11 +20,13 @@
  *            (arch/arm; the ARM kernels decode each panel from the file layout per chunk,
  *            so they never repack, see matmul_impl.h)
  *
- * Layouts. Q4_K, Q6_K and Q8_0 are repacked at load into panels of 16 rows (see matmul.c
- * for the byte layout) when the caller lends a writable buffer of the same size: resident
- * memory stays the file size. Every other format, and these three without a writable
- * buffer, stays in the file's row-major layout and runs the "float tile" path: a panel of
- * 16 rows x 256 columns is decoded to f32 once and multiplied with f32 activations.
+ * Layouts. Q4_K, Q6_K, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 are repacked at load into panels of
+ * 16 rows (see matmul.c for the byte layout) when the caller lends a writable buffer of the
+ * same size: resident memory stays the file size. The x86 kernels take the IQ1/IQ2/IQ3/TQ
+ * formats on the integer path from the file layout. Every other format, and the repacked
+ * ones without a writable buffer, stays in the file's row-major layout and runs the "float
+ * tile" path: a panel of 16 rows x 256 columns is decoded to f32 once and multiplied with
+ * f32 activations.
  * The panel layout is the same for every SIMD kernel, so w->kernel may be switched among
  * avx2 / avxvnni / avx512 / amx after matmul_prepare (not to or from ref).
  *
@@ -74,7 +76,7 @@ bool matmul_kernel_available(um_kernel k);
 /* The kernel AUTO stands for: UNMASK_KERNEL if set (fails if unknown or the CPU lacks it),
  * else the best available. */
 int matmul_kernel_default(um_kernel *out, um_err *e);
-/* Does kernel k reproduce the AVX-512 kernel's results on small Q4_K/Q6_K/Q8_0 products?
+/* Does kernel k reproduce the AVX-512 kernel's results on small Q4_K/Q6_K/Q8_0/Q5_0/Q5_1 products?
  * matmul_kernel_default runs it once for AMX before choosing AMX automatically. */
 bool matmul_self_test(um_kernel k);
 /* Does matmul_prepare repack this type for kernel k (so a writable buffer helps)? */

@@ -41,7 +41,9 @@
  *                     Q6_K: int32 -32*sum(q) per 16      (the -32 offset of q6), then
  *                           int16 sum(q) per 16           (the same sums, for vpmaddwd)
  *                     IQ (mm_iq_int): int32 -64*sum(q) per 16 (the +64 of their codes)
- *                     Q8_0: int32 -128*sum(q) per 32     (weights are stored as w ^ 0x80) */
+ *                     Q8_0: int32 -128*sum(q) per 32     (weights are stored as w ^ 0x80), then
+ *                           float scale*sum(q) per 32    (the mins term of Q4_1/Q5_1)
+ *                     (Q4_0, Q4_1, Q5_0 and Q5_1 use the Q8_0 row: mm_act_type) */
 typedef struct mm_job {
     const um_matmul_weights *w;
     const float   *x;            /* (n_tokens, n_in) */
@@ -69,7 +71,8 @@ void mm_decode_rows_ref(const um_matmul_weights *w, int64_t row0, int n_rows, in
 void mm_decode_rows_avx2(const um_matmul_weights *w, int64_t row0, int n_rows, int64_t k0,
                          int64_t kc, float *out);
 
-/* Per-panel scale tables (floats), see matmul.c: Q4_K n_in floats, Q6_K n_in, Q8_0 n_in/2. */
+/* Per-panel scale tables (floats), see matmul.c: Q4_K n_in floats, Q6_K n_in, Q8_0 n_in/2,
+ * mm_q32_type n_in/2 (d per 32 columns and row, as Q8_0), then for Q4_1/Q5_1 m likewise. */
 void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *tables);
 size_t mm_tables_bytes(const um_matmul_weights *w);
 void mm_panel_tables_avx2(const um_matmul_weights *w, int64_t panel, float *tables);   /* same, F16C */
@@ -97,9 +100,31 @@ void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *
 void mm_quantize_act_avx512(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
                             size_t off_scale, size_t off_corr);
 
-/* Repack one panel (16 file rows, row_bytes apart, nb blocks each) of a Q4_K / Q6_K / Q8_0
- * matrix into the layout of matmul.c: the byte-wise reference, and the word-wise version
- * matmul_prepare uses (identical bytes). */
+/* The 32-column formats the x86 kernels repack and run on the Q8_0 loop (issue: Q5_0 in
+ * Q4_K_M files): Q4_0, Q4_1, Q5_0, Q5_1. Their panel (matmul.c) keeps the file's bytes per
+ * weight; each chunk unpacks it to Q8_0 codes (level + 128, one byte per weight, the Q8_0
+ * panel's vector order without the scales: 512 bytes per 32 columns) and a d table, so the
+ * integer sums are those of the same levels stored as Q8_0. Q4_1/Q5_1 (w = d*level + m) add
+ * m x scale*sum(q) per block from the activation row (its float field after the int32s). */
+static inline bool mm_q32_type(uint32_t t) {
+    return t == UM_TYPE_Q4_0 || t == UM_TYPE_Q4_1 || t == UM_TYPE_Q5_0 || t == UM_TYPE_Q5_1;
+}
+static inline bool mm_q32_affine(uint32_t t) { return t == UM_TYPE_Q4_1 || t == UM_TYPE_Q5_1; }
+static inline bool mm_q32_fifth_bit(uint32_t t) { return t == UM_TYPE_Q5_0 || t == UM_TYPE_Q5_1; }
+/* Byte offset of d[16] in a packed 32-column block of these formats (m[16] follows it). */
+static inline size_t mm_q32_d_off(uint32_t t) { return mm_q32_fifth_bit(t) ? 320 : 256; }
+/* Q8_0 code (level + 128) of a 5-bit or 4-bit code c: Q5_0 c - 16, Q4_0 c - 8, Q4_1/Q5_1 c. */
+static inline int mm_q32_code_bias(uint32_t t) {
+    return t == UM_TYPE_Q5_0 ? 112 : t == UM_TYPE_Q4_0 ? 120 : 128;
+}
+/* Unpack one packed panel of these formats (pb) into Q8_0 codes (out, 16 x n_in bytes, vector
+ * s of block b at b * 512 + s * 64). Same bytes from both; the reference is in the tests. */
+void mm_unpack_q32_avx2(const um_matmul_weights *w, const uint8_t *pb, uint8_t *out);
+void mm_unpack_q32_avx512(const um_matmul_weights *w, const uint8_t *pb, uint8_t *out);
+
+/* Repack one panel (16 file rows, row_bytes apart, nb blocks each) of a Q4_K / Q6_K / Q8_0 /
+ * mm_q32_type matrix into the layout of matmul.c: the byte-wise reference, and the word-wise
+ * version matmul_prepare uses (identical bytes). */
 void mm_pack_panel_ref(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst);
 void mm_pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst);
 
@@ -160,8 +185,8 @@ static inline bool mm_int_path(const um_matmul_weights *w) {
 }
 /* The format whose activation-row layout (above) the integer path of w uses. */
 static inline uint32_t mm_act_type(const um_matmul_weights *w) {
-    if (!mm_arm_int(w)) return w->type;
-    return mm_arm_blk32(w->type) ? UM_TYPE_Q8_0 : UM_TYPE_Q6_K;
+    if (mm_arm_int(w)) return mm_arm_blk32(w->type) ? UM_TYPE_Q8_0 : UM_TYPE_Q6_K;
+    return mm_q32_type(w->type) ? UM_TYPE_Q8_0 : w->type;
 }
 /* Per-thread scratch of the ARM integer kernels: tables, then the decoded panel. */
 size_t mm_arm_scratch_bytes(const um_matmul_weights *w);

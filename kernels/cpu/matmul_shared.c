@@ -37,6 +37,24 @@ static void q6k_codes(const um_block_q6_K *b, uint8_t *c) {
     }
 }
 
+/* The fields of a Q4_0 / Q4_1 / Q5_0 / Q5_1 file block (quant.h's structs). */
+typedef struct q32_fields {
+    const uint8_t *d, *m;        /* f16; m NULL for Q4_0 / Q5_0 */
+    const uint8_t *qh;           /* 32 fifth bits, bit j = column j; NULL for Q4_x */
+    const uint8_t *qs;           /* 16 bytes: column j low nibble, column j + 16 high */
+} q32_fields;
+
+static q32_fields q32_block(uint32_t type, const uint8_t *blk) {
+    q32_fields f = { blk, NULL, NULL, NULL };
+    switch (type) {
+    case UM_TYPE_Q4_0: f.qs = ((const um_block_q4_0 *)blk)->qs; break;
+    case UM_TYPE_Q4_1: f.m = blk + 2; f.qs = ((const um_block_q4_1 *)blk)->qs; break;
+    case UM_TYPE_Q5_0: f.qh = ((const um_block_q5_0 *)blk)->qh; f.qs = ((const um_block_q5_0 *)blk)->qs; break;
+    default:           f.m = blk + 2; f.qh = ((const um_block_q5_1 *)blk)->qh; f.qs = ((const um_block_q5_1 *)blk)->qs; break;
+    }
+    return f;
+}
+
 /* One panel: 16 file rows (src, row_bytes apart) -> packed bytes (dst), nb blocks each.
  * The reference: one byte at a time, straight from the layout comment above. */
 void mm_pack_panel_ref(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t nb, uint8_t *dst) {
@@ -75,6 +93,25 @@ void mm_pack_panel_ref(uint32_t type, const uint8_t *src, size_t row_bytes, int6
                     }
                 for (int j = 0; j < 16; j++) o[3072 + j * 16 + r] = (uint8_t)blk->scales[j];
                 memcpy(o + 3328 + r * 2, &blk->d, 2);
+            }
+        } else if (mm_q32_type(type)) {
+            const size_t bb = um_type_bytes(type), doff = mm_q32_d_off(type);
+            uint8_t *o = dst + b * 16 * bb;
+            for (int r = 0; r < 16; r++) {
+                q32_fields f = q32_block(type, src + r * row_bytes + b * bb);
+                for (int s = 0; s < 4; s++)
+                    for (int i = 0; i < 4; i++) o[s * 64 + r * 4 + i] = f.qs[s * 4 + i];
+                if (f.qh)
+                    for (int i = 0; i < 4; i++) {
+                        uint8_t hb = 0;
+                        for (int g = 0; g < 8; g++) {
+                            int k = g * 4 + i;
+                            hb |= (uint8_t)(((f.qh[k / 8] >> (k % 8)) & 1) << g);
+                        }
+                        o[256 + r * 4 + i] = hb;
+                    }
+                memcpy(o + doff + r * 2, f.d, 2);
+                if (f.m) memcpy(o + doff + 32 + r * 2, f.m, 2);
             }
         } else { /* Q8_0 */
             uint8_t *o = dst + b * 16 * sizeof(um_block_q8_0);
@@ -141,6 +178,28 @@ void mm_pack_panel(uint32_t type, const uint8_t *src, size_t row_bytes, int64_t 
                 for (int j = 0; j < 16; j++) o[3072 + j * 16 + r] = (uint8_t)blk->scales[j];
                 memcpy(o + 3328 + r * 2, &blk->d, 2);
             }
+        } else if (mm_q32_type(type)) {
+            const size_t bb = um_type_bytes(type), doff = mm_q32_d_off(type);
+            uint8_t *o = dst + b * 16 * bb;
+            for (int r = 0; r < 16; r++) {
+                q32_fields f = q32_block(type, src + r * row_bytes + b * bb);
+                for (int s2 = 0; s2 < 4; s2++) st32(o + s2 * 64 + r * 4, ld32(f.qs + s2 * 4));
+                if (f.qh) {
+                    /* byte i, bit g = bit 4g + i of qh: gather bits i, i+4, .., i+28 to 0..7 */
+                    const uint32_t qh = ld32(f.qh);
+                    uint32_t hb = 0;
+                    for (int i = 0; i < 4; i++) {
+                        uint32_t x = (qh >> i) & 0x11111111u;
+                        x = (x | x >> 3) & 0x03030303u;
+                        x = (x | x >> 6) & 0x000F000Fu;
+                        x = (x | x >> 12) & 0xFFu;
+                        hb |= x << (8 * i);
+                    }
+                    st32(o + 256 + r * 4, hb);
+                }
+                memcpy(o + doff + r * 2, f.d, 2);
+                if (f.m) memcpy(o + doff + 32 + r * 2, f.m, 2);
+            }
         } else { /* Q8_0 */
             uint8_t *o = dst + b * 16 * sizeof(um_block_q8_0);
             for (int r = 0; r < 16; r++) {
@@ -161,6 +220,8 @@ size_t mm_tables_bytes(const um_matmul_weights *w) {
 
 /* Q4_K per 256 columns: dsc[8][16] = d * sc, then dmm[8][16] = dmin * m.
  * Q6_K per 256 columns: dsc[16][16] = d * sc.   Q8_0 per 32 columns: d[16].
+ * Q4_0 Q4_1 Q5_0 Q5_1: d[16] per 32 columns as Q8_0, then (Q4_1, Q5_1) m[16] per 32 columns
+ * from t + n_in / 2.
  * Loops run over the 16 rows innermost on contiguous bytes so they vectorize. */
 void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *t) {
     const uint8_t *base = (const uint8_t *)w->data + panel * UM_MATMUL_PANEL * w->row_bytes;
@@ -192,6 +253,11 @@ void mm_panel_tables(const um_matmul_weights *w, int64_t panel, float *t) {
             for (int r = 0; r < 16; r++) d[r] = um_fp16_to_fp32(rd16(o + 3328 + r * 2));
             for (int j = 0; j < 16; j++)
                 for (int r = 0; r < 16; r++) dsc[j * 16 + r] = d[r] * (float)(int8_t)o[3072 + j * 16 + r];
+        } else if (mm_q32_type(w->type)) {
+            const uint8_t *o = base + b * 16 * um_type_bytes(w->type) + mm_q32_d_off(w->type);
+            for (int r = 0; r < 16; r++) t[b * 16 + r] = um_fp16_to_fp32(rd16(o + r * 2));
+            if (mm_q32_affine(w->type))
+                for (int r = 0; r < 16; r++) t[nb * 16 + b * 16 + r] = um_fp16_to_fp32(rd16(o + 32 + r * 2));
         } else {
             const uint8_t *o = base + b * 16 * sizeof(um_block_q8_0);
             for (int r = 0; r < 16; r++) t[b * 16 + r] = um_fp16_to_fp32(rd16(o + 512 + r * 2));
@@ -274,6 +340,7 @@ void mm_quantize_act(uint32_t type, const float *x, int64_t n_in, uint8_t *row,
             int s = 0;
             for (int i = 0; i < 32; i++) s += qb[i];
             ((int32_t *)(row + off_corr))[b] = -128 * s;
+            ((float *)(row + off_corr + (size_t)(n_in / 32) * sizeof(int32_t)))[b] = d * (float)s;
         }
     }
 }

@@ -1,5 +1,5 @@
 /*
- * matmul_amx: AMX-INT8 kernels for the 16-row panels (Q4_K, Q6_K, Q8_0), and the same
+ * matmul_amx: AMX-INT8 kernels for the 16-row panels (Q4_K, Q6_K, Q8_0, Q4_0..Q5_1), and the same
  * loops with scalar tile operations (amx-emu) so the data layout and loop logic can be
  * tested on CPUs without AMX. Other formats and partial panels go to the AVX-512 kernel
  * (the dispatcher in matmul.c chooses per chunk: mm_amx_takes).
@@ -11,7 +11,8 @@
  * scale per output and tiles accumulate only int32; AVX-512 applies the scales to C.
  * Q4_K/Q6_K panels are first unpacked to bytes (mm_unpack_panel_avx512, 16 x n_in bytes
  * in per-thread scratch, natural column order); Q8_0 panels are loaded as they are (codes q + 128, so C gets the
- * activation row's -128 * sum(q) added).
+ * activation row's -128 * sum(q) added); Q4_0/Q4_1/Q5_0/Q5_1 panels are unpacked to those
+ * Q8_0 codes (mm_unpack_q32_avx512) and taken like Q8_0, plus m x scale*sum(q) for Q4_1/Q5_1.
  *
  * AMX use: cpu_features() asked Linux for tile-data permission (process-wide) before any
  * kernel could be chosen; each chunk loads its tile configuration and releases the tiles
@@ -115,7 +116,10 @@ AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t 
     mm_panel_tables_avx2(w, panel, tab);
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     int kq = w->type == UM_TYPE_Q6_K ? 16 : 32;         /* columns per sub-block (K of a tile) */
-    if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, unpacked);
+    const bool q32 = mm_q32_type(w->type), affine = mm_q32_affine(w->type);
+    const int64_t nb32 = w->n_in / 32;                  /* the m table of Q4_1/Q5_1 follows d's */
+    if (q32) mm_unpack_q32_avx512(w, pb, unpacked);     /* Q8_0 codes: the Q8_0 case below */
+    else if (w->type != UM_TYPE_Q8_0) mm_unpack_panel_avx512(w, pb, unpacked);
     int cfg_m = -1;
     for (int64_t t = t0; t < t1; t += TM) {
         int m = (int)UM_MIN(TM, t1 - t);
@@ -127,6 +131,7 @@ AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t 
         for (int64_t q = 0; q < n_sub; q++) {
             const uint8_t *b;
             if (w->type == UM_TYPE_Q8_0) b = pb + q * 16 * sizeof(um_block_q8_0);
+            else if (q32) b = unpacked + q * 512;
             else b = unpacked + q * kq * 16;           /* kq/4 vectors of 64 bytes */
             t_zero_c(emu, et);
             t_load_a(emu, et, act + q * kq, j->act_stride);
@@ -152,6 +157,9 @@ AI void amx_chunk(bool emu, const mm_job *j, int64_t panel, int64_t t0, int64_t 
                     c = _mm512_add_epi32(c, _mm512_set1_epi32(((const int32_t *)(a + j->off_corr))[q]));
                     __m512 s = _mm512_mul_ps(_mm512_loadu_ps(tab + q * 16), _mm512_set1_ps(scale[q]));
                     acc[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), s, acc[u]);
+                    if (affine)     /* + m x scale*sum(q), the float after the int32 corrections */
+                        acc[u] = _mm512_fmadd_ps(_mm512_loadu_ps(tab + (nb32 + q) * 16),
+                                                 _mm512_set1_ps(((const float *)(a + j->off_corr))[nb32 + q]), acc[u]);
                 }
             }
         }

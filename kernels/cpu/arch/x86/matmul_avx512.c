@@ -2,10 +2,11 @@
  * matmul_avx512: 512-bit kernels (AVX-512 F/BW/VL/DQ + VNNI). Called only when
  * matmul_kernel_available(UM_KERNEL_AVX512).
  *
- * Integer panels (Q4_K, Q6_K, Q8_0; layouts in matmul.c): one zmm holds 4 columns of all
- * 16 rows, so one vpdpbusd with a broadcast activation dword advances 16 outputs by 4
- * columns. Q4_K/Q6_K panels are first unpacked to one byte per weight (per thread, per
- * chunk: 16 x n_in bytes, L2-resident), then every vector serves 8 tokens at a time. Per
+ * Integer panels (Q4_K, Q6_K, Q8_0, Q4_0/Q4_1/Q5_0/Q5_1; layouts in matmul.c): one zmm holds
+ * 4 columns of all 16 rows, so one vpdpbusd with a broadcast activation dword advances 16
+ * outputs by 4 columns. Q4_K/Q6_K panels are first unpacked to one byte per weight (per
+ * thread, per chunk: 16 x n_in bytes, L2-resident), Q4_0..Q5_1 panels to Q8_0 codes for the
+ * Q8_0 loop, then every vector serves 8 tokens at a time. Per
  * sub-block the int32 sums are converted once and scaled by the panel's float table
  * (d * sub-block scale); the activation scale is applied once per 256 (K-quants) or 32
  * (Q8_0) columns. Everything else: the float-tile path (16 rows x 256 columns decoded to
@@ -76,6 +77,13 @@ AI __m512 mul_tok(const int u, __m512 v, toks t, intptr_t off) {
     __m512 r = _mm512_setzero_ps();
     TOK_OP("vmulps", BC, r, v, u, o)
     return r;
+}
+
+/* acc + v * (the float of token u at byte offset off, broadcast) */
+AI __m512 fma_tok(const int u, __m512 acc, __m512 v, toks t, intptr_t off) {
+    toks o = { t.p0 + off, t.p5 + off, t.s, t.s3 };
+    TOK_OP("vfmadd231ps", BC, acc, v, u, o)
+    return acc;
 }
 
 AI toks toks_at(const mm_job *j, int64_t t) {
@@ -207,25 +215,59 @@ AI void q6k_block(const int T, const bool packed, const uint8_t *ub, const float
 
 /* ---------------------------------------------------------------- Q8_0 */
 
-AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
-                   int64_t t, float *y, pf_slice pf) {
+/* The Q4_0..Q5_1 code source of q8_0_block when it decodes the packed panel itself (direct):
+ * whether the format has fifth bits, and its Q8_0 code bias (matmul_impl.h). */
+typedef struct q32_src {
+    bool    q5;
+    __m512i bias;
+} q32_src;
+
+/* pb: Q8_0 code vectors, bstride bytes per 32 columns (the packed Q8_0 panel, or the Q4_0..Q5_1
+ * panel unpacked to Q8_0 codes), or with direct the packed Q4_0..Q5_1 panel itself, whose code
+ * vectors s and s + 4 are made from its vector s as mm_unpack_q32_avx512 makes them (the int32
+ * sums are exact in any order: the same bits); affine (Q4_1, Q5_1): plus m (tab + nb * 16) x
+ * scale*sum(q), the activation row's float after its int32 corrections. */
+AI void q8_0_block(const int T, const bool direct, const bool affine, const uint8_t *pb, size_t bstride, q32_src qs,
+                   const float *tab, int64_t nb, const mm_job *j, int64_t t, float *y, pf_slice pf) {
     toks tk = toks_at(j, t);
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
     __m512 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0);
+        const uint8_t *qv = pb + (size_t)b * bstride;
         pf_part(pf, b);
         __m512i is[TB];
         /* starting from -128 * sum(q) undoes the code offset (codes are w + 128) */
         intptr_t co = (intptr_t)(j->off_corr + b * sizeof(int32_t)), so = (intptr_t)(j->off_scale + b * sizeof(float));
         UNROLL for (int u = 0; u < T; u++) is[u] = bcast_tok(u, tk, co);
-        UNROLL for (int s = 0; s < 8; s++) {
-            __m512i v = _mm512_loadu_si512(qv + s * 64);
-            UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(b * 32 + s * 4));
+        if (direct) {
+            const __m512i hb = qs.q5 ? _mm512_loadu_si512(qv + 256) : _mm512_setzero_si512();
+            UNROLL for (int s = 0; s < 4; s++) {
+                const __m512i v = _mm512_loadu_si512(qv + s * 64);
+                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (qs.q5) {
+                    lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(hb, 4 - s), m10));
+                    hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi16(hb, s), m10));
+                }
+                lo = _mm512_add_epi8(lo, qs.bias);
+                hi = _mm512_add_epi8(hi, qs.bias);
+                UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], lo, tk, (intptr_t)(b * 32 + s * 4));
+                UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], hi, tk, (intptr_t)(b * 32 + 16 + s * 4));
+            }
+        } else {
+            UNROLL for (int s = 0; s < 8; s++) {
+                __m512i v = _mm512_loadu_si512(qv + s * 64);
+                UNROLL for (int u = 0; u < T; u++) is[u] = dp_tok(u, is[u], v, tk, (intptr_t)(b * 32 + s * 4));
+            }
         }
         __m512 d = _mm512_loadu_ps(tab + b * 16);
         UNROLL for (int u = 0; u < T; u++)
             acc[u] = _mm512_fmadd_ps(mul_tok(u, _mm512_cvtepi32_ps(is[u]), tk, so), d, acc[u]);
+        if (affine) {
+            __m512 m = _mm512_loadu_ps(tab + (nb + b) * 16);
+            intptr_t mo = (intptr_t)(j->off_corr + (size_t)(nb + b) * sizeof(float));
+            UNROLL for (int u = 0; u < T; u++) acc[u] = fma_tok(u, acc[u], m, tk, mo);
+        }
     }
     UNROLL for (int u = 0; u < T; u++) _mm512_storeu_ps(y + (size_t)u * j->w->n_out, acc[u]);
 }
@@ -239,6 +281,9 @@ AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb,
  * combined), which pays only for one token block: 1-row experts +67%, 4 rows +31%, 16 rows -9%
  * (Zen 5, one thread, alternating builds) */
 #define Q6K_DIRECT_MAX TB
+/* Q4_0..Q5_1 from the packed panel (q8_0_block's direct) for chunks of at most this many tokens,
+ * else unpacked to Q8_0 codes once per chunk: see docs/matmul.md for the measurements */
+#define Q32_DIRECT_MAX (2 * TB)
 
 /* nt is at most the format's block size; the cases above it are never taken */
 #define CASES(F, MAX, ...) \
@@ -256,10 +301,16 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     const bool iq = mm_iq_int(w);           /* decoded like a Q6_K panel, see matmul_impl.h */
     const bool direct = (w->type == UM_TYPE_Q4_K && t1 - t0 <= Q4K_DIRECT_MAX) ||
                         (w->type == UM_TYPE_Q6_K && t1 - t0 <= Q6K_DIRECT_MAX);
+    const bool q32 = mm_q32_type(w->type);  /* Q8_0 codes, see matmul_impl.h */
+    const bool q32_direct = q32 && t1 - t0 <= Q32_DIRECT_MAX;
+    const q32_src qs = { mm_q32_fifth_bit(w->type), _mm512_set1_epi8((char)mm_q32_code_bias(w->type)) };
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (iq) {
         mm_iq_panel(w, panel, tab, ub, true);
+    } else if (q32) {
+        mm_panel_tables_avx512(w, panel, tab);
+        if (!q32_direct) mm_unpack_q32_avx512(w, pb, ub);
     } else {
         mm_panel_tables_avx512(w, panel, tab);
         if (w->type != UM_TYPE_Q8_0 && !direct) mm_unpack_panel_avx512(w, pb, ub);
@@ -294,7 +345,11 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
         else if (w->type == UM_TYPE_Q4_K) { CASES(q4k_block, TB, false, ub, tab, nb, j, t, y, sl) }
         else if (w->type == UM_TYPE_Q6_K && direct) { CASES(q6k_block, TB, true, pb, tab, nb, j, t, y, sl) }
         else if (w->type == UM_TYPE_Q6_K || iq) { CASES(q6k_block, TB, false, ub, tab, nb, j, t, y, sl) }
-        else { CASES(q8_0_block, TB, pb, tab, nb, j, t, y, sl) }
+        else if (q32_direct && mm_q32_affine(w->type)) { CASES(q8_0_block, TB, true, true, pb, 16 * (size_t)um_type_bytes(w->type), qs, tab, nb, j, t, y, sl) }
+        else if (q32_direct) { CASES(q8_0_block, TB, true, false, pb, 16 * (size_t)um_type_bytes(w->type), qs, tab, nb, j, t, y, sl) }
+        else if (q32 && mm_q32_affine(w->type)) { CASES(q8_0_block, TB, false, true, ub, 512, qs, tab, nb, j, t, y, sl) }
+        else if (q32) { CASES(q8_0_block, TB, false, false, ub, 512, qs, tab, nb, j, t, y, sl) }
+        else { CASES(q8_0_block, TB, false, false, pb, 16 * sizeof(um_block_q8_0), qs, tab, nb, j, t, y, sl) }
     }
 }
 

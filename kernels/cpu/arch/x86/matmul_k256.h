@@ -6,7 +6,9 @@
  * a 16-row panel is done as two halves (rows 0..7 = bytes 0..31 of each 64-byte vector,
  * rows 8..15 = bytes 32..63). Q4_K/Q6_K panels are unpacked to one byte per weight first
  * (mm_unpack_panel_avx2, same order as the 512-bit path). 16 ymm registers allow register
- * blocks of 4 tokens; the activation scale is folded into the sub-block scale.
+ * blocks of 4 tokens; the activation scale is folded into the sub-block scale. Q4_0, Q4_1,
+ * Q5_0 and Q5_1 panels run the Q8_0 loop on Q8_0 codes: decoded from the packed panel in the
+ * loop for chunks of at most Q32_DIRECT_MAX tokens, else unpacked once per chunk.
  *
  * Without VNNI, vpmaddubsw saturates at 32767: fine for Q4_K (codes <= 15) and Q6_K
  * (<= 63), but Q8_0's offset codes reach 255, so Q8_0 uses |w| x sign(a, w) instead and
@@ -311,36 +313,70 @@ AI void q6k_block(const int T, const uint8_t *ub, const float *tab, int64_t nsb,
     UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
 }
 
-AI void q8_0_block(const int T, const uint8_t *pb, const float *tab, int64_t nb, const mm_job *j,
-                   int64_t t, int h, float *y) {
+/* is[u] += the code vector v (Q8_0 codes, level + 128, 4 columns of 8 rows) . token u's 4
+ * activations at column k, for T tokens */
+AI void q8_0_dp(const int T, __m256i *is, __m256i v, const tok_ptrs *p, size_t k) {
+#if MM_VNNI
+    UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p->q[u] + k));
+#else
+    __m256i wq = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+    __m256i aw = _mm256_abs_epi8(wq);
+    UNROLL for (int u = 0; u < T; u++) {
+        is[u] = dpbusd(is[u], aw, _mm256_sign_epi8(bcast32(p->q[u] + k), wq));
+        IN_REG(is[u]);
+    }
+#endif
+}
+
+/* pb: Q8_0 code vectors, bstride bytes per 32 columns (the packed Q8_0 panel, or the Q4_0..Q5_1
+ * panel unpacked to Q8_0 codes), or with direct the packed Q4_0..Q5_1 panel itself, whose code
+ * vectors s and s + 4 are made from its vector s as mm_unpack_q32_avx2 makes them (int32 sums
+ * are exact in any order: the same bits); q5, bias: the format's fifth bits and code bias;
+ * affine (Q4_1, Q5_1): plus m (tab + nb * 16) x scale*sum(q). */
+AI void q8_0_block(const int T, const bool direct, const bool affine, const uint8_t *pb, size_t bstride, bool q5,
+                   __m256i bias, const float *tab, int64_t nb, const mm_job *j, int64_t t, int h, float *y) {
     tok_ptrs p;
     tok_init(T, j, t, &p);
+    const float *ssum[TB];       /* scale * sum(q) per 32 columns */
+    UNROLL for (int u = 0; u < T; u++) ssum[u] = (const float *)((const uint8_t *)p.corr[u] + (size_t)(nb * 4));
     __m256 acc[TB];
     UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *qv = pb + b * 16 * sizeof(um_block_q8_0) + h * 32;
+        const uint8_t *qv = pb + (size_t)b * bstride + h * 32;
         __m256i is[TB];
         UNROLL for (int u = 0; u < T; u++)
             is[u] = MM_VNNI ? _mm256_set1_epi32(((const int32_t *)p.corr[u])[b]) : _mm256_setzero_si256();
-        UNROLL for (int s = 0; s < 8; s++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(qv + s * 64));
-#if MM_VNNI
-            UNROLL for (int u = 0; u < T; u++) is[u] = dpbusd(is[u], v, bcast32(p.q[u] + b * 32 + s * 4));
-#else
-            __m256i wq = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
-            __m256i aw = _mm256_abs_epi8(wq);
-            UNROLL for (int u = 0; u < T; u++) {
-                is[u] = dpbusd(is[u], aw, _mm256_sign_epi8(bcast32(p.q[u] + b * 32 + s * 4), wq));
-                IN_REG(is[u]);
+        if (direct) {
+            const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+            const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(qv + 256)) : _mm256_setzero_si256();
+            UNROLL for (int s = 0; s < 4; s++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qv + s * 64));
+                __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                if (q5) {
+                    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hb, 4 - s), m10));
+                    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hb, s), m10));
+                }
+                q8_0_dp(T, is, _mm256_add_epi8(lo, bias), &p, (size_t)(b * 32 + s * 4));
+                q8_0_dp(T, is, _mm256_add_epi8(hi, bias), &p, (size_t)(b * 32 + 16 + s * 4));
             }
-#endif
+        } else {
+            UNROLL for (int s = 0; s < 8; s++)
+                q8_0_dp(T, is, _mm256_loadu_si256((const __m256i *)(qv + s * 64)), &p, (size_t)(b * 32 + s * 4));
         }
         __m256 d = _mm256_loadu_ps(tab + b * 16 + h * 8);
         UNROLL for (int u = 0; u < T; u++)
             acc[u] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(is[u]), _mm256_set1_ps(p.scale[u][b])), d, acc[u]);
+        if (affine) {
+            __m256 m = _mm256_loadu_ps(tab + (nb + b) * 16 + h * 8);
+            UNROLL for (int u = 0; u < T; u++) acc[u] = _mm256_fmadd_ps(m, _mm256_set1_ps(ssum[u][b]), acc[u]);
+        }
     }
     UNROLL for (int u = 0; u < T; u++) _mm256_storeu_ps(y + (size_t)u * j->w->n_out + h * 8, acc[u]);
 }
+
+/* Q4_0..Q5_1 from the packed panel (q8_0_block's direct) for chunks of at most this many tokens,
+ * else unpacked to Q8_0 codes once per chunk (docs/matmul.md) */
+#define Q32_DIRECT_MAX (2 * TB)
 
 #define CASES(F, ...) \
     switch (nt) { \
@@ -352,10 +388,17 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
     const bool iq = mm_iq_int(w);           /* decoded like a Q6_K panel, see matmul_impl.h */
     /* one token block of Q4_K: computed from the packed panel, not unpacked first */
     const bool direct = !MM_VNNI && w->type == UM_TYPE_Q4_K && t1 - t0 <= TB;
+    const bool q32 = mm_q32_type(w->type);  /* Q8_0 codes, see matmul_impl.h */
+    const bool q32_direct = q32 && t1 - t0 <= Q32_DIRECT_MAX, q5 = mm_q32_fifth_bit(w->type);
+    const __m256i bias = _mm256_set1_epi8((char)mm_q32_code_bias(w->type));
+    const size_t q32_stride = q32 ? 16 * (size_t)um_type_bytes(w->type) : 0;
     const uint8_t *pb = (const uint8_t *)w->data + (size_t)panel * UM_MATMUL_PANEL * w->row_bytes;
     uint8_t *ub = (uint8_t *)tab + mm_tables_bytes(w);
     if (iq) {
         mm_iq_panel(w, panel, tab, ub, false);
+    } else if (q32) {
+        mm_panel_tables_avx2(w, panel, tab);
+        if (!q32_direct) mm_unpack_q32_avx2(w, pb, ub);
     } else {
 #if MM_VNNI
         mm_panel_tables_avx2(w, panel, tab);
@@ -388,7 +431,11 @@ static void int_chunk(const mm_job *j, int64_t panel, int64_t t0, int64_t t1, fl
             else if (w->type == UM_TYPE_Q6_K) { CASES(q6k_block_i16, ub, (const void *)tab, nb, j, t, h, y) }
 #endif
             else if (w->type == UM_TYPE_Q6_K || iq) { CASES(q6k_block, ub, tab, nb, j, t, h, y) }
-            else { CASES(q8_0_block, pb, tab, nb, j, t, h, y) }
+            else if (q32_direct && mm_q32_affine(w->type)) { CASES(q8_0_block, true, true, pb, q32_stride, q5, bias, tab, nb, j, t, h, y) }
+            else if (q32_direct) { CASES(q8_0_block, true, false, pb, q32_stride, q5, bias, tab, nb, j, t, h, y) }
+            else if (q32 && mm_q32_affine(w->type)) { CASES(q8_0_block, false, true, ub, 512, q5, bias, tab, nb, j, t, h, y) }
+            else if (q32) { CASES(q8_0_block, false, false, ub, 512, q5, bias, tab, nb, j, t, h, y) }
+            else { CASES(q8_0_block, false, false, pb, 16 * sizeof(um_block_q8_0), q5, bias, tab, nb, j, t, h, y) }
         }
     }
 }

@@ -67,6 +67,34 @@ void mm_unpack_panel_avx2(const um_matmul_weights *w, const uint8_t *pb, uint8_t
     }
 }
 
+/* Q4_0 / Q4_1 / Q5_0 / Q5_1 panel -> Q8_0 codes (matmul_impl.h): code vector g of a block is
+ * the low (g < 4) or high nibbles of packed vector g % 4, plus bit g of the fifth-bit vector
+ * moved to bit 4 (16-bit shifts: the bit kept stays within its byte), plus the format's bias. */
+void mm_unpack_q32_avx2(const um_matmul_weights *w, const uint8_t *pb, uint8_t *out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m10 = _mm256_set1_epi8(0x10);
+    const __m256i bias = _mm256_set1_epi8((char)mm_q32_code_bias(w->type));
+    const bool q5 = mm_q32_fifth_bit(w->type);
+    const size_t bb = 16 * um_type_bytes(w->type);
+    for (int64_t b = 0; b < w->n_in / 32; b++) {
+        const uint8_t *qv = pb + (size_t)b * bb;
+        uint8_t *o = out + (size_t)b * 512;
+        for (int h = 0; h < 2; h++) {
+            const __m256i hb = q5 ? _mm256_loadu_si256((const __m256i *)(qv + 256 + h * 32)) : _mm256_setzero_si256();
+            for (int s = 0; s < 4; s++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qv + s * 64 + h * 32));
+                __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                if (q5) {
+                    /* bit s to bit 4 for the low nibbles (code vector s), bit s + 4 for the high */
+                    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hb, 4 - s), m10));
+                    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hb, s), m10));
+                }
+                _mm256_storeu_si256((__m256i *)(o + s * 64 + h * 32), _mm256_add_epi8(lo, bias));
+                _mm256_storeu_si256((__m256i *)(o + (s + 4) * 64 + h * 32), _mm256_add_epi8(hi, bias));
+            }
+        }
+    }
+}
+
 static inline float hmax8(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -124,7 +152,9 @@ void mm_quantize_act_avx2(uint32_t type, const float *x, int64_t n_in, uint8_t *
                 if (type == UM_TYPE_Q6_K) bsum[j] = (int16_t)s;
             }
         } else {
-            ((int32_t *)(row + off_corr))[b] = -128 * (sums[0] + sums[1] + sums[2] + sums[3]);
+            const int sb = sums[0] + sums[1] + sums[2] + sums[3];
+            ((int32_t *)(row + off_corr))[b] = -128 * sb;
+            ((float *)(row + off_corr + (size_t)(n_in / 32) * sizeof(int32_t)))[b] = d * (float)sb;
         }
     }
 }
@@ -163,6 +193,11 @@ void mm_panel_tables_avx2(const um_matmul_weights *w, int64_t panel, float *t) {
                     __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(o + 3072 + j * 16 + h * 8)));
                     _mm256_storeu_ps(t + b * 256 + j * 16 + h * 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
                 }
+            } else if (mm_q32_type(w->type)) {
+                const uint8_t *o = base + b * 16 * um_type_bytes(w->type) + mm_q32_d_off(w->type);
+                _mm256_storeu_ps(t + b * 16 + h * 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + h * 16))));
+                if (mm_q32_affine(w->type))
+                    _mm256_storeu_ps(t + (nb + b) * 16 + h * 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 32 + h * 16))));
             } else {
                 const uint8_t *o = base + b * 16 * sizeof(um_block_q8_0);
                 _mm256_storeu_ps(t + b * 16 + h * 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 512 + h * 16))));

@@ -45,6 +45,29 @@ void mm_unpack_panel_avx512(const um_matmul_weights *w, const uint8_t *pb, uint8
     }
 }
 
+/* A Q4_0 / Q4_1 / Q5_0 / Q5_1 panel -> Q8_0 codes, mm_unpack_q32_avx2 on whole vectors. */
+void mm_unpack_q32_avx512(const um_matmul_weights *w, const uint8_t *pb, uint8_t *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+    const __m512i bias = _mm512_set1_epi8((char)mm_q32_code_bias(w->type));
+    const bool q5 = mm_q32_fifth_bit(w->type);
+    const size_t bb = 16 * um_type_bytes(w->type);
+    for (int64_t b = 0; b < w->n_in / 32; b++) {
+        const uint8_t *qv = pb + (size_t)b * bb;
+        uint8_t *o = out + (size_t)b * 512;
+        const __m512i hb = q5 ? _mm512_loadu_si512(qv + 256) : _mm512_setzero_si512();
+        for (int s = 0; s < 4; s++) {
+            const __m512i v = _mm512_loadu_si512(qv + s * 64);
+            __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if (q5) {
+                lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(hb, 4 - s), m10));
+                hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi16(hb, s), m10));
+            }
+            _mm512_storeu_si512(o + s * 64, _mm512_add_epi8(lo, bias));
+            _mm512_storeu_si512(o + (s + 4) * 64, _mm512_add_epi8(hi, bias));
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- activations */
 
 /* mm_quantize_act (matmul.c) 16 values at a time; identical bytes (same amax, the same f32
@@ -89,6 +112,7 @@ void mm_quantize_act_avx512(uint32_t type, const float *x, int64_t n_in, uint8_t
             for (int j = 0; j < 16; j++) corr[j] = -64 * sums[j];
         } else {
             ((int32_t *)(row + off_corr))[b] = -128 * (sums[0] + sums[1]);
+            ((float *)(row + off_corr + (size_t)(n_in / 32) * sizeof(int32_t)))[b] = d * (float)(sums[0] + sums[1]);
         }
     }
 }
