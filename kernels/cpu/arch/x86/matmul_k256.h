@@ -34,9 +34,15 @@
 #define TB 4                     /* tokens per integer register block */
 #define TF 6                     /* tokens per float register block */
 
+/* The VEX vpdpbusd of AVX-VNNI; tests/test_matmul_avxvnni_avx512.c builds this file with the
+ * EVEX form (AVX512-VNNI + VL, the same operation) to run the kernel on CPUs without AVX-VNNI. */
+#ifndef MM_DPBUSD256
+#define MM_DPBUSD256 _mm256_dpbusd_avx_epi32
+#endif
+
 AI __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 #if MM_VNNI
-    return _mm256_dpbusd_avx_epi32(acc, u, s);
+    return MM_DPBUSD256(acc, u, s);
 #else
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 #endif
