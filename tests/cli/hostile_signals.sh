@@ -69,6 +69,10 @@ record_bg() {
 mid_run() { grep -q 'step [3-9][0-9]*/' "$1.err" 2>/dev/null; }
 
 for sig in HUP QUIT USR1 USR2 ALRM XCPU XFSZ VTALRM PROF; do
+  if [ $sig = HUP ] && hup_ignored; then
+    skip "record SIGHUP" "SIGHUP is ignored in this shell (started under nohup?): it cannot be delivered"
+    continue
+  fi
   d=$TMP/rec-$sig
   record_bg "$d" -p hi --gen 200 --steps 200 --gif x.gif --cast x.cast
   wait_for mid_run "$d"

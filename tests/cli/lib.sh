@@ -37,3 +37,6 @@ synth_quant_matches() { local shape ty mix in_sha out_sha name
     else fail "$name: same bytes as llama-quantize"; fi
   done <"$1"; }
 finish() { echo "$SUITE: $_pass passed, $_fail failed, $_skip skipped"; }
+# hup_ignored: SIGHUP was ignored when this shell started (a run under nohup); a shell cannot
+# undo that (POSIX), so a test that needs SIGHUP delivered must skip, saying why
+hup_ignored() { local m; m=$(awk '/^SigIgn:/ {print $2}' /proc/$$/status 2>/dev/null); [ -n "$m" ] && (( 0x$m & 1 )); }
