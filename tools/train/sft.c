@@ -144,25 +144,31 @@ static int32_t best_token(const float *lg, int V, int32_t mask_id, float *prob) 
     return best;
 }
 
-void sft_heldout(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int B, double t, uint64_t seed,
-                        int32_t *in, float *logits, sft_eval *ev) {
+/* Held-out loss and accuracy: answer tokens replaced with probability t by the mask (masked
+ * models: the masked positions count) or by a uniformly random token (uniform-state models:
+ * every answer position counts, and the argmax may be any token). */
+static void heldout(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int B, double t, uint64_t seed,
+                    bool uniform, int32_t *in, float *logits, sft_eval *ev) {
     const int T = s->T, V = m->c.n_vocab;
     uint64_t r[4];
     tm_rand_seed(r, seed);
     double ce = 0;
-    int64_t masked = 0, right = 0;
+    int64_t counted = 0, right = 0;
     n = UM_MIN(n, s->n);
     for (int e0 = 0; e0 < n; e0 += B) {
         int nb = UM_MIN(B, n - e0);
         for (int b = 0; b < nb; b++) {
             const int32_t *seq = s->seq + (size_t)(e0 + b) * T;
-            for (int i = 0; i < T; i++)
-                in[b * T + i] = i >= s->prompt_len[e0 + b] && tm_rand_unit(r) < t ? m->c.mask_id : seq[i];
+            for (int i = 0; i < T; i++) {
+                in[b * T + i] = seq[i];
+                if (i >= s->prompt_len[e0 + b] && tm_rand_unit(r) < t)
+                    in[b * T + i] = uniform ? (int32_t)(tm_rand(r) % (uint64_t)V) : m->c.mask_id;
+            }
         }
         tm_logits_batch(m, w, p, in, nb, T, logits);
         for (int b = 0; b < nb; b++)
-            for (int i = 0; i < T; i++) {
-                if (in[b * T + i] != m->c.mask_id) continue;
+            for (int i = uniform ? s->prompt_len[e0 + b] : 0; i < T; i++) {
+                if (!uniform && in[b * T + i] != m->c.mask_id) continue;
                 const float *lg = logits + ((size_t)b * T + i) * V;
                 int32_t y = s->seq[(size_t)(e0 + b) * T + i];
                 float mx = -INFINITY;
@@ -171,12 +177,31 @@ void sft_heldout(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int
                 for (int k = 0; k < V; k++) sum += exp((double)(lg[k] - mx));
                 ce += log(sum) + mx - lg[y];
                 float pr;
-                right += best_token(lg, V, m->c.mask_id, &pr) == y;
-                masked++;
+                right += best_token(lg, V, uniform ? -1 : m->c.mask_id, &pr) == y;
+                counted++;
             }
     }
-    ev->loss = masked ? ce / (double)masked : 0;
-    ev->acc = masked ? (double)right / (double)masked : 0;
+    ev->loss = counted ? ce / (double)counted : 0;
+    ev->acc = counted ? (double)right / (double)counted : 0;
+}
+
+void sft_heldout(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int B, double t, uint64_t seed,
+                 int32_t *in, float *logits, sft_eval *ev) {
+    heldout(m, w, p, s, n, B, t, seed, false, in, logits, ev);
+}
+
+/* Solving's tally of examples [first, first + nb): answer positions right, examples all right. */
+static void tally(const sft_set *s, int first, int nb, const int32_t *in, sft_eval *ev) {
+    const int T = s->T;
+    for (int b = 0; b < nb; b++) {
+        const int32_t *seq = s->seq + (size_t)(first + b) * T;
+        int pl = s->prompt_len[first + b], wrong = 0;
+        for (int i = pl; i < T; i++) wrong += in[b * T + i] != seq[i];
+        ev->cells += T - pl;
+        ev->cells_right += T - pl - wrong;
+        ev->solved += wrong == 0;
+        ev->puzzles++;
+    }
 }
 
 void sft_solve(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, int n, int B, int32_t *in,
@@ -206,15 +231,7 @@ void sft_solve(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, i
                 if (at >= 0) in[b * T + at] = tok;
             }
         }
-        for (int b = 0; b < nb; b++) {
-            const int32_t *seq = s->seq + (size_t)(first + e0 + b) * T;
-            int pl = s->prompt_len[first + e0 + b], wrong = 0;
-            for (int i = pl; i < T; i++) wrong += in[b * T + i] != seq[i];
-            ev->cells += T - pl;
-            ev->cells_right += T - pl - wrong;
-            ev->solved += wrong == 0;
-            ev->puzzles++;
-        }
+        tally(s, first + e0, nb, in, ev);
     }
 }
 
@@ -222,38 +239,7 @@ void sft_solve(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, i
 
 void sft_heldout_uniform(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int n, int B, double t, uint64_t seed,
                          int32_t *in, float *logits, sft_eval *ev) {
-    const int T = s->T, V = m->c.n_vocab;
-    uint64_t r[4];
-    tm_rand_seed(r, seed);
-    double ce = 0;
-    int64_t counted = 0, right = 0;
-    n = UM_MIN(n, s->n);
-    for (int e0 = 0; e0 < n; e0 += B) {
-        int nb = UM_MIN(B, n - e0);
-        for (int b = 0; b < nb; b++) {
-            const int32_t *seq = s->seq + (size_t)(e0 + b) * T;
-            for (int i = 0; i < T; i++) {
-                in[b * T + i] = seq[i];
-                if (i >= s->prompt_len[e0 + b] && tm_rand_unit(r) < t) in[b * T + i] = (int32_t)(tm_rand(r) % (uint64_t)V);
-            }
-        }
-        tm_logits_batch(m, w, p, in, nb, T, logits);
-        for (int b = 0; b < nb; b++)
-            for (int i = s->prompt_len[e0 + b]; i < T; i++) {
-                const float *lg = logits + ((size_t)b * T + i) * V;
-                int32_t y = s->seq[(size_t)(e0 + b) * T + i];
-                float mx = -INFINITY;
-                int best = 0;
-                for (int k = 0; k < V; k++) if (lg[k] > mx) { mx = lg[k]; best = k; }
-                double sum = 0;
-                for (int k = 0; k < V; k++) sum += exp((double)(lg[k] - mx));
-                ce += log(sum) + mx - lg[y];
-                right += best == y;
-                counted++;
-            }
-    }
-    ev->loss = counted ? ce / (double)counted : 0;
-    ev->acc = counted ? (double)right / (double)counted : 0;
+    heldout(m, w, p, s, n, B, t, seed, true, in, logits, ev);
 }
 
 void sft_solve_uniform(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int first, int n, int B, int rounds,
@@ -279,15 +265,7 @@ void sft_solve_uniform(tm_model *m, tm_ws *w, um_pool *p, const sft_set *s, int 
                     in[b * T + i] = best;
                 }
         }
-        for (int b = 0; b < nb; b++) {
-            const int32_t *seq = s->seq + (size_t)(first + e0 + b) * T;
-            int pl = s->prompt_len[first + e0 + b], wrong = 0;
-            for (int i = pl; i < T; i++) wrong += in[b * T + i] != seq[i];
-            ev->cells += T - pl;
-            ev->cells_right += T - pl - wrong;
-            ev->solved += wrong == 0;
-            ev->puzzles++;
-        }
+        tally(s, first + e0, nb, in, ev);
     }
 }
 

@@ -118,11 +118,6 @@ float sdk_mask_answer(const tm_model *m, const sdk_layout *l, const int32_t *seq
     return (float)(1.0 / (pm * (double)UM_MAX(1, maskable)));
 }
 
-static double normal(uint64_t s[4]) {
-    double u1 = tm_rand_unit(s), u2 = tm_rand_unit(s);
-    return sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2);
-}
-
 void sdk_init_markers(tm_model *m, const sdk_layout *l, uint64_t seed) {
     if (l->marker0 < 0) return;
     const tm_tensor *emb = tm_find(m, "token_embd.weight");
@@ -131,7 +126,7 @@ void sdk_init_markers(tm_model *m, const sdk_layout *l, uint64_t seed) {
     if (!emb || !unit) { free(unit); return; }
     uint64_t s[4];
     tm_rand_seed(s, seed ^ 0x5d0cull);
-    for (int k = 0; k < 27 * D; k++) unit[k] = (float)(normal(s) * 0.02);
+    for (int k = 0; k < 27 * D; k++) unit[k] = (float)(tm_rand_normal(s) * 0.02);
     for (int i = 0; i < SDK_CELLS; i++) {
         int r = i / 9, c = i % 9, b = (r / 3) * 3 + c / 3;
         float *row = m->p + emb->off + (int64_t)(l->marker0 + i) * D;

@@ -44,7 +44,7 @@ void tm_rand_seed(uint64_t s[4], uint64_t seed) {
     }
 }
 
-static double rand_normal(uint64_t s[4]) {
+double tm_rand_normal(uint64_t s[4]) {
     double u1 = tm_rand_unit(s), u2 = tm_rand_unit(s);
     return sqrt(-2.0 * log(u1 + 1e-300)) * cos(2.0 * M_PI * u2);
 }
@@ -123,7 +123,7 @@ void tm_init(tm_model *m, uint64_t seed) {
         float *p = m->p + t->off;
         int64_t n = (int64_t)t->n_out * t->n_in;
         bool res = strstr(t->name, "attn_output") || strstr(t->name, "ffn_down");
-        for (int64_t k = 0; k < n; k++) p[k] = t->decay || !strstr(t->name, "norm") ? (float)(rand_normal(s) * (res ? std_res : std)) : 1.0f;
+        for (int64_t k = 0; k < n; k++) p[k] = t->decay || !strstr(t->name, "norm") ? (float)(tm_rand_normal(s) * (res ? std_res : std)) : 1.0f;
     }
     memset(m->m, 0, (size_t)m->n_params * sizeof(float));
     memset(m->v, 0, (size_t)m->n_params * sizeof(float));

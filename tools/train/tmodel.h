@@ -135,6 +135,7 @@ int tm_import(tm_model **out, const char *path, um_err *e);
 /* xoshiro256** random numbers (the trainer's only RNG, saved in checkpoints). */
 uint64_t tm_rand(uint64_t s[4]);
 double   tm_rand_unit(uint64_t s[4]);       /* [0, 1) */
+double   tm_rand_normal(uint64_t s[4]);     /* standard normal (Box-Muller, two uniforms) */
 void     tm_rand_seed(uint64_t s[4], uint64_t seed);
 
 #endif
