@@ -140,6 +140,41 @@ void ops_swiglu(um_pool *pool, float *y, const float *gate, const float *up, int
 void ops_geglu(um_pool *pool, float *y, const float *gate, const float *up, int64_t n) {
     elem_run(pool, kern()->geglu, y, gate, up, n);
 }
+typedef struct gemm_job {
+    void (*fn)(float *, int64_t, const float *, int64_t, const float *, int64_t, int, int, int);
+    float       *y;
+    const float *a, *b;
+    int64_t      ldy, lda, ldb;
+    int          n, k, m;
+} gemm_job;
+
+/* One 64-column tile, k in blocks of GEMM_KB rows copied into a contiguous panel first: a
+ * row of b may be many pages long (a 2816-float embedding row is 11 KB), and a 256-row panel
+ * read in place touches 256 pages every row tile. Storing y between k blocks and reloading
+ * it is exact, so each element is still one chain of fused multiply-adds in k order. */
+#define GEMM_KB 64
+
+static void gemm_tile(void *arg, int64_t c, int thread_id) {
+    const gemm_job *j = arg;
+    const int64_t j0 = c * UM_GEMM_TILE_COLS;
+    const int w = (int)UM_MIN(UM_GEMM_TILE_COLS, j->m - j0);
+    float panel[GEMM_KB * UM_GEMM_TILE_COLS];
+    for (int k0 = 0; k0 < j->k; k0 += GEMM_KB) {
+        const int kb = UM_MIN(GEMM_KB, j->k - k0);
+        for (int kk = 0; kk < kb; kk++)
+            memcpy(panel + kk * UM_GEMM_TILE_COLS, j->b + (int64_t)(k0 + kk) * j->ldb + j0, sizeof(float) * (size_t)w);
+        j->fn(j->y + j0, j->ldy, j->a + k0, j->lda, panel, UM_GEMM_TILE_COLS, j->n, kb, w);
+    }
+}
+
+void ops_gemm_acc(um_pool *pool, float *y, int64_t ldy, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, int n, int k, int m) {
+    if (n <= 0 || k <= 0 || m <= 0) return;
+    gemm_job j = { kern()->gemm_acc ? kern()->gemm_acc : ops_gemm_acc_ref, y, a, b, ldy, lda, ldb, n, k, m };
+    int64_t tiles = (m + UM_GEMM_TILE_COLS - 1) / UM_GEMM_TILE_COLS;
+    pool_for((int64_t)n * k * m < (1 << 16) ? NULL : pool, tiles, gemm_tile, &j);
+}
+
 /* The soft-cap has only the scalar kernel (ops_ref.c): threaded, not vectorized. */
 
 typedef struct softcap_job { float *x; int64_t n; float cap; } softcap_job;

@@ -79,6 +79,19 @@ void ops_geglu_ref(float *y, const float *gate, const float *up, int64_t n);
 void ops_softcap(um_pool *pool, float *x, int64_t n, float cap);
 void ops_softcap_ref(float *x, int64_t n, float cap);
 
+/* ------------------------------------------------------------------ small GEMM
+ * y (n, m) += a (n, k) b (k, m): row-major, leading dimensions ldy, lda, ldb in floats.
+ * Each y element is one chain of fused multiply-adds in k order from its old value,
+ * y = fma(a[i,k-1], b[k-1,j], ... fma(a[i,0], b[0,j], y)), so every kernel set gives the
+ * reference's bits (C's fmaf). Threads take 64-column tiles. y must not overlap a or b.
+ * (DiffusionGemma's exact self-conditioning: probabilities times a dequantized chunk of the
+ * embedding, accumulated chunk after chunk in vocabulary order.) */
+#define UM_GEMM_TILE_COLS 64
+void ops_gemm_acc(um_pool *pool, float *y, int64_t ldy, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, int n, int k, int m);
+void ops_gemm_acc_ref(float *y, int64_t ldy, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, int n, int k, int m);
+
 /* ------------------------------------------------------------------ row-wise
  * RMSNorm: y[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w[:].
  * x, y: (n_rows, n); w: (n) or NULL for no weight; y may alias x. For per-head QK-norm
@@ -243,6 +256,9 @@ typedef struct um_ops_kern {
     void (*attn_block)(const um_attn_block *b);
     void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
+    /* ops_gemm_acc on one thread (any n, k, m); NULL: the scalar one */
+    void (*gemm_acc)(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     int n, int k, int m);
 } um_ops_kern;
 
 /* The SIMD geglu kernels' form of GELU: 0.5 x (1 + tanh(u)) = x / (1 + e^v) with

@@ -131,6 +131,16 @@ void ops_attn_block_ref(const um_attn_block *b) {
     }
 }
 
+void ops_gemm_acc_ref(float *y, int64_t ldy, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, int n, int k, int m) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++) {
+            float acc = y[i * ldy + j];
+            for (int kk = 0; kk < k; kk++) acc = fmaf(a[i * lda + kk], b[kk * ldb + j], acc);
+            y[i * ldy + j] = acc;
+        }
+}
+
 const um_ops_kern ops_kern_ref = {
     .add         = ops_add_ref,
     .mul         = ops_mul_ref,
@@ -144,5 +154,6 @@ const um_ops_kern ops_kern_ref = {
     .rope_norm   = rope_norm_ref,
     .rope_neox   = rope_neox_ref,
     .attn_block  = ops_attn_block_ref,
+    .gemm_acc    = ops_gemm_acc_ref,
 };
 

@@ -187,7 +187,8 @@ static void free_buffers(um_forward *f) {
                       (void **)&f->kc, (void **)&f->vc, (void **)&f->tok_sel, (void **)&f->slot, (void **)&f->hrow, (void **)&f->cpos,
                       (void **)&f->resid, (void **)&f->moe_out, (void **)&f->kv_lo, (void **)&f->kv_hi,
                       (void **)&f->sc_soft, (void **)&f->sc_p, (void **)&f->sc_colsum,
-                      (void **)&f->sc_exact };
+                      (void **)&f->sc_exact, (void **)&f->sc_mx, (void **)&f->sc_inv, (void **)&f->sc_rows,
+                      (void **)&f->sc_pb, (void **)&f->sc_eb, (void **)&f->sc_y };
     for (size_t i = 0; i < UM_ARRAY_LEN(bufs); i++) {
         um_free_aligned(*bufs[i]);
         *bufs[i] = NULL;
@@ -204,7 +205,7 @@ static int alloc_buffers(um_forward *f, um_err *e) {
     free_buffers(f);
     const um_hparams *hp = &f->m->hp;
     const int64_t T = f->max_tokens, E = hp->n_embd, HD = hp->head_dim;
-    const bool g4 = f->m->arch->gemma4;
+    const bool g4 = f->m->arch->gemma4, gf = g4 && !f->ref;     /* gf: the blocked exact product */
     /* Gemma 4: head_dim is the largest layer's, nkv_max the largest K row */
     const int64_t NQ = (int64_t)hp->n_head * HD, NKV = g4 ? hp->nkv_max : (int64_t)hp->n_head_kv * HD;
     const bool moe = f->m->arch->moe;
@@ -232,6 +233,9 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         { (void **)&f->sc_soft, g4 ? T * E * 4 : 0 },
         { (void **)&f->sc_p, g4 ? (int64_t)pool_threads(f->pool) * (hp->n_vocab + E) * 4 : 0 },
         { (void **)&f->sc_colsum, g4 ? E * 8 : 0 }, { (void **)&f->sc_exact, g4 ? T : 0 },
+        { (void **)&f->sc_mx, gf ? T * 4 : 0 }, { (void **)&f->sc_inv, gf ? T * 4 : 0 },
+        { (void **)&f->sc_rows, gf ? T * 4 : 0 }, { (void **)&f->sc_pb, gf ? T * UM_SC_BLOCK * 4 : 0 },
+        { (void **)&f->sc_eb, gf ? UM_SC_BLOCK * E * 4 : 0 }, { (void **)&f->sc_y, gf ? T * E * 4 : 0 },
     };
     for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
         *want[i].p = um_malloc_aligned(want[i].bytes ? want[i].bytes : 64);

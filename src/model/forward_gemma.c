@@ -52,50 +52,95 @@ typedef struct sc_job {
 } sc_job;
 
 /* p = softmax(z / temp) as llama.cpp forms it (scale by 1/temp, then ggml's soft_max: max,
- * expf, sum in double); returns the sum of exp(z/temp - max) for the caller's tail mass. */
-static double sc_softmax(const float *z, float inv_t, int V, float *p) {
+ * expf, sum in double): p[v] = expf(z[v] / temp - mx) * inv. Returns the sum of
+ * exp(z/temp - max) for the caller's tail mass; *mx_out and *inv_out get mx and inv. */
+static double sc_softmax(const float *z, float inv_t, int V, float *p, float *mx_out, float *inv_out) {
     float mx = -INFINITY;
     for (int v = 0; v < V; v++) { p[v] = z[v] * inv_t; if (p[v] > mx) mx = p[v]; }
     double sum = 0;
     for (int v = 0; v < V; v++) { p[v] = expf(p[v] - mx); sum += p[v]; }
     float inv = (float)(1.0 / sum);
     for (int v = 0; v < V; v++) p[v] *= inv;
+    *mx_out = mx;
+    *inv_out = inv;
     return sum;
 }
 
-/* Exact: soft[c] = sum_v p[v] emb[v] over the whole vocabulary, in vocabulary order (float on
- * the fast path, double on the reference path), from the probabilities p (V) of the row. */
+/* Exact: soft[c] = sum_v p[v] emb[v] over the whole vocabulary, in vocabulary order. The
+ * reference path sums in double here, row by row, from the probabilities p (V) of the row.
+ * The fast path only marks the row: sc_exact_blocked sums every marked row at once. */
 static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row) {
     um_forward *f = j->f;
     const int V = j->n_vocab, E = j->E;
-    float *out = f->sc_soft + c * E;
     f->sc_exact[c] = 1;
-    if (f->ref) {
-        double *acc = f->wrow;
-        for (int i = 0; i < E; i++) acc[i] = 0;
-        for (int v = 0; v < V; v++) {
-            if (p[v] == 0) continue;
-            embd_row(f->m, v, row);
-            for (int i = 0; i < E; i++) acc[i] += (double)p[v] * row[i];
-        }
-        for (int i = 0; i < E; i++) out[i] = (float)acc[i];
-        return;
-    }
-    for (int i = 0; i < E; i++) out[i] = 0;
+    if (!f->ref) return;
+    float *out = f->sc_soft + c * E;
+    double *acc = f->wrow;
+    for (int i = 0; i < E; i++) acc[i] = 0;
     for (int v = 0; v < V; v++) {
         if (p[v] == 0) continue;
         embd_row(f->m, v, row);
-        const float pv = p[v];
-        for (int i = 0; i < E; i++) out[i] += pv * row[i];
+        for (int i = 0; i < E; i++) acc[i] += (double)p[v] * row[i];
     }
+    for (int i = 0; i < E; i++) out[i] = (float)acc[i];
 }
 
 static void sc_exact_row(void *arg, int64_t c, int tid) {
     const sc_job *j = arg;
+    um_forward *f = j->f;
     const int V = j->n_vocab, E = j->E;
-    float *p = j->f->sc_p + (int64_t)tid * (V + E);
-    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p);
+    float *p = f->sc_p + (int64_t)tid * (V + E), mx, inv;
+    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p, &mx, &inv);
+    if (!f->ref) { f->sc_mx[c] = mx; f->sc_inv[c] = inv; }
     sc_exact_from(j, c, p, p + V);
+}
+
+/* The fast path's exact product for the marked rows, a block of UM_SC_BLOCK vocabulary rows
+ * at a time: the block's embedding rows are dequantized once (not once per canvas row, which
+ * on a 262K vocabulary was most of a step) and its probabilities recomputed from the row's
+ * max and sum (the same expf as sc_softmax, so the same values); then Y += P_block E_block,
+ * each sum a chain of fused multiply-adds in vocabulary order (ops_gemm_acc). */
+typedef struct sc_blk_job {
+    um_forward  *f;
+    const float *logits;
+    float        inv_t;
+    int          V, E, nx, nv, n_deq;
+    int64_t      v0;
+} sc_blk_job;
+
+#define SC_DEQ_ROWS 16
+
+static void sc_blk_fill(void *arg, int64_t i, int tid) {
+    const sc_blk_job *j = arg;
+    um_forward *f = j->f;
+    if (i < j->n_deq) {
+        const int r1 = (int)UM_MIN((i + 1) * SC_DEQ_ROWS, j->nv);
+        for (int r = (int)i * SC_DEQ_ROWS; r < r1; r++) embd_row(f->m, j->v0 + r, f->sc_eb + (int64_t)r * j->E);
+        return;
+    }
+    const int r = (int)(i - j->n_deq), c = f->sc_rows[r];
+    const float *z = j->logits + (int64_t)c * j->V + j->v0;
+    const float mx = f->sc_mx[c], inv = f->sc_inv[c];
+    float *pb = f->sc_pb + (int64_t)r * UM_SC_BLOCK;
+    for (int k = 0; k < j->nv; k++) pb[k] = expf(z[k] * j->inv_t - mx) * inv;
+}
+
+static void sc_exact_blocked(um_forward *f, const um_selfcond *sc, int NC) {
+    const int V = f->m->hp.n_vocab, E = f->m->hp.n_embd;
+    int nx = 0;
+    for (int c = 0; c < NC; c++)
+        if (f->sc_exact[c]) f->sc_rows[nx++] = c;
+    if (!nx) return;
+    memset(f->sc_y, 0, sizeof(float) * (size_t)nx * E);
+    sc_blk_job j = { f, sc->logits, 1.0f / sc->temp, V, E, nx, 0, 0, 0 };
+    for (int64_t v0 = 0; v0 < V; v0 += UM_SC_BLOCK) {
+        j.v0 = v0;
+        j.nv = (int)UM_MIN(UM_SC_BLOCK, V - v0);
+        j.n_deq = (j.nv + SC_DEQ_ROWS - 1) / SC_DEQ_ROWS;
+        pool_for(f->pool, j.n_deq + nx, sc_blk_fill, &j);
+        ops_gemm_acc(f->pool, f->sc_y, E, f->sc_pb, UM_SC_BLOCK, f->sc_eb, E, nx, j.nv, E);
+    }
+    for (int r = 0; r < nx; r++) memcpy(f->sc_soft + (int64_t)f->sc_rows[r] * E, f->sc_y + (int64_t)r * E, sizeof(float) * E);
 }
 
 /* Before: a ranks below b (smaller probability, ties: the larger id ranks lower). */
@@ -108,9 +153,10 @@ static void sc_topk_row(void *arg, int64_t c, int tid) {
     const sc_job *j = arg;
     um_forward *f = j->f;
     const int V = j->n_vocab, E = j->E, K = j->sc->top_k;
-    float *p = f->sc_p + (int64_t)tid * (V + E), *row = p + V;
+    float *p = f->sc_p + (int64_t)tid * (V + E), *row = p + V, mx, inv;
     float *out = f->sc_soft + c * E;
-    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p);
+    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p, &mx, &inv);
+    if (!f->ref) { f->sc_mx[c] = mx; f->sc_inv[c] = inv; }
     int32_t heap[UM_SC_MAX_TOPK];
     int n = 0;
     for (int32_t v = 0; v < V; v++) {
@@ -175,6 +221,7 @@ static int self_condition(um_forward *f, const um_selfcond *sc, float *x, int NC
     } else {
         pool_for(f->ref ? NULL : f->pool, NC, sc_exact_row, &j);
     }
+    if (!f->ref) sc_exact_blocked(f, sc, NC);
     f->sc_exact_rows = 0;
     for (int c = 0; c < NC; c++) f->sc_exact_rows += f->sc_exact[c];
     const float es = sqrtf((float)E);

@@ -64,6 +64,12 @@ struct um_forward {
     bool     sc_colsum_ok;        /* sc_colsum computed (once, on first use) */
     uint8_t *sc_exact;            /* (T) the row's self-conditioning went exact (UM_SC_AUTO) */
     int      sc_exact_rows;       /* their count in the last pass */
+    /* the fast path's exact product, blocked over the vocabulary (forward_gemma.c) */
+    float   *sc_mx, *sc_inv;      /* (T) each row's softmax max and 1/sum */
+    int32_t *sc_rows;             /* (T) the canvas rows that go exact */
+    float   *sc_pb;               /* (T, UM_SC_BLOCK) their probabilities of one vocabulary block */
+    float   *sc_eb;               /* (UM_SC_BLOCK, E) that block's embedding rows as floats */
+    float   *sc_y;                /* (T, E) their sums so far */
     /* the prompt's K/V (forward_dg_prompt): layer il's rows at pc_k + max_tokens * pc_off[il] */
     float   *pc_k, *pc_v;         /* (max_tokens, sum over layers of n_head_kv * head_dim) */
     int64_t *pc_off;              /* (n_layer + 1) floats of one row before layer il */
@@ -75,6 +81,9 @@ struct um_forward {
     double   t_mark;              /* um_now() at the end of the last timed part */
     um_pool_stats pool_at_start;  /* the pool's counters when the pass began */
 };
+
+/* Vocabulary rows per block of the exact self-conditioning product (fast path). */
+#define UM_SC_BLOCK 256
 
 /* Whether layer il runs the MoE FFN (MoE models may lead with dense layers). */
 static inline bool layer_moe(const um_model *m, int il) {

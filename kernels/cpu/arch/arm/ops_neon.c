@@ -290,6 +290,61 @@ static void attn_block_neon(const um_attn_block *b) {
     }
 }
 
+/* ------------------------------------------------------------------ small GEMM */
+
+/* R rows (<= 4) by NV vectors of 4 columns (<= 4, the last one holding `left` <= 4 of them):
+ * 16 accumulators, each a chain of FMAs (vfmaq, fused) in k order: the reference's bits. R and NV are constants in every call below
+ * and every loop over them is unrolled, so the arrays live in registers. */
+#define UNROLL _Pragma("GCC unroll 4")
+
+static inline __attribute__((always_inline)) void
+gemm_tile_neon(int R, int NV, int left, float *y, int64_t ldy, const float *a, int64_t lda,
+               const float *b, int64_t ldb, int k) {
+    float32x4_t acc[4][4];
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = v == NV - 1 && left < 4 ? load_t(y + r * ldy + 4 * v, left) : vld1q_f32(y + r * ldy + 4 * v);
+    for (int kk = 0; kk < k; kk++) {
+        float32x4_t bv[4];
+        UNROLL
+        for (int v = 0; v < NV; v++)
+            bv[v] = v == NV - 1 && left < 4 ? load_t(b + kk * ldb + 4 * v, left) : vld1q_f32(b + kk * ldb + 4 * v);
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            float32x4_t ar = vdupq_n_f32(a[r * lda + kk]);
+            UNROLL
+            for (int v = 0; v < NV; v++) acc[r][v] = vfmaq_f32(acc[r][v], ar, bv[v]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < NV; v++) {
+            if (v == NV - 1 && left < 4) store_t(y + r * ldy + 4 * v, left, acc[r][v]);
+            else vst1q_f32(y + r * ldy + 4 * v, acc[r][v]);
+        }
+}
+
+static void gemm_acc_neon(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
+                          int n, int k, int m) {
+    for (int j0 = 0; j0 < m; j0 += 16) {
+        const int w = m - j0 < 16 ? m - j0 : 16, nv = (w + 3) / 4, left = w - 4 * (nv - 1);
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int R = n - i0 < 4 ? n - i0 : 4;
+            float *yt = y + i0 * ldy + j0;
+            const float *at = a + i0 * lda, *bt = b + j0;
+            switch (R * 8 + nv) {
+#define GT(r, v) case r * 8 + v: gemm_tile_neon(r, v, left, yt, ldy, at, lda, bt, ldb, k); break;
+            GT(1, 1) GT(1, 2) GT(1, 3) GT(1, 4) GT(2, 1) GT(2, 2) GT(2, 3) GT(2, 4)
+            GT(3, 1) GT(3, 2) GT(3, 3) GT(3, 4) GT(4, 1) GT(4, 2) GT(4, 3) GT(4, 4)
+#undef GT
+            }
+        }
+    }
+}
+
 const um_ops_kern ops_kern_neon = {
     .add         = add_neon,
     .mul         = mul_neon,
@@ -301,4 +356,5 @@ const um_ops_kern ops_kern_neon = {
     .rope_norm   = rope_norm_neon,
     .rope_neox   = rope_neox_neon,
     .attn_block  = attn_block_neon,
+    .gemm_acc    = gemm_acc_neon,
 };

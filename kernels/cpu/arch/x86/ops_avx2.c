@@ -328,6 +328,58 @@ static void attn_block_avx2(const um_attn_block *b) {
     }
 }
 
+/* ------------------------------------------------------------------ small GEMM */
+
+/* R rows (<= 4) by NV vectors of 8 columns (<= 3, the last one under the mask `last`):
+ * 12 accumulators, each a chain of FMAs in k order (the reference's bits). R and NV are constants in every call below and
+ * every loop over them is unrolled, so the arrays live in registers. */
+#define UNROLL _Pragma("GCC unroll 4")
+
+static inline __attribute__((always_inline)) void
+gemm_tile256(int R, int NV, __m256i last, float *y, int64_t ldy, const float *a, int64_t lda,
+             const float *b, int64_t ldb, int k) {
+    const __m256i all = _mm256_set1_epi32(-1);
+    __m256 acc[4][3];
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < NV; v++) acc[r][v] = load_t(y + r * ldy + 8 * v, v == NV - 1 ? last : all);
+    for (int kk = 0; kk < k; kk++) {
+        __m256 bv[3];
+        UNROLL
+        for (int v = 0; v < NV; v++) bv[v] = v == NV - 1 ? load_t(b + kk * ldb + 8 * v, last) : _mm256_loadu_ps(b + kk * ldb + 8 * v);
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            __m256 ar = _mm256_broadcast_ss(a + r * lda + kk);
+            UNROLL
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < NV; v++) store_t(y + r * ldy + 8 * v, v == NV - 1 ? last : all, acc[r][v]);
+}
+
+static void gemm_acc_avx2(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
+                          int n, int k, int m) {
+    for (int j0 = 0; j0 < m; j0 += 24) {
+        const int w = m - j0 < 24 ? m - j0 : 24, nv = (w + 7) / 8;
+        const __m256i last = tail_mask(w - 8 * (nv - 1));
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int R = n - i0 < 4 ? n - i0 : 4;
+            float *yt = y + i0 * ldy + j0;
+            const float *at = a + i0 * lda, *bt = b + j0;
+            switch (R * 4 + nv) {
+#define GT(r, v) case r * 4 + v: gemm_tile256(r, v, last, yt, ldy, at, lda, bt, ldb, k); break;
+            GT(1, 1) GT(1, 2) GT(1, 3) GT(2, 1) GT(2, 2) GT(2, 3)
+            GT(3, 1) GT(3, 2) GT(3, 3) GT(4, 1) GT(4, 2) GT(4, 3)
+#undef GT
+            }
+        }
+    }
+}
+
 const um_ops_kern ops_kern_avx2 = {
     .add         = add_avx2,
     .mul         = mul_avx2,
@@ -341,4 +393,5 @@ const um_ops_kern ops_kern_avx2 = {
     .attn_block  = attn_block_avx2,
     .f16_to_f32  = f16_to_f32_avx2,
     .f32_to_f16  = f32_to_f16_avx2,
+    .gemm_acc    = gemm_acc_avx2,
 };

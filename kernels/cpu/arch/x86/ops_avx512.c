@@ -332,6 +332,58 @@ static void attn_block_avx512(const um_attn_block *b) {
     }
 }
 
+/* ------------------------------------------------------------------ small GEMM */
+
+/* R rows (<= 4) by NV vectors of 16 columns (<= 4, the last one under the mask `last`):
+ * 16 accumulators, each a chain of FMAs in k order, so the bits are the reference's. R and
+ * NV are constants in every call below and every loop over them is unrolled, so the arrays
+ * live in registers (without the unrolling they go through the stack). */
+#define UNROLL _Pragma("GCC unroll 4")
+
+static inline __attribute__((always_inline)) void
+gemm_tile512(int R, int NV, __mmask16 last, float *y, int64_t ldy, const float *a, int64_t lda,
+             const float *b, int64_t ldb, int k) {
+    __m512 acc[4][4];
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xFFFF, y + r * ldy + 16 * v);
+    for (int kk = 0; kk < k; kk++) {
+        __m512 bv[4];
+        UNROLL
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xFFFF, b + kk * ldb + 16 * v);
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            __m512 ar = _mm512_set1_ps(a[r * lda + kk]);
+            UNROLL
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(y + r * ldy + 16 * v, v == NV - 1 ? last : 0xFFFF, acc[r][v]);
+}
+
+static void gemm_acc_avx512(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
+                            int n, int k, int m) {
+    for (int j0 = 0; j0 < m; j0 += 64) {
+        const int w = m - j0 < 64 ? m - j0 : 64, nv = (w + 15) / 16;
+        const __mmask16 last = tail_mask(w - 16 * (nv - 1));
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int R = n - i0 < 4 ? n - i0 : 4;
+            float *yt = y + i0 * ldy + j0;
+            const float *at = a + i0 * lda, *bt = b + j0;
+            switch (R * 8 + nv) {
+#define GT(r, v) case r * 8 + v: gemm_tile512(r, v, last, yt, ldy, at, lda, bt, ldb, k); break;
+            GT(1, 1) GT(1, 2) GT(1, 3) GT(1, 4) GT(2, 1) GT(2, 2) GT(2, 3) GT(2, 4)
+            GT(3, 1) GT(3, 2) GT(3, 3) GT(3, 4) GT(4, 1) GT(4, 2) GT(4, 3) GT(4, 4)
+#undef GT
+            }
+        }
+    }
+}
+
 const um_ops_kern ops_kern_avx512 = {
     .add         = add_avx512,
     .mul         = mul_avx512,
@@ -345,4 +397,5 @@ const um_ops_kern ops_kern_avx512 = {
     .attn_block  = attn_block_avx512,
     .f16_to_f32  = f16_to_f32_avx512,
     .f32_to_f16  = f32_to_f16_avx512,
+    .gemm_acc    = gemm_acc_avx512,
 };
