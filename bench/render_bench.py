@@ -533,7 +533,10 @@ def dgemma_table():
                    f"{'yes' if r <= TARGET_DGEMMA_STEP else '**no**'} | {_gb(med['peer']['peak_rss_kb'])} | "
                    f"{_gb(med['unmask']['peak_rss_kb'])} | {rr:.2f}x | {'yes' if rr <= TARGET_DGEMMA_RSS else '**no**'} |")
     d = rows[0]
-    out += ["", f"One canvas of {d['canvas']} positions after a {d['prompt_tokens']}-token prompt, no chat template, "
+    out += ["", f"One canvas of {d['canvas']} positions after a {d['prompt_tokens']}-token prompt (the same ChatML text in "
+            f"both: the port's CLI always applies a template, unmask gets --chat-template chatml), random weights "
+            f"(unmask synth), so every canvas row's distribution is flat and the self-conditioning product is the "
+            f"exact one on all {d['canvas']} rows in both, "
             f"the prompt's K/V cached in both, the entropy-bound sampler with its stop rule off so both run the steps "
             f"asked for; time per step from wall time, (wall({d['steps'][1]} steps) - wall({d['steps'][0]} steps)) / "
             f"{d['steps'][1] - d['steps'][0]} per round (the port's CLI prints no timing for this sampler), medians of "

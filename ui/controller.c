@@ -140,7 +140,7 @@ static int redraw(ctl *a, um_err *e) {
     bool busy = false;
     for (int k = 0; k < a->n_panes; k++) {
         const ctl_pane *p = &a->pn[k];
-        panes[k] = (view_pane){ .hist = p->hist, .n_hist = p->n_hist, .label = p->label,
+        panes[k] = (view_pane){ .hist = p->hist, .n_hist = p->n_hist, .label = p->label, .src = &p->src,
                                 .error = p->error[0] ? p->error : NULL };
         busy |= ui_worker_busy(p->worker);
     }
@@ -202,7 +202,8 @@ static int run_loop(ctl *a, um_err *e) {
 /* ------------------------------------------------------------------ the run */
 
 /* Open one source per pane: the first engine loads the model, the others share it (one set
- * of repacked weights, one thread pool; docs/ui.md "Compare"), each with its own canvas. */
+ * of repacked weights, one thread pool; docs/ui.md "Compare"), each with its own canvas;
+ * a pane that named its own model (pane_own) loads that one, with its own pool. */
 static int open_sources(ctl *a, const ui_ctl_opts *o, um_err *e) {
     um_engine_opts eng = { 0 };
     if (o->eng) eng = *o->eng;
@@ -211,8 +212,17 @@ static int open_sources(ctl *a, const ui_ctl_opts *o, um_err *e) {
     eng.warn_ctx = &a->warn;
     for (int k = 0; k < o->n_panes; k++) {
         ctl_pane *p = &a->pn[k];
-        int orc = o->eng ? (k == 0 ? engine_source_open(&p->src, &eng, e)
-                                   : engine_source_open_sharing(&p->src, &a->pn[0].src, &eng, e))
+        um_engine_opts pe = eng;                    /* this pane's: the chat template, its own model */
+        if (k > 0 && o->pane_eng[k]) {
+            pe = *o->pane_eng[k];
+            pe.warn = eng.warn;
+            pe.warn_ctx = eng.warn_ctx;
+            pe.view_ahead = true;
+            pe.progress = o->pane_own[k] && o->eng ? o->eng->progress : NULL;   /* another model: its load too */
+            pe.progress_ctx = o->eng ? o->eng->progress_ctx : NULL;
+        }
+        int orc = o->eng ? (k == 0 || o->pane_own[k] ? engine_source_open(&p->src, &pe, e)
+                                                     : engine_source_open_sharing(&p->src, &a->pn[0].src, &pe, e))
                 : o->fake_nocache ? fake_source_open_nocache(&p->src, o->fake_delay_ms, e)
                 : fake_source_open(&p->src, o->fake_delay_ms, e);
         if (orc) return UM_FAIL;

@@ -32,6 +32,11 @@ typedef struct ui_ctl_opts {
     const char  *gif, *cast;        /* --gif / --cast paths, NULL when not asked for */
     int          n_panes;           /* 1 + the --compare runs, <= VIEW_MAX_PANES */
     const char  *labels[VIEW_MAX_PANES];     /* "main", then each --compare's flags */
+    /* Pane k > 0's engine options when they are not eng's (NULL: eng's): with pane_own[k] its
+     * own model (the pane gave -m or -M: a second engine, model and thread pool), else eng's
+     * model shared with another chat template. */
+    const um_engine_opts *pane_eng[VIEW_MAX_PANES];
+    bool         pane_own[VIEW_MAX_PANES];
     /* Fills pane k's settings, given the source's defaults in *s (flags over the preset). */
     void       (*settings)(void *ctx, int pane, um_settings *s);
     void        *settings_ctx;

@@ -93,9 +93,25 @@ static bool is_special(const view_state *v, int32_t tok) {
 }
 
 /* Does position i hold a committed token in both a and b, a different one? */
-static bool differs(const um_snapshot *a, const um_snapshot *b, int32_t i) {
-    if (a->n_canvas != b->n_canvas || a->n_prompt != b->n_prompt || i < a->n_prompt || i >= a->n_canvas) return false;
-    return !a->pos[i].masked && !b->pos[i].masked && a->pos[i].token != b->pos[i].token;
+/* Panes on two models (their own sources) may tokenize the prompt into another number of
+ * tokens: their generated positions are matched from the first one, and compared by text. */
+static bool two_models(const view_state *v) { return v->diff_src && v->src && v->diff_src != v->src; }
+
+/* Whether the pane's snapshot b can be marked against the first pane's a at all. */
+static bool comparable(const view_state *v, const um_snapshot *a, const um_snapshot *b) {
+    if (two_models(v)) return a->n_canvas - a->n_prompt == b->n_canvas - b->n_prompt;
+    return a->n_canvas == b->n_canvas && a->n_prompt == b->n_prompt;
+}
+
+static bool differs(const view_state *v, const um_snapshot *a, const um_snapshot *b, int32_t i) {
+    if (!comparable(v, a, b) || i < b->n_prompt || i >= b->n_canvas) return false;
+    const int32_t ia = i - b->n_prompt + a->n_prompt;
+    if (a->pos[ia].masked || b->pos[i].masked) return false;
+    if (!two_models(v)) return a->pos[ia].token != b->pos[i].token;
+    char ta[64], tb[64];                           /* two vocabularies: the same text or not */
+    size_t na = v->diff_src->piece(v->diff_src->self, a->pos[ia].token, ta, sizeof ta);
+    size_t nb = v->src->piece(v->src->self, b->pos[i].token, tb, sizeof tb);
+    return na != nb || memcmp(ta, tb, UM_MIN(na, sizeof ta)) != 0;
 }
 
 /* st marked as differing from the first pane's token (THEME_DIFF over the heat). */
@@ -193,7 +209,7 @@ static int draw_canvas(view_ctx *c, frame *f, const view_state *v, const um_snap
         frame_style st = view_pos_style(v, s, cl->pos, &ghost);
         if (cl->kind != UI_CL_TEXT || (cl->flags & UI_CL_REPLACED)) st.attrs |= FRAME_DIM;
         if (!s->pos[cl->pos].masked && !strcmp(cl->text, SPECIAL_GLYPH) && cl->pos >= s->n_prompt) st.attrs |= FRAME_DIM;
-        if (v->diff_ref && differs(v->diff_ref, s, cl->pos)) st = diff_style(v, st);
+        if (v->diff_ref && differs(v, v->diff_ref, s, cl->pos)) st = diff_style(v, st);
         if (!strcmp(cl->text, " ")) st.attrs &= (uint8_t)~FRAME_UNDERLINE;   /* a token's leading space: not "_lord" */
         if (v->cursor >= 0 && cl->pos <= v->cursor && v->cursor <= cl->pos_last) st = cursor;
         frame_put_cluster(f, cx, y0 + ln, x0 + w, cl->text, cl->width, st, cl->pos);
@@ -245,7 +261,7 @@ static frame_style answer_style(const view_state *v, const um_snapshot *s, const
         if (cf.bg != FRAME_DEFAULT) st.bg = cf.bg;
         st.attrs |= cf.attrs;
         if (v->depth == 0) st.attrs |= FRAME_REVERSE;      /* no colours: the mark must still show */
-    } else if (v->diff_ref && differs(v->diff_ref, s, i)) {
+    } else if (v->diff_ref && differs(v, v->diff_ref, s, i)) {
         st = diff_style(v, st);                            /* --compare: differs from pane 1 */
     }
     return v->cursor == i ? view_role(v, THEME_CURSOR) : st;
@@ -540,6 +556,8 @@ static int draw_pane(view_ctx *c, frame *f, const view_state *v, int k, int x0, 
     pv.n_hist = p->n_hist;
     pv.shown = UM_MIN(v->pane_step, p->n_hist - 1);
     pv.diff_ref = NULL;
+    if (p->src) pv.src = p->src;
+    pv.diff_src = v->panes[0].src ? v->panes[0].src : v->src;
     if (k != v->focus_pane) pv.cursor = -1;
     const um_snapshot *s = view_shown(&pv);
     const view_pane *p0 = &v->panes[0];
@@ -572,13 +590,13 @@ static int draw_pane(view_ctx *c, frame *f, const view_state *v, int k, int x0, 
         snprintf(order, sizeof order, "order %.2f", sm.order_dist);
     }
     grid9 g;                                        /* a sudoku: solved, or how many conflicts */
-    if (s && v->layout == VIEW_LAYOUT_GRID9 && grid9_scan(v->src, s, &g) && (s->done || g.n_conflicts))
+    if (s && v->layout == VIEW_LAYOUT_GRID9 && grid9_scan(pv.src, s, &g) && (s->done || g.n_conflicts))
         grid9_verdict(&g, verdict, sizeof verdict);
-    if (s && ref && (ref->n_canvas != s->n_canvas || ref->n_prompt != s->n_prompt)) {
+    if (s && ref && !comparable(&pv, ref, s)) {
         snprintf(diff, sizeof diff, "other length: no marks");
     } else if (s && ref) {
         int32_t nd = 0;
-        for (int32_t i = s->n_prompt; i < s->n_canvas; i++) nd += differs(ref, s, i);
+        for (int32_t i = s->n_prompt; i < s->n_canvas; i++) nd += differs(&pv, ref, s, i);
         snprintf(diff, sizeof diff, "%d differ", nd);
     }
     const view_field sum[] = { { verdict, 0 }, { done, 1 }, { passes, 3 }, { tpf, 4 }, { order, 5 }, { diff, 2 } };

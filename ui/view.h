@@ -76,6 +76,8 @@ typedef struct view_pane {         /* one run of a comparison */
     int32_t             n_hist;
     const char         *label;      /* its settings as given, e.g. "--seed 7" */
     const char         *error;      /* its source's standing error, NULL for none */
+    const ui_source    *src;        /* its source (token text), NULL: the view's; a --compare pane
+                                       with its own model (-m, -M) has another */
 } view_pane;
 
 typedef struct view_state {
@@ -105,6 +107,7 @@ typedef struct view_state {
     int                 focus_pane; /* the pane hist/n_hist show and the cursor lives in */
     int32_t             pane_step;  /* the step every pane shows (its newest when it has fewer) */
     const um_snapshot  *diff_ref;   /* internal: the first pane's snapshot, marks differences */
+    const ui_source    *diff_src;   /* internal: its source; when not src, tokens compare by text */
 } view_state;
 
 typedef struct view_ctx {           /* scratch reused between frames */

@@ -37,6 +37,7 @@
 #include "numparse.h"
 #include "gguf.h"
 #include "outfile.h"
+#include "esc.h"
 #include "recorder.h"
 #include "sigexit.h"
 #include "theme.h"
@@ -50,7 +51,8 @@ static const um_flag rec_rows[] = {
     { .help = "recording:", .cmds = FLAG_CMD_RECORD },
     { 0, "compare", "FLAGS", REC_COMPARE, FLAG_CMD_RECORD, FLAG_RUN, NULL, 0,
       "also decode the prompt with these decoding flags in quotes (up to 3\n"
-      "times): the runs side by side or stacked, as the visualizer shows them" },
+      "times): the runs side by side or stacked, as the visualizer shows them;\n"
+      "with -m or -M the pane runs that model (its preset's settings, not main's)" },
 };
 
 #define RECORD_MAX_PANES VIEW_MAX_PANES
@@ -189,6 +191,17 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     outfile_set files;                   /* before the model loads: bad outputs fail at once */
     outfile_set_init(&files);
     outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
+    um_engine_opts ceng[RECORD_MAX_PANES - 1];        /* each --compare run's (genopts_pane_engine) */
+    bool cown[RECORD_MAX_PANES - 1] = { false };
+    for (int k = 0; k < *n_cmp; k++) {
+        if (genopts_pane_engine(&g, &cg[k], &ceng[k], &cown[k], &e)) {
+            char shown[200];
+            esc_str(shown, sizeof shown, clabel[k], strnlen(clabel[k], 80), 0, 0);
+            fprintf(stderr, "unmask record: --compare '%s': %s\n", shown, e.msg);
+            return 1;
+        }
+        if (cown[k]) outfile_set_input(&files, "--compare's model", ceng[k].model_path);
+    }
     feopts_files(&fe, &files);
     if (outfile_check(&files, &e) || gguf_split_check_outputs(&files, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     g.eng.progress = genopts_progress_stderr;
@@ -200,16 +213,23 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     if (engine_source_open(&src, &g.eng, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     um_settings s = src.defaults;
     genopts_apply(&g, &s);
-    ui_source csrc[RECORD_MAX_PANES - 1];            /* the --compare runs: an engine each, on src's model */
+    ui_source csrc[RECORD_MAX_PANES - 1];            /* the --compare runs: an engine each, on src's model
+                                                        or (cown) their own */
     um_settings cset[RECORD_MAX_PANES - 1];
     um_snapshot **chist[RECORD_MAX_PANES - 1] = { 0 };
     int32_t cn[RECORD_MAX_PANES - 1] = { 0 };
     int n_open = 0;
     g.eng.progress = NULL;
     for (; n_open < *n_cmp; n_open++) {
-        if (engine_source_open_sharing(&csrc[n_open], &src, &g.eng, &e)) break;
-        cset[n_open] = s;
-        genopts_apply(&cg[n_open], &cset[n_open]);
+        um_engine_opts ce = ceng[n_open];
+        ce.warn = g.eng.warn;
+        ce.warn_ctx = g.eng.warn_ctx;
+        ce.progress = cown[n_open] ? genopts_progress_stderr : NULL;     /* another model: its load too */
+        ce.progress_ctx = &quiet;
+        if (cown[n_open] ? engine_source_open(&csrc[n_open], &ce, &e)
+                         : engine_source_open_sharing(&csrc[n_open], &src, &ce, &e)) break;
+        cset[n_open] = csrc[n_open].defaults;
+        genopts_pane_apply(&g, &cg[n_open], cown[n_open], &cset[n_open]);
     }
 
     int rc = 1;
@@ -262,9 +282,9 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
             if (jobs[k].rc) { ok = false; e = jobs[k].e; }
         if (!quiet && tty) fputc('\n', stderr);
         int32_t last = n_hist - 1;
-        panes[0] = (view_pane){ .hist = hist, .n_hist = n_hist, .label = "main" };
+        panes[0] = (view_pane){ .hist = hist, .n_hist = n_hist, .label = "main", .src = &src };
         for (int k = 0; k < *n_cmp; k++) {
-            panes[k + 1] = (view_pane){ .hist = chist[k], .n_hist = cn[k], .label = clabel[k] };
+            panes[k + 1] = (view_pane){ .hist = chist[k], .n_hist = cn[k], .label = clabel[k], .src = &csrc[k] };
             last = UM_MAX(last, cn[k] - 1);
         }
         v.panes = panes;

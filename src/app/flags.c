@@ -13,11 +13,11 @@
 const um_flag flags_model_rows[] = {
     { .help = "model:", .cmds = FLAG_CMD_DECODE },
     { 'm', "model", "FILE", FLAG_ID_MODEL,
-      FLAG_CMD_DECODE | FLAG_CMD_LOGITS | FLAG_CMD_TOKENIZE | FLAG_CMD_INFO, FLAG_RUN, NULL, 0,
+      FLAG_CMD_DECODE | FLAG_CMD_LOGITS | FLAG_CMD_TOKENIZE | FLAG_CMD_INFO, FLAG_RUN | FLAG_PANE, NULL, 0,
       "model file (GGUF; any part of a split model); when decoding, a file\n"
       "a preset names gets its settings; default: the demo preset" },
     { 'M', "preset", "NAME", FLAG_ID_PRESET,
-      FLAG_CMD_DECODE | FLAG_CMD_LOGITS | FLAG_CMD_TOKENIZE | FLAG_CMD_INFO, FLAG_RUN, NULL, 0,
+      FLAG_CMD_DECODE | FLAG_CMD_LOGITS | FLAG_CMD_TOKENIZE | FLAG_CMD_INFO, FLAG_RUN | FLAG_PANE, NULL, 0,
       "a preset of models.conf (unmask --list-models): its model file and,\n"
       "when decoding, its settings" },
     { 't', "threads", "N", FLAG_ID_THREADS, FLAG_CMD_DECODE | FLAG_CMD_LOGITS | FLAG_CMD_QUANTIZE, FLAG_RUN, NULL, 0,
@@ -88,8 +88,8 @@ static const char *hint(const flags_parser *p) { return p->cmd == FLAG_CMD_VIEW 
 
 /* Apply row f of set s as typed `name` with value v: 1 consumed, -1 bad, FLAGS_STOP + 1 stop. */
 static int apply(flags_parser *p, const flags_set *s, const um_flag *f, const char *name, const char *v) {
-    if (f->attrs & p->refuse) {
-        fprintf(stderr, "%s: %s%s is not allowed there (every pane decodes the same prompt with the same model; "
+    if ((f->attrs & p->refuse) && !(f->attrs & FLAG_PANE)) {
+        fprintf(stderr, "%s: %s%s is not allowed there (every pane decodes the same prompt on the same machine; "
                         "give it outside --compare)\n", p->prog, p->where ? p->where : "", name);
         return -1;
     }

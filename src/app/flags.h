@@ -50,6 +50,8 @@ enum {
 /* Row attributes. */
 enum {
     FLAG_RUN = 1u << 0,   /* names the model, prompt, machine or output: refused in --compare */
+    FLAG_PANE = 1u << 1,  /* a FLAG_RUN row a --compare pane may give all the same: its own model
+                             (-m, -M, then the pane runs its own engine) or chat template */
 };
 
 typedef struct um_flag {
@@ -58,7 +60,7 @@ typedef struct um_flag {
     const char *arg;         /* the value's name in help ("FILE"); NULL: takes no value */
     int         id;          /* what the owner's handler switches on */
     unsigned    cmds;        /* FLAG_CMD_* bits of the commands that take the row */
-    unsigned    attrs;       /* FLAG_RUN ... */
+    unsigned    attrs;       /* FLAG_RUN, FLAG_PANE */
     const char *key;         /* the name its value is reported under in JSON settings; NULL: none */
     unsigned    uses;        /* genopts: the schedules (1 << um_schedule) the setting belongs to; 0: all */
     const char *help;        /* one line per '\n'; a "%s" is filled by the set's fill function */

@@ -60,13 +60,13 @@ static const um_flag gen_rows[] = {
     { .help = "prompt:", .cmds = D },
     { 'p', "prompt", "TEXT", GO_PROMPT, D, FLAG_RUN, NULL, 0,
       "the prompt (default: the preset's prompt, if it has one)" },
-    { 0, "chat-template", "NAME", GO_CHAT_TEMPLATE, D, FLAG_RUN, NULL, 0,
+    { 0, "chat-template", "NAME", GO_CHAT_TEMPLATE, D, FLAG_RUN | FLAG_PANE, NULL, 0,
       "llada, llada-moe, llada2, dream, chatml, rnd1, gemma4 or none\n"
       "(default: the file's own unmask.chat_template, else detected)" },
-    { 0, "chat-template-file", "FILE", GO_CHAT_TEMPLATE_FILE, D, FLAG_RUN, NULL, 0,
+    { 0, "chat-template-file", "FILE", GO_CHAT_TEMPLATE_FILE, D, FLAG_RUN | FLAG_PANE, NULL, 0,
       "the chat template in FILE (format: docs/models.md)" },
-    { 0, "no-chat", NULL, GO_NO_CHAT, D, FLAG_RUN, NULL, 0, "use the prompt as it is (same as --chat-template none)" },
-    { 0, "system", "TEXT", GO_SYSTEM, D, FLAG_RUN, NULL, 0, "system prompt" },
+    { 0, "no-chat", NULL, GO_NO_CHAT, D, FLAG_RUN | FLAG_PANE, NULL, 0, "use the prompt as it is (same as --chat-template none)" },
+    { 0, "system", "TEXT", GO_SYSTEM, D, FLAG_RUN | FLAG_PANE, NULL, 0, "system prompt" },
     { .help = "decoding:", .cmds = D },
     { 0, "gen", "N", GO_GEN, D, 0, "gen", 0, "tokens to generate, 1 to 1048576 (default 128)" },
     { 0, "steps", "S", GO_STEPS, D, 0, "steps_requested", 0, "denoising steps (default: as many as tokens)" },
@@ -520,6 +520,31 @@ int genopts_parse_compare(um_genopts *g, char *flags, const char *prog) {
         }
     }
     return UM_OK;
+}
+
+int genopts_pane_engine(const um_genopts *main, um_genopts *pane, um_engine_opts *out, bool *own, um_err *e) {
+    *own = pane->model || pane->preset;
+    if (!*own) {
+        *out = main->eng;
+        if (pane->no_chat) { out->chat_template = "none"; out->chat_template_file = NULL; }
+        else if (pane->eng.chat_template_file) out->chat_template_file = pane->eng.chat_template_file;
+        else if (pane->eng.chat_template) { out->chat_template = pane->eng.chat_template; out->chat_template_file = NULL; }
+        if (pane->eng.system) out->system = pane->eng.system;
+        return UM_OK;
+    }
+    if (genopts_resolve(pane, e)) return UM_FAIL;
+    *out = pane->eng;
+    out->n_threads = main->eng.n_threads;
+    out->kernel = main->eng.kernel;
+    out->reference = main->eng.reference;
+    out->gpu = main->eng.gpu;
+    out->n_ctx = main->eng.n_ctx;
+    return UM_OK;
+}
+
+void genopts_pane_apply(const um_genopts *main, const um_genopts *pane, bool own, um_settings *s) {
+    if (!own) genopts_apply(main, s);
+    genopts_apply(pane, s);
 }
 
 int genopts_model_file(const char *model, const char *preset, char *buf, size_t cap, um_err *e) {

@@ -82,6 +82,15 @@ void genopts_add(flags_parser *p, um_genopts *g);
  * are refused: every pane decodes the same prompt with the same model. Returns UM_OK, or
  * UM_FAIL with a message on stderr (prog as prefix). */
 int  genopts_parse_compare(um_genopts *g, char *flags, const char *prog);
+/* A --compare pane's engine options, after genopts_resolve(main): *own when the pane named its
+ * own model (-m or -M: then it is resolved like a command line of its own, its preset's
+ * settings included, and runs on main's machine options: threads, GPU, context, kernel);
+ * else main's options with the pane's chat template or system prompt. Fails on a preset or
+ * file that does not resolve. */
+int  genopts_pane_engine(const um_genopts *main, um_genopts *pane, um_engine_opts *out, bool *own, um_err *e);
+/* A pane's settings from its source's defaults: a pane with its own model takes only its own
+ * flags (and preset), the others main's and then theirs. */
+void genopts_pane_apply(const um_genopts *main, const um_genopts *pane, bool own, um_settings *s);
 /* After parsing: load the -M preset (if any; with neither -m nor -M, the "demo" preset when
  * models.conf has it and its file exists), choose the model file (-m, else the preset's, else
  * the bundled model) into g->eng.model_path, the chat template (--no-chat, flag, preset) and,

@@ -35,7 +35,8 @@ static const um_flag view_rows[] = {
     { 0, "compare", "FLAGS", VW_COMPARE, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0,
       "also decode the prompt with these decoding flags in quotes (up to 3\n"
       "times: 4 panes in lock step, Tab moves the focus); not the flags\n"
-      "naming the model, prompt or machine (-m -M -p -t --ctx --gpu ...)" },
+      "naming the prompt or machine (-p -t --ctx --gpu ...); with -m or -M\n"
+      "the pane runs that model (its preset's settings, not main's)" },
     { 0, "list-models", NULL, VW_LIST_MODELS, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0,
       "list the presets of models.conf and whether their files exist" },
     { 0, "ui-help", NULL, VW_UI_HELP, FLAG_CMD_VIEW, FLAG_RUN, NULL, 0, "this help (so is -h after another flag; unmask -h: the commands)" },
@@ -47,6 +48,8 @@ typedef struct compare_opts {
     um_genopts g[VIEW_MAX_PANES - 1];
     char      *buf[VIEW_MAX_PANES - 1];
     const char *label[VIEW_MAX_PANES - 1];
+    um_engine_opts eng[VIEW_MAX_PANES - 1];   /* genopts_pane_engine */
+    bool        own[VIEW_MAX_PANES - 1];      /* the pane named its own model */
 } compare_opts;
 
 /* What the visualizer's own rows asked for. */
@@ -144,8 +147,8 @@ typedef struct pane_settings { const um_genopts *g; const compare_opts *cmp; } p
 
 static void pane_settings_fill(void *ctx, int k, um_settings *s) {
     const pane_settings *ps = ctx;
-    genopts_apply(ps->g, s);
-    if (k > 0) genopts_apply(&ps->cmp->g[k - 1], s);
+    if (k == 0) genopts_apply(ps->g, s);
+    else genopts_pane_apply(ps->g, &ps->cmp->g[k - 1], ps->cmp->own[k - 1], s);
 }
 
 static int visualize(int argc, char **argv, compare_opts *cmp) {
@@ -165,10 +168,23 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
     quiet_load = com.quiet;
     const bool demo = fe.demo;
 
-    /* preset, model path and chat template; flags win over the preset */
+    /* preset, model path and chat template; flags win over the preset; then each pane's */
     if (!demo) {
         um_err e = { "" };
         if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); return 1; }
+    }
+    for (int k = 0; k < cmp->n; k++) {
+        um_err e = { "" };
+        if (demo && (cmp->g[k].model || cmp->g[k].preset)) {
+            fprintf(stderr, "unmask: --compare: -m and -M need a model run (not --demo-ui)\n");
+            return 2;
+        }
+        if (!demo && genopts_pane_engine(&g, &cmp->g[k], &cmp->eng[k], &cmp->own[k], &e)) {
+            char shown[200];
+            esc_str(shown, sizeof shown, cmp->label[k], strnlen(cmp->label[k], 80), 0, 0);
+            fprintf(stderr, "unmask: --compare '%s': %s\n", shown, e.msg);
+            return 1;
+        }
     }
     theme th;                                       /* config errors first, then the tty */
     um_err te = { "" };
@@ -176,6 +192,8 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
     outfile_set files;                              /* inputs and outputs before curses starts */
     outfile_set_init(&files);
     if (!demo) outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
+    for (int k = 0; k < cmp->n; k++)
+        if (cmp->own[k]) outfile_set_input(&files, "--compare's model", cmp->eng[k].model_path);
     feopts_files(&fe, &files);
     if (outfile_check(&files, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
@@ -195,7 +213,11 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
         .settings = pane_settings_fill, .settings_ctx = &ps,
     };
     o.labels[0] = "main";
-    for (int k = 0; k < cmp->n; k++) o.labels[k + 1] = cmp->label[k];
+    for (int k = 0; k < cmp->n; k++) {
+        o.labels[k + 1] = cmp->label[k];
+        if (!demo) o.pane_eng[k + 1] = &cmp->eng[k];
+        o.pane_own[k + 1] = cmp->own[k];
+    }
     return ui_ctl_run(&o);
 }
 

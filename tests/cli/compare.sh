@@ -14,8 +14,10 @@ MODEL=$ROOT/models/unmask-demo.gguf
 case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 
 # ---------------------------------------------------------------- flags
-expect_rc "--compare -m: exit 2" 2 "$BIN" --demo-ui --compare "-m x.gguf"
-expect_grep "--compare -m: says why" "--compare: -m is not allowed there" "$TMP/err"
+expect_rc "--compare -m with --demo-ui: exit 2" 2 "$BIN" --demo-ui --compare "-m x.gguf"
+expect_grep "--compare -m with --demo-ui: says why" "--compare: -m and -M need a model run" "$TMP/err"
+expect_rc "--compare -t: exit 2" 2 "$BIN" --demo-ui --compare "-t 1"
+expect_grep "--compare -t: says why" "--compare: -t is not allowed there .every pane decodes the same prompt on the same machine" "$TMP/err"
 expect_rc "--compare -p: exit 2" 2 "$BIN" --demo-ui --compare "--seed 3 -p hi"
 expect_grep "--compare -p: says why" "--compare: -p is not allowed there" "$TMP/err"
 expect_rc "--compare --gpu: exit 2" 2 "$BIN" --demo-ui --compare "--gpu"
@@ -163,6 +165,45 @@ if grep -qF "1 main" "$TMP/screen" && grep -qF "2 --seed 9" "$TMP/screen" && gre
 if grep -qE "done 8 steps" "$TMP/screen"; then ok "record --compare: the cast ends with the summaries"; else fail "record summary" "none"; fi
 # a recording is playback: the panes' lock step never reads as a rewind
 if ! grep -q "REWIND" "$TMP/c.cast"; then ok "record --compare: no REWIND badge in any frame"; else fail "record --compare REWIND" "$(grep -o 'REWIND[^"]*' "$TMP/c.cast" | head -2)"; fi
-expect_rc "record --compare -M: exit 2" 2 "$BIN" record $GEN -p "$P" --compare "-M demo" --cast "$TMP/x.cast"
+
+# ---------------------------------------------------------------- a pane with its own model
+# -m/-M in --compare: that pane loads its own engine and takes only its own flags (its preset's
+# settings, not main's). The same file and settings as main: the same text, 0 differ (the two
+# engines' tokens compared by text); the sudoku model: its own summary, as generate gives it.
+SUDOKU=$ROOT/models/unmask-sudoku.gguf
+OWN="--no-chat --gen 16 --steps 8"
+"$BIN" record $GEN -p "$P" -q --size 240x40 --compare "-m $MODEL $OWN" --compare "-m $SUDOKU $OWN" --cast "$TMP/o.cast" 2>"$TMP/err"
+rc=$?
+if [ $rc = 0 ] && [ -s "$TMP/o.cast" ]; then ok "record --compare -m: two more models, exit 0"; else fail "record --compare -m" "rc $rc $(cat "$TMP/err")"; fi
+python3 - "$TMP/o.cast" >"$TMP/oscreen" <<'EOF'
+import json, re, sys
+lines = open(sys.argv[1]).read().splitlines()
+out = ''.join(e[2] for e in map(json.loads, lines[1:]) if e[1] == 'o')
+print(re.sub(r'\x1b\[[0-9;?]*[A-Za-z]', '\n', out)[-20000:])
+EOF
+if grep -qF "2 -m " "$TMP/oscreen" && grep -qF "3 -m " "$TMP/oscreen"; then ok "record --compare -m: panes 2 and 3 name their model flags"
+else fail "own model header" "$(grep -F ' -m ' "$TMP/oscreen" | head -2)"; fi
+if grep -qF "done 8 steps" "$TMP/oscreen"; then ok "record --compare -m: the cast ends with the summaries"; else fail "own model record summary" "none"; fi
+want=$("$BIN" generate -m "$SUDOKU" -p "$P" $OWN --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print("done %d steps · %d fwd" % (d["steps_run"], d["forward_passes"]))')
+expect_rc "record --compare -M with a preset that does not exist: exit 1" 1 "$BIN" record $GEN -p "$P" --compare "-M nosuch" --cast "$TMP/x.cast"
+expect_grep "record --compare -M nosuch: names the pane and the preset" "^unmask record: --compare '-M nosuch': -M nosuch" "$TMP/err"
+expect_rc "record --compare -m a missing file: exit 1" 1 "$BIN" record $GEN -p "$P" --compare "-m $TMP/none.gguf" --cast "$TMP/x.cast"
+expect_grep "record --compare -m a missing file: says which" "none.gguf" "$TMP/err"
+if [ ! -e "$TMP/x.cast" ]; then ok "record --compare with a bad model: no cast written"; else fail "bad model cast" "written"; fi
+start 240 44 "$GEN -p '$P' --pace 0 --compare '-m $MODEL $OWN' --compare '-m $SUDOKU $OWN'"
+if wait_for screen_has "3 -m " && wait_for bash -c "[ \$(tmux -u -L $SOCK capture-pane -p -t ui | grep -o ' done [0-9]' | wc -l) = 3 ]"; then
+  ok "visualizer --compare -m: three panes on two models run to their summaries"; else fail "visualizer own model" "$(cap | head -4)"; fi
+sumline=$(cap | grep -F ' done ' | head -1)
+p2=$(sed -E 's/^[^│]*│[^│]*· ([0-9]+) differ.*/\1/;t;s/.*/-/' <<<"$sumline")
+p3=$(sed -E 's/^[^│]*│[^│]*│.*· ([0-9]+) differ.*/\1/;t;s/.*/-/' <<<"$sumline")
+if [ "$p2" = 0 ]; then ok "visualizer --compare -m: the same model and settings on another engine: 0 differ (compared by text)"
+else fail "own model, same settings" "pane 2: '$p2' in: $sumline"; fi
+if [ "$p3" != - ] && [ "$p3" -gt 0 ]; then ok "visualizer --compare -m: the sudoku model's text differs from the demo model's at $p3 positions"
+else fail "other model differs" "pane 3: '$p3' in: $sumline"; fi
+if [ -n "$want" ] && screen_has "$want"; then ok "visualizer --compare -m: the sudoku pane's summary is generate's ($want)"; else fail "visualizer own summary" "want '$want': $(cap | grep done)"; fi
+T send-keys -t ui Tab Tab
+if wait_for bash -c "tmux -u -L $SOCK capture-pane -p -t ui | head -1 | grep -q unmask-sudoku"; then ok "visualizer --compare -m: focusing pane 3 shows its model in the header"
+else fail "focus own model header" "$(cap | head -1)"; fi
+quit
 if ls "$TMP"/tsan* >/dev/null 2>&1; then fail "ThreadSanitizer reports" "$(head -30 "$TMP"/tsan* )"; fi
 finish
