@@ -279,53 +279,6 @@ TEST(ops_geglu_extremes) {
 
 /* ------------------------------------------------------------------ RMSNorm, softmax */
 
-/* ------------------------------------------------------------------ small GEMM */
-
-/* y += a b on every kernel set, bit for bit with the reference (each element one chain of
- * fused multiply-adds in k order), over row and column tails of every tile width (4 rows;
- * 64, 24 and 16 columns), leading dimensions wider than the rows (the gaps must stay as they
- * were), threaded and not; and the reference against a double sum. */
-TEST(ops_gemm_acc_all_isas) {
-    static const int ns[] = { 1, 3, 4, 5, 9 }, ks[] = { 1, 7, 64 }, ms[] = { 1, 5, 16, 17, 24, 63, 64, 65, 130 };
-    um_pool *pool = pool_new(3);
-    int shapes = 0;
-    for (size_t ni = 0; ni < UM_ARRAY_LEN(ns); ni++)
-        for (size_t ki = 0; ki < UM_ARRAY_LEN(ks); ki++)
-            for (size_t mi = 0; mi < UM_ARRAY_LEN(ms); mi++) {
-                const int n = ns[ni], k = ks[ki], m = ms[mi];
-                const int64_t lda = k + 1, ldb = m + 5, ldy = m + 3;
-                rng_seed((uint64_t)(n * 1000 + k * 10 + m));
-                float *a = rnd_buf(n * lda, 1.0f), *b = rnd_buf(k * ldb, 4.0f), *y0 = rnd_buf(n * ldy, 2.0f);
-                float *ref = copy_buf(y0, n * ldy), *y = malloc(sizeof(float) * n * ldy);
-                ops_gemm_acc_ref(ref, ldy, a, lda, b, ldb, n, k, m);
-                double worst_d = 0;
-                for (int i = 0; i < n; i++)
-                    for (int j = 0; j < m; j++) {
-                        double s = y0[i * ldy + j];
-                        for (int kk = 0; kk < k; kk++) s += (double)a[i * lda + kk] * b[kk * ldb + j];
-                        double d = fabs(s - ref[i * ldy + j]);
-                        if (d > worst_d) worst_d = d;
-                    }
-                /* |terms| <= 4, |y0| <= 2: k + 1 roundings of partial sums below 4k + 2 */
-                CHECK_MSG(worst_d <= (k + 1) * (4.0 * k + 2) * ULP, "ref %dx%dx%d: %.3g from the double sum", n, k, m, worst_d);
-                for (int i = 0; i < n; i++)
-                    for (int j = m; j < ldy; j++) CHECK(ref[i * ldy + j] == y0[i * ldy + j]);
-                FOR_EACH_ISA(isa) {
-                    for (int threaded = 0; threaded < 2; threaded++) {
-                        memcpy(y, y0, sizeof(float) * n * ldy);
-                        ops_gemm_acc(threaded ? pool : NULL, y, ldy, a, lda, b, ldb, n, k, m);
-                        CHECK_MSG(!memcmp(y, ref, sizeof(float) * n * ldy), "%s %dx%dx%d%s: not the reference's bits",
-                                  ops_isa_name(isa), n, k, m, threaded ? " threaded" : "");
-                    }
-                }
-                free(a); free(b); free(y0); free(ref); free(y);
-                shapes++;
-            }
-    restore_isa();
-    pool_free(pool);
-    CHECK_EQ(shapes, 135);
-}
-
 TEST(ops_rmsnorm_all_isas) {
     static const int widths[] = { 1, 7, 64, 100, 128, 4096 };
     static const int64_t rows[] = { 1, 7, 160 };
