@@ -175,20 +175,18 @@ void ops_gemm_acc(um_pool *pool, float *y, int64_t ldy, const float *a, int64_t 
     pool_for((int64_t)n * k * m < (1 << 16) ? NULL : pool, tiles, gemm_tile, &j);
 }
 
-/* The soft-cap has only the scalar kernel (ops_ref.c): threaded, not vectorized. */
-
-typedef struct softcap_job { float *x; int64_t n; float cap; } softcap_job;
+typedef struct softcap_job { void (*fn)(float *, int64_t, float); float *x; int64_t n; float cap; } softcap_job;
 
 static void softcap_chunk(void *arg, int64_t c, int thread_id) {
     (void)thread_id;
     const softcap_job *j = arg;
     int64_t i0 = c * ELEM_CHUNK;
-    ops_softcap_ref(j->x + i0, UM_MIN(ELEM_CHUNK, j->n - i0), j->cap);
+    j->fn(j->x + i0, UM_MIN(ELEM_CHUNK, j->n - i0), j->cap);
 }
 
 void ops_softcap(um_pool *pool, float *x, int64_t n, float cap) {
     if (n <= 0) return;
-    softcap_job j = { x, n, cap };
+    softcap_job j = { kern()->softcap ? kern()->softcap : ops_softcap_ref, x, n, cap };
     pool_for(n < 2 * ELEM_CHUNK ? NULL : pool, (n + ELEM_CHUNK - 1) / ELEM_CHUNK, softcap_chunk, &j);
 }
 

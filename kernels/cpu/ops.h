@@ -75,7 +75,9 @@ void ops_geglu(um_pool *pool, float *y, const float *gate, const float *up, int6
 void ops_geglu_ref(float *y, const float *gate, const float *up, int64_t n);
 
 /* Logit soft-cap in place: x = cap * tanh(x / cap) (Gemma's final_logit_softcapping, as
- * llama.cpp's scale, tanh, scale). cap > 0. Scalar only. */
+ * llama.cpp's scale, tanh, scale). cap > 0. The reference rounds the double tanh once; the
+ * SIMD sets take tanh in float as Cephes' tanhf does (an odd polynomial below |t| = 0.625,
+ * else 1 - 2 / (e^2|t| + 1)), within 16 ulp relative of it (tests/test_ops.c); NaN stays NaN. */
 void ops_softcap(um_pool *pool, float *x, int64_t n, float cap);
 void ops_softcap_ref(float *x, int64_t n, float cap);
 
@@ -256,6 +258,7 @@ typedef struct um_ops_kern {
     void (*attn_block)(const um_attn_block *b);
     void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
+    void (*softcap)(float *x, int64_t n, float cap);                 /* NULL: the scalar one */
     /* ops_gemm_acc on one thread (any n, k, m); NULL: the scalar one */
     void (*gemm_acc)(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
                      int n, int k, int m);
@@ -266,6 +269,15 @@ typedef struct um_ops_kern {
  * to cancel for u << 0, and e^v saturates cleanly (inf gives -0, 0 gives x). */
 #define UM_GELU_K1 (-2.0 * 0.79788456080286535588)         /* -2 sqrt(2/pi) */
 #define UM_GELU_K3 (UM_GELU_K1 * 0.044715)
+
+/* tanh for |t| < UM_TANH_SMALL in the SIMD soft-caps: t + t^3 P(t^2), Cephes tanhf's
+ * polynomial (coefficients P4 .. P0). */
+#define UM_TANH_SMALL 0.625f
+#define UM_TANH_P4 (-5.70498872745e-3f)
+#define UM_TANH_P3 2.06390887954e-2f
+#define UM_TANH_P2 (-5.37397155531e-2f)
+#define UM_TANH_P1 1.33314422036e-1f
+#define UM_TANH_P0 (-3.33332819422e-1f)
 
 extern const um_ops_kern ops_kern_ref;      /* scalar, ops_ref.c */
 extern const um_ops_kern ops_kern_avx2;

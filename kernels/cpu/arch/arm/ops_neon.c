@@ -290,6 +290,27 @@ static void attn_block_neon(const um_attn_block *b) {
     }
 }
 
+/* ------------------------------------------------------------------ soft-cap */
+
+/* x = cap tanh(x / cap): see ops.h (UM_TANH_*) */
+static void softcap_neon(float *x, int64_t n, float cap) {
+    const float32x4_t vc = vdupq_n_f32(cap), one = vdupq_n_f32(1.0f), two = vdupq_n_f32(2.0f);
+    for (int64_t i = 0; i < n; i += 4) {
+        float32x4_t t = vdivq_f32(ld(x, i, n), vc);
+        float32x4_t a = vabsq_f32(t), s = vmulq_f32(a, a);
+        float32x4_t p = vfmaq_f32(vdupq_n_f32(UM_TANH_P3), vdupq_n_f32(UM_TANH_P4), s);
+        p = vfmaq_f32(vdupq_n_f32(UM_TANH_P2), p, s);
+        p = vfmaq_f32(vdupq_n_f32(UM_TANH_P1), p, s);
+        p = vfmaq_f32(vdupq_n_f32(UM_TANH_P0), p, s);
+        float32x4_t small = vfmaq_f32(a, vmulq_f32(p, s), a);
+        float32x4_t big = vsubq_f32(one, vdivq_f32(two, vaddq_f32(exp4(vaddq_f32(a, a)), one)));
+        float32x4_t r = vbslq_f32(vcltq_f32(a, vdupq_n_f32(UM_TANH_SMALL)), small, big);
+        r = vbslq_f32(vdupq_n_u32(0x80000000u), t, r);                           /* t's sign */
+        r = vbslq_f32(vceqq_f32(t, t), r, t);                                     /* NaN stays NaN */
+        st(x, i, n, vmulq_f32(vc, r));
+    }
+}
+
 /* ------------------------------------------------------------------ small GEMM */
 
 /* R rows (<= 4) by NV vectors of 4 columns (<= 4, the last one holding `left` <= 4 of them):
@@ -356,5 +377,6 @@ const um_ops_kern ops_kern_neon = {
     .rope_norm   = rope_norm_neon,
     .rope_neox   = rope_neox_neon,
     .attn_block  = attn_block_neon,
+    .softcap     = softcap_neon,
     .gemm_acc    = gemm_acc_neon,
 };

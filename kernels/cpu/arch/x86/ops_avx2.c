@@ -328,6 +328,29 @@ static void attn_block_avx2(const um_attn_block *b) {
     }
 }
 
+/* ------------------------------------------------------------------ soft-cap */
+
+/* x = cap tanh(x / cap): see ops.h (UM_TANH_*) */
+static void softcap_avx2(float *x, int64_t n, float cap) {
+    const __m256 vc = _mm256_set1_ps(cap), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i m = tail_mask(n - i);
+        __m256 t = _mm256_div_ps(load_t(x + i, m), vc);
+        __m256 a = _mm256_andnot_ps(sign, t), s = _mm256_mul_ps(a, a);
+        __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(UM_TANH_P4), s, _mm256_set1_ps(UM_TANH_P3));
+        p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(UM_TANH_P2));
+        p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(UM_TANH_P1));
+        p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(UM_TANH_P0));
+        __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, s), a, a);
+        __m256 big = _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(exp8(_mm256_add_ps(a, a)), one)));
+        __m256 r = _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(UM_TANH_SMALL), _CMP_LT_OQ));
+        r = _mm256_or_ps(r, _mm256_and_ps(t, sign));
+        r = _mm256_blendv_ps(r, t, _mm256_cmp_ps(t, t, _CMP_UNORD_Q));            /* NaN stays NaN */
+        store_t(x + i, m, _mm256_mul_ps(vc, r));
+    }
+}
+
 /* ------------------------------------------------------------------ small GEMM */
 
 /* R rows (<= 4) by NV vectors of 8 columns (<= 3, the last one under the mask `last`):
@@ -393,5 +416,6 @@ const um_ops_kern ops_kern_avx2 = {
     .attn_block  = attn_block_avx2,
     .f16_to_f32  = f16_to_f32_avx2,
     .f32_to_f16  = f32_to_f16_avx2,
+    .softcap     = softcap_avx2,
     .gemm_acc    = gemm_acc_avx2,
 };

@@ -332,6 +332,29 @@ static void attn_block_avx512(const um_attn_block *b) {
     }
 }
 
+/* ------------------------------------------------------------------ soft-cap */
+
+/* x = cap tanh(x / cap): see ops.h (UM_TANH_*) */
+static void softcap_avx512(float *x, int64_t n, float cap) {
+    const __m512 vc = _mm512_set1_ps(cap), one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        __m512 t = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), vc);
+        __m512 a = _mm512_abs_ps(t), s = _mm512_mul_ps(a, a);
+        __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(UM_TANH_P4), s, _mm512_set1_ps(UM_TANH_P3));
+        p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(UM_TANH_P2));
+        p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(UM_TANH_P1));
+        p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(UM_TANH_P0));
+        __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, s), a, a);
+        __m512 big = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(exp16(_mm512_add_ps(a, a)), one)));
+        __m512 r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(UM_TANH_SMALL), _CMP_LT_OQ), big, small);
+        r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), _mm512_and_si512(_mm512_castps_si512(t), sign)));
+        r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q), r, t);    /* NaN stays NaN */
+        _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(vc, r));
+    }
+}
+
 /* ------------------------------------------------------------------ small GEMM */
 
 /* R rows (<= 4) by NV vectors of 16 columns (<= 4, the last one under the mask `last`):
@@ -397,5 +420,6 @@ const um_ops_kern ops_kern_avx512 = {
     .attn_block  = attn_block_avx512,
     .f16_to_f32  = f16_to_f32_avx512,
     .f32_to_f16  = f32_to_f16_avx512,
+    .softcap     = softcap_avx512,
     .gemm_acc    = gemm_acc_avx512,
 };
