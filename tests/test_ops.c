@@ -277,51 +277,6 @@ TEST(ops_geglu_extremes) {
     restore_isa();
 }
 
-/* The soft-cap on every kernel set against the reference (double tanh rounded once) over
- * the whole float range at cap 30 and 15: both sides of |x/cap| = 0.625 (the polynomial and
- * the exp form), tiny values (x/cap ~ t), saturation, the tail lengths; NaN stays NaN and
- * +-inf gives +-cap. Threaded runs equal single-threaded ones bit for bit. */
-TEST(ops_softcap_all_isas) {
-    enum { N = 40003 };
-    float *x = malloc(N * sizeof *x), *ref = malloc(N * sizeof *ref), *y = malloc(N * sizeof *y), *y1 = malloc(N * sizeof *y1);
-    um_pool *pool = pool_new(3);
-    static const float caps[] = { 30.0f, 15.0f };
-    for (size_t ci = 0; ci < UM_ARRAY_LEN(caps); ci++) {
-        const float cap = caps[ci];
-        rng_seed(17 + ci);
-        for (int i = 0; i < N; i++) {
-            float r = rnd();
-            switch (i % 4) {
-            case 0: x[i] = r * cap; break;                            /* |t| < 1: both forms */
-            case 1: x[i] = r * 0.625f * cap * 1.02f; break;           /* around the switch */
-            case 2: x[i] = ldexpf(r, (i / 4) % 60 - 40); break;       /* 2^-40 .. 2^19 */
-            default: x[i] = r * 400.0f; break;                        /* saturating */
-            }
-        }
-        x[0] = NAN; x[1] = INFINITY; x[2] = -INFINITY; x[3] = 0.0f; x[5] = -0.0f;
-        memcpy(ref, x, N * sizeof *x);
-        ops_softcap_ref(ref, N, cap);
-        CHECK(isnan(ref[0]) && ref[1] == cap && ref[2] == -cap && ref[3] == 0.0f);
-        FOR_EACH_ISA(isa) {
-            for (int64_t n = 1; n <= N; n = n < 40 ? n + 1 : n < N ? N : N + 1) {   /* every tail, then all */
-                memcpy(y, x, (size_t)n * sizeof *x);
-                ops_softcap(NULL, y, n, cap);
-                CHECK_CLOSE(y + 1, ref + 1, n - 1, 1e-30, TOL_EXP, ops_isa_name(isa));
-                CHECK_MSG(isnan(y[0]), "%s: softcap(NaN) = %g", ops_isa_name(isa), (double)y[0]);
-            }
-            memcpy(y1, x, N * sizeof *x);
-            memcpy(y, x, N * sizeof *x);
-            ops_softcap(NULL, y1, N, cap);
-            ops_softcap(pool, y, N, cap);
-            CHECK_MSG(!memcmp(y, y1, N * sizeof *y), "%s: threaded soft-cap differs", ops_isa_name(isa));
-        }
-    }
-    restore_isa();
-    pool_free(pool);
-    free(x); free(ref); free(y); free(y1);
-}
-
-
 /* ------------------------------------------------------------------ RMSNorm, softmax */
 
 TEST(ops_rmsnorm_all_isas) {

@@ -77,7 +77,7 @@ void ops_geglu_ref(float *y, const float *gate, const float *up, int64_t n);
 /* Logit soft-cap in place: x = cap * tanh(x / cap) (Gemma's final_logit_softcapping, as
  * llama.cpp's scale, tanh, scale). cap > 0. The reference rounds the double tanh once; the
  * SIMD sets take tanh in float as Cephes' tanhf does (an odd polynomial below |t| = 0.625,
- * else 1 - 2 / (e^2|t| + 1)), within 16 ulp relative of it (tests/test_ops.c); NaN stays NaN. */
+ * else 1 - 2 / (e^2|t| + 1)), within 16 ulp relative of it (tests/test_ops_dgemma.c); NaN stays NaN. */
 void ops_softcap(um_pool *pool, float *x, int64_t n, float cap);
 void ops_softcap_ref(float *x, int64_t n, float cap);
 

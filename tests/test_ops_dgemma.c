@@ -1,0 +1,137 @@
+/*
+ * test_ops_dgemma: the ops DiffusionGemma's step added, on every kernel set this CPU has:
+ * ops_gemm_acc (y += a b, each element a chain of fused multiply-adds in k order) bit for bit
+ * against the scalar reference and the reference against a double sum; ops_softcap within
+ * 16 ulp of the double reference. Split from test_ops.c (same conventions).
+ */
+#include "harness.h"
+#include "ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ULP (1.0 / 8388608.0)   /* 2^-23 */
+#define TOL_EXP (16 * ULP)      /* as test_ops.c: the SIMD exp's few ulp plus a division */
+
+/* n floats uniform in [-amp, amp) from a xorshift stream */
+static float *rnd_buf(uint64_t *s, int64_t n, float amp) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    for (int64_t i = 0; i < n; i++) {
+        *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
+        p[i] = amp * ((float)((*s >> 40) * (1.0 / 8388608.0)) - 1.0f);
+    }
+    return p;
+}
+
+/* y += a b on every kernel set, bit for bit with the reference (each element one chain of
+ * fused multiply-adds in k order), over row and column tails of every tile width (4 rows;
+ * 64, 24 and 16 columns), leading dimensions wider than the rows (the gaps must stay as they
+ * were), threaded and not; and the reference against a double sum. */
+TEST(ops_gemm_acc_all_isas) {
+    static const int ns[] = { 1, 3, 4, 5, 9 }, ks[] = { 1, 7, 64 }, ms[] = { 1, 5, 16, 17, 24, 63, 64, 65, 130 };
+    um_pool *pool = pool_new(3);
+    int shapes = 0;
+    for (size_t ni = 0; ni < UM_ARRAY_LEN(ns); ni++)
+        for (size_t ki = 0; ki < UM_ARRAY_LEN(ks); ki++)
+            for (size_t mi = 0; mi < UM_ARRAY_LEN(ms); mi++) {
+                const int n = ns[ni], k = ks[ki], m = ms[mi];
+                const int64_t lda = k + 1, ldb = m + 5, ldy = m + 3;
+                uint64_t seed = (uint64_t)(n * 1000 + k * 10 + m) * 0x9E3779B97F4A7C15ull + 1;
+                float *a = rnd_buf(&seed, n * lda, 1.0f), *b = rnd_buf(&seed, k * ldb, 4.0f), *y0 = rnd_buf(&seed, n * ldy, 2.0f);
+                float *ref = malloc(sizeof(float) * n * ldy), *y = malloc(sizeof(float) * n * ldy);
+                memcpy(ref, y0, sizeof(float) * n * ldy);
+                ops_gemm_acc_ref(ref, ldy, a, lda, b, ldb, n, k, m);
+                double worst_d = 0;
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < m; j++) {
+                        double s = y0[i * ldy + j];
+                        for (int kk = 0; kk < k; kk++) s += (double)a[i * lda + kk] * b[kk * ldb + j];
+                        double d = fabs(s - ref[i * ldy + j]);
+                        if (d > worst_d) worst_d = d;
+                    }
+                /* |terms| <= 4, |y0| <= 2: k + 1 roundings of partial sums below 4k + 2 */
+                CHECK_MSG(worst_d <= (k + 1) * (4.0 * k + 2) * ULP, "ref %dx%dx%d: %.3g from the double sum", n, k, m, worst_d);
+                for (int i = 0; i < n; i++)
+                    for (int j = m; j < ldy; j++) CHECK(ref[i * ldy + j] == y0[i * ldy + j]);
+                for (um_ops_isa isa = UM_OPS_REF; isa < UM_OPS_ISA_COUNT; isa++) {
+                    if (!ops_isa_available(isa) || ops_select(isa, NULL) != UM_OK) continue;
+                    for (int threaded = 0; threaded < 2; threaded++) {
+                        memcpy(y, y0, sizeof(float) * n * ldy);
+                        ops_gemm_acc(threaded ? pool : NULL, y, ldy, a, lda, b, ldb, n, k, m);
+                        CHECK_MSG(!memcmp(y, ref, sizeof(float) * n * ldy), "%s %dx%dx%d%s: not the reference's bits",
+                                  ops_isa_name(isa), n, k, m, threaded ? " threaded" : "");
+                    }
+                }
+                free(a); free(b); free(y0); free(ref); free(y);
+                shapes++;
+            }
+    ops_select(ops_isa_best(), NULL);
+    pool_free(pool);
+    CHECK_EQ(shapes, 135);
+}
+
+/* Largest excess of |a - b| over abs_tol + rel_tol |b| (<= 0: within); *at its index; a NaN on
+ * one side only is infinitely far. */
+static double worst(const float *a, const float *b, int64_t n, double abs_tol, double rel_tol, int64_t *at) {
+    double w = -1e300;
+    *at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = isnan(a[i]) != isnan(b[i]) ? INFINITY : fabs((double)a[i] - (double)b[i]);
+        double ex = d - (abs_tol + rel_tol * fabs((double)b[i]));
+        if (ex > w) { w = ex; *at = i; }
+    }
+    return w;
+}
+
+#define CHECK_CLOSE(a, b, n, abs_tol, rel_tol, what)                                   \
+    do { int64_t _at; double _w = worst(a, b, n, abs_tol, rel_tol, &_at);              \
+         CHECK_MSG(_w <= 0, "%s: element %lld: %.9g vs ref %.9g", what, (long long)_at, \
+                   (double)(a)[_at], (double)(b)[_at]); } while (0)
+
+/* The soft-cap on every kernel set against the reference (double tanh rounded once) over
+ * the whole float range at cap 30 and 15: both sides of |x/cap| = 0.625 (the polynomial and
+ * the exp form), tiny values (x/cap ~ t), saturation, the tail lengths; NaN stays NaN and
+ * +-inf gives +-cap. Threaded runs equal single-threaded ones bit for bit. */
+TEST(ops_softcap_all_isas) {
+    enum { N = 40003 };
+    float *x = malloc(N * sizeof *x), *ref = malloc(N * sizeof *ref), *y = malloc(N * sizeof *y), *y1 = malloc(N * sizeof *y1);
+    um_pool *pool = pool_new(3);
+    static const float caps[] = { 30.0f, 15.0f };
+    for (size_t ci = 0; ci < UM_ARRAY_LEN(caps); ci++) {
+        const float cap = caps[ci];
+        uint64_t seed = (17 + ci) * 0x9E3779B97F4A7C15ull + 1;
+        float *r01 = rnd_buf(&seed, N, 1.0f);
+        for (int i = 0; i < N; i++) {
+            float r = r01[i];
+            switch (i % 4) {
+            case 0: x[i] = r * cap; break;                            /* |t| < 1: both forms */
+            case 1: x[i] = r * 0.625f * cap * 1.02f; break;           /* around the switch */
+            case 2: x[i] = ldexpf(r, (i / 4) % 60 - 40); break;       /* 2^-40 .. 2^19 */
+            default: x[i] = r * 400.0f; break;                        /* saturating */
+            }
+        }
+        free(r01);
+        x[0] = NAN; x[1] = INFINITY; x[2] = -INFINITY; x[3] = 0.0f; x[5] = -0.0f;
+        memcpy(ref, x, N * sizeof *x);
+        ops_softcap_ref(ref, N, cap);
+        CHECK(isnan(ref[0]) && ref[1] == cap && ref[2] == -cap && ref[3] == 0.0f);
+        for (um_ops_isa isa = UM_OPS_REF; isa < UM_OPS_ISA_COUNT; isa++) {
+            if (!ops_isa_available(isa) || ops_select(isa, NULL) != UM_OK) continue;
+            for (int64_t n = 1; n <= N; n = n < 40 ? n + 1 : n < N ? N : N + 1) {   /* every tail, then all */
+                memcpy(y, x, (size_t)n * sizeof *x);
+                ops_softcap(NULL, y, n, cap);
+                CHECK_CLOSE(y + 1, ref + 1, n - 1, 1e-30, TOL_EXP, ops_isa_name(isa));
+                CHECK_MSG(isnan(y[0]), "%s: softcap(NaN) = %g", ops_isa_name(isa), (double)y[0]);
+            }
+            memcpy(y1, x, N * sizeof *x);
+            memcpy(y, x, N * sizeof *x);
+            ops_softcap(NULL, y1, N, cap);
+            ops_softcap(pool, y, N, cap);
+            CHECK_MSG(!memcmp(y, y1, N * sizeof *y), "%s: threaded soft-cap differs", ops_isa_name(isa));
+        }
+    }
+    ops_select(ops_isa_best(), NULL);
+    pool_free(pool);
+    free(x); free(ref); free(y); free(y1);
+}
