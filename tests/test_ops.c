@@ -7,6 +7,7 @@
  */
 #include "harness.h"
 #include "ops.h"
+#include "ops_close.h"
 
 #include <float.h>
 #include <stdlib.h>
@@ -59,24 +60,6 @@ static float *copy_buf(const float *x, int64_t n) {
     return p;
 }
 
-/* Largest |a - b| - tol(b) over n; returns the index of the worst element in *at.
- * tol(b) = abs_tol + rel_tol * |b|. <= 0 means within tolerance. */
-static double worst(const float *a, const float *b, int64_t n, double abs_tol, double rel_tol, int64_t *at) {
-    double w = -1e300;
-    *at = -1;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (isnan(a[i]) != isnan(b[i])) d = INFINITY;
-        double ex = d - (abs_tol + rel_tol * fabs((double)b[i]));
-        if (ex > w) { w = ex; *at = i; }
-    }
-    return w;
-}
-
-#define CHECK_CLOSE(a, b, n, abs_tol, rel_tol, what)                                   \
-    do { int64_t _at; double _w = worst(a, b, n, abs_tol, rel_tol, &_at);              \
-         CHECK_MSG(_w <= 0, "%s: element %lld: %.9g vs ref %.9g", what, (long long)_at, \
-                   (double)(a)[_at], (double)(b)[_at]); } while (0)
 
 /* Run body once for every available kernel set; restores the default afterwards. */
 #define FOR_EACH_ISA(isa)                                                              \

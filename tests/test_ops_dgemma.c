@@ -6,6 +6,7 @@
  */
 #include "harness.h"
 #include "ops.h"
+#include "ops_close.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -71,23 +72,6 @@ TEST(ops_gemm_acc_all_isas) {
     CHECK_EQ(shapes, 135);
 }
 
-/* Largest excess of |a - b| over abs_tol + rel_tol |b| (<= 0: within); *at its index; a NaN on
- * one side only is infinitely far. */
-static double worst(const float *a, const float *b, int64_t n, double abs_tol, double rel_tol, int64_t *at) {
-    double w = -1e300;
-    *at = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = isnan(a[i]) != isnan(b[i]) ? INFINITY : fabs((double)a[i] - (double)b[i]);
-        double ex = d - (abs_tol + rel_tol * fabs((double)b[i]));
-        if (ex > w) { w = ex; *at = i; }
-    }
-    return w;
-}
-
-#define CHECK_CLOSE(a, b, n, abs_tol, rel_tol, what)                                   \
-    do { int64_t _at; double _w = worst(a, b, n, abs_tol, rel_tol, &_at);              \
-         CHECK_MSG(_w <= 0, "%s: element %lld: %.9g vs ref %.9g", what, (long long)_at, \
-                   (double)(a)[_at], (double)(b)[_at]); } while (0)
 
 /* The soft-cap on every kernel set against the reference (double tanh rounded once) over
  * the whole float range at cap 30 and 15: both sides of |x/cap| = 0.625 (the polynomial and

@@ -150,16 +150,20 @@ done
 quit
 
 # ---------------------------------------------------------------- record --compare
-"$BIN" record $GEN -p "$P" -q --compare "--seed 9" --compare "--schedule timestep" --cast "$TMP/c.cast" 2>"$TMP/err"
-rc=$?
-if [ $rc = 0 ] && [ -s "$TMP/c.cast" ]; then ok "record --compare --cast: exit 0"; else fail "record --compare" "rc $rc $(cat "$TMP/err")"; fi
-# the cast's last screen, replayed by a tiny terminal (cursor moves, text; colours dropped)
-python3 - "$TMP/c.cast" >"$TMP/screen" <<'EOF'
+# cast_text CAST: the cast's output, replayed by a tiny terminal (cursor moves become line
+# breaks, colours dropped), its last 20,000 characters
+cast_text() {
+  python3 - "$1" <<'EOF'
 import json, re, sys
 lines = open(sys.argv[1]).read().splitlines()
 out = ''.join(e[2] for e in map(json.loads, lines[1:]) if e[1] == 'o')
 print(re.sub(r'\x1b\[[0-9;?]*[A-Za-z]', '\n', out)[-20000:])
 EOF
+}
+"$BIN" record $GEN -p "$P" -q --compare "--seed 9" --compare "--schedule timestep" --cast "$TMP/c.cast" 2>"$TMP/err"
+rc=$?
+if [ $rc = 0 ] && [ -s "$TMP/c.cast" ]; then ok "record --compare --cast: exit 0"; else fail "record --compare" "rc $rc $(cat "$TMP/err")"; fi
+cast_text "$TMP/c.cast" >"$TMP/screen"
 if grep -qF "1 main" "$TMP/screen" && grep -qF "2 --seed 9" "$TMP/screen" && grep -qF "3 --schedule timestep" "$TMP/screen"; then
   ok "record --compare: the cast shows the three panes' headers"; else fail "record cast panes" "$(grep -c . "$TMP/screen") lines"; fi
 if grep -qE "done 8 steps" "$TMP/screen"; then ok "record --compare: the cast ends with the summaries"; else fail "record summary" "none"; fi
@@ -175,12 +179,7 @@ OWN="--no-chat --gen 16 --steps 8"
 "$BIN" record $GEN -p "$P" -q --size 240x40 --compare "-m $MODEL $OWN" --compare "-m $SUDOKU $OWN" --cast "$TMP/o.cast" 2>"$TMP/err"
 rc=$?
 if [ $rc = 0 ] && [ -s "$TMP/o.cast" ]; then ok "record --compare -m: two more models, exit 0"; else fail "record --compare -m" "rc $rc $(cat "$TMP/err")"; fi
-python3 - "$TMP/o.cast" >"$TMP/oscreen" <<'EOF'
-import json, re, sys
-lines = open(sys.argv[1]).read().splitlines()
-out = ''.join(e[2] for e in map(json.loads, lines[1:]) if e[1] == 'o')
-print(re.sub(r'\x1b\[[0-9;?]*[A-Za-z]', '\n', out)[-20000:])
-EOF
+cast_text "$TMP/o.cast" >"$TMP/oscreen"
 if grep -qF "2 -m " "$TMP/oscreen" && grep -qF "3 -m " "$TMP/oscreen"; then ok "record --compare -m: panes 2 and 3 name their model flags"
 else fail "own model header" "$(grep -F ' -m ' "$TMP/oscreen" | head -2)"; fi
 if grep -qF "done 8 steps" "$TMP/oscreen"; then ok "record --compare -m: the cast ends with the summaries"; else fail "own model record summary" "none"; fi
