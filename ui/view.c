@@ -92,7 +92,6 @@ static bool is_special(const view_state *v, int32_t tok) {
     return v->src && v->src->is_special && v->src->is_special(v->src->self, tok);
 }
 
-/* Does position i hold a committed token in both a and b, a different one? */
 /* Panes on two models (their own sources) may tokenize the prompt into another number of
  * tokens: their generated positions are matched from the first one, and compared by text. */
 static bool two_models(const view_state *v) { return v->diff_src && v->src && v->diff_src != v->src; }
@@ -103,6 +102,7 @@ static bool comparable(const view_state *v, const um_snapshot *a, const um_snaps
     return a->n_canvas == b->n_canvas && a->n_prompt == b->n_prompt;
 }
 
+/* Does position i of b and its match in a hold a committed token in both, a different one? */
 static bool differs(const view_state *v, const um_snapshot *a, const um_snapshot *b, int32_t i) {
     if (!comparable(v, a, b) || i < b->n_prompt || i >= b->n_canvas) return false;
     const int32_t ia = i - b->n_prompt + a->n_prompt;

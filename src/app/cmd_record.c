@@ -37,7 +37,6 @@
 #include "numparse.h"
 #include "gguf.h"
 #include "outfile.h"
-#include "esc.h"
 #include "recorder.h"
 #include "sigexit.h"
 #include "theme.h"
@@ -193,15 +192,7 @@ static int record_main(int argc, char **argv, um_genopts *cg, char **cbuf, const
     outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
     um_engine_opts ceng[RECORD_MAX_PANES - 1];        /* each --compare run's (genopts_pane_engine) */
     bool cown[RECORD_MAX_PANES - 1] = { false };
-    for (int k = 0; k < *n_cmp; k++) {
-        if (genopts_pane_engine(&g, &cg[k], &ceng[k], &cown[k], &e)) {
-            char shown[200];
-            esc_str(shown, sizeof shown, clabel[k], strnlen(clabel[k], 80), 0, 0);
-            fprintf(stderr, "unmask record: --compare '%s': %s\n", shown, e.msg);
-            return 1;
-        }
-        if (cown[k]) outfile_set_input(&files, "--compare's model", ceng[k].model_path);
-    }
+    if (genopts_pane_engines(&g, cg, clabel, *n_cmp, ceng, cown, &files, "unmask record")) return 1;
     feopts_files(&fe, &files);
     if (outfile_check(&files, &e) || gguf_split_check_outputs(&files, &e)) { fprintf(stderr, "unmask record: %s\n", e.msg); return 1; }
     g.eng.progress = genopts_progress_stderr;

@@ -542,6 +542,21 @@ int genopts_pane_engine(const um_genopts *main, um_genopts *pane, um_engine_opts
     return UM_OK;
 }
 
+int genopts_pane_engines(const um_genopts *main, um_genopts *panes, const char *const *labels, int n,
+                         um_engine_opts *eng, bool *own, outfile_set *files, const char *prog) {
+    for (int k = 0; k < n; k++) {
+        um_err e = { "" };
+        if (genopts_pane_engine(main, &panes[k], &eng[k], &own[k], &e)) {
+            char shown[200];
+            esc_str(shown, sizeof shown, labels[k], strnlen(labels[k], 80), 0, 0);
+            fprintf(stderr, "%s: --compare '%s': %s\n", prog, shown, e.msg);
+            return UM_FAIL;
+        }
+        if (own[k]) outfile_set_input(files, "--compare's model", eng[k].model_path);
+    }
+    return UM_OK;
+}
+
 void genopts_pane_apply(const um_genopts *main, const um_genopts *pane, bool own, um_settings *s) {
     if (!own) genopts_apply(main, s);
     genopts_apply(pane, s);

@@ -14,6 +14,7 @@
 #include "flags.h"
 #include "jsonw.h"
 #include "models_conf.h"
+#include "outfile.h"
 
 /* The models.conf preset used when neither -m nor -M is given (the bundled model). */
 #define UM_DEFAULT_PRESET "demo"
@@ -88,6 +89,11 @@ int  genopts_parse_compare(um_genopts *g, char *flags, const char *prog);
  * else main's options with the pane's chat template or system prompt. Fails on a preset or
  * file that does not resolve. */
 int  genopts_pane_engine(const um_genopts *main, um_genopts *pane, um_engine_opts *out, bool *own, um_err *e);
+/* genopts_pane_engine for the n --compare panes (labels: their FLAGS as given), each pane
+ * that names its own model added to files as an input. On failure prints
+ * "PROG: --compare 'FLAGS': problem" on stderr and returns UM_FAIL. */
+int  genopts_pane_engines(const um_genopts *main, um_genopts *panes, const char *const *labels, int n,
+                          um_engine_opts *eng, bool *own, outfile_set *files, const char *prog);
 /* A pane's settings from its source's defaults: a pane with its own model takes only its own
  * flags (and preset), the others main's and then theirs. */
 void genopts_pane_apply(const um_genopts *main, const um_genopts *pane, bool own, um_settings *s);

@@ -168,32 +168,23 @@ static int visualize(int argc, char **argv, compare_opts *cmp) {
     quiet_load = com.quiet;
     const bool demo = fe.demo;
 
-    /* preset, model path and chat template; flags win over the preset; then each pane's */
+    /* preset, model path and chat template; flags win over the preset */
     if (!demo) {
         um_err e = { "" };
         if (genopts_resolve(&g, &e)) { fprintf(stderr, "unmask: %s\n", e.msg); return 1; }
     }
-    for (int k = 0; k < cmp->n; k++) {
-        um_err e = { "" };
+    for (int k = 0; k < cmp->n; k++)
         if (demo && (cmp->g[k].model || cmp->g[k].preset)) {
             fprintf(stderr, "unmask: --compare: -m and -M need a model run (not --demo-ui)\n");
             return 2;
         }
-        if (!demo && genopts_pane_engine(&g, &cmp->g[k], &cmp->eng[k], &cmp->own[k], &e)) {
-            char shown[200];
-            esc_str(shown, sizeof shown, cmp->label[k], strnlen(cmp->label[k], 80), 0, 0);
-            fprintf(stderr, "unmask: --compare '%s': %s\n", shown, e.msg);
-            return 1;
-        }
-    }
     theme th;                                       /* config errors first, then the tty */
     um_err te = { "" };
     if (theme_load(&th, fe.theme, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
     outfile_set files;                              /* inputs and outputs before curses starts */
     outfile_set_init(&files);
     if (!demo) outfile_set_input(&files, g.model ? "-m" : "the model", g.eng.model_path);
-    for (int k = 0; k < cmp->n; k++)
-        if (cmp->own[k]) outfile_set_input(&files, "--compare's model", cmp->eng[k].model_path);
+    if (!demo && genopts_pane_engines(&g, cmp->g, cmp->label, cmp->n, cmp->eng, cmp->own, &files, "unmask")) return 1;
     feopts_files(&fe, &files);
     if (outfile_check(&files, &te)) { fprintf(stderr, "unmask: %s\n", te.msg); return 1; }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {

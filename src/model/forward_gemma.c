@@ -68,12 +68,17 @@ static double sc_softmax(const float *z, float inv_t, int V, float *p, float *mx
 
 /* Exact: soft[c] = sum_v p[v] emb[v] over the whole vocabulary, in vocabulary order. The
  * reference path sums in double here, row by row, from the probabilities p (V) of the row.
- * The fast path only marks the row: sc_exact_blocked sums every marked row at once. */
-static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row) {
+ * The fast path only marks the row and keeps its softmax max and 1/sum (sc_softmax's mx,
+ * inv): sc_exact_blocked sums every marked row at once. */
+static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row, float mx, float inv) {
     um_forward *f = j->f;
     const int V = j->n_vocab, E = j->E;
     f->sc_exact[c] = 1;
-    if (!f->ref) return;
+    if (!f->ref) {
+        f->sc_mx[c] = mx;
+        f->sc_inv[c] = inv;
+        return;
+    }
     float *out = f->sc_soft + c * E;
     double *acc = f->wrow;
     for (int i = 0; i < E; i++) acc[i] = 0;
@@ -91,8 +96,7 @@ static void sc_exact_row(void *arg, int64_t c, int tid) {
     const int V = j->n_vocab, E = j->E;
     float *p = f->sc_p + (int64_t)tid * (V + E), mx, inv;
     sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p, &mx, &inv);
-    if (!f->ref) { f->sc_mx[c] = mx; f->sc_inv[c] = inv; }
-    sc_exact_from(j, c, p, p + V);
+    sc_exact_from(j, c, p, p + V, mx, inv);
 }
 
 /* The fast path's exact product for the marked rows, a block of UM_SC_BLOCK vocabulary rows
@@ -156,7 +160,6 @@ static void sc_topk_row(void *arg, int64_t c, int tid) {
     float *p = f->sc_p + (int64_t)tid * (V + E), *row = p + V, mx, inv;
     float *out = f->sc_soft + c * E;
     sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p, &mx, &inv);
-    if (!f->ref) { f->sc_mx[c] = mx; f->sc_inv[c] = inv; }
     int32_t heap[UM_SC_MAX_TOPK];
     int n = 0;
     for (int32_t v = 0; v < V; v++) {
@@ -182,7 +185,7 @@ static void sc_topk_row(void *arg, int64_t c, int tid) {
     double mass = 0;
     for (int k = 0; k < n; k++) mass += p[heap[k]];
     if (j->sc->mode == UM_SC_AUTO && 1.0 - mass > (j->sc->tail_max > 0 ? j->sc->tail_max : UM_SC_AUTO_TAIL)) {
-        sc_exact_from(j, c, p, row);    /* too much mass outside the top k: the exact product */
+        sc_exact_from(j, c, p, row, mx, inv);   /* too much mass outside the top k: the exact product */
         return;
     }
     const double share = V > n && mass < 1.0 ? (1.0 - mass) / (double)(V - n) : 0.0;
