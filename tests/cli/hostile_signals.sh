@@ -69,8 +69,8 @@ record_bg() {
 mid_run() { grep -q 'step [3-9][0-9]*/' "$1.err" 2>/dev/null; }
 
 for sig in HUP QUIT USR1 USR2 ALRM XCPU XFSZ VTALRM PROF; do
-  if [ $sig = HUP ] && hup_ignored; then
-    skip "record SIGHUP" "SIGHUP is ignored in this shell (started under nohup?): it cannot be delivered"
+  if sig_ignored $sig; then
+    skip "record SIG$sig" "SIG$sig is ignored in this shell (started under nohup or as a background job?): it cannot be delivered"
     continue
   fi
   d=$TMP/rec-$sig

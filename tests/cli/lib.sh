@@ -37,6 +37,10 @@ synth_quant_matches() { local shape ty mix in_sha out_sha name
     else fail "$name: same bytes as llama-quantize"; fi
   done <"$1"; }
 finish() { echo "$SUITE: $_pass passed, $_fail failed, $_skip skipped"; }
-# hup_ignored: SIGHUP was ignored when this shell started (a run under nohup); a shell cannot
-# undo that (POSIX), so a test that needs SIGHUP delivered must skip, saying why
-hup_ignored() { local m; m=$(awk '/^SigIgn:/ {print $2}' /proc/$$/status 2>/dev/null); [ -n "$m" ] && (( 0x$m & 1 )); }
+# sig_ignored NAME: signal NAME was ignored when this shell started (SIGHUP under nohup; SIGINT
+# and SIGQUIT in a background job of a shell without job control); a shell cannot undo that
+# (POSIX) and unmask keeps an inherited SIG_IGN, so a test that needs the signal delivered
+# must skip, saying why
+sig_ignored() { local m n; n=$(kill -l "$1" 2>/dev/null) || return 1
+  m=$(awk '/^SigIgn:/ {print $2}' /proc/$$/status 2>/dev/null); [ -n "$m" ] && (( (0x$m >> (n - 1)) & 1 )); }
+hup_ignored() { sig_ignored HUP; }
