@@ -22,6 +22,9 @@
 # ARM64_UNIT_FILTERS_REST and ARM64_SUITES_REST (the same for every CPU after the first;
 # default: as for the first), ARM64_X86_BIN (the x86 build to compare with; default ./unmask,
 # skipped when absent).
+# ARM64_TIMEOUT (default 1800; 600 with ARM64_QUICK): seconds each unit-test run, suite and samegen run may take
+# under emulation before it is stopped and counted as a failure (a hang costs a clear
+# failure, not the rest of CI's time; each unit test also has the runner's own watchdog).
 # ARM64_QUICK=1 is CI's subset (.ci/run): the kernel-level unit tests (CPU detection, ops,
 # sampler, fp16/bf16, pool, quant, matmul) on every CPU, a few quick suites on the first
 # CPU only, and the x86 comparison on every CPU. Emulation runs the rest of the unit tests
@@ -35,10 +38,12 @@ if [ "${ARM64_QUICK:-0}" = 1 ]; then
   : "${ARM64_UNIT_FILTERS:=test_cpu test_ops test_sampler test_util test_pool test_quant.c test_matmul}"
   : "${ARM64_SUITES:=basic info tokenize sudoku_model}"
   : "${ARM64_SUITES_REST:=}"
+  : "${ARM64_TIMEOUT:=600}"
 fi
 SUITES_ALL="basic cache chat_file dgemma eval hostile_files info llada2 quantize quantize_iq quantize_tq split stream sudoku_gen sudoku_model tokenize"
 SUITES=${ARM64_SUITES-$SUITES_ALL}
 X86_BIN=${ARM64_X86_BIN:-$ROOT/unmask}
+LIMIT=${ARM64_TIMEOUT:-1800}
 passed=0; failed=0; skipped=0
 
 command -v qemu-aarch64 >/dev/null || { echo "test-arm64: qemu-aarch64 not found (apt-get install qemu-user)"; exit 1; }
@@ -80,7 +85,8 @@ for cpu in $CPUS; do
   # 2. unit tests
   filters=${ARM64_UNIT_FILTERS:-}
   [ "$first" = 1 ] || filters=${ARM64_UNIT_FILTERS_REST-$filters}
-  UNMASK_ROOT=$ROOT "$wrap/unit_tests" $filters >"$log" 2>&1
+  UNMASK_ROOT=$ROOT UNIT_TIMEOUT=$LIMIT timeout "$LIMIT" "$wrap/unit_tests" $filters >"$log" 2>&1 ||
+    [ $? != 124 ] || echo "FAIL unit tests on $cpu: stopped after $LIMIT s (ARM64_TIMEOUT)" | tee -a "$log"
   grep -E '^(FAIL|    )' "$log" | grep -v '^    skipped:' | head -n 40
   count "unit tests on $cpu" "$log"
   tail -n 1 "$log" | sed "s/^/$cpu /"
@@ -90,7 +96,8 @@ for cpu in $CPUS; do
   [ "$first" = 1 ] || suites=${ARM64_SUITES_REST-$SUITES}
   for s in $suites; do
     UNMASK_ROOT=$ROOT UNMASK_BIN=$wrap/unmask UNMASK_VARIANT=arm64 SUDOKU_GEN=$wrap/sudoku-gen \
-      bash "tests/cli/$s.sh" >"$log" 2>&1
+      timeout "$LIMIT" bash "tests/cli/$s.sh" >"$log" 2>&1 ||
+      [ $? != 124 ] || echo "FAIL tests/cli/$s.sh on $cpu: stopped after $LIMIT s (ARM64_TIMEOUT)" | tee -a "$log"
     grep -E '^FAIL' -A2 "$log" | head -n 20
     count "tests/cli/$s.sh on $cpu" "$log"
     tail -n 1 "$log" | sed "s/^/$cpu /"
@@ -98,7 +105,8 @@ for cpu in $CPUS; do
 
   # 4. the bundled models against the x86 build
   if [ -x "$X86_BIN" ]; then
-    python3 tests/arm64/samegen.py "$X86_BIN" "$wrap/unmask" >"$log" 2>&1
+    timeout "$LIMIT" python3 tests/arm64/samegen.py "$X86_BIN" "$wrap/unmask" >"$log" 2>&1 ||
+      [ $? != 124 ] || echo "FAIL samegen on $cpu: stopped after $LIMIT s (ARM64_TIMEOUT)" | tee -a "$log"
     grep -E '^FAIL' -A3 "$log" | head -n 20
     count "samegen on $cpu" "$log"
     tail -n 1 "$log" | sed "s/^/$cpu /"

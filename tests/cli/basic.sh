@@ -12,6 +12,16 @@ expect_rc help 0 "$BIN" --help
 expect_grep help-lists-info '^  info ' "$TMP/out"
 cp "$TMP/out" "$TMP/help"
 expect_rc unknown-command 2 "$BIN" frobnicate
+
+# the unit-test runner's watchdog: a test that hangs ends the run within UNIT_TIMEOUT, named
+UNIT=${UNMASK_UNIT:-build/release/unit_tests}
+if [ -x "$UNIT" ]; then
+  UNIT_TIMEOUT=1 UNIT_WATCHDOG_PROBE=1 timeout 30 "$UNIT" harness_watchdog >"$TMP/wd" 2>&1; rc=$?
+  if [ $rc = 3 ] && grep -q '^FAIL harness_watchdog: did not finish in 1 s' "$TMP/wd"; then ok "unit watchdog: a hung test fails, named"
+  else fail "unit watchdog" "rc $rc: $(head -c 300 "$TMP/wd")"; fi
+else
+  skip "unit watchdog" "no unit-test binary at $UNIT"
+fi
 expect_grep unknown-command-msg "unknown command 'frobnicate'" "$TMP/err"
 
 # logits --profile: the median pass's parts add up to at most its time, products did MACs
