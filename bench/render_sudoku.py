@@ -2,7 +2,10 @@
 by bench/sudoku_train.py at the end of `make sudoku-model`) and the recipe's pilot runs
 (bench/results/sudoku-train-pilots.json) as Markdown tables,
 and where it goes wrong (bench/results/sudoku-errors.json, bench/sudoku_errors.py), for
-tools/render-readme.py (tables "sudoku-train", "sudoku-pilots", "sudoku-errors" in docs/sudoku.md)."""
+tools/render-readme.py (tables "sudoku-train", "sudoku-pilots", "sudoku-errors" in docs/sudoku.md),
+and the uniform-state model beside the masked one (bench/results/sudoku-eval-uniform.json and
+sudoku-eval.json, bench/sudoku_eval.py: table "sudoku-uniform" in docs/sudoku.md, sentence
+"sudoku-uniform-summary" in README.md)."""
 import json
 import os
 
@@ -93,5 +96,63 @@ def render_sudoku_order():
     return "\n".join(out)
 
 
-RENDERERS = {"sudoku-train": render_sudoku_train, "sudoku-pilots": render_sudoku_pilots,
+def _uniform_rows():
+    """(uniform results file, [(difficulty, uniform result, masked one-cell confidence result)])"""
+    def load(name):
+        path = os.path.join(RES, name)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
+    u, m = load("sudoku-eval-uniform.json"), load("sudoku-eval.json")
+    if not u or not m:
+        return None, []
+    rows = []
+    for d in ["easy", "medium", "hard"]:
+        a, b = u["results"].get(f"uniform-{d}"), m["results"].get(f"{d}-confidence")
+        if a and b:
+            rows.append((d, a, b))
+    return u, rows
+
+
+def _pct(r):
+    return f"{100 * r['correct'] / r['total']:.1f}%"
+
+
+def _passes(r):
+    return r["forward_passes"] / r["total"]
+
+
+def render_sudoku_uniform():
+    u, rows = _uniform_rows()
+    if not rows:
+        return "_no results yet: run `python3 bench/sudoku_eval.py --group uniform`_"
+    n = rows[0][1]["total"]
+    out = [f"`unmask eval -M sudoku-uniform --sudoku {n} --difficulty D -t 1` (bench/sudoku_eval.py --group "
+           f"uniform); {n:,} held-out test puzzles each, the same puzzles as the masked model's rows; "
+           f"{u['machine']['cpu']} ({u['machine'].get('cpu_family', 'family not recorded')}), {u['date'][:10]}, commit {u['versions']['commit']}. Masked model: one cell "
+           "per step in confidence order (bench/results/sudoku-eval.json).", "",
+           "| difficulty | uniform-state model: solved | forward passes per puzzle | cells per pass | "
+           "masked model (shipped): solved | its forward passes |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for d, a, b in rows:
+        cells = a["generated_tokens"] / a["forward_passes"] if a.get("generated_tokens") else 81 / _passes(a)
+        out.append(f"| {d} | {_pct(a)} | {_passes(a):.1f} | {cells:.1f} | {_pct(b)} | {_passes(b):.0f} |")
+    return "\n".join(out)
+
+
+def render_sudoku_uniform_summary():
+    _, rows = _uniform_rows()
+    r = {d: (a, b) for d, a, b in rows}
+    if "easy" not in r:
+        return "_no results yet: run `python3 bench/sudoku_eval.py --group uniform`_"
+    (ea, eb) = r["easy"]
+    rest = ", ".join(f"{_pct(r[d][0])} of {d}" for d in ("medium", "hard") if d in r)
+    return (f"It solves {_pct(ea)} of {ea['total']:,} held-out easy puzzles in {_passes(ea):.1f} forward\n"
+            f"passes each ({rest}), where the shipped masked model needs {_passes(eb):.0f} passes for\n"
+            f"{_pct(eb)} (docs/sudoku.md, \"The uniform-state sudoku model\").")
+
+
+RENDERERS = {"sudoku-uniform": render_sudoku_uniform, "sudoku-uniform-summary": render_sudoku_uniform_summary,
+             "sudoku-train": render_sudoku_train, "sudoku-pilots": render_sudoku_pilots,
              "sudoku-errors": render_sudoku_errors, "sudoku-order": render_sudoku_order}

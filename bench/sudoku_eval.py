@@ -1,7 +1,7 @@
 """sudoku_eval.py: the sudoku yardstick (docs/sudoku.md) and what fast decoding costs on it
 (docs/decoding.md), measured with `unmask eval` on held-out test puzzles.
 
-    python3 bench/sudoku_eval.py [--n 1000] [--jobs 2] [--group yardstick|methods] [--only ID...]
+    python3 bench/sudoku_eval.py [--n 1000] [--jobs 2] [--group yardstick|methods|uniform] [--only ID...]
                                  [--model PRESET_OR_FILE] [--out NAME]
 
 Every configuration runs `unmask eval -M sudoku --sudoku N --difficulty D --json -t 1 FLAGS`
@@ -14,6 +14,10 @@ puzzle, the same model, only the decoding differs. Two groups:
   methods    easy puzzles under every fast-decoding method: parallel decoding (threshold,
              factor, EB-sampler), K/V caches (dual, refresh, drift) and combinations; cost is
              forward passes and rows computed (a cached pass computes fewer rows) (#17)
+  uniform    the uniform-state model (-M sudoku-uniform, its own sampler and settings) on every
+             difficulty; run only when named (--group uniform), written to
+             sudoku-eval-uniform.json unless --out says otherwise (docs/sudoku.md, "The
+             uniform-state sudoku model")
 
 Configurations run JOBS at a time, one thread each (the machine has 2 cores). Writes
 bench/results/NAME (default sudoku-eval.json): per configuration the flags, the counts from
@@ -64,10 +68,14 @@ def configs():
           ["--cache", "dual", "--cache-drift", "0.05", "--eb-gamma", "0.01"])]
     for i, label, flags in m:
         out.append({"id": "easy-" + i, "group": "methods", "difficulty": "easy", "label": label, "flags": flags})
+    for d in ["easy", "medium", "hard"]:
+        out.append({"id": f"uniform-{d}", "group": "uniform", "difficulty": d, "model": "sudoku-uniform",
+                    "label": "uniform-state model, its entropy-bound sampler", "flags": []})
     return out
 
 
 def run_one(model, n, c):
+    model = c.get("model", model)
     sel = ["-M", model] if "/" not in model and not model.endswith(".gguf") else ["-m", model]
     argv = [benchlib.UNMASK, "eval"] + sel + ["--sudoku", str(n), "--difficulty", c["difficulty"], "--json",
                                                "-t", "1"] + c["flags"]
@@ -90,14 +98,18 @@ def main():
     def opt(name, default):
         return a[a.index(name) + 1] if name in a else default
     n, jobs = int(opt("--n", "1000")), int(opt("--jobs", "2"))
-    model, name, group = opt("--model", "sudoku"), opt("--out", "sudoku-eval.json"), opt("--group", None)
+    group = opt("--group", None)
+    model = opt("--model", "sudoku")
+    name = opt("--out", "sudoku-eval-uniform.json" if group == "uniform" else "sudoku-eval.json")
     only = []
     if "--only" in a:
         for x in a[a.index("--only") + 1:]:
             if x.startswith("--"):
                 break
             only.append(x)
-    todo = [c for c in configs() if (not group or c["group"] == group) and (not only or c["id"] in only)]
+    # the uniform group runs only when named: it is another model's file of results
+    in_file = [c for c in configs() if (c["group"] == "uniform") == (group == "uniform")]
+    todo = [c for c in in_file if (not group or c["group"] == group) and (not only or c["id"] in only)]
     path = os.path.join(benchlib.RESULTS, name)
     old = {}
     if os.path.exists(path) and (only or group):
@@ -110,7 +122,8 @@ def main():
                 "note": "Each configuration: one `unmask eval` process with one thread; up to JOBS run at once "
                         "on the 2-core machine, so seconds are indicative only (forward passes and rows computed "
                         "are exact counts)."})
-    res["configs"] = {c["id"]: {k: c[k] for k in ("group", "difficulty", "label", "flags")} for c in configs()}
+    res["configs"] = {c["id"]: {k: c[k] for k in ("group", "difficulty", "label", "flags", "model") if k in c}
+                      for c in in_file}
     results = dict(old)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
         futs = {ex.submit(run_one, model, n, c): c for c in todo}
@@ -120,7 +133,7 @@ def main():
             results[c["id"]] = r
             print(f"{c['id']}: {r['correct']}/{r['total']} solved, {r['forward_passes'] / r['total']:.1f} passes, "
                   f"{r['rows_computed'] / r['total']:.0f} rows per puzzle, {r['seconds']:.0f} s", file=sys.stderr)
-    res["results"] = {k: results[k] for k in [c["id"] for c in configs()] if k in results}
+    res["results"] = {k: results[k] for k in [c["id"] for c in in_file] if k in results}
     print(os.path.relpath(benchlib.write(name, res), benchlib.ROOT))
 
 
