@@ -206,6 +206,14 @@ void pool_run(um_pool *p, um_pool_task *t) {
     if (spins == p->spin) {
         pthread_mutex_lock(&p->mu);
         atomic_store(&p->caller_sleeping, true);
+        /* A full fence between the announcement and the re-check. C11 already orders a
+         * seq_cst store before a later seq_cst load, and AArch64's STLR/LDAR do too, but
+         * qemu-user 7.2 on an x86 host lets the load pass the store (it emits no
+         * store-load barrier for that pair): the last helper then read caller_sleeping as
+         * false after the caller had read pending as 1, and nobody woke the caller (a hang
+         * of test_pool's pool_create_free_many about once in 130 runs under -cpu
+         * neoverse-n1). The fence is a DMB there, an MFENCE in the emulation. */
+        atomic_thread_fence(memory_order_seq_cst);
         while (atomic_load(&p->pending) != 0) pthread_cond_wait(&p->done, &p->mu);
         atomic_store(&p->caller_sleeping, false);
         pthread_mutex_unlock(&p->mu);
