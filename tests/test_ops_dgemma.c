@@ -2,7 +2,8 @@
  * test_ops_dgemma: the ops DiffusionGemma's step added, on every kernel set this CPU has:
  * ops_gemm_acc (y += a b, each element a chain of fused multiply-adds in k order) bit for bit
  * against the scalar reference and the reference against a double sum; ops_softcap within
- * 16 ulp of the double reference. Split from test_ops.c (same conventions).
+ * 16 ulp of the double reference; ops_dequant_row bit for bit against the types' reference
+ * decoders. Split from test_ops.c (same conventions).
  */
 #include "harness.h"
 #include "ops.h"
@@ -118,4 +119,51 @@ TEST(ops_softcap_all_isas) {
     ops_select(ops_isa_best(), NULL);
     pool_free(pool);
     free(x); free(ref); free(y); free(y1);
+}
+
+/* ops_dequant_row on every kernel set gives the reference decoder's bits: Q6_K and Q8_0
+ * (the SIMD kernels) over random blocks whose every byte is random (codes, high bits, signed
+ * scales) and whose f16 scales are any finite value (subnormal, negative, +-0, the largest),
+ * 1 to 11 blocks; Q4_K, which has no SIMD kernel, through the fallback. */
+TEST(ops_dequant_row_all_isas) {
+    static const um_type types[] = { UM_TYPE_Q6_K, UM_TYPE_Q8_0, UM_TYPE_Q4_K };
+    static const uint16_t halves[] = { 0x0000, 0x8000, 0x0001, 0x83FF, 0x7BFF, 0xFBFF, 0x3C00, 0x2E66 };
+    uint64_t seed = 0x5DEECE66Dull;
+    int cases = 0;
+    for (size_t ti = 0; ti < UM_ARRAY_LEN(types); ti++) {
+        const um_type ty = types[ti];
+        const int blck = (int)um_type_blck(ty), bytes = (int)um_type_bytes(ty);
+        for (int nb = 1; nb <= 11; nb += 5) {
+            const int64_t n = (int64_t)nb * blck;
+            uint8_t *src = malloc((size_t)nb * bytes);
+            float *ref = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+            for (int i = 0; i < nb * bytes; i++) {
+                seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+                src[i] = (uint8_t)(seed >> 32);
+            }
+            /* the f16 scales: d (and Q4_K's dmin) at the start or end of each block, finite */
+            for (int b = 0; b < nb; b++) {
+                uint8_t *blk = src + (size_t)b * bytes;
+                const size_t off = ty == UM_TYPE_Q8_0 ? 0 : ty == UM_TYPE_Q6_K ? (size_t)bytes - 2 : 0;
+                const int nh = ty == UM_TYPE_Q4_K ? 2 : 1;
+                for (int h = 0; h < nh; h++) {
+                    uint16_t v = halves[(b + h + nb) % UM_ARRAY_LEN(halves)];
+                    if ((b + nb) % 3 == 2) v = (uint16_t)((blk[off + 2 * h] | blk[off + 2 * h + 1] << 8) & 0xBBFF);
+                    memcpy(blk + off + 2 * h, &v, 2);
+                }
+            }
+            um_traits(ty)->to_float_ref(src, ref, n);
+            for (um_ops_isa isa = UM_OPS_REF; isa < UM_OPS_ISA_COUNT; isa++) {
+                if (!ops_isa_available(isa) || ops_select(isa, NULL) != UM_OK) continue;
+                memset(y, 0xFF, sizeof(float) * n);
+                ops_dequant_row(ty, src, y, n);
+                CHECK_MSG(!memcmp(y, ref, sizeof(float) * n), "%s %s, %d blocks: not the reference's bits",
+                          ops_isa_name(isa), um_type_name(ty), nb);
+            }
+            free(src); free(ref); free(y);
+            cases++;
+        }
+    }
+    ops_select(ops_isa_best(), NULL);
+    CHECK_EQ(cases, 9);
 }

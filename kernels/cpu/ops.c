@@ -418,6 +418,14 @@ int ops_attention_ref(const um_attn *a, float *out,
     return attn_run(NULL, &ops_kern_ref, a, out, q, k, v, e);
 }
 
+/* ------------------------------------------------------------------ dequantization */
+
+void ops_dequant_row(um_type type, const void *src, float *y, int64_t n) {
+    const um_ops_kern *k = kern();
+    if (k->dequant_row && k->dequant_row(type, src, y, n)) return;
+    um_traits(type)->to_float_ref(src, y, n);
+}
+
 /* ------------------------------------------------------------------ embedding */
 
 typedef struct embed_job {
@@ -447,7 +455,7 @@ static void embed_chunk(void *arg, int64_t t, int thread_id) {
         }
         break;
     default:
-        j->tr->to_float_ref(row, o, j->n_embd);
+        ops_dequant_row(j->type, row, o, j->n_embd);
         break;
     }
 }

@@ -162,6 +162,15 @@ int ops_attention(um_pool *pool, const um_attn *a, float *out,
 int ops_attention_ref(const um_attn *a, float *out,
                       const float *q, const float *k, const float *v, um_err *e);
 
+/* ------------------------------------------------------------------ dequantization
+ * One row of n weights of a quantized type to float, on the calling thread: the same values
+ * bit for bit as um_traits(type)->to_float_ref (each y = (d * sub-block scale) * level, or
+ * level * d, in float as the reference forms it). Q6_K and Q8_0 have SIMD kernels (the tied
+ * embedding of DiffusionGemma's Q4_K_M and Q8_0 files, decoded a block at a time for the
+ * exact self-conditioning product); every other type is the reference. n must be a
+ * multiple of the type's block size. */
+void ops_dequant_row(um_type type, const void *src, float *y, int64_t n);
+
 /* ------------------------------------------------------------------ embedding
  * out[t,:] = dequantized row tokens[t] of table (n_vocab, n_embd) of type `type`.
  * F32, F16 and BF16 are converted directly; other types go through
@@ -259,6 +268,9 @@ typedef struct um_ops_kern {
     void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
     void (*softcap)(float *x, int64_t n, float cap);                 /* NULL: the scalar one */
+    /* ops_dequant_row for the types the set has a kernel for; false: not one of them (the
+     * caller uses the reference) */
+    bool (*dequant_row)(um_type type, const void *src, float *y, int64_t n);
     /* ops_gemm_acc on one thread (any n, k, m); NULL: the scalar one */
     void (*gemm_acc)(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
                      int n, int k, int m);

@@ -39,10 +39,13 @@
 
 /* ------------------------------------------------------------------ self-conditioning */
 
-/* One embedding row as floats. */
-static void embd_row(const um_model *m, int64_t v, float *out) {
-    const um_weight *w = &m->tok_embd;
-    um_traits(w->type)->to_float_ref((const char *)w->data + (uint64_t)v * w->row_bytes, out, w->n_in);
+/* One embedding row as floats: the type's reference decoder on the reference path, else the
+ * SIMD one where the kernel set has it (the same bits: ops_dequant_row). */
+static void embd_row(const um_forward *f, int64_t v, float *out) {
+    const um_weight *w = &f->m->tok_embd;
+    const char *src = (const char *)w->data + (uint64_t)v * w->row_bytes;
+    if (f->ref) um_traits(w->type)->to_float_ref(src, out, w->n_in);
+    else ops_dequant_row(w->type, src, out, w->n_in);
 }
 
 typedef struct sc_job {
@@ -84,7 +87,7 @@ static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row, floa
     for (int i = 0; i < E; i++) acc[i] = 0;
     for (int v = 0; v < V; v++) {
         if (p[v] == 0) continue;
-        embd_row(f->m, v, row);
+        embd_row(f, v, row);
         for (int i = 0; i < E; i++) acc[i] += (double)p[v] * row[i];
     }
     for (int i = 0; i < E; i++) out[i] = (float)acc[i];
@@ -119,7 +122,7 @@ static void sc_blk_fill(void *arg, int64_t i, int tid) {
     um_forward *f = j->f;
     if (i < j->n_deq) {
         const int r1 = (int)UM_MIN((i + 1) * SC_DEQ_ROWS, j->nv);
-        for (int r = (int)i * SC_DEQ_ROWS; r < r1; r++) embd_row(f->m, j->v0 + r, f->sc_eb + (int64_t)r * j->E);
+        for (int r = (int)i * SC_DEQ_ROWS; r < r1; r++) embd_row(f, j->v0 + r, f->sc_eb + (int64_t)r * j->E);
         return;
     }
     const int r = (int)(i - j->n_deq), c = f->sc_rows[r];
@@ -191,7 +194,7 @@ static void sc_topk_row(void *arg, int64_t c, int tid) {
     const double share = V > n && mass < 1.0 ? (1.0 - mass) / (double)(V - n) : 0.0;
     for (int i = 0; i < E; i++) out[i] = (float)(share * f->sc_colsum[i]);
     for (int k = 0; k < n; k++) {
-        embd_row(f->m, heap[k], row);
+        embd_row(f, heap[k], row);
         const float w = (float)((double)p[heap[k]] - share);
         for (int i = 0; i < E; i++) out[i] += w * row[i];
     }
@@ -205,7 +208,7 @@ static void sc_colsum(um_forward *f) {
     float *row = f->sc_p + m->hp.n_vocab;
     for (int i = 0; i < E; i++) f->sc_colsum[i] = 0;
     for (int64_t v = 0; v < m->hp.n_vocab; v++) {
-        embd_row(m, v, row);
+        embd_row(f, v, row);
         for (int i = 0; i < E; i++) f->sc_colsum[i] += row[i];
     }
     f->sc_colsum_ok = true;

@@ -366,6 +366,53 @@ static void gemm_acc_neon(float *y, int64_t ldy, const float *a, int64_t lda, co
     }
 }
 
+/* 16 int8 levels times one scale, as four float vectors at y */
+static inline void store16_scaled(float *y, int8x16_t c, float dl) {
+    const int16x8_t lo = vmovl_s8(vget_low_s8(c)), hi = vmovl_s8(vget_high_s8(c));
+    vst1q_f32(y, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), dl));
+    vst1q_f32(y + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo))), dl));
+    vst1q_f32(y + 8, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), dl));
+    vst1q_f32(y + 12, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi))), dl));
+}
+
+/* ops_dequant_row: Q6_K and Q8_0, the reference's products in the same order. Q6_K's layout:
+ * in half h, weight 32g + l takes its low bits from ql[64h + 32(g & 1) + l] (low nibble for
+ * g < 2, high after) and bits 2g, 2g+1 of qh[32h + l] above them; level = code - 32. */
+static bool dequant_row_neon(um_type type, const void *src, float *y, int64_t n) {
+    if (type == UM_TYPE_Q6_K) {
+        const um_block_q6_K *b = src;
+        const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(3);
+        const int8x16_t o32 = vdupq_n_s8(32);
+        for (int64_t i = 0; i < n / UM_QK_K; i++, b++, y += UM_QK_K) {
+            const float d = um_fp16_to_fp32(b->d);
+            for (int h = 0; h < 2; h++)
+                for (int s2 = 0; s2 < 2; s2++) {     /* weights l = 16 s2 .. 16 s2 + 15 of each g */
+                    const uint8x16_t a = vld1q_u8(b->ql + 64 * h + 16 * s2), c = vld1q_u8(b->ql + 64 * h + 32 + 16 * s2);
+                    const uint8x16_t hb = vld1q_u8(b->qh + 32 * h + 16 * s2);
+                    uint8x16_t q[4];
+                    q[0] = vorrq_u8(vandq_u8(a, m4), vshlq_n_u8(vandq_u8(hb, m3), 4));
+                    q[1] = vorrq_u8(vandq_u8(c, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 2), m3), 4));
+                    q[2] = vorrq_u8(vshrq_n_u8(a, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 4), m3), 4));
+                    q[3] = vorrq_u8(vshrq_n_u8(c, 4), vshlq_n_u8(vshrq_n_u8(hb, 6), 4));
+                    for (int g = 0; g < 4; g++)
+                        store16_scaled(y + 128 * h + 32 * g + 16 * s2, vsubq_s8(vreinterpretq_s8_u8(q[g]), o32),
+                                       d * (float)b->scales[8 * h + 2 * g + s2]);
+                }
+        }
+        return true;
+    }
+    if (type == UM_TYPE_Q8_0) {
+        const um_block_q8_0 *b = src;
+        for (int64_t i = 0; i < n / UM_QK8_0; i++, b++, y += UM_QK8_0) {
+            const float d = um_fp16_to_fp32(b->d);
+            store16_scaled(y, vld1q_s8(b->qs), d);
+            store16_scaled(y + 16, vld1q_s8(b->qs + 16), d);
+        }
+        return true;
+    }
+    return false;
+}
+
 const um_ops_kern ops_kern_neon = {
     .add         = add_neon,
     .mul         = mul_neon,
@@ -378,5 +425,6 @@ const um_ops_kern ops_kern_neon = {
     .rope_neox   = rope_neox_neon,
     .attn_block  = attn_block_neon,
     .softcap     = softcap_neon,
+    .dequant_row = dequant_row_neon,
     .gemm_acc    = gemm_acc_neon,
 };

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "dequant_avx2.h"
 #include "simd_exp_avx2.h"
 
 /* e^x for 8 lanes: x = n ln2 + r, e^r by polynomial, 2^n built in the exponent field.
@@ -403,6 +404,41 @@ static void gemm_acc_avx2(float *y, int64_t ldy, const float *a, int64_t lda, co
     }
 }
 
+/* ops_dequant_row: Q6_K and Q8_0, the reference's products in the same order */
+static bool dequant_row_avx2(um_type type, const void *src, float *y, int64_t n) {
+    if (type == UM_TYPE_Q6_K) {
+        const um_block_q6_K *b = src;
+        for (int64_t i = 0; i < n / UM_QK_K; i++, b++, y += UM_QK_K) {
+            const float d = um_fp16_to_fp32(b->d);
+            for (int h = 0; h < 2; h++) {
+                __m256i q[4];
+                q6k_levels_avx2(b, h, q);
+                for (int g = 0; g < 4; g++)
+                    for (int s2 = 0; s2 < 2; s2++) {   /* sub-block 8h + 2g + s2: 16 weights, one scale */
+                        const __m128i c = s2 ? _mm256_extracti128_si256(q[g], 1) : _mm256_castsi256_si128(q[g]);
+                        const __m256 dl = _mm256_set1_ps(d * (float)b->scales[8 * h + 2 * g + s2]);
+                        float *o = y + 128 * h + 32 * g + 16 * s2;
+                        _mm256_storeu_ps(o, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c))));
+                        _mm256_storeu_ps(o + 8, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(c, 8)))));
+                    }
+            }
+        }
+        return true;
+    }
+    if (type == UM_TYPE_Q8_0) {
+        const um_block_q8_0 *b = src;
+        for (int64_t i = 0; i < n / UM_QK8_0; i++, b++, y += UM_QK8_0) {
+            const __m256 d = _mm256_set1_ps(um_fp16_to_fp32(b->d));
+            for (int j = 0; j < UM_QK8_0; j += 8) {
+                const __m128i c = _mm_loadl_epi64((const __m128i *)(b->qs + j));
+                _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c)), d));
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
 const um_ops_kern ops_kern_avx2 = {
     .add         = add_avx2,
     .mul         = mul_avx2,
@@ -417,5 +453,6 @@ const um_ops_kern ops_kern_avx2 = {
     .f16_to_f32  = f16_to_f32_avx2,
     .f32_to_f16  = f32_to_f16_avx2,
     .softcap     = softcap_avx2,
+    .dequant_row = dequant_row_avx2,
     .gemm_acc    = gemm_acc_avx2,
 };

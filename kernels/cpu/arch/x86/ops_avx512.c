@@ -15,6 +15,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "dequant_avx2.h"
+
 /* e^x for 16 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-7 polynomial, 2^n by
  * scalef (exact, and it gives 0 / inf outside the float range). -inf gives 0. */
 static inline __m512 exp16(__m512 x) {
@@ -407,6 +409,40 @@ static void gemm_acc_avx512(float *y, int64_t ldy, const float *a, int64_t lda, 
     }
 }
 
+/* ops_dequant_row: Q6_K and Q8_0, the reference's products in the same order */
+static bool dequant_row_avx512(um_type type, const void *src, float *y, int64_t n) {
+    if (type == UM_TYPE_Q6_K) {
+        const um_block_q6_K *b = src;
+        for (int64_t i = 0; i < n / UM_QK_K; i++, b++, y += UM_QK_K) {
+            const float d = um_fp16_to_fp32(b->d);
+            for (int h = 0; h < 2; h++) {
+                __m256i q[4];
+                q6k_levels_avx2(b, h, q);
+                for (int g = 0; g < 4; g++)
+                    for (int s2 = 0; s2 < 2; s2++) {   /* sub-block 8h + 2g + s2: 16 weights, one scale */
+                        const __m128i c = s2 ? _mm256_extracti128_si256(q[g], 1) : _mm256_castsi256_si128(q[g]);
+                        const __m512 dl = _mm512_set1_ps(d * (float)b->scales[8 * h + 2 * g + s2]);
+                        _mm512_storeu_ps(y + 128 * h + 32 * g + 16 * s2,
+                                         _mm512_mul_ps(dl, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c))));
+                    }
+            }
+        }
+        return true;
+    }
+    if (type == UM_TYPE_Q8_0) {
+        const um_block_q8_0 *b = src;
+        for (int64_t i = 0; i < n / UM_QK8_0; i++, b++, y += UM_QK8_0) {
+            const __m512 d = _mm512_set1_ps(um_fp16_to_fp32(b->d));
+            for (int j = 0; j < UM_QK8_0; j += 16) {
+                const __m128i c = _mm_loadu_si128((const __m128i *)(b->qs + j));
+                _mm512_storeu_ps(y + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c)), d));
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
 const um_ops_kern ops_kern_avx512 = {
     .add         = add_avx512,
     .mul         = mul_avx512,
@@ -421,5 +457,6 @@ const um_ops_kern ops_kern_avx512 = {
     .f16_to_f32  = f16_to_f32_avx512,
     .f32_to_f16  = f32_to_f16_avx512,
     .softcap     = softcap_avx512,
+    .dequant_row = dequant_row_avx512,
     .gemm_acc    = gemm_acc_avx512,
 };
