@@ -3,7 +3,7 @@
  * ops_gemm_acc (y += a b, each element a chain of fused multiply-adds in k order) bit for bit
  * against the scalar reference and the reference against a double sum; ops_softcap within
  * 16 ulp of the double reference; ops_dequant_row bit for bit against the types' reference
- * decoders. Split from test_ops.c (same conventions).
+ * decoders; ops_exp_shift within 16 ulp of the double exp, its sum that of its values. Split from test_ops.c (same conventions).
  */
 #include "harness.h"
 #include "ops.h"
@@ -166,4 +166,38 @@ TEST(ops_dequant_row_all_isas) {
     }
     ops_select(ops_isa_best(), NULL);
     CHECK_EQ(cases, 9);
+}
+
+/* ops_exp_shift on every kernel set: x = e^(x - shift) within 16 ulp of the double exp (a
+ * flush to 0 allowed below 1e-30), over a softmax row's range (the row's max as shift: every
+ * argument <= 0, down to far below the float range) and positive arguments, every tail
+ * length; the sum it returns is the sum of the values it wrote. */
+TEST(ops_exp_shift_all_isas) {
+    enum { N = 4099 };
+    uint64_t seed = 0xC0FFEE;
+    float *x0 = rnd_buf(&seed, N, 60.0f), *ref = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i += 7) x0[i] = -3.0f * fabsf(x0[i]);  /* some arguments below -100 */
+    x0[3] = 40.0f;
+    const float shift = 40.0f;
+    x0[5] = -INFINITY;                                       /* a logit of -inf gives 0 */
+    /* the difference is rounded to float first, as every kernel forms it */
+    for (int i = 0; i < N; i++) { const float d = x0[i] - shift; ref[i] = (float)exp((double)d); }
+    int sets = 0;
+    for (um_ops_isa isa = UM_OPS_REF; isa < UM_OPS_ISA_COUNT; isa++) {
+        if (!ops_isa_available(isa) || ops_select(isa, NULL) != UM_OK) continue;
+        for (int64_t n = 1; n <= N; n = n < 40 ? n + 1 : n < N ? N : N + 1) {
+            memcpy(y, x0, (size_t)n * sizeof(float));
+            const double sum = ops_exp_shift(y, n, shift);
+            CHECK_CLOSE(y, ref, n, 1e-30, TOL_EXP, ops_isa_name(isa));
+            double s2 = 0;
+            for (int64_t i = 0; i < n; i++) s2 += y[i];
+            CHECK_MSG(fabs(sum - s2) <= 1e-12 * s2, "%s n %lld: sum %.17g, its values %.17g", ops_isa_name(isa),
+                      (long long)n, sum, s2);
+        }
+        CHECK_MSG(y[3] == 1.0f && y[5] == 0.0f, "%s: e^0 %g, e^-inf %g", ops_isa_name(isa), (double)y[3], (double)y[5]);
+        sets++;
+    }
+    ops_select(ops_isa_best(), NULL);
+    CHECK(sets >= 1);
+    free(x0); free(ref); free(y);
 }

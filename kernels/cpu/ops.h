@@ -171,6 +171,12 @@ int ops_attention_ref(const um_attn *a, float *out,
  * multiple of the type's block size. */
 void ops_dequant_row(um_type type, const void *src, float *y, int64_t n);
 
+/* x = e^(x - shift) in place, on the calling thread; returns the sum of the new x in double.
+ * The kernel set's exp (the softmax kernels' one: within a few ulp of expf; the scalar set
+ * is expf). One row of DiffusionGemma's self-conditioning softmax (262K entries, formed and
+ * re-formed every step). */
+double ops_exp_shift(float *x, int64_t n, float shift);
+
 /* ------------------------------------------------------------------ embedding
  * out[t,:] = dequantized row tokens[t] of table (n_vocab, n_embd) of type `type`.
  * F32, F16 and BF16 are converted directly; other types go through
@@ -271,6 +277,7 @@ typedef struct um_ops_kern {
     /* ops_dequant_row for the types the set has a kernel for; false: not one of them (the
      * caller uses the reference) */
     bool (*dequant_row)(um_type type, const void *src, float *y, int64_t n);
+    double (*exp_shift)(float *x, int64_t n, float shift);          /* NULL: the scalar one */
     /* ops_gemm_acc on one thread (any n, k, m); NULL: the scalar one */
     void (*gemm_acc)(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
                      int n, int k, int m);

@@ -57,11 +57,14 @@ typedef struct sc_job {
 /* p = softmax(z / temp) as llama.cpp forms it (scale by 1/temp, then ggml's soft_max: max,
  * expf, sum in double): p[v] = expf(z[v] / temp - mx) * inv. Returns the sum of
  * exp(z/temp - max) for the caller's tail mass; *mx_out and *inv_out get mx and inv. */
-static double sc_softmax(const float *z, float inv_t, int V, float *p, float *mx_out, float *inv_out) {
+static double sc_softmax(const float *z, float inv_t, int V, float *p, float *mx_out, float *inv_out, bool ref) {
     float mx = -INFINITY;
     for (int v = 0; v < V; v++) { p[v] = z[v] * inv_t; if (p[v] > mx) mx = p[v]; }
     double sum = 0;
-    for (int v = 0; v < V; v++) { p[v] = expf(p[v] - mx); sum += p[v]; }
+    if (ref)
+        for (int v = 0; v < V; v++) { p[v] = expf(p[v] - mx); sum += p[v]; }
+    else
+        sum = ops_exp_shift(p, V, mx);      /* the kernel set's exp; sc_blk_fill forms the same */
     float inv = (float)(1.0 / sum);
     for (int v = 0; v < V; v++) p[v] *= inv;
     *mx_out = mx;
@@ -98,7 +101,7 @@ static void sc_exact_row(void *arg, int64_t c, int tid) {
     um_forward *f = j->f;
     const int V = j->n_vocab, E = j->E;
     float *p = f->sc_p + (int64_t)tid * (V + E), mx, inv;
-    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p, &mx, &inv);
+    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p, &mx, &inv, f->ref);
     sc_exact_from(j, c, p, p + V, mx, inv);
 }
 
@@ -129,7 +132,11 @@ static void sc_blk_fill(void *arg, int64_t i, int tid) {
     const float *z = j->logits + (int64_t)c * j->V + j->v0;
     const float mx = f->sc_mx[c], inv = f->sc_inv[c];
     float *pb = f->sc_pb + (int64_t)r * UM_SC_BLOCK;
-    for (int k = 0; k < j->nv; k++) pb[k] = expf(z[k] * j->inv_t - mx) * inv;
+    /* the row's probabilities of this block, formed as sc_softmax formed them (the same exp
+     * of the same scaled logits), so the sums match the row's max and 1/sum */
+    for (int k = 0; k < j->nv; k++) pb[k] = z[k] * j->inv_t;
+    ops_exp_shift(pb, j->nv, mx);
+    for (int k = 0; k < j->nv; k++) pb[k] *= inv;
 }
 
 static void sc_exact_blocked(um_forward *f, const um_selfcond *sc, int NC) {
@@ -162,7 +169,7 @@ static void sc_topk_row(void *arg, int64_t c, int tid) {
     const int V = j->n_vocab, E = j->E, K = j->sc->top_k;
     float *p = f->sc_p + (int64_t)tid * (V + E), *row = p + V, mx, inv;
     float *out = f->sc_soft + c * E;
-    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p, &mx, &inv);
+    sc_softmax(j->sc->logits + c * V, 1.0f / j->sc->temp, V, p, &mx, &inv, f->ref);
     int32_t heap[UM_SC_MAX_TOPK];
     int n = 0;
     for (int32_t v = 0; v < V; v++) {

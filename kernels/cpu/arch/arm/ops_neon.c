@@ -140,6 +140,23 @@ static void softmax_row_neon(float *x, int n) {
     for (i = 0; i < n; i += 4) st(x, i, n, vmulq_f32(ld(x, i, n), inv));
 }
 
+static double exp_shift_neon(float *x, int64_t n, float shift) {
+    const float32x4_t vm = vdupq_n_f32(shift);
+    float64x2_t lo = vdupq_n_f64(0), hi = lo;
+    for (int64_t i = 0; i < n; i += 4) {
+        float32x4_t e = exp4(vsubq_f32(ld(x, i, n), vm));
+        if (n - i < 4) {               /* lanes past the row: keep them out of the sum */
+            float t[4];
+            vst1q_f32(t, e);
+            for (int64_t j = n - i; j < 4; j++) t[j] = 0.0f;
+            e = vld1q_f32(t);
+        }
+        st(x, i, n, e);
+        acc_pd(&lo, &hi, e);
+    }
+    return vaddvq_f64(vaddq_f64(lo, hi));
+}
+
 /* ------------------------------------------------------------------ RoPE */
 
 /* y0 = x0 c - x1 s, y1 = x0 s + x1 c, fused as fma(x0, (c | s), round(x1 * (-s | c))), the
@@ -426,5 +443,6 @@ const um_ops_kern ops_kern_neon = {
     .attn_block  = attn_block_neon,
     .softcap     = softcap_neon,
     .dequant_row = dequant_row_neon,
+    .exp_shift   = exp_shift_neon,
     .gemm_acc    = gemm_acc_neon,
 };

@@ -171,6 +171,18 @@ static void softmax_row_avx2(float *x, int n) {
     }
 }
 
+static double exp_shift_avx2(float *x, int64_t n, float shift) {
+    const __m256 vm = _mm256_set1_ps(shift);
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    for (int64_t i = 0; i < n; i += 8) {
+        __m256i k = tail_mask(n - i);
+        __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load_t(x + i, k), vm)), _mm256_castsi256_ps(k));
+        store_t(x + i, k, e);
+        acc_pd(&lo, &hi, e);
+    }
+    return hsum4d(_mm256_add_pd(lo, hi));
+}
+
 /* ------------------------------------------------------------------ RoPE */
 
 /* y0 = x0 c - x1 s, y1 = x0 s + x1 c, fused as fma(x0, (c | s), round(x1 * (-s | c))):
@@ -454,5 +466,6 @@ const um_ops_kern ops_kern_avx2 = {
     .f32_to_f16  = f32_to_f16_avx2,
     .softcap     = softcap_avx2,
     .dequant_row = dequant_row_avx2,
+    .exp_shift   = exp_shift_avx2,
     .gemm_acc    = gemm_acc_avx2,
 };

@@ -162,6 +162,18 @@ static void softmax_row_avx512(float *x, int n) {
     }
 }
 
+static double exp_shift_avx512(float *x, int64_t n, float shift) {
+    const __m512 vm = _mm512_set1_ps(shift);
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
+        _mm512_mask_storeu_ps(x + i, k, e);
+        acc_pd(&lo, &hi, e);
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+}
+
 /* ------------------------------------------------------------------ RoPE */
 
 /* y0 = x0 c - x1 s, y1 = x0 s + x1 c, fused as fma(x0, (c | s), round(x1 * (-s | c))):
@@ -458,5 +470,6 @@ const um_ops_kern ops_kern_avx512 = {
     .f32_to_f16  = f32_to_f16_avx512,
     .softcap     = softcap_avx512,
     .dequant_row = dequant_row_avx512,
+    .exp_shift   = exp_shift_avx512,
     .gemm_acc    = gemm_acc_avx512,
 };
