@@ -113,33 +113,6 @@ static void rmsnorm_row_neon(float *y, const float *x, const float *w, int n, fl
     }
 }
 
-static void softmax_row_neon(float *x, int n) {
-    float32x4_t mx = vdupq_n_f32(-INFINITY);
-    int i = 0;
-    for (; i + 4 <= n; i += 4) mx = vmaxq_f32(mx, vld1q_f32(x + i));
-    float m = vmaxvq_f32(mx);
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    if (m == -INFINITY) {
-        memset(x, 0, (size_t)n * sizeof(float));
-        return;
-    }
-    const float32x4_t vm = vdupq_n_f32(m);
-    float64x2_t lo = vdupq_n_f64(0), hi = lo;
-    for (i = 0; i < n; i += 4) {
-        float32x4_t e = exp4(vsubq_f32(ld(x, i, n), vm));
-        if (n - i < 4) {               /* lanes past the row hold e^(0-m): keep them out of the sum */
-            float t[4];
-            vst1q_f32(t, e);
-            for (int j = n - i; j < 4; j++) t[j] = 0.0f;
-            e = vld1q_f32(t);
-        }
-        st(x, i, n, e);
-        acc_pd(&lo, &hi, e);
-    }
-    const float32x4_t inv = vdupq_n_f32((float)(1.0 / vaddvq_f64(vaddq_f64(lo, hi))));
-    for (i = 0; i < n; i += 4) st(x, i, n, vmulq_f32(ld(x, i, n), inv));
-}
-
 static double exp_shift_neon(float *x, int64_t n, float shift) {
     const float32x4_t vm = vdupq_n_f32(shift);
     float64x2_t lo = vdupq_n_f64(0), hi = lo;
@@ -155,6 +128,20 @@ static double exp_shift_neon(float *x, int64_t n, float shift) {
         acc_pd(&lo, &hi, e);
     }
     return vaddvq_f64(vaddq_f64(lo, hi));
+}
+
+static void softmax_row_neon(float *x, int n) {
+    float32x4_t mx = vdupq_n_f32(-INFINITY);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) mx = vmaxq_f32(mx, vld1q_f32(x + i));
+    float m = vmaxvq_f32(mx);
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    if (m == -INFINITY) {
+        memset(x, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    const float32x4_t inv = vdupq_n_f32((float)(1.0 / exp_shift_neon(x, n, m)));
+    for (i = 0; i < n; i += 4) st(x, i, n, vmulq_f32(ld(x, i, n), inv));
 }
 
 /* ------------------------------------------------------------------ RoPE */

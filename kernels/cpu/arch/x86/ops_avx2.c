@@ -144,6 +144,18 @@ static void rmsnorm_row_avx2(float *y, const float *x, const float *w, int n, fl
     }
 }
 
+static double exp_shift_avx2(float *x, int64_t n, float shift) {
+    const __m256 vm = _mm256_set1_ps(shift);
+    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    for (int64_t i = 0; i < n; i += 8) {
+        __m256i k = tail_mask(n - i);
+        __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load_t(x + i, k), vm)), _mm256_castsi256_ps(k));
+        store_t(x + i, k, e);
+        acc_pd(&lo, &hi, e);
+    }
+    return hsum4d(_mm256_add_pd(lo, hi));
+}
+
 static void softmax_row_avx2(float *x, int n) {
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
     __m256 mx = ninf;
@@ -156,31 +168,11 @@ static void softmax_row_avx2(float *x, int n) {
         for (int i = 0; i < n; i += 8) store_t(x + i, tail_mask(n - i), _mm256_setzero_ps());
         return;
     }
-    const __m256 vm = _mm256_set1_ps(m);
-    __m256d lo = _mm256_setzero_pd(), hi = lo;
-    for (int i = 0; i < n; i += 8) {
-        __m256i k = tail_mask(n - i);
-        __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load_t(x + i, k), vm)), _mm256_castsi256_ps(k));
-        store_t(x + i, k, e);
-        acc_pd(&lo, &hi, e);
-    }
-    const __m256 inv = _mm256_set1_ps((float)(1.0 / hsum4d(_mm256_add_pd(lo, hi))));
+    const __m256 inv = _mm256_set1_ps((float)(1.0 / exp_shift_avx2(x, n, m)));
     for (int i = 0; i < n; i += 8) {
         __m256i k = tail_mask(n - i);
         store_t(x + i, k, _mm256_mul_ps(load_t(x + i, k), inv));
     }
-}
-
-static double exp_shift_avx2(float *x, int64_t n, float shift) {
-    const __m256 vm = _mm256_set1_ps(shift);
-    __m256d lo = _mm256_setzero_pd(), hi = lo;
-    for (int64_t i = 0; i < n; i += 8) {
-        __m256i k = tail_mask(n - i);
-        __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load_t(x + i, k), vm)), _mm256_castsi256_ps(k));
-        store_t(x + i, k, e);
-        acc_pd(&lo, &hi, e);
-    }
-    return hsum4d(_mm256_add_pd(lo, hi));
 }
 
 /* ------------------------------------------------------------------ RoPE */

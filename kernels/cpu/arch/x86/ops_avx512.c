@@ -138,30 +138,6 @@ static void rmsnorm_row_avx512(float *y, const float *x, const float *w, int n, 
     }
 }
 
-static void softmax_row_avx512(float *x, int n) {
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    for (int i = 0; i < n; i += 16)
-        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
-    float m = _mm512_reduce_max_ps(mx);
-    if (m == -INFINITY) {
-        for (int i = 0; i < n; i += 16) _mm512_mask_storeu_ps(x + i, tail_mask(n - i), _mm512_setzero_ps());
-        return;
-    }
-    const __m512 vm = _mm512_set1_ps(m);
-    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 k = tail_mask(n - i);
-        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
-        _mm512_mask_storeu_ps(x + i, k, e);
-        acc_pd(&lo, &hi, e);
-    }
-    const __m512 inv = _mm512_set1_ps((float)(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(lo, hi))));
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 k = tail_mask(n - i);
-        _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), inv));
-    }
-}
-
 static double exp_shift_avx512(float *x, int64_t n, float shift) {
     const __m512 vm = _mm512_set1_ps(shift);
     __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
@@ -172,6 +148,22 @@ static double exp_shift_avx512(float *x, int64_t n, float shift) {
         acc_pd(&lo, &hi, e);
     }
     return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+}
+
+static void softmax_row_avx512(float *x, int n) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16)
+        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
+    float m = _mm512_reduce_max_ps(mx);
+    if (m == -INFINITY) {
+        for (int i = 0; i < n; i += 16) _mm512_mask_storeu_ps(x + i, tail_mask(n - i), _mm512_setzero_ps());
+        return;
+    }
+    const __m512 inv = _mm512_set1_ps((float)(1.0 / exp_shift_avx512(x, n, m)));
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), inv));
+    }
 }
 
 /* ------------------------------------------------------------------ RoPE */
