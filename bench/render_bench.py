@@ -516,6 +516,14 @@ def panes_table():
 TARGET_DGEMMA_STEP, TARGET_DGEMMA_RSS = 0.35, 1.1
 
 
+def _rounds_ratio(d):
+    """' (ratio per round: a, b, c)' where the result keeps its rounds' times."""
+    per = d.get("per_round_ms_per_step", {})
+    if not per.get("unmask") or len(per["unmask"]) != len(per.get("peer", [])):
+        return ""
+    return " (unmask / port per round: " + ", ".join(f"{u / p:.2f}x" for u, p in zip(per["unmask"], per["peer"])) + ")"
+
+
 def dgemma_table():
     """Issue 28, point 6: DiffusionGemma uniform-state decoding against llama.cpp's port (bench/dgemma.py)."""
     rows = _load("dgemma-*.json")
@@ -525,11 +533,12 @@ def dgemma_table():
            "peak RSS: port | unmask | unmask / (file + caches) | met |",
            "|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|"]
     for d in rows:
-        med = d["median"]
+        med, prev = d["median"], _previous(d)
         r, rr = d["ratio"]["unmask"], d["rss_vs_file_plus_cache"]
         kern = next((x.get("kernel") for x in d["runs"] if x.get("kernel")), d.get("kernel", "?"))
+        was = _vs(med["unmask"]["ms_per_step"], _dig(prev, "median", "unmask", "ms_per_step"), False)
         out.append(f"| {d['model']} | {_gb(d['file_bytes'] / 1024)} | {d['threads']} | {_ms(med['peer']['ms_per_step'])} | "
-                   f"{_ms(med['unmask']['ms_per_step'])} ({kern}) | **{r:.2f}x** | <= {TARGET_DGEMMA_STEP}x | "
+                   f"{_ms(med['unmask']['ms_per_step'])}{was} ({kern}) | **{r:.2f}x** | <= {TARGET_DGEMMA_STEP}x | "
                    f"{'yes' if r <= TARGET_DGEMMA_STEP else '**no**'} | {_gb(med['peer']['peak_rss_kb'])} | "
                    f"{_gb(med['unmask']['peak_rss_kb'])} | {rr:.2f}x | {'yes' if rr <= TARGET_DGEMMA_RSS else '**no**'} |")
     d = rows[0]
@@ -540,8 +549,8 @@ def dgemma_table():
             f"the prompt's K/V cached in both, the entropy-bound sampler with its stop rule off so both run the steps "
             f"asked for; time per step from wall time, (wall({d['steps'][1]} steps) - wall({d['steps'][0]} steps)) / "
             f"{d['steps'][1] - d['steps'][0]} per round (the port's CLI prints no timing for this sampler), medians of "
-            f"{d['rounds']} alternating rounds; unmask's own timer gave {_ms(d['median']['unmask']['own_ms_per_step'])} "
-            f"ms/step. Peer: {d['versions']['peer']} (built here from a fetched snapshot; CI cannot fetch it). "
+            f"{d['rounds']} alternating rounds{_rounds_ratio(d)}; unmask's own timer gave "
+            f"{_ms(d['median']['unmask']['own_ms_per_step'])} ms/step. Peer: {d['versions']['peer']} (built here from a fetched snapshot; CI cannot fetch it). "
             f"{_cpu(d['machine'])}, {d['machine']['cores']} cores, {d['date'][:10]}; unmask commit {d['versions']['commit']}."]
     return "\n".join(out)
 
