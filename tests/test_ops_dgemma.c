@@ -144,7 +144,7 @@ TEST(ops_dequant_row_all_isas) {
             /* the f16 scales: d (and Q4_K's dmin) at the start or end of each block, finite */
             for (int b = 0; b < nb; b++) {
                 uint8_t *blk = src + (size_t)b * bytes;
-                const size_t off = ty == UM_TYPE_Q8_0 ? 0 : ty == UM_TYPE_Q6_K ? (size_t)bytes - 2 : 0;
+                const size_t off = ty == UM_TYPE_Q6_K ? (size_t)bytes - 2 : 0;
                 const int nh = ty == UM_TYPE_Q4_K ? 2 : 1;
                 for (int h = 0; h < nh; h++) {
                     uint16_t v = halves[(b + h + nb) % UM_ARRAY_LEN(halves)];

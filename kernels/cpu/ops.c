@@ -426,15 +426,8 @@ void ops_dequant_row(um_type type, const void *src, float *y, int64_t n) {
     um_traits(type)->to_float_ref(src, y, n);
 }
 
-static double exp_shift_ref(float *x, int64_t n, float shift) {
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++) { x[i] = expf(x[i] - shift); sum += x[i]; }
-    return sum;
-}
-
 double ops_exp_shift(float *x, int64_t n, float shift) {
-    const um_ops_kern *k = kern();
-    return (k->exp_shift ? k->exp_shift : exp_shift_ref)(x, n, shift);
+    return kern()->exp_shift(x, n, shift);
 }
 
 /* ------------------------------------------------------------------ embedding */

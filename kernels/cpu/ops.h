@@ -176,6 +176,7 @@ void ops_dequant_row(um_type type, const void *src, float *y, int64_t n);
  * is expf). One row of DiffusionGemma's self-conditioning softmax (262K entries, formed and
  * re-formed every step). */
 double ops_exp_shift(float *x, int64_t n, float shift);
+double ops_exp_shift_ref(float *x, int64_t n, float shift);   /* expf, summed in order */
 
 /* ------------------------------------------------------------------ embedding
  * out[t,:] = dequantized row tokens[t] of table (n_vocab, n_embd) of type `type`.
@@ -277,7 +278,7 @@ typedef struct um_ops_kern {
     /* ops_dequant_row for the types the set has a kernel for; false: not one of them (the
      * caller uses the reference) */
     bool (*dequant_row)(um_type type, const void *src, float *y, int64_t n);
-    double (*exp_shift)(float *x, int64_t n, float shift);          /* NULL: the scalar one */
+    double (*exp_shift)(float *x, int64_t n, float shift);
     /* ops_gemm_acc on one thread (any n, k, m); NULL: the scalar one */
     void (*gemm_acc)(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
                      int n, int k, int m);

@@ -67,13 +67,17 @@ static void rmsnorm_row_ref(float *y, const float *x, const float *w, int n, flo
 }
 
 /* Max first, exponentials in float, their sum in double (as ggml's soft_max). */
+double ops_exp_shift_ref(float *x, int64_t n, float shift) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) { x[i] = expf(x[i] - shift); sum += x[i]; }
+    return sum;
+}
+
 static void softmax_row_ref(float *x, int n) {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++) if (x[i] > mx) mx = x[i];
     if (mx == -INFINITY) { memset(x, 0, (size_t)n * sizeof *x); return; }
-    double sum = 0;
-    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - mx); sum += x[i]; }
-    float inv = (float)(1.0 / sum);
+    float inv = (float)(1.0 / ops_exp_shift_ref(x, n, mx));
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
@@ -151,6 +155,7 @@ const um_ops_kern ops_kern_ref = {
     .f32_to_f16  = f32_to_f16_ref,
     .rmsnorm_row = rmsnorm_row_ref,
     .softmax_row = softmax_row_ref,
+    .exp_shift   = ops_exp_shift_ref,
     .rope_norm   = rope_norm_ref,
     .rope_neox   = rope_neox_ref,
     .attn_block  = ops_attn_block_ref,

@@ -60,11 +60,8 @@ typedef struct sc_job {
 static double sc_softmax(const float *z, float inv_t, int V, float *p, float *mx_out, float *inv_out, bool ref) {
     float mx = -INFINITY;
     for (int v = 0; v < V; v++) { p[v] = z[v] * inv_t; if (p[v] > mx) mx = p[v]; }
-    double sum = 0;
-    if (ref)
-        for (int v = 0; v < V; v++) { p[v] = expf(p[v] - mx); sum += p[v]; }
-    else
-        sum = ops_exp_shift(p, V, mx);      /* the kernel set's exp; sc_blk_fill forms the same */
+    /* the reference's expf, or the kernel set's exp (sc_blk_fill forms the same) */
+    const double sum = ref ? ops_exp_shift_ref(p, V, mx) : ops_exp_shift(p, V, mx);
     float inv = (float)(1.0 / sum);
     for (int v = 0; v < V; v++) p[v] *= inv;
     *mx_out = mx;
