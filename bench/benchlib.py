@@ -25,6 +25,17 @@ RESULTS = os.environ.get("UNMASK_BENCH_RESULTS") or os.path.join(ROOT, "bench", 
 # the byte-level vocabularies of the synthetic LLaDA-8B/Dream-7B files it is 31 tokens (32
 # with LLaDA's BOS), so the canvas is 159-160 tokens with 128 masks.
 PROMPT = "The quick brown fox jumps over."
+# the committed results, which the renderers (tools/render-readme.py, bench/render_*.py) read
+COMMITTED = os.path.join(ROOT, "bench", "results")
+
+
+def load_json(directory, name):
+    """DIRECTORY/NAME as JSON (a results file), or None when the file is not there."""
+    path = os.path.join(directory, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
 
 
 def _cpuinfo_field(name):

@@ -3,19 +3,19 @@ bench/results/sudoku-eval.json (bench/sudoku_eval.py) and bench/results/demo-qua
 (bench/demo_quality.py), for tools/render-readme.py: tables "sudoku-yardstick" (README.md,
 docs/sudoku.md), "sudoku-methods" and "demo-quality" (README.md, docs/decoding.md).
 bench/plot_quality.sh draws the same numbers as docs/fast-decoding.png."""
-import json
 import os
+import sys
 
-RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-SUDOKU_ROWS = 163   # the previous model's full pass ([BOS] + 81 + 81), when a result file lacks the exact run
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import COMMITTED, load_json  # noqa: E402
+
+RES = COMMITTED   # tests point it elsewhere
 
 
 def _load(name):
-    path = os.path.join(RES, name)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+    return load_json(RES, name)
+
+SUDOKU_ROWS = 163   # the previous model's full pass ([BOS] + 81 + 81), when a result file lacks the exact run
 
 
 def _pct(r):

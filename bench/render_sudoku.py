@@ -6,33 +6,35 @@ tools/render-readme.py (tables "sudoku-train", "sudoku-pilots", "sudoku-errors" 
 and the uniform-state model beside the masked one (bench/results/sudoku-eval-uniform.json and
 sudoku-eval.json, bench/sudoku_eval.py: table "sudoku-uniform" in docs/sudoku.md, sentence
 "sudoku-uniform-summary" in README.md)."""
-import json
 import os
+import sys
 
-RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import COMMITTED as RES, load_json  # noqa: E402
 
 
 def render_sudoku_train():
-    path = os.path.join(RES, "sudoku-train.json")
-    if not os.path.exists(path):
+    d = load_json(RES, "sudoku-train.json")
+    if not d:
         return "_no results yet: run `make sudoku-model`_"
-    with open(path) as f:
-        d = json.load(f)
     curve = d["curve"]
     # every row where solving was measured, the first and the last row, and about 8 more between
     keep = {0, len(curve) - 1} | {i for i, r in enumerate(curve) if r.get("solve_rate") is not None}
     keep |= set(range(0, len(curve), max(1, len(curve) // 8)))
     m = d.get("model", {})
+    staged = any(r.get("stage", 1) != 1 for r in curve)   # a stage column only for a two-stage recipe
     out = [f"{m.get('params', '?'):,} parameters, batch {m.get('batch', '?')}, {d['machine']['cpu']}, "
            f"{d['date'][:10]}. Held-out: easy puzzles of the validation split; loss and accuracy over "
            "answer cells masked at rate 0.5 (fixed masks); solving: every answer cell masked, one cell "
            "committed per step in confidence order, greedy.", "",
-           "| stage | step | minutes | lr | train loss | held-out loss | held-out cell accuracy | solving: cells right | solving: puzzles solved |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| " * staged + "| step | minutes | lr | train loss | held-out loss | held-out cell accuracy | solving: cells right | solving: puzzles solved |",
+           "|---:" * staged + "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out[-2] = out[-2].replace("| | step", "| stage | step")
     for i in sorted(keep):
         r = curve[i]
         solve = ("—", "—") if r.get("solve_rate") is None else (f"{100 * r['solve_cell_acc']:.1f}%", f"{100 * r['solve_rate']:.1f}%")
-        out.append(f"| {r.get('stage', 1)} | {r['step']} | {r.get('elapsed_total_s', r['elapsed_s']) / 60:.0f} | {r['lr']:.1e} | {r['train_loss']:.3f} | "
+        stage = f"| {r.get('stage', 1)} " if staged else ""
+        out.append(f"{stage}| {r['step']} | {r.get('elapsed_total_s', r['elapsed_s']) / 60:.0f} | {r['lr']:.1e} | {r['train_loss']:.3f} | "
                    f"{r['heldout_loss_t05']:.3f} | {100 * r['heldout_acc_t05']:.1f}% | {solve[0]} | {solve[1]} |")
     f = d.get("final_eval")
     if f and "puzzles" in f:
@@ -43,11 +45,9 @@ def render_sudoku_train():
 
 
 def render_sudoku_pilots():
-    path = os.path.join(RES, "sudoku-train-pilots.json")
-    if not os.path.exists(path):
+    d = load_json(RES, "sudoku-train-pilots.json")
+    if not d:
         return "_no pilot results_"
-    with open(path) as f:
-        d = json.load(f)
     steps = [100, 250, 500]
     out = ["| run | params | " + " | ".join(f"step {s}" for s in steps) + " |",
            "| --- | ---: | " + " | ".join("---:" for _ in steps) + " |"]
@@ -59,11 +59,9 @@ def render_sudoku_pilots():
 
 
 def render_sudoku_errors():
-    path = os.path.join(RES, "sudoku-errors.json")
-    if not os.path.exists(path):
+    d = load_json(RES, "sudoku-errors.json")
+    if not d:
         return "_no results yet: run bench/sudoku_errors.py_"
-    with open(path) as f:
-        d = json.load(f)
     out = [f"{d['n']} held-out easy puzzles ({d['tasks']}), `{d['command']}`, {d['date'][:10]}.", "",
            "| scoring | puzzles solved | blank cells right | wrong: clashes with a given in its row | column | box | no given |",
            "|---|---:|---:|---:|---:|---:|---:|"]
@@ -74,11 +72,9 @@ def render_sudoku_errors():
 
 
 def render_sudoku_order():
-    path = os.path.join(RES, "sudoku-order.json")
-    if not os.path.exists(path):
+    d = load_json(RES, "sudoku-order.json")
+    if not d:
         return "_no results yet: run `python3 bench/sudoku_order.py`_"
-    with open(path) as f:
-        d = json.load(f)
     total = sum(c["cells"] for c in d["classes"].values())
     how = f"`--threshold {d['threshold']}`" if d.get("threshold") else "one cell per step, confidence order"
     out = [f"{d['n']} held-out {d['difficulty']} test puzzles, `-M {d['preset']}`, {how}; "
@@ -98,13 +94,7 @@ def render_sudoku_order():
 
 def _uniform_rows():
     """(uniform results file, [(difficulty, uniform result, masked one-cell confidence result)])"""
-    def load(name):
-        path = os.path.join(RES, name)
-        if not os.path.exists(path):
-            return None
-        with open(path) as f:
-            return json.load(f)
-    u, m = load("sudoku-eval-uniform.json"), load("sudoku-eval.json")
+    u, m = load_json(RES, "sudoku-eval-uniform.json"), load_json(RES, "sudoku-eval.json")
     if not u or not m:
         return None, []
     rows = []

@@ -11,15 +11,12 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RES = os.path.join(ROOT, "bench", "results")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from benchlib import COMMITTED as RES, load_json  # noqa: E402
 
 
 def load(name):
-    path = os.path.join(RES, name)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+    return load_json(RES, name)
 
 
 def render_check_peer():
