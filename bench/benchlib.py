@@ -350,9 +350,12 @@ def write(name, res):
     res["load_avg_at_end"] = loadavg()
     path = os.path.join(RESULTS, name)
     keep_previous(path)
-    with open(path, "w") as f:
+    # written beside it and renamed over it: an interrupted write never leaves half a file
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")
+    os.replace(tmp, path)
     return path
 
 

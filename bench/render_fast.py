@@ -23,7 +23,10 @@ def _pct(r):
 
 
 def _machine(d):
-    return f"{d['machine']['cpu']}, {d['date'][:10]}, commit {d['versions']['commit']}"
+    models = sorted({r["model"] for r in d["results"].values() if r.get("model")})
+    return (f"{d['machine']['cpu']}, {d['date'][:10]}, commit {d['versions']['commit']}"
+            + (f"; model {', '.join(models)}" if models else "")
+            + ("; an unfinished run: only the configurations it measured" if d.get("complete") is False else ""))
 
 
 def render_sudoku_yardstick():

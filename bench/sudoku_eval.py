@@ -2,7 +2,7 @@
 (docs/decoding.md), measured with `unmask eval` on held-out test puzzles.
 
     python3 bench/sudoku_eval.py [--n 1000] [--jobs 2] [--group yardstick|methods|uniform] [--only ID...]
-                                 [--model PRESET_OR_FILE] [--out NAME]
+                                 [--model PRESET_OR_FILE] [--out NAME] [--resume]
 
 Every configuration runs `unmask eval -M sudoku --sudoku N --difficulty D --json -t 1 FLAGS`
 on the same N puzzles of sudoku-gen's test split (seeds 2^41 + 0 .. N-1: never trained on, and
@@ -24,6 +24,11 @@ bench/results/NAME (default sudoku-eval.json): per configuration the flags, the 
 eval's JSON (correct, forward_passes, rows_computed, generated_tokens, seconds) and a string
 of 0/1 per puzzle (solved or not), so any two configurations can be compared puzzle by
 puzzle. With --only, the other configurations already in the file are kept.
+
+The file is rewritten after every configuration, marked "complete": false until the last one
+has run, so a long run that is stopped keeps what it measured; --resume runs only the
+configurations the file lacks or measured on another model file (the model's name, shape and
+training step, as eval reports it).
 """
 import concurrent.futures
 import json
@@ -45,11 +50,14 @@ def configs():
                         "flags": ["--alg", a]})
         out.append({"id": f"{d}-threshold-0.9", "group": "yardstick", "difficulty": d,
                     "label": "confidence order, --threshold 0.9", "flags": ["--threshold", "0.9"]})
-    m = [("threshold-0.7", "parallel: --threshold 0.7", ["--threshold", "0.7"]),
+    m = [("threshold-0.999", "parallel: --threshold 0.999", ["--threshold", "0.999"]),
+         ("threshold-0.99", "parallel: --threshold 0.99", ["--threshold", "0.99"]),
+         ("threshold-0.7", "parallel: --threshold 0.7", ["--threshold", "0.7"]),
          ("threshold-0.5", "parallel: --threshold 0.5", ["--threshold", "0.5"]),
          ("threshold-0.3", "parallel: --threshold 0.3", ["--threshold", "0.3"]),
          ("factor-1", "parallel: --factor 1", ["--factor", "1"]),
          ("factor-2", "parallel: --factor 2", ["--factor", "2"]),
+         ("eb-0.001", "parallel: --eb-gamma 0.001", ["--eb-gamma", "0.001"]),
          ("eb-0.01", "parallel: --eb-gamma 0.01", ["--eb-gamma", "0.01"]),
          ("eb-0.1", "parallel: --eb-gamma 0.1", ["--eb-gamma", "0.1"]),
          ("eb-1", "parallel: --eb-gamma 1", ["--eb-gamma", "1"]),
@@ -58,6 +66,9 @@ def configs():
          ("refresh-27", "cache: --cache-refresh 27", ["--cache-refresh", "27"]),
          ("refresh-9", "cache: --cache-refresh 9", ["--cache-refresh", "9"]),
          ("drift-0.05", "cache: --cache dual --cache-drift 0.05", ["--cache", "dual", "--cache-drift", "0.05"]),
+         ("dual-threshold-0.999", "both: --cache dual --threshold 0.999", ["--cache", "dual", "--threshold", "0.999"]),
+         ("drift-threshold-0.999", "both: --cache dual --cache-drift 0.05 --threshold 0.999",
+          ["--cache", "dual", "--cache-drift", "0.05", "--threshold", "0.999"]),
          ("dual-threshold-0.9", "both: --cache dual --threshold 0.9", ["--cache", "dual", "--threshold", "0.9"]),
          ("dual-threshold-0.7", "both: --cache dual --threshold 0.7", ["--cache", "dual", "--threshold", "0.7"]),
          ("refresh-9-threshold-0.7", "both: --cache-refresh 9 --threshold 0.7",
@@ -112,9 +123,19 @@ def main():
     todo = [c for c in in_file if (not group or c["group"] == group) and (not only or c["id"] in only)]
     path = os.path.join(benchlib.RESULTS, name)
     old = {}
-    if os.path.exists(path) and (only or group):
+    if os.path.exists(path) and (only or group or "--resume" in a):
         with open(path) as f:
             old = json.load(f).get("results", {})
+    if "--resume" in a:
+        # keep only what was measured on the model file this run would measure
+        models = {}
+        for c in todo:
+            m = c.get("model", model)
+            if m not in models:
+                models[m] = run_one(model, 1, dict(c, difficulty="easy"))["model"]
+        keep = {c["id"] for c in todo if c["id"] in old and old[c["id"]].get("model") == models[c.get("model", model)]}
+        todo = [c for c in todo if c["id"] not in keep]
+        print(f"sudoku_eval: --resume: {len(keep)} configurations kept, {len(todo)} to run", file=sys.stderr)
     res = benchlib.header("sudoku-eval")
     res["versions"].pop("peer", None)
     res["versions"].pop("peer_cmake_options", None)
@@ -125,6 +146,12 @@ def main():
     res["configs"] = {c["id"]: {k: c[k] for k in ("group", "difficulty", "label", "flags", "model") if k in c}
                       for c in in_file}
     results = dict(old)
+    order = [c["id"] for c in in_file]
+
+    def save(complete):
+        res["results"] = {k: results[k] for k in order if k in results}
+        res["complete"] = complete
+        return benchlib.write(name, res)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
         futs = {ex.submit(run_one, model, n, c): c for c in todo}
         for f in concurrent.futures.as_completed(futs):
@@ -133,8 +160,8 @@ def main():
             results[c["id"]] = r
             print(f"{c['id']}: {r['correct']}/{r['total']} solved, {r['forward_passes'] / r['total']:.1f} passes, "
                   f"{r['rows_computed'] / r['total']:.0f} rows per puzzle, {r['seconds']:.0f} s", file=sys.stderr)
-    res["results"] = {k: results[k] for k in [c["id"] for c in in_file] if k in results}
-    print(os.path.relpath(benchlib.write(name, res), benchlib.ROOT))
+            save(False)
+    print(os.path.relpath(save(all(k in results for k in order)), benchlib.ROOT))
 
 
 if __name__ == "__main__":
