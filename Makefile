@@ -286,6 +286,7 @@ clean:
 
 check-peer: all
 	@tools/check-peer.sh
+	@tools/check-peer-bundled.sh
 
 # The main job: the visualizer on the bundled demo model (models/unmask-demo.gguf).
 run: all

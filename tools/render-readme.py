@@ -35,8 +35,27 @@ def render_check_peer():
     return "\n".join(out)
 
 
+def render_check_peer_bundled():
+    d = load("check-peer-bundled.json")
+    if not d:
+        return "_no results yet: run `make check-peer` (tools/check-peer-bundled.sh)_"
+    g = d["gate"]
+    out = [f"Peer: {d['peer']}; {d['machine']}, {d['threads']} threads, {d['date']}, unmask commit "
+           f"{d['unmask_commit']}. The bundled files as shipped (F16 matrices), every row's logits; gate: "
+           f"min cosine >= {g['min_cos']}, argmax agreement >= {100 * g['min_argmax']:.0f}%.", "",
+           "| model | canvas | rows | min cosine | mean cosine | argmax agreement | max abs diff | gate |",
+           "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in d["results"]:
+        c = r["compare"]
+        name = f" ({r['name']})" if r.get("name") else ""
+        out.append(f"| {r['model']}{name} | {r['canvas']} | {c['rows']} | {c['cos_min']:.7f} | {c['cos_mean']:.7f} | "
+                   f"{100 * c['argmax_agree']:.1f}% | {c['max_abs_diff']:.4g} | {r['status']} |")
+    return "\n".join(out)
+
+
 RENDERERS = {
     "check-peer": render_check_peer,
+    "check-peer-bundled": render_check_peer_bundled,
 }
 
 
