@@ -208,10 +208,13 @@ class Unreadable(Exception):
     """A run exited 0 but its output lacks the figures measure() reads."""
 
 
-def run_rounds(runtimes, rounds, measure, label, attempts=3):
+def run_rounds(runtimes, rounds, measure, label, attempts=3, before=None):
     """Run every runtime once per round, the order reversed every other round (A B, B A, ...).
     runtimes: {name: (argv, env)}; measure(name, timed_result) -> the run's dict, which gets
-    runtime, round, peak RSS, wall time and the load average before it. Returns the runs;
+    runtime, round, peak RSS, wall time and the load average before it. before(), when given,
+    runs before every run, untimed (e.g. warm_page_cache: a run that follows one whose memory
+    pushed the model file out of the page cache starts from the same state as the others); what
+    it returns is recorded as the run's "before". Returns the runs;
     exits naming the runtime when one fails. A run whose output measure() cannot read (it
     raises Unreadable: llama.cpp's log thread has, once in a while, not printed its timing
     line before the process exited) is run again, up to `attempts` times in all; the run
@@ -221,6 +224,7 @@ def run_rounds(runtimes, rounds, measure, label, attempts=3):
         for who in (names if r % 2 == 0 else names[::-1]):
             argv, env = runtimes[who]
             for attempt in range(attempts):
+                pre = before() if before else None
                 t = timed(argv, env)
                 if t["rc"] != 0:
                     sys.exit(f"{label}: {who} failed (exit {t['rc']}): {t['stderr'].strip().splitlines()[-1:]}")
@@ -239,6 +243,8 @@ def run_rounds(runtimes, rounds, measure, label, attempts=3):
                    "load_avg_before": t["load_before"]}
             if attempt:
                 run["unreadable_attempts_before"] = attempt
+            if pre is not None:
+                run["before"] = pre
             run.update(measured)
             runs.append(run)
             print(f"{label} round {r + 1} {who}: " + ", ".join(f"{k} {v}" for k, v in run.items()

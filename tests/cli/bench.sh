@@ -89,6 +89,36 @@ print("ok")
 PY
 then ok bench-rounds-retry-unreadable; else fail bench-rounds-retry-unreadable "$(tail -c 600 "$TMP/out2")"; fi
 
+# run_rounds' before(): runs, untimed, before every run (retries included), and the run records
+# what it returned; the runs it precedes see its effect (here: a file it writes)
+if python3 - "$TMP" >"$TMP/out2b" 2>&1 <<'PY'
+import os, sys
+sys.path.insert(0, "bench")
+import benchlib as B
+tmp = sys.argv[1]
+B.WORK = tmp
+mark, calls = os.path.join(tmp, "warm"), []
+def before():
+    calls.append(len(calls) + 1)
+    with open(mark, "w") as f:
+        f.write(str(len(calls)))
+    return {"n": len(calls)}
+seen = []
+def measure(who, t):
+    seen.append(int(t["stdout"]))
+    if who == "b" and len(seen) == 2:
+        raise B.Unreadable("once")
+    return {}
+runs = B.run_rounds({"a": (["cat", mark], {}), "b": (["cat", mark], {})}, 2, measure, "test", before=before)
+assert calls == [1, 2, 3, 4, 5], calls
+assert seen == [1, 2, 3, 4, 5], seen          # every run saw the state its own before() left
+assert [r["before"]["n"] for r in runs] == [1, 3, 4, 5], runs
+runs = B.run_rounds({"a": (["true"], {})}, 1, lambda who, t: {}, "test")
+assert "before" not in runs[0], runs
+print("ok")
+PY
+then ok bench-rounds-before-hook; else fail bench-rounds-before-hook "$(tail -c 600 "$TMP/out2b")"; fi
+
 # results from two peer builds: the table's note names each with the rows it covers
 if python3 - "$TMP/res2" >"$TMP/out3" 2>&1 <<'PY'
 import json, os, sys
