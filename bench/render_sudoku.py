@@ -71,10 +71,10 @@ def render_sudoku_errors():
     return "\n".join(out)
 
 
-def render_sudoku_order():
-    d = load_json(RES, "sudoku-order.json")
+def render_sudoku_order(name="sudoku-order.json", how_to="python3 bench/sudoku_order.py"):
+    d = load_json(RES, name)
     if not d:
-        return "_no results yet: run `python3 bench/sudoku_order.py`_"
+        return f"_no results yet: run `{how_to}`_"
     total = sum(c["cells"] for c in d["classes"].values())
     how = f"`--threshold {d['threshold']}`" if d.get("threshold") else "one cell per step, confidence order"
     out = [f"{d['n']} held-out {d['difficulty']} test puzzles, `-M {d['preset']}`, {how}; "
@@ -143,6 +143,11 @@ def render_sudoku_uniform_summary():
             f"{_pct(eb)} (docs/sudoku.md, \"The uniform-state sudoku model\").")
 
 
-RENDERERS = {"sudoku-uniform": render_sudoku_uniform, "sudoku-uniform-summary": render_sudoku_uniform_summary,
+def render_sudoku_order_parallel():
+    return render_sudoku_order("sudoku-order-parallel.json", "python3 bench/sudoku_order.py --difficulty hard "
+                               "--threshold 0.9 --out sudoku-order-parallel.json")
+
+
+RENDERERS = {"sudoku-order-parallel": render_sudoku_order_parallel, "sudoku-uniform": render_sudoku_uniform, "sudoku-uniform-summary": render_sudoku_uniform_summary,
              "sudoku-train": render_sudoku_train, "sudoku-pilots": render_sudoku_pilots,
              "sudoku-errors": render_sudoku_errors, "sudoku-order": render_sudoku_order}

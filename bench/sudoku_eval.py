@@ -10,7 +10,7 @@ the trainer's data comes from another seed range), so configurations are paired:
 puzzle, the same model, only the decoding differs. Two groups:
 
   yardstick  every difficulty with confidence, margin, entropy and random ordering, one cell
-             per step, and with --threshold 0.9 (issue #16's table)
+             per step, and with --threshold 0.9 and 0.999 (issues #16 and #29)
   methods    easy puzzles under every fast-decoding method: parallel decoding (threshold,
              factor, EB-sampler), K/V caches (dual, refresh, drift) and combinations; cost is
              forward passes and rows computed (a cached pass computes fewer rows) (#17)
@@ -48,10 +48,10 @@ def configs():
         for a in ALGS:
             out.append({"id": f"{d}-{a}", "group": "yardstick", "difficulty": d, "label": f"{a} order, one cell per step",
                         "flags": ["--alg", a]})
-        out.append({"id": f"{d}-threshold-0.9", "group": "yardstick", "difficulty": d,
-                    "label": "confidence order, --threshold 0.9", "flags": ["--threshold", "0.9"]})
-    m = [("threshold-0.999", "parallel: --threshold 0.999", ["--threshold", "0.999"]),
-         ("threshold-0.99", "parallel: --threshold 0.99", ["--threshold", "0.99"]),
+        for t in ("0.9", "0.999"):
+            out.append({"id": f"{d}-threshold-{t}", "group": "yardstick", "difficulty": d,
+                        "label": f"confidence order, --threshold {t}", "flags": ["--threshold", t]})
+    m = [("threshold-0.99", "parallel: --threshold 0.99", ["--threshold", "0.99"]),
          ("threshold-0.7", "parallel: --threshold 0.7", ["--threshold", "0.7"]),
          ("threshold-0.5", "parallel: --threshold 0.5", ["--threshold", "0.5"]),
          ("threshold-0.3", "parallel: --threshold 0.3", ["--threshold", "0.3"]),

@@ -4,6 +4,9 @@ confidences (docs/sudoku.md, "Which cells commit first").
     python3 bench/sudoku_order.py [--n 100] [--difficulty easy|medium|hard] [--preset sudoku]
                                   [--threshold T] [--out NAME]
 
+(docs/sudoku.md renders two runs: the default one, sudoku-order.json, and
+`--difficulty hard --threshold 0.9 --out sudoku-order-parallel.json`.)
+
 Solves N held-out test puzzles (sudoku-gen's test split, the puzzles `unmask eval --sudoku`
 draws) with `unmask generate -M PRESET --stream-json` (one cell per step in confidence order,
 or with --threshold T every cell above T at once) and classifies every committed cell by the
@@ -17,6 +20,9 @@ or wrong):
   open          neither: more than one digit fits and none is forced (a decision the grid
                 state does not force; it may still follow from longer chains of logic)
   clash         the committed digit already stands in the cell's row, column or box
+  same-pass clash  (parallel decoding) not a clash with the grid before the step, but another
+                cell committed in the same forward pass puts the same digit in one of its
+                units: each looked safe alone, the two together cannot both be right
 
 and reports per class: how many, the mean step (as a fraction of the run) at which they
 commit, the mean confidence the model gave them, and how many were right. Writes
@@ -30,7 +36,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 
-CLASSES = ["given", "naked single", "hidden single", "open", "clash"]
+CLASSES = ["given", "naked single", "hidden single", "open", "clash", "same-pass clash"]
 
 
 def units_of(c):
@@ -58,6 +64,20 @@ def classify(grid, puzzle, c, d):
         if all(p == c or grid[p] or d not in candidates(grid, p) for p in u):
             return "hidden single"
     return "open"
+
+
+def classify_pass(grid, puzzle, digits):
+    """The class of every cell of one forward pass: digits = {cell: digit committed (0: not a
+    digit)}, grid = the 81 cells before the pass. A cell the grid alone allows is a same-pass
+    clash when another cell of the same pass puts the same digit in one of its units."""
+    out = {}
+    for cell, d in digits.items():
+        k = classify(grid, puzzle, cell, d) if d else "clash"
+        if k not in ("given", "clash") and any(digits.get(p) == d for u in units_of(cell).values()
+                                               for p in u if p != cell):
+            k = "same-pass clash"
+        out[cell] = k
+    return out
 
 
 def run_one(preset, puzzle, threshold):
@@ -95,11 +115,11 @@ def main():
         grid = [0] * 81
         for s in steps:
             commits = [(c["pos"] - n_prompt, c) for c in s.get("commits", []) if 0 <= c["pos"] - n_prompt < 81]
-            before = list(grid)
+            digit = {cell: (int(c["text"]) if c["text"].isdigit() else 0) for cell, c in commits}
+            kinds = classify_pass(grid, puzzle, digit)
             for cell, c in commits:
-                d = int(c["text"]) if c["text"].isdigit() else 0
-                k = classify(before, puzzle, cell, d) if d else "clash"
-                st = stats[k]
+                d = digit[cell]
+                st = stats[kinds[cell]]
                 st["cells"] += 1
                 st["right"] += str(d) == answer[cell]
                 st["conf_sum"] += c["conf"]

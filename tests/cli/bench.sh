@@ -391,7 +391,8 @@ PY
 then ok bench-sudoku-pareto-front; else fail bench-sudoku-pareto-front "$(tail -c 800 "$TMP/out10")"; fi
 
 # issue 29: bench/sudoku_order.py classes a committed cell by the grid before its step
-# (hand-made grids: a given, a naked single, a hidden single, an open cell, a clash)
+# (hand-made grids: a given, a naked single, a hidden single, an open cell, a clash, and in
+# one parallel pass two cells that take the same digit in a column: a same-pass clash)
 if python3 - >"$TMP/out11" 2>&1 <<'PY'
 import sys
 sys.path.insert(0, "bench")
@@ -412,6 +413,13 @@ assert len(O.candidates(h, 0)) == 9, O.candidates(h, 0)
 assert O.classify(h, puzzle, 0, 5) == "hidden single"
 e = [0] * 81
 assert O.classify(e, puzzle, 40, 5) == "open"
+# one parallel pass: two cells of column 0 (r1c1, r7c1) both take the 5 that each alone could
+# take; a cell elsewhere is unaffected, a given stays a given, a clash with the grid stays a clash
+assert O.classify(h, puzzle, 54, 5) != "clash"
+k = O.classify_pass(h, puzzle, {0: 5, 54: 5, 40: 7, 10: 5})
+assert k == {0: "same-pass clash", 54: "same-pass clash", 40: "open", 10: "clash"}, k
+assert O.classify_pass(h, "5" + "." * 80, {0: 5, 54: 5})[0] == "given"
+assert O.classify_pass(g0, puzzle, {0: 5}) == {0: "naked single"}
 print("ok")
 PY
 then ok bench-sudoku-order-classes; else fail bench-sudoku-order-classes "$(tail -c 800 "$TMP/out11")"; fi
