@@ -351,11 +351,14 @@ def keep_previous(path, results=None):
         f.write("\n")
 
 
-def write(name, res):
+def write(name, res, history=True):
+    """Write bench/results/NAME whole; history=False for results that are counts, not speed
+    (decoding quality), which have no previous figure to show beside them."""
     os.makedirs(RESULTS, exist_ok=True)
     res["load_avg_at_end"] = loadavg()
     path = os.path.join(RESULTS, name)
-    keep_previous(path)
+    if history:
+        keep_previous(path)
     # written beside it and renamed over it: an interrupted write never leaves half a file
     tmp = path + ".tmp"
     with open(tmp, "w") as f:

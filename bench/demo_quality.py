@@ -44,7 +44,10 @@ METHODS = [
     ("dual-threshold-0.5", "both: --cache dual --threshold 0.5", ["--cache", "dual", "--threshold", "0.5"]),
     ("dual-factor-4", "both: --cache dual --factor 4", ["--cache", "dual", "--factor", "4"]),
     ("dual-eb-0.01", "both: --cache dual --eb-gamma 0.01", ["--cache", "dual", "--eb-gamma", "0.01"]),
-    ("fast", "both: --fast (--eb-gamma 0.01 --cache dual --cache-drift 0.05)", ["--fast"]),
+    ("dual-threshold-0.9", "both: --cache dual --threshold 0.9 (Fast-dLLM's; --fast on a model without a preset)",
+     ["--cache", "dual", "--threshold", "0.9"]),
+    ("dual-drift-eb-0.01", "both: --eb-gamma 0.01 --cache dual --cache-drift 0.05 (--fast until this table)",
+     ["--eb-gamma", "0.01", "--cache", "dual", "--cache-drift", "0.05"]),
 ]
 
 

@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import COMMITTED, load_json  # noqa: E402
+from benchlib import COMMITTED, ROOT, load_json  # noqa: E402
 
 RES = COMMITTED   # tests point it elsewhere
 # Issue 8's targets on the 8B-class files at 2 threads (ms/step ratios to llama.cpp, RSS / file).
@@ -246,8 +246,9 @@ def cached_table():
             f"(unmask at {', '.join(sorted({str(x['threads']) for x in rows}))} threads, llama.cpp at "
             f"{', '.join(sorted({str(x['peer_threads']) for x in rows}))}). The runtime column gives unmask's flags beyond the exact "
             f"run's; the cache-reusing steps are the partial passes between refreshes. llama.cpp has no cache: every step is a "
-            f"full pass. `--fast` chooses its own steps: on these random-weight files every position's entropy is near log V, "
-            f"so its entropy bound commits one token per step (128 steps); on a trained model it takes far fewer"
+            f"full pass. `--fast` (no preset measured these files: Fast-dLLM's `--threshold 0.9 --cache dual`) chooses its own "
+            f"steps: on these random-weight files no position is ever 0.9 sure, so it commits one token per step (128 steps); "
+            f"on a trained model it takes far fewer"
             f"{_fast_on_sudoku()}. {_where(rows[0], rows)}.", "", "Issue 17's targets (and issue 30's, on a machine whose kernel is AVX-512):", ""] + gates
     return "\n".join(out)
 
@@ -322,11 +323,27 @@ def gemm_table():
 
 
 def _fast_on_sudoku():
-    """' (N passes for 81 sudoku cells, docs/decoding.md)' from the sudoku methods run of --fast's
-    parts (bench/results/sudoku-eval.json), or nothing when that run is not there."""
+    """' (N passes for 81 sudoku cells, docs/decoding.md)' from the sudoku methods run of the sudoku
+    preset's --fast (models.conf [sudoku] fast; bench/results/sudoku-eval.json), or nothing when
+    that run is not there."""
+    flags = _preset_fast("sudoku")
     d = load_json(RES, "sudoku-eval.json")
-    r = d and d["results"].get("easy-drift-eb-0.01")
-    return f" ({r['forward_passes'] / r['total']:.0f} passes for 81 sudoku cells, docs/decoding.md)" if r else ""
+    r = next((r for k, r in (d or {}).get("results", {}).items()
+              if k.startswith("easy-") and flags and r["command"].endswith(" " + flags)), None)
+    return f" ({r['forward_passes'] / r['total']:.1f} passes for 81 sudoku cells with its `{flags}`, docs/decoding.md)" if r else ""
+
+
+def _preset_fast(name):
+    """models.conf's `fast` of preset [name], or None."""
+    section = None
+    with open(os.path.join(ROOT, "models.conf")) as f:
+        for line in f:
+            line = line.split("#")[0].strip()
+            if line.startswith("["):
+                section = line.strip("[]").strip()
+            elif section == name and line.split("=")[0].strip() == "fast":
+                return line.split("=", 1)[1].strip()
+    return None
 
 
 def _rows():

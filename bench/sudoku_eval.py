@@ -105,6 +105,9 @@ def run_one(model, n, c):
 
 def main():
     a = sys.argv[1:]
+    if "-h" in a or "--help" in a:
+        print(__doc__.strip())
+        return
 
     def opt(name, default):
         return a[a.index(name) + 1] if name in a else default
@@ -151,7 +154,7 @@ def main():
     def save(complete):
         res["results"] = {k: results[k] for k in order if k in results}
         res["complete"] = complete
-        return benchlib.write(name, res)
+        return benchlib.write(name, res, history=False)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
         futs = {ex.submit(run_one, model, n, c): c for c in todo}
         for f in concurrent.futures.as_completed(futs):

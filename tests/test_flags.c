@@ -201,3 +201,62 @@ TEST(flags_json_settings_keys_from_rows) {
                                  "\"temperature\":0.2,", "\"alg_temp\":", "\"gumbel\":", "\"block_aligned\":" };
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) CHECK_MSG(count(buf, keys[k]) == 1, "%s in %s", keys[k], buf);
 }
+
+/* --fast: the preset's fast when it has one, else Fast-dLLM's --threshold 0.9 --cache dual;
+ * a flag naming a schedule replaces the rule only, one naming a cache the cache only; a
+ * --compare pane without its own model takes the main preset's fast. */
+TEST(flags_fast_per_preset) {
+    um_genopts g;
+    genopts_init(&g);
+    g.fast = true;
+    um_settings s = { .schedule = UM_SCHED_BLOCK, .threshold = -1, .eb_gamma = -1, .factor = -1 };
+    genopts_apply(&g, &s);                                  /* no preset: the default */
+    CHECK_EQ(s.schedule, UM_SCHED_THRESHOLD);
+    CHECK_NEAR(s.threshold, 0.9, 1e-7);
+    CHECK_EQ(s.cache, UM_CACHE_DUAL);
+    um_err e;
+    g.have_preset = true;                                   /* a preset without cache: none */
+    CHECK(models_fast_parse("--threshold 0.999", &g.pre.fast, &e) == UM_OK);
+    g.pre.gen = g.pre.steps = g.pre.block = -1;
+    g.pre.schedule = UM_SCHED_BLOCK;
+    g.pre.scoring = -1;
+    g.pre.temperature = NAN;
+    s = (um_settings){ .schedule = UM_SCHED_BLOCK };
+    genopts_apply(&g, &s);
+    CHECK_EQ(s.schedule, UM_SCHED_THRESHOLD);
+    CHECK_NEAR(s.threshold, 0.999, 1e-7);
+    CHECK_EQ(s.cache, UM_CACHE_NONE);
+    CHECK(models_fast_parse("--eb-gamma 0.01 --cache dual --cache-drift 0.05", &g.pre.fast, &e) == UM_OK);
+    s = (um_settings){ .schedule = UM_SCHED_BLOCK };
+    genopts_apply(&g, &s);
+    CHECK_EQ(s.schedule, UM_SCHED_EB);
+    CHECK_NEAR(s.eb_gamma, 0.01, 1e-7);
+    CHECK_EQ(s.cache, UM_CACHE_DUAL);
+    CHECK_NEAR(s.cache_drift, 0.05, 1e-7);
+    g.factor = 2;                                           /* --factor 2: the rule only */
+    s = (um_settings){ .schedule = UM_SCHED_BLOCK };
+    genopts_apply(&g, &s);
+    CHECK_EQ(s.schedule, UM_SCHED_FACTOR);
+    CHECK_NEAR(s.factor, 2, 0);
+    CHECK(s.eb_gamma == 0);
+    CHECK_EQ(s.cache, UM_CACHE_DUAL);
+    g.factor = -1;
+    g.cache = UM_CACHE_NONE;                                /* --cache none: the cache only */
+    s = (um_settings){ .schedule = UM_SCHED_BLOCK };
+    genopts_apply(&g, &s);
+    CHECK_EQ(s.schedule, UM_SCHED_EB);
+    CHECK_EQ(s.cache, UM_CACHE_NONE);
+    CHECK(s.cache_drift == 0);
+    /* a pane's --fast: main's preset */
+    um_genopts pane;
+    genopts_init(&pane);
+    pane.fast = true;
+    g.fast = false;
+    g.cache = -1;
+    CHECK(models_fast_parse("--threshold 0.999", &g.pre.fast, &e) == UM_OK);
+    s = (um_settings){ .schedule = UM_SCHED_BLOCK };
+    genopts_pane_apply(&g, &pane, false, &s);
+    CHECK_EQ(s.schedule, UM_SCHED_THRESHOLD);
+    CHECK_NEAR(s.threshold, 0.999, 1e-7);
+    CHECK_EQ(s.cache, UM_CACHE_NONE);
+}

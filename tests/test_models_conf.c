@@ -172,3 +172,67 @@ TEST(models_conf_shipped_presets) {
     }
     models_conf_free(&mc);
 }
+
+/* `fast`: the flags' spelling, one rule, a cache with its refresh rule; every mistake named. */
+TEST(models_conf_fast) {
+    models_conf mc;
+    um_err e;
+    CHECK_MSG(parse(&mc, "[a]\npath = x\nfast = --eb-gamma 0.01 --cache dual --cache-drift 0.05\n[b]\npath = y\n", &e) == UM_OK,
+              "%s", e.msg);
+    const models_preset *p = models_conf_get(&mc, "a");
+    CHECK(p->fast.set);
+    CHECK_NEAR(p->fast.eb_gamma, 0.01, 1e-7);
+    CHECK_EQ(p->fast.threshold, -1);
+    CHECK_EQ(p->fast.factor, -1);
+    CHECK_EQ(p->fast.cache, UM_CACHE_DUAL);
+    CHECK_NEAR(p->fast.cache_drift, 0.05, 1e-7);
+    CHECK_EQ(p->fast.cache_refresh, -1);
+    CHECK(!models_conf_get(&mc, "b")->fast.set);
+    models_conf_free(&mc);
+    models_fast f;
+    CHECK(models_fast_parse("--threshold 0.999", &f, &e) == UM_OK);
+    CHECK(f.set && f.cache == -1 && f.eb_gamma == -1);
+    CHECK_NEAR(f.threshold, 0.999, 1e-7);
+    CHECK(models_fast_parse("--factor 2 --cache prefix", &f, &e) == UM_OK);
+    CHECK_EQ(f.cache, UM_CACHE_PREFIX);
+    CHECK(models_fast_parse("--threshold 0.9 --cache dual --cache-refresh 8", &f, &e) == UM_OK);
+    CHECK_EQ(f.cache_refresh, 8);
+    const struct { const char *v, *msg; } bad[] = {
+        { "--cache dual", "fast: name one rule (--threshold, --eb-gamma or --factor), not 0" },
+        { "--threshold 0.9 --factor 2", "fast: name one rule (--threshold, --eb-gamma or --factor), not 2" },
+        { "--threshold", "fast: --threshold needs a value" },
+        { "--threshold 1.5", "fast: --threshold: '1.5' is out of range" },
+        { "--threshold 0.9 --cache all", "fast: --cache: " },
+        { "--threshold 0.9 --cache-drift 0.05", "fast: --cache-drift and --cache-refresh refresh the dual cache" },
+        { "--threshold 0.9 --steps 4", "fast: '--steps' is not one of --threshold, --eb-gamma, --factor, --cache" },
+        { "threshold 0.9", "fast: 'threshold' is not one of" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.msg[0] = 0;
+        CHECK_MSG(models_fast_parse(bad[i].v, &f, &e) == UM_FAIL, "'%s' accepted", bad[i].v);
+        CHECK_CONTAINS(e.msg, bad[i].msg);
+    }
+    /* in a file: FILE:LINE */
+    CHECK(parse(&mc, "[a]\npath = x\nfast = --eb-gamma x\n", &e) == UM_FAIL);
+    CHECK_CONTAINS(e.msg, "/etc/um/models.conf:3: fast: --eb-gamma: 'x' is not a number");
+}
+
+/* The shipped presets' fast: what docs/decoding.md's tables measured best for the bundled
+ * models (the demo model: the one rule within a point of exact agreement that saves passes). */
+TEST(models_conf_shipped_fast) {
+    models_conf mc;
+    um_err e = { "" };
+    CHECK_MSG(models_conf_load(&mc, "models.conf", &e) == UM_OK, "%s", e.msg);
+    const char *sudoku[] = { "sudoku", "sudoku-hard" };
+    for (int i = 0; i < 2; i++) {
+        const models_preset *p = models_conf_get(&mc, sudoku[i]);
+        CHECK(p && p->fast.set);
+        CHECK_NEAR(p->fast.threshold, 0.999, 1e-7);
+        CHECK_EQ(p->fast.cache, -1);
+    }
+    const models_preset *d = models_conf_get(&mc, "demo");
+    CHECK(d && d->fast.set);
+    CHECK_NEAR(d->fast.threshold, 0.5, 1e-7);
+    CHECK(!models_conf_get(&mc, "llada-8b")->fast.set);
+    models_conf_free(&mc);
+}

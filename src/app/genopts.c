@@ -101,9 +101,10 @@ static const um_flag gen_rows[] = {
       "threshold schedule with LLaDA 2.0's quota: at in-block step k\n"
       "commit at least B/S (+1 for k < B%S) besides all above the threshold" },
     { 0, "fast", NULL, GO_FAST, D, 0, NULL, 0,
-      "the best measured trade-off: --eb-gamma 0.01 --cache dual\n"
-      "--cache-drift 0.05; a flag naming a schedule or a cache mode or\n"
-      "refresh rule replaces that part" },
+      "the model's measured best fast decoding (its preset's `fast`:\n"
+      "sudoku --threshold 0.999, demo --threshold 0.5), else\n"
+      "Fast-dLLM's --threshold 0.9 --cache dual; a flag naming a\n"
+      "schedule or a cache mode or refresh rule replaces that part" },
     { .help = "block diffusion editing (LLaDA 2.1; any model):", .cmds = D },
     { 0, "edit", NULL, GO_EDIT, D, 0, "edit", 0,
       "replace committed tokens of the active block: LLaDA 2.1's\n"
@@ -341,7 +342,15 @@ void genopts_add(flags_parser *p, um_genopts *g) {
 }
 
 
-void genopts_apply(const um_genopts *g, um_settings *s) {
+/* What --fast stands for with preset pre (NULL: none): its `fast`, else GENOPTS_FAST_*. */
+static models_fast fast_of(const models_preset *pre) {
+    if (pre && pre->fast.set) return pre->fast;
+    return (models_fast){ .set = true, .threshold = GENOPTS_FAST_THRESHOLD, .eb_gamma = -1, .factor = -1,
+                          .cache = GENOPTS_FAST_CACHE, .cache_drift = -1, .cache_refresh = -1 };
+}
+
+/* genopts_apply with --fast read from preset fast_pre */
+static void apply(const um_genopts *g, const models_preset *fast_pre, um_settings *s) {
     if (g->have_preset) models_conf_apply(&g->pre, s);
     if (g->n_gen > 0) {
         s->n_gen = g->n_gen;
@@ -349,33 +358,43 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
         if (g->steps <= 0 && s->schedule != UM_SCHED_UNIFORM) s->steps = g->n_gen;
     }
     if (g->steps > 0) s->steps = g->steps;
+    /* --fast (docs/decoding.md, "--fast"): its rule unless a flag names a schedule, its cache
+     * unless a flag names a cache mode or refresh rule */
+    float threshold = g->threshold, factor = g->factor, eb_gamma = g->eb_gamma, drift = g->cache_drift;
+    int cache = g->cache;
+    int32_t refresh = g->cache_refresh;
+    if (g->fast) {
+        models_fast f = fast_of(fast_pre);
+        if (g->schedule < 0 && g->eps < 0 && threshold < 0 && g->block_steps < 0 && factor < 0 && eb_gamma < 0) {
+            threshold = f.threshold;
+            factor = f.factor;
+            eb_gamma = f.eb_gamma;
+        }
+        if (cache < 0 && refresh <= 0 && drift <= 0) {
+            cache = f.cache;
+            drift = f.cache_drift;
+            refresh = f.cache_refresh;
+        }
+    }
     /* the schedule the flags name (they agree: check_schedule); --block alone: blocks */
     int sched = g->schedule >= 0 ? g->schedule
               : g->eps >= 0 ? UM_SCHED_TIMESTEP
-              : g->threshold >= 0 || g->block_steps >= 0 ? UM_SCHED_THRESHOLD
-              : g->factor >= 0 ? UM_SCHED_FACTOR
-              : g->eb_gamma >= 0 ? UM_SCHED_EB
-              : g->fast ? GENOPTS_FAST_SCHEDULE
+              : threshold >= 0 || g->block_steps >= 0 ? UM_SCHED_THRESHOLD
+              : factor >= 0 ? UM_SCHED_FACTOR
+              : eb_gamma >= 0 ? UM_SCHED_EB
               : g->block > 0 ? UM_SCHED_BLOCK : -1;
-    /* --fast: the measured best combination (docs/decoding.md, "--fast"); a flag that names
-     * a schedule or a cache setting replaces that part of it */
-    if (g->fast && sched == GENOPTS_FAST_SCHEDULE && g->eb_gamma < 0) s->eb_gamma = GENOPTS_FAST_EB_GAMMA;
-    if (g->fast && g->cache < 0 && g->cache_refresh <= 0 && g->cache_drift <= 0) {
-        s->cache = GENOPTS_FAST_CACHE;
-        s->cache_drift = GENOPTS_FAST_DRIFT;
-    }
     if (sched >= 0) s->schedule = (um_schedule)sched;
     if (g->block > 0) s->block_len = g->block;
     if (sched == UM_SCHED_TIMESTEP && g->block <= 0) s->block_len = 0;   /* Dream: one block */
     if (g->eps >= 0) s->eps = g->eps;
-    if (g->threshold >= 0) s->threshold = g->threshold;
-    if (g->factor >= 0) s->factor = g->factor;
-    if (g->eb_gamma >= 0) s->eb_gamma = g->eb_gamma;
-    if (g->cache >= 0) s->cache = (um_cache)g->cache;
-    else if (g->cache_refresh > 0 || g->cache_drift > 0) s->cache = UM_CACHE_DUAL;   /* a refresh rule alone */
+    if (threshold >= 0) s->threshold = threshold;
+    if (factor >= 0) s->factor = factor;
+    if (eb_gamma >= 0) s->eb_gamma = eb_gamma;
+    if (cache >= 0) s->cache = (um_cache)cache;
+    else if (refresh > 0 || drift > 0) s->cache = UM_CACHE_DUAL;   /* a refresh rule alone */
     if (g->cache_type >= 0) s->cache_type = (um_kv_store)g->cache_type;
-    if (g->cache_refresh > 0) s->cache_refresh = g->cache_refresh;
-    if (g->cache_drift > 0) s->cache_drift = g->cache_drift;
+    if (refresh > 0) s->cache_refresh = refresh;
+    if (drift > 0) s->cache_drift = drift;
     if (g->score >= 0) s->score = (um_score)g->score;
     if (g->alg_temp >= 0) s->alg_temp = g->alg_temp;
     if (g->temp >= 0) s->temperature = g->temp;
@@ -400,6 +419,10 @@ void genopts_apply(const um_genopts *g, um_settings *s) {
     if (g->us_sc_top_k > 0) s->us_sc_top_k = g->us_sc_top_k;
     if (g->us_sc_mode == 3) s->us_self_cond = false;
     else if (g->us_sc_mode >= 0) { s->us_self_cond = true; s->us_sc_mode = g->us_sc_mode; }   /* aligned: the attention's block */
+}
+
+void genopts_apply(const um_genopts *g, um_settings *s) {
+    apply(g, g->have_preset ? &g->pre : NULL, s);
 }
 
 void genopts_progress_stderr(void *quiet, const char *what, int done, int total) {
@@ -558,8 +581,13 @@ int genopts_pane_engines(const um_genopts *main, um_genopts *panes, const char *
 }
 
 void genopts_pane_apply(const um_genopts *main, const um_genopts *pane, bool own, um_settings *s) {
-    if (!own) genopts_apply(main, s);
-    genopts_apply(pane, s);
+    if (own) {
+        genopts_apply(pane, s);
+        return;
+    }
+    const models_preset *pre = main->have_preset ? &main->pre : NULL;
+    apply(main, pre, s);
+    apply(pane, pre, s);
 }
 
 int genopts_model_file(const char *model, const char *preset, char *buf, size_t cap, um_err *e) {

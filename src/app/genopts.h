@@ -22,15 +22,13 @@
  * binary and in the installed data folder when no preset names it. */
 #define UM_BUNDLED_MODEL "unmask-demo.gguf"
 
-/* --fast: the setting measured best on the sudoku yardstick (bench/results/sudoku-eval.json,
- * docs/decoding.md "What each method costs"): the entropy-bounded sampler with gamma 0.01 and
- * the dual cache refreshed when the keys drift past 0.05 -- 91% of exact decoding's solve rate
- * for a ninth of its rows computed. Fast-dLLM's own default (--cache dual --threshold 0.9)
- * solved under two fifths as many there: that model is confidently wrong on many cells at once. */
-#define GENOPTS_FAST_SCHEDULE  UM_SCHED_EB
-#define GENOPTS_FAST_EB_GAMMA  0.01f
+/* --fast for a model whose preset has no `fast` (models_fast): Fast-dLLM's published
+ * combination, the dual cache with a 0.9 confidence threshold, measured on LLaDA-8B and Dream-7B
+ * (docs/decoding.md, "--fast"). The bundled models' presets carry what their own yardsticks
+ * measured best: the sudoku model --threshold 0.999 without a cache, the demo model
+ * --threshold 0.5. */
+#define GENOPTS_FAST_THRESHOLD 0.9f
 #define GENOPTS_FAST_CACHE     UM_CACHE_DUAL
-#define GENOPTS_FAST_DRIFT     0.05f
 
 /* --gen's largest value: a canvas past it is refused while the flags are read, before any
  * model is loaded (and repacked). */
@@ -63,7 +61,8 @@ typedef struct um_genopts {
     float          us_t_min, us_t_max, us_bound, us_confidence;
     int32_t        us_stability, us_sc_top_k;
     int            us_sc_mode;        /* --self-cond: 0 exact, 1 topk, 2 auto, 3 off */
-    bool           fast;           /* --fast: GENOPTS_FAST_* unless flags name those parts */
+    bool           fast;           /* --fast: the preset's fast, else GENOPTS_FAST_*, unless flags
+                                      name those parts */
     bool           json;
     /* filled by genopts_resolve */
     bool           have_preset;
@@ -95,7 +94,7 @@ int  genopts_pane_engine(const um_genopts *main, um_genopts *pane, um_engine_opt
 int  genopts_pane_engines(const um_genopts *main, um_genopts *panes, const char *const *labels, int n,
                           um_engine_opts *eng, bool *own, outfile_set *files, const char *prog);
 /* A pane's settings from its source's defaults: a pane with its own model takes only its own
- * flags (and preset), the others main's and then theirs. */
+ * flags (and preset), the others main's and then theirs (their --fast: main's preset's). */
 void genopts_pane_apply(const um_genopts *main, const um_genopts *pane, bool own, um_settings *s);
 /* After parsing: load the -M preset (if any; with neither -m nor -M, the "demo" preset when
  * models.conf has it and its file exists), choose the model file (-m, else the preset's, else
@@ -106,7 +105,8 @@ int  genopts_resolve(um_genopts *g, um_err *e);
 /* The model file a command without decoding settings (info, tokenize, logits) reads: -m, else
  * the path of preset `preset` (-M) from models.conf. */
 int  genopts_model_file(const char *model, const char *preset, char *buf, size_t cap, um_err *e);
-/* Apply the preset's settings and then the flags over s (which holds the model's defaults). */
+/* Apply the preset's settings and then the flags over s (which holds the model's defaults);
+ * --fast takes the preset's fast (models_fast), else GENOPTS_FAST_*. */
 void genopts_apply(const um_genopts *g, um_settings *s);
 /* An engine warning callback (um_engine_opts.warn) for commands without a screen: prints
  * "PROG: warning: MSG" on stderr, prog (the warn_ctx) being e.g. "unmask generate". */

@@ -34,6 +34,60 @@ static int parse_int(const char *file, int line, const char *key, const char *v,
     return UM_OK;
 }
 
+static void fast_unset(models_fast *f) {
+    memset(f, 0, sizeof *f);
+    f->threshold = f->eb_gamma = f->factor = f->cache_drift = -1;
+    f->cache = -1;
+    f->cache_refresh = -1;
+}
+
+int models_fast_parse(const char *v, models_fast *out, um_err *e) {
+    models_fast f;
+    fast_unset(&f);
+    char words[256];
+    if (strlen(v) >= sizeof words) return um_errf(e, "fast: longer than %zu bytes", sizeof words - 1);
+    snprintf(words, sizeof words, "%s", v);
+    int rules = 0;
+    for (char *save = NULL, *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        char *val = strtok_r(NULL, " \t", &save);
+        if (!val) return um_errf(e, "fast: %s needs a value", w);
+        char what[300];
+        snprintf(what, sizeof what, "fast: %s", w);
+        double x;
+        int64_t k;
+        if (!strcmp(w, "--threshold")) {
+            if (num_float(what, val, 0, 1, 0, &x, e)) return UM_FAIL;
+            f.threshold = (float)x, rules++;
+        } else if (!strcmp(w, "--eb-gamma")) {
+            if (num_float(what, val, 0, 1e6, 0, &x, e)) return UM_FAIL;
+            f.eb_gamma = (float)x, rules++;
+        } else if (!strcmp(w, "--factor")) {
+            if (num_float(what, val, 0, 100, NUM_LO_OPEN, &x, e)) return UM_FAIL;
+            f.factor = (float)x, rules++;
+        } else if (!strcmp(w, "--cache")) {
+            um_cache c;
+            um_err why;
+            if (engine_cache_from_name(val, &c, &why)) return um_errf(e, "fast: --cache: %s", why.msg);
+            f.cache = (int)c;
+        } else if (!strcmp(w, "--cache-drift")) {
+            if (num_float(what, val, 0, 1e6, NUM_LO_OPEN, &x, e)) return UM_FAIL;
+            f.cache_drift = (float)x;
+        } else if (!strcmp(w, "--cache-refresh")) {
+            if (num_int(what, val, 1, 1 << 20, &k, e)) return UM_FAIL;
+            f.cache_refresh = (int32_t)k;
+        } else {
+            return um_errf(e, "fast: '%s' is not one of --threshold, --eb-gamma, --factor, --cache, --cache-drift, "
+                              "--cache-refresh", w);
+        }
+    }
+    if (rules != 1) return um_errf(e, "fast: name one rule (--threshold, --eb-gamma or --factor), not %d", rules);
+    if ((f.cache_drift > 0 || f.cache_refresh > 0) && f.cache != UM_CACHE_DUAL)
+        return um_errf(e, "fast: --cache-drift and --cache-refresh refresh the dual cache: add --cache dual");
+    f.set = true;
+    *out = f;
+    return UM_OK;
+}
+
 int models_conf_parse(models_conf *mc, const char *text, size_t len, const char *file, um_err *e) {
     memset(mc, 0, sizeof *mc);
     snprintf(mc->file, sizeof mc->file, "%s", file);
@@ -84,6 +138,7 @@ int models_conf_parse(models_conf *mc, const char *text, size_t len, const char 
             cur->gen = cur->steps = cur->block = -1;
             cur->schedule = cur->scoring = -1;
             cur->temperature = NAN;
+            fast_unset(&cur->fast);
             cur->line = line;
             continue;
         }
@@ -125,6 +180,9 @@ int models_conf_parse(models_conf *mc, const char *text, size_t len, const char 
         } else if (!strcmp(key, "prompt")) {
             if (strlen(val) >= sizeof cur->prompt) { um_errf(e, "%s:%d: prompt too long (at most %zu bytes)", file, line, sizeof cur->prompt - 1); goto err; }
             snprintf(cur->prompt, sizeof cur->prompt, "%s", val);
+        } else if (!strcmp(key, "fast")) {
+            um_err why;
+            if (models_fast_parse(val, &cur->fast, &why)) { um_errf(e, "%s:%d: %s", file, line, why.msg); goto err; }
         } else if (!strcmp(key, "layout")) {
             int k = 0;                 /* the names live once, beside the view (view.h) */
             while (k < VIEW_LAYOUT_COUNT && strcmp(view_layout_keys[k], val)) k++;
@@ -138,7 +196,7 @@ int models_conf_parse(models_conf *mc, const char *text, size_t len, const char 
             }
             snprintf(cur->layout, sizeof cur->layout, "%s", val);
         } else {
-            um_errf(e, "%s:%d: unknown key '%s' (path, chat_template, gen, steps, block, schedule, scoring, temperature, prompt, layout)", file, line, key);
+            um_errf(e, "%s:%d: unknown key '%s' (path, chat_template, gen, steps, block, schedule, scoring, temperature, prompt, layout, fast)", file, line, key);
             goto err;
         }
     }

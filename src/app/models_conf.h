@@ -14,6 +14,7 @@
  *     temperature   = 0
  *     prompt        = ...          # the prompt when none is given (-p); the rest of the line
  *     layout        = grid9        # how views lay the canvas out: text | grid9 (a 9x9 sudoku)
+ *     fast          = --threshold 0.999   # what --fast means for this model (models_fast)
  *
  * Lookup order (the first name that exists wins, whatever it is: a FIFO or a directory there
  * is an error, not an absent file): ./models.conf, $XDG_CONFIG_HOME/unmask/models.conf
@@ -31,6 +32,18 @@
 #include "engine.h"
 #include "util.h"
 
+/* A preset's --fast: the fast decoding measured best for that model (key `fast`, spelled as
+ * the flags: one rule of --threshold X, --eb-gamma G or --factor F, then optionally --cache
+ * none|prefix|dual with --cache-drift D or --cache-refresh K). Unset fields are -1; a fast
+ * that names no --cache runs without one. */
+typedef struct models_fast {
+    bool    set;
+    float   threshold, eb_gamma, factor;
+    int     cache;             /* um_cache; -1: none named (no cache) */
+    float   cache_drift;
+    int32_t cache_refresh;
+} models_fast;
+
 typedef struct models_preset {
     char    name[64];
     char    path[1024];        /* as resolved: relative paths joined to the file's directory */
@@ -40,6 +53,7 @@ typedef struct models_preset {
     float   temperature;       /* NAN when unset */
     char    prompt[1024];      /* "" when unset */
     char    layout[16];        /* "" when unset, else one of view_layout_keys (ui/view.h) */
+    models_fast fast;          /* .set false when unset */
     int     line;              /* where the section starts */
 } models_preset;
 
@@ -65,6 +79,8 @@ void models_conf_free(models_conf *mc);
 /* Find models.conf (lookup order above), load it and copy out preset `name`. The error
  * says when no file exists, when the file is bad (FILE:LINE) or which file lacks the name. */
 int  models_conf_resolve(const char *name, models_preset *out, um_err *e);
+/* Parse a `fast` value (models_fast) into out; the message names what is wrong. */
+int  models_fast_parse(const char *v, models_fast *out, um_err *e);
 /* Write the preset's set fields over s (n_gen, steps, block_len, schedule, score,
  * temperature); block_len is kept <= n_gen. */
 void models_conf_apply(const models_preset *p, um_settings *s);

@@ -4,6 +4,7 @@
 # flags reach generate, eval and record; bad values and conflicting schedule flags exit 2.
 SUITE=cache
 . "$(dirname "$0")/lib.sh"
+case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac   # the models.conf cases run in another directory
 M=models/unmask-demo.gguf
 F=(-m "$M" -t 2 -p "Once upon a time" --no-chat --gen 48 --steps 24 --block 16)
 strip() { sed -E 's/"(load_s|generate_s|forward_ms|sample_ms)":[-0-9.e+]+/"\1":0/g'; }
@@ -111,28 +112,48 @@ expect_grep "--schedule block with --eb-gamma names both" 'choose different sche
 expect_rc "--schedule eb with --eb-gamma is fine" 0 "$BIN" generate "${F[@]}" -q --schedule eb --eb-gamma 1
 
 # ---------------------------------------------------------------- --fast
-# --fast is the documented combination (--eb-gamma 0.01 --cache dual --cache-drift 0.05:
-# docs/decoding.md), the same run to the byte; a flag naming a schedule or a cache mode or
-# refresh rule replaces that part only (--cache-type, storage, keeps the rest)
+# --fast is what the model's preset measured best (models.conf `fast`; the demo model's is
+# --threshold 0.5), else Fast-dLLM's --threshold 0.9 --cache dual (a file no preset names): the
+# same runs to the byte. A flag naming a schedule or a cache mode or refresh rule replaces
+# that part only (--cache-type, storage, keeps the rest); a preset's fast is checked as the
+# flags are, FILE:LINE.
 "$BIN" generate "${F[@]}" --json -q --fast 2>/dev/null | strip >"$TMP/fast.json"
-"$BIN" generate "${F[@]}" --json -q --eb-gamma 0.01 --cache dual --cache-drift 0.05 2>/dev/null | strip >"$TMP/fast-spelled.json"
-if [ -s "$TMP/fast.json" ] && cmp -s "$TMP/fast.json" "$TMP/fast-spelled.json"; then ok "--fast is --eb-gamma 0.01 --cache dual --cache-drift 0.05"
-else fail "--fast is --eb-gamma 0.01 --cache dual --cache-drift 0.05" "$(diff "$TMP/fast.json" "$TMP/fast-spelled.json" | head -c 300)"; fi
-"$BIN" generate "${F[@]}" --json -q --fast --cache none --factor 2 >"$TMP/fast-over.json" 2>/dev/null
+"$BIN" generate "${F[@]}" --json -q --threshold 0.5 2>/dev/null | strip >"$TMP/fast-spelled.json"
+if [ -s "$TMP/fast.json" ] && cmp -s "$TMP/fast.json" "$TMP/fast-spelled.json"; then ok "--fast on the demo model is its preset's --threshold 0.5"
+else fail "--fast on the demo model is its preset's --threshold 0.5" "$(diff "$TMP/fast.json" "$TMP/fast-spelled.json" | head -c 300)"; fi
+mkdir -p "$TMP/conf"
+cp "$M" "$TMP/conf/plain.gguf"
+P=(-m "$TMP/conf/plain.gguf" -t 2 -p "Once upon a time" --no-chat --gen 48 --steps 24 --block 16)
+"$BIN" generate "${P[@]}" --json -q --fast 2>/dev/null | strip >"$TMP/fastp.json"
+"$BIN" generate "${P[@]}" --json -q --threshold 0.9 --cache dual 2>/dev/null | strip >"$TMP/fastp-spelled.json"
+if [ -s "$TMP/fastp.json" ] && cmp -s "$TMP/fastp.json" "$TMP/fastp-spelled.json"; then ok "--fast without a preset is --threshold 0.9 --cache dual"
+else fail "--fast without a preset is --threshold 0.9 --cache dual" "$(diff "$TMP/fastp.json" "$TMP/fastp-spelled.json" | head -c 300)"; fi
+"$BIN" generate "${P[@]}" --json -q --fast --cache none --factor 2 >"$TMP/fast-over.json" 2>/dev/null
 if python3 -c "
 import json, sys
 s = json.load(open(sys.argv[1]))['settings']
-assert (s['schedule'], s['cache'], s['factor'], s['cache_drift']) == ('factor', 'none', 2, 0), s
+assert (s['schedule'], s['cache'], s['factor']) == ('factor', 'none', 2), s
 " "$TMP/fast-over.json" 2>"$TMP/perr"; then ok "--fast: --cache none and --factor replace its parts"
 else fail "--fast: --cache none and --factor replace its parts" "$(tail -1 "$TMP/perr")"; fi
-"$BIN" generate "${F[@]}" --json -q --fast --cache-type q8_0 --threshold 0.5 >"$TMP/fast-over2.json" 2>/dev/null
+"$BIN" generate "${P[@]}" --json -q --fast --cache-type q8_0 --eb-gamma 1 >"$TMP/fast-over2.json" 2>/dev/null
 if python3 -c "
 import json, sys
 s = json.load(open(sys.argv[1]))['settings']
-assert (s['schedule'], s['cache'], s['cache_type'], round(s['threshold'], 3), round(s['cache_drift'], 3)) == ('threshold', 'dual', 'q8_0', 0.5, 0.05), s
-" "$TMP/fast-over2.json" 2>"$TMP/perr"; then ok "--fast: --threshold 0.5 and --cache-type keep the drift-refreshed dual cache"
-else fail "--fast: --threshold 0.5 and --cache-type keep the drift-refreshed dual cache" "$(tail -1 "$TMP/perr")"; fi
+assert (s['schedule'], s['cache'], s['cache_type'], s['eb_gamma']) == ('eb', 'dual', 'q8_0', 1), s
+" "$TMP/fast-over2.json" 2>"$TMP/perr"; then ok "--fast: --eb-gamma and --cache-type keep the dual cache"
+else fail "--fast: --eb-gamma and --cache-type keep the dual cache" "$(tail -1 "$TMP/perr")"; fi
+printf '[plain]\npath = plain.gguf\nfast = --eb-gamma 0.01 --cache dual --cache-drift 0.05\n' >"$TMP/conf/models.conf"
+C=(-M plain -t 2 -p "Once upon a time" --no-chat --gen 48 --steps 24 --block 16)
+(cd "$TMP/conf" && XDG_CONFIG_HOME=$TMP/conf/none "$BIN" generate "${C[@]}" --json -q --fast 2>/dev/null) | strip >"$TMP/fastc.json"
+(cd "$TMP/conf" && XDG_CONFIG_HOME=$TMP/conf/none "$BIN" generate "${C[@]}" --json -q --eb-gamma 0.01 --cache dual --cache-drift 0.05 2>/dev/null) | strip >"$TMP/fastc-spelled.json"
+if [ -s "$TMP/fastc.json" ] && cmp -s "$TMP/fastc.json" "$TMP/fastc-spelled.json"; then ok "--fast is the preset's fast = --eb-gamma 0.01 --cache dual --cache-drift 0.05"
+else fail "--fast is the preset's fast = --eb-gamma 0.01 --cache dual --cache-drift 0.05" "$(diff "$TMP/fastc.json" "$TMP/fastc-spelled.json" | head -c 300)"; fi
+printf '[plain]\npath = plain.gguf\nfast = --threshold 2\n' >"$TMP/conf/models.conf"
+(cd "$TMP/conf" && XDG_CONFIG_HOME=$TMP/conf/none "$BIN" generate "${C[@]}" -q --fast >"$TMP/o" 2>"$TMP/e"); rc=$?
+want="unmask generate: -M plain: models.conf:3: fast: --threshold: '2' is out of range (0 to 1)"
+if [ $rc = 1 ] && [ "$(cat "$TMP/e")" = "$want" ]; then ok "a preset's bad fast: refused with FILE:LINE"
+else fail "a preset's bad fast" "rc $rc: $(cat "$TMP/e") (wanted: $want)"; fi
 expect_rc "--fast reaches eval" 0 "$BIN" eval -M sudoku --sudoku 2 -t 2 --fast --json
-expect_grep "--fast in eval runs the dual cache" '"cache":"dual"' "$TMP/out"
+expect_grep "--fast in eval on the sudoku model is --threshold 0.999 without a cache" '"cache":"none".*"threshold":0.999|"threshold":0.999.*"cache":"none"' "$TMP/out"
 
 finish
