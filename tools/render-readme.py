@@ -19,20 +19,27 @@ def load(name):
     return load_json(RES, name)
 
 
+def _logit_rows(results, second, label, gate):
+    """The table of a logits comparison against llama.cpp: one row per result, its first columns
+    label(r) and the `second` column's value, then the cosines, argmax agreement, largest
+    difference and gate(r)."""
+    out = [f"| model | {second[0]} | rows | min cosine | mean cosine | argmax agreement | max abs diff | gate |",
+           "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        c = r["compare"]
+        out.append(f"| {label(r)} | {r[second[1]]} | {c['rows']} | {c['cos_min']:.7f} | {c['cos_mean']:.7f} | "
+                   f"{100 * c['argmax_agree']:.1f}% | {c['max_abs_diff']:.4g} | {gate(r)} |")
+    return out
+
+
 def render_check_peer():
     d = load("check-peer.json")
     if not d:
         return "_no results yet: run `make check-peer`_"
-    out = [f"Peer: {d['peer']}; {d['machine']}, {d['threads']} threads, {d['date']}. "
-           "Same file, same 64-token canvas (24 prompt ids + 40 masks), every row's logits.", "",
-           "| model | weights | rows | min cosine | mean cosine | argmax agreement | max abs diff | gate |",
-           "|---|---|---:|---:|---:|---:|---:|---|"]
-    for r in d["results"]:
-        c = r["compare"]
-        gate = ("cos >= 0.9999, argmax >= 99%: " + r["status"]) if r["gated"] else "reported"
-        out.append(f"| {r['model']} | {r['type']} | {c['rows']} | {c['cos_min']:.7f} | {c['cos_mean']:.7f} | "
-                   f"{100 * c['argmax_agree']:.1f}% | {c['max_abs_diff']:.4g} | {gate} |")
-    return "\n".join(out)
+    return "\n".join([f"Peer: {d['peer']}; {d['machine']}, {d['threads']} threads, {d['date']}. "
+                      "Same file, same 64-token canvas (24 prompt ids + 40 masks), every row's logits.", ""] +
+                     _logit_rows(d["results"], ("weights", "type"), lambda r: r["model"],
+                                 lambda r: ("cos >= 0.9999, argmax >= 99%: " + r["status"]) if r["gated"] else "reported"))
 
 
 def render_check_peer_bundled():
@@ -40,17 +47,12 @@ def render_check_peer_bundled():
     if not d:
         return "_no results yet: run `make check-peer` (tools/check-peer-bundled.sh)_"
     g = d["gate"]
-    out = [f"Peer: {d['peer']}; {d['machine']}, {d['threads']} threads, {d['date']}, unmask commit "
-           f"{d['unmask_commit']}. The bundled files as shipped (F16 matrices), every row's logits; gate: "
-           f"min cosine >= {g['min_cos']}, argmax agreement >= {100 * g['min_argmax']:.0f}%.", "",
-           "| model | canvas | rows | min cosine | mean cosine | argmax agreement | max abs diff | gate |",
-           "|---|---|---:|---:|---:|---:|---:|---|"]
-    for r in d["results"]:
-        c = r["compare"]
-        name = f" ({r['name']})" if r.get("name") else ""
-        out.append(f"| {r['model']}{name} | {r['canvas']} | {c['rows']} | {c['cos_min']:.7f} | {c['cos_mean']:.7f} | "
-                   f"{100 * c['argmax_agree']:.1f}% | {c['max_abs_diff']:.4g} | {r['status']} |")
-    return "\n".join(out)
+    return "\n".join([f"Peer: {d['peer']}; {d['machine']}, {d['threads']} threads, {d['date']}, unmask commit "
+                      f"{d['unmask_commit']}. The bundled files as shipped (F16 matrices), every row's logits; gate: "
+                      f"min cosine >= {g['min_cos']}, argmax agreement >= {100 * g['min_argmax']:.0f}%.", ""] +
+                     _logit_rows(d["results"], ("canvas", "canvas"),
+                                 lambda r: r["model"] + (f" ({r['name']})" if r.get("name") else ""),
+                                 lambda r: r["status"]))
 
 
 RENDERERS = {
