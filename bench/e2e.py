@@ -17,8 +17,9 @@ Measures ms/step (each runtime's own generation timer / steps), tokens/s (128 / 
 time), load time (process wall time minus generation time for llama.cpp; unmask's own load +
 prepare timer) and peak RSS (/usr/bin/time). Two more unmask runs use fast decoding:
 `--cache dual` (same schedule; the time of the steps that reuse the cache is reported apart
-from the refreshes) and `--fast` (--eb-gamma 0.01 --cache dual --cache-drift 0.05, the
-constants of src/app/genopts.h: fewer steps when the model is sure), with their ratios to llama.cpp
+from the refreshes) and `--fast` (on these files, which no models.conf preset measured, Fast-dLLM's
+--threshold 0.9 --cache dual, the constants of src/app/genopts.h: fewer steps when the model
+is sure), with their ratios to llama.cpp
 (ratio_cached) and peak RSS against the file plus the reported cache (--no-cache leaves them
 out). Writes bench/results/e2e-NAME-tN.json; with --only and no exact unmask runtime,
 bench/results/cached-NAME-tN.json (read by the README's fast-decoding table only).
