@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build-tools.sh: build bench/'s stand-alone measurement programs into build/release/:
 # peak (int8 and f32 instruction peaks), stream (read bandwidth), gemm and rows (the
-# matmul kernels, linked against the release library objects, built first if missing).
+# matmul kernels, linked against the release library objects, built first if missing), and
+# sc_precision (the self-conditioning product in FP32, BF16 and F16 against FP64).
 # bench/gemm.sh, bench/rows.py and tests/cli/bench.sh call it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,3 +18,4 @@ cc $cflags -o build/release/peak bench/peak.c
 cc $cflags -o build/release/stream bench/stream.c
 cc $cflags $inc -Ibench -o build/release/gemm bench/gemm.c "$lib" -lm
 cc $cflags $inc -Ibench -o build/release/rows bench/rows.c "$lib" -lm
+cc $cflags $inc -Ibench -o build/release/sc_precision bench/sc_precision.c "$lib" -lm

@@ -187,6 +187,25 @@ for c in d["cases"]:
 print("ok")
 PY
   then ok bench-rows-runs-and-derives; else fail bench-rows-runs-and-derives "$(tail -c 300 "$TMP/rows.err"; tail -c 600 "$TMP/out6")"; fi
+  # sc_precision on a tiny DiffusionGemma file: FP32 sums stay at rounding level, BF16 and F16
+  # inputs lose more, BF16 (8-bit mantissa) more than F16 (11)
+  "$BIN" synth --shape tiny-diffusion-gemma --type f32 -o "$TMP/dg.gguf" 2>/dev/null
+  ntok=$("$BIN" info -m "$TMP/dg.gguf" --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['hyperparameters']['vocab_size'])")
+  ids=$(python3 -c "print(','.join(str(7 + 13 * i % 200) for i in range(24)))")
+  "$BIN" logits -m "$TMP/dg.gguf" --tokens "$ids" --out "$TMP/dg.f32" -t 1 >/dev/null 2>&1
+  if build/release/sc_precision "$TMP/dg.gguf" "$TMP/dg.f32" --rows 3 --sharp 1,100 >"$TMP/scp.json" 2>"$TMP/scp.err" &&
+     python3 - "$TMP/scp.json" "$ntok" >"$TMP/out8" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["n_vocab"] == int(sys.argv[2]) and d["rows"] == 3 and len(d["results"]) == 2, d
+for r in d["results"]:
+    assert r["fp32"]["max_rel_l2"] < 1e-5, r
+    assert r["fp32"]["max_rel_l2"] < r["f16"]["max_rel_l2"] < r["bf16"]["max_rel_l2"] < 1e-2, r
+    assert r["bf16"]["min_cos"] > 0.9999, r
+assert d["results"][1]["mean_top_p"] > d["results"][0]["mean_top_p"], d
+print("ok")
+PY
+  then ok bench-sc-precision-orders-the-formats; else fail bench-sc-precision-orders-the-formats "$(tail -c 300 "$TMP/scp.err"; tail -c 600 "$TMP/out8")"; fi
   expect_rc bench-rows-rejects-bad-shape 2 build/release/rows --shapes 100x16 --rounds 1
   expect_rc bench-rows-rejects-bad-type 2 build/release/rows --types f16 --rounds 1
 fi
