@@ -4,7 +4,6 @@
 # flags reach generate, eval and record; bad values and conflicting schedule flags exit 2.
 SUITE=cache
 . "$(dirname "$0")/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac   # the models.conf cases run in another directory
 M=models/unmask-demo.gguf
 F=(-m "$M" -t 2 -p "Once upon a time" --no-chat --gen 48 --steps 24 --block 16)
 strip() { sed -E 's/"(load_s|generate_s|forward_ms|sample_ms)":[-0-9.e+]+/"\1":0/g'; }

@@ -11,7 +11,6 @@ SUITE=compare
 
 ROOT=${UNMASK_ROOT:-$PWD}
 MODEL=$ROOT/models/unmask-demo.gguf
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 
 # ---------------------------------------------------------------- flags
 expect_rc "--compare -m with --demo-ui: exit 2" 2 "$BIN" --demo-ui --compare "-m x.gguf"

@@ -13,7 +13,6 @@ DEMO=$ROOT/models/unmask-demo.gguf
 if [ ! -f "$DEMO" ] || ! command -v python3 >/dev/null 2>&1; then
   skip edit "no $DEMO or no python3"; finish; exit 0
 fi
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 ARGS=(-m "$DEMO" -t 1 --no-chat -p "The cat" --gen 24 --threshold 0.5 --block 8)
 
 # ---------------------------------------------------------------- JSON: edits and post steps

@@ -6,7 +6,6 @@
 # status, the message, and that the model's bytes are unchanged (cmp with a pristine copy).
 SUITE=hostile_files
 . "$(dirname "$0")/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 ROOT=${UNMASK_ROOT:-$PWD}
 
 cp "$ROOT/models/unmask-demo.gguf" "$TMP/M"

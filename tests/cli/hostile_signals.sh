@@ -11,7 +11,6 @@
 # Every wait is bounded (wait_for, wait_exit, timeout): nothing here can hang.
 SUITE=hostile_signals
 . "$(dirname "$0")/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 ROOT=${UNMASK_ROOT:-$PWD}
 MODEL=$ROOT/models/unmask-demo.gguf
 SLOW=1; [ "${UNMASK_VARIANT:-release}" = release ] || SLOW=4     # sanitizer builds run slower

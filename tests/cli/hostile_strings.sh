@@ -14,7 +14,6 @@
 # sequences, and on a real terminal (tmux) the pane's title and screen mode never change.
 SUITE=hostile_strings
 . "$(dirname "$0")/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 ROOT=${UNMASK_ROOT:-$PWD}
 tiny=$ROOT/tests/data/tiny-llada.gguf
 EVIL='\x1b]0;PWNED\x07\x1b[?1049h\x1b(0\xc2\x9b31m\x9b\x1bc'

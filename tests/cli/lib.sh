@@ -2,6 +2,7 @@
 # Each test file sets SUITE, calls ok/fail through the check helpers, and ends with `finish`.
 set -u
 BIN=${UNMASK_BIN:-./unmask}
+case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac   # absolute: some cases run in another directory
 _pass=0; _fail=0; _skip=0
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 ok()   { echo "ok   $1"; _pass=$((_pass + 1)); }

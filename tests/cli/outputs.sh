@@ -10,7 +10,6 @@
 #    its last part.
 SUITE=outputs
 . "$(dirname "$0")/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 ROOT=${UNMASK_ROOT:-$PWD}
 M=$ROOT/models/unmask-demo.gguf
 tiny=$ROOT/tests/data/tiny-llada.gguf

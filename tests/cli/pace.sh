@@ -11,7 +11,6 @@ SUITE=pace
 
 ROOT=${UNMASK_ROOT:-$PWD}
 MODEL=$ROOT/models/unmask-demo.gguf
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 PROMPT="Once upon a time"
 
 # ---------------------------------------------------------------- flags

@@ -6,7 +6,6 @@
 # line, a timestamped decodable GIF), --gif/--cast for the session, finished on q and SIGINT.
 SUITE=record
 . "$(dirname "$0")/lib.sh"
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 ROOT=${UNMASK_ROOT:-$PWD}
 HAVE_PY=1; command -v python3 >/dev/null 2>&1 || HAVE_PY=0
 HAVE_GIFSICLE=1; command -v gifsicle >/dev/null 2>&1 || HAVE_GIFSICLE=0

@@ -5,7 +5,6 @@
 SUITE=tui
 . "$(dirname "$0")/lib.sh"
 
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 # ThreadSanitizer builds write their reports to $TMP/tsan.PID (RUN, tmuxlib.sh; checked at the end)
 . "$(dirname "$0")/tmuxlib.sh"
 tmux_begin test tui

@@ -9,7 +9,6 @@
 SUITE=tui_cache
 . "$(dirname "$0")/lib.sh"
 
-case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 ROOT=${UNMASK_ROOT:-$PWD}
 DEMO=$ROOT/models/unmask-demo.gguf
 . "$(dirname "$0")/tmuxlib.sh"
