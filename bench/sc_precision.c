@@ -30,12 +30,6 @@
 #define MAX_ROWS 16
 #define MAX_SHARP 8
 
-typedef struct way {
-    const char *name;
-    double     *acc_d;          /* double only */
-    float      *acc_f;
-} way;
-
 static double dot(const double *a, const double *b, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += a[i] * b[i];

@@ -358,7 +358,7 @@ static void apply(const um_genopts *g, const models_preset *fast_pre, um_setting
         if (g->steps <= 0 && s->schedule != UM_SCHED_UNIFORM) s->steps = g->n_gen;
     }
     if (g->steps > 0) s->steps = g->steps;
-    /* --fast (docs/decoding.md, "--fast"): its rule unless a flag names a schedule, its cache
+    /* --fast (docs/decoding.md, "Fast, per model"): its rule unless a flag names a schedule, its cache
      * unless a flag names a cache mode or refresh rule */
     float threshold = g->threshold, factor = g->factor, eb_gamma = g->eb_gamma, drift = g->cache_drift;
     int cache = g->cache;

@@ -24,7 +24,7 @@
 
 /* --fast for a model whose preset has no `fast` (models_fast): Fast-dLLM's published
  * combination, the dual cache with a 0.9 confidence threshold, measured on LLaDA-8B and Dream-7B
- * (docs/decoding.md, "--fast"). The bundled models' presets carry what their own yardsticks
+ * (docs/decoding.md, "Fast, per model"). The bundled models' presets carry what their own yardsticks
  * measured best: the sudoku model --threshold 0.999 without a cache, the demo model
  * --threshold 0.5. */
 #define GENOPTS_FAST_THRESHOLD 0.9f
