@@ -3,7 +3,9 @@
  * ops_gemm_acc (y += a b, each element a chain of fused multiply-adds in k order) bit for bit
  * against the scalar reference and the reference against a double sum; ops_softcap within
  * 16 ulp of the double reference; ops_dequant_row bit for bit against the types' reference
- * decoders; ops_exp_shift within 16 ulp of the double exp, its sum that of its values. Split from test_ops.c (same conventions).
+ * decoders; ops_exp_shift within 16 ulp of the double exp, its sum that of its values;
+ * ops_gemm_bf16_acc (BF16 pairs) bit for bit against its reference, with and without the BF16
+ * instruction, and BF16 rounding by hand. Split from test_ops.c (same conventions).
  */
 #include "harness.h"
 #include "ops.h"
@@ -73,6 +75,114 @@ TEST(ops_gemm_acc_all_isas) {
     CHECK_EQ(shapes, 135);
 }
 
+
+/* BF16 rounding by hand: nearest, ties to even; below 2^-50 zero (the sign kept out). */
+TEST(ops_bf16_round_by_hand) {
+    CHECK_EQ(ops_bf16_round(1.0f), 0x3F80);
+    CHECK_EQ(ops_bf16_round(1.0f + 0x1p-8f), 0x3F80);                  /* tie: even */
+    CHECK_EQ(ops_bf16_round(1.0f + 3 * 0x1p-8f), 0x3F82);              /* tie: even (up) */
+    CHECK_EQ(ops_bf16_round(1.0f + 0x1p-8f + 0x1p-20f), 0x3F81);       /* above the tie */
+    CHECK_EQ(ops_bf16_round(-2.0f), 0xC000);
+    CHECK_EQ(ops_bf16_round(0x1p-50f), 0x2680);
+    CHECK_EQ(ops_bf16_round(-0x1p-50f), 0xA680);
+    CHECK_EQ(ops_bf16_round(0x1.fffp-51f), 0);
+    CHECK_EQ(ops_bf16_round(1e-40f), 0);
+    CHECK_EQ(ops_bf16_round(-0.0f), 0);
+    uint32_t pr[2];
+    const float x[4] = { 1.0f, -2.0f, 0x1p-60f, 3.0f };
+    ops_bf16_pairs(pr, x, 2);
+    CHECK_EQ(pr[0], 0xC0003F80u);
+    CHECK_EQ(pr[1], 0x40400000u);
+}
+
+/* The pair chain by hand, on every set (and with the BF16 instruction where the CPU has it):
+ * y = 1, the odd product +2^-24 (a tie: 1 stays), then the even one -2^-24 gives 1 - 2^-24;
+ * the even one first, or one rounding for both, would give 1. */
+TEST(ops_gemm_bf16_chain_order) {
+    const float one[1] = { 0x1p-12f };
+    const float av[2] = { -0x1p-12f, 0x1p-12f };
+    uint32_t a[1], b[UM_GEMM_TILE_COLS];
+    ops_bf16_pairs(a, av, 1);
+    int runs = 0;
+    for (um_ops_isa isa = UM_OPS_REF; isa < UM_OPS_ISA_COUNT; isa++) {
+        if (!ops_isa_available(isa) || ops_select(isa, NULL) != UM_OK) continue;
+        for (int dot = 0; dot < 2; dot++) {
+            ops_bf16_dot_allow(dot);
+            if (dot && !ops_bf16_dot()) continue;
+            ops_bf16_pack_b(b, 1, 0, one, one, 1);
+            float y = 1.0f;
+            ops_gemm_bf16_acc(NULL, &y, 1, a, 1, b, 1, 1, 1);
+            CHECK_MSG(y == 1.0f - 0x1p-24f, "%s%s: %.9g", ops_isa_name(isa), dot ? " dot" : "", (double)y);
+            runs++;
+        }
+    }
+    ops_bf16_dot_allow(true);
+    ops_select(ops_isa_best(), NULL);
+    CHECK(runs >= 1);
+}
+
+/* y += a b in BF16 pairs on every kernel set, with the BF16 instruction and with FMAs where
+ * the CPU has it, bit for bit with the reference; over row tails (4-row groups), pair counts,
+ * column tails (tiles of 64; 16-column groups), ldy wider than m (the gap kept), an odd k
+ * (the last pair half zero), threaded and not; and the reference within the rounding of the
+ * double sum of the BF16 values. */
+TEST(ops_gemm_bf16_all_isas) {
+    static const int ns[] = { 1, 3, 4, 5, 9 }, ks[] = { 1, 2, 7, 64, 256 }, ms[] = { 1, 5, 16, 17, 63, 64, 65, 130 };
+    um_pool *pool = pool_new(3);
+    int shapes = 0, dot_runs = 0;
+    for (size_t ni = 0; ni < UM_ARRAY_LEN(ns); ni++)
+        for (size_t ki = 0; ki < UM_ARRAY_LEN(ks); ki++)
+            for (size_t mi = 0; mi < UM_ARRAY_LEN(ms); mi++) {
+                const int n = ns[ni], k = ks[ki], m = ms[mi], kp = (k + 1) / 2, tiles = (m + 63) / 64;
+                const int64_t lda = kp + 1, ldy = m + 3;
+                uint64_t seed = (uint64_t)(n * 1000 + k * 10 + m) * 0x9E3779B97F4A7C15ull + 7;
+                float *af = rnd_buf(&seed, n * 2 * lda, 1.0f), *bf = rnd_buf(&seed, (int64_t)2 * kp * m, 4.0f);
+                float *y0 = rnd_buf(&seed, n * ldy, 2.0f);
+                for (int i = 0; i < n; i++) af[i * 2 * lda + k] = k % 2 ? 0.0f : af[i * 2 * lda + k];   /* odd k: zero half */
+                uint32_t *a = malloc(sizeof(uint32_t) * n * lda), *b = malloc(sizeof(uint32_t) * tiles * kp * 64);
+                for (int i = 0; i < n; i++) ops_bf16_pairs(a + i * lda, af + i * 2 * lda, lda);
+                for (int p = 0; p < kp; p++) ops_bf16_pack_b(b, kp, p, bf + 2 * p * m, 2 * p + 1 < k ? bf + (2 * p + 1) * m : NULL, m);
+                float *ref = malloc(sizeof(float) * n * ldy), *y = malloc(sizeof(float) * n * ldy);
+                memcpy(ref, y0, sizeof(float) * n * ldy);
+                ops_gemm_bf16_acc_ref(ref, ldy, a, lda, b, n, kp, m);
+                double worst_d = 0;
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < m; j++) {
+                        double s = y0[i * ldy + j];
+                        for (int kk = 0; kk < k; kk++) {
+                            union { uint32_t u; float f; } x = { (uint32_t)ops_bf16_round(af[i * 2 * lda + kk]) << 16 },
+                                                           w = { (uint32_t)ops_bf16_round(bf[kk * m + j]) << 16 };
+                            s += (double)x.f * w.f;
+                        }
+                        double d = fabs(s - ref[i * ldy + j]);
+                        if (d > worst_d) worst_d = d;
+                    }
+                CHECK_MSG(worst_d <= (k + 1) * (4.0 * k + 2) * ULP, "ref %dx%dx%d: %.3g from the double sum", n, k, m, worst_d);
+                for (int i = 0; i < n; i++)
+                    for (int j = m; j < ldy; j++) CHECK(ref[i * ldy + j] == y0[i * ldy + j]);
+                for (um_ops_isa isa = UM_OPS_REF; isa < UM_OPS_ISA_COUNT; isa++) {
+                    if (!ops_isa_available(isa) || ops_select(isa, NULL) != UM_OK) continue;
+                    for (int dot = 0; dot < 2; dot++) {
+                        ops_bf16_dot_allow(dot);
+                        if (dot && !ops_bf16_dot()) continue;
+                        dot_runs += dot;
+                        for (int threaded = 0; threaded < 2; threaded++) {
+                            memcpy(y, y0, sizeof(float) * n * ldy);
+                            ops_gemm_bf16_acc(threaded ? pool : NULL, y, ldy, a, lda, b, n, kp, m);
+                            CHECK_MSG(!memcmp(y, ref, sizeof(float) * n * ldy), "%s%s %dx%dx%d%s: not the reference's bits",
+                                      ops_isa_name(isa), dot ? " dot" : "", n, k, m, threaded ? " threaded" : "");
+                        }
+                    }
+                }
+                free(af); free(bf); free(y0); free(a); free(b); free(ref); free(y);
+                shapes++;
+            }
+    ops_bf16_dot_allow(true);
+    ops_select(ops_isa_best(), NULL);
+    pool_free(pool);
+    printf("    %d shapes; the BF16 instruction ran %d of them%s\n", shapes, dot_runs, dot_runs ? "" : " (not on this CPU)");
+    CHECK_EQ(shapes, 200);
+}
 
 /* The soft-cap on every kernel set against the reference (double tanh rounded once) over
  * the whole float range at cap 30 and 15: both sides of |x/cap| = 0.625 (the polynomial and

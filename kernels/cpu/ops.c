@@ -175,6 +175,55 @@ void ops_gemm_acc(um_pool *pool, float *y, int64_t ldy, const float *a, int64_t 
     pool_for((int64_t)n * k * m < (1 << 16) ? NULL : pool, tiles, gemm_tile, &j);
 }
 
+/* ------------------------------------------------------------------ BF16 pair GEMM */
+
+static atomic_bool g_bf16_dot_allowed = true;
+
+void ops_bf16_dot_allow(bool allow) { atomic_store(&g_bf16_dot_allowed, allow); }
+
+bool ops_bf16_dot(void) {
+    return kern()->gemm_bf16_dot && cpu_features()->avx512bf16 && atomic_load(&g_bf16_dot_allowed);
+}
+
+void ops_bf16_pairs(uint32_t *y, const float *x, int64_t n_pairs) {
+    for (int64_t i = 0; i < n_pairs; i++)
+        y[i] = ops_bf16_round(x[2 * i]) | (uint32_t)ops_bf16_round(x[2 * i + 1]) << 16;
+}
+
+void ops_bf16_pack_b(uint32_t *b, int kp, int p, const float *even, const float *odd, int m) {
+    void (*pack)(uint32_t *, const float *, const float *, int) = kern()->bf16_pack2 ? kern()->bf16_pack2 : ops_kern_ref.bf16_pack2;
+    for (int j0 = 0; j0 < m; j0 += UM_GEMM_TILE_COLS) {
+        uint32_t *dst = b + ((int64_t)(j0 / UM_GEMM_TILE_COLS) * kp + p) * UM_GEMM_TILE_COLS;
+        const int w = (int)UM_MIN(UM_GEMM_TILE_COLS, m - j0);
+        pack(dst, even + j0, odd ? odd + j0 : NULL, w);
+        for (int j = w; j < UM_GEMM_TILE_COLS; j++) dst[j] = 0;
+    }
+}
+
+typedef struct gemm_bf16_job {
+    void (*fn)(float *, int64_t, const uint32_t *, int64_t, const uint32_t *, int, int, int);
+    float          *y;
+    const uint32_t *a, *b;
+    int64_t         ldy, lda;
+    int             n, kp, m;
+} gemm_bf16_job;
+
+static void gemm_bf16_tile(void *arg, int64_t t, int thread_id) {
+    (void)thread_id;
+    const gemm_bf16_job *j = arg;
+    const int64_t j0 = t * UM_GEMM_TILE_COLS;
+    j->fn(j->y + j0, j->ldy, j->a, j->lda, j->b + t * j->kp * UM_GEMM_TILE_COLS, j->n, j->kp,
+          (int)UM_MIN(UM_GEMM_TILE_COLS, j->m - j0));
+}
+
+void ops_gemm_bf16_acc(um_pool *pool, float *y, int64_t ldy, const uint32_t *a, int64_t lda,
+                       const uint32_t *b, int n, int kp, int m) {
+    if (n <= 0 || kp <= 0 || m <= 0) return;
+    gemm_bf16_job j = { ops_bf16_dot() ? kern()->gemm_bf16_dot : kern()->gemm_bf16 ? kern()->gemm_bf16 : ops_kern_ref.gemm_bf16,
+                        y, a, b, ldy, lda, n, kp, m };
+    pool_for((int64_t)n * kp * m < (1 << 15) ? NULL : pool, (m + UM_GEMM_TILE_COLS - 1) / UM_GEMM_TILE_COLS, gemm_bf16_tile, &j);
+}
+
 typedef struct softcap_job { void (*fn)(float *, int64_t, float); float *x; int64_t n; float cap; } softcap_job;
 
 static void softcap_chunk(void *arg, int64_t c, int thread_id) {

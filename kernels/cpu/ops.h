@@ -94,6 +94,42 @@ void ops_gemm_acc(um_pool *pool, float *y, int64_t ldy, const float *a, int64_t 
 void ops_gemm_acc_ref(float *y, int64_t ldy, const float *a, int64_t lda,
                       const float *b, int64_t ldb, int n, int k, int m);
 
+/* ------------------------------------------------------------------ BF16 pair GEMM
+ * y (n, m) += a (n, k) b (k, m) with a and b rounded to BF16 and k taken in pairs: for each
+ * pair p, y = fma(a[2p], b[2p], fma(a[2p+1], b[2p+1], y)) in float. Both products are exact
+ * (8-bit mantissas), so this is AVX-512 BF16's vdpbf16ps, which adds the odd product and
+ * then the even one, each sum rounded to nearest even (checked bit for bit on this project's
+ * Zen 4: docs/ops.md), as long as nothing falls below the float normal range, where the
+ * instruction flushes; ops_bf16_round keeps every nonzero value at or above UM_BF16_FLUSH, so
+ * every product and every partial sum is a multiple of 2^-123 and normal. Sets without the
+ * instruction form the same chain with FMAs: every set gives the reference's bits, at twice
+ * the float rate where the instruction exists. (DiffusionGemma's self-conditioning product in
+ * BF16, --self-cond-product bf16.)
+ *
+ * a: (n, kp) pairs of BF16 as uint32 (the even k in the low half), lda in pairs; y's values
+ * zero or at least 2^-100 in magnitude. b: packed by ops_bf16_pack_b into 64-column tiles,
+ * tile t holding kp rows of 64 pairs at b + t kp 64 (columns past m zero); m columns of y are
+ * written, threads take tiles. Inputs finite. */
+#define UM_BF16_FLUSH 0x1p-50f
+static inline uint16_t ops_bf16_round(float x) {    /* nearest even; |x| < UM_BF16_FLUSH: 0 */
+    union { float f; uint32_t u; } v = { x };
+    if ((v.u & 0x7FFFFFFFu) < 0x26800000u) return 0;            /* 0x1p-50f */
+    return (uint16_t)((v.u + 0x7FFFu + ((v.u >> 16) & 1u)) >> 16);
+}
+/* Pairs of adjacent values: y[i] = bf16(x[2i]) | bf16(x[2i + 1]) << 16, n_pairs of them
+ * (x holds 2 n_pairs floats). */
+void ops_bf16_pairs(uint32_t *y, const float *x, int64_t n_pairs);
+/* Rows 2p and 2p + 1 of b (m floats each; odd NULL: a zero row) into the tiles at pair row p. */
+void ops_bf16_pack_b(uint32_t *b, int kp, int p, const float *even, const float *odd, int m);
+void ops_gemm_bf16_acc(um_pool *pool, float *y, int64_t ldy, const uint32_t *a, int64_t lda,
+                       const uint32_t *b, int n, int kp, int m);
+void ops_gemm_bf16_acc_ref(float *y, int64_t ldy, const uint32_t *a, int64_t lda,
+                           const uint32_t *b, int n, int kp, int m);
+/* Whether ops_gemm_bf16_acc uses the BF16 dot-product instruction (AVX-512 BF16) on this CPU
+ * and kernel set; ops_bf16_dot_allow(false) makes it form the same chain with FMAs (tests). */
+bool ops_bf16_dot(void);
+void ops_bf16_dot_allow(bool allow);
+
 /* ------------------------------------------------------------------ row-wise
  * RMSNorm: y[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w[:].
  * x, y: (n_rows, n); w: (n) or NULL for no weight; y may alias x. For per-head QK-norm
@@ -282,6 +318,12 @@ typedef struct um_ops_kern {
     /* ops_gemm_acc on one thread (any n, k, m); NULL: the scalar one */
     void (*gemm_acc)(float *y, int64_t ldy, const float *a, int64_t lda, const float *b, int64_t ldb,
                      int n, int k, int m);
+    /* one 64-column tile of ops_gemm_bf16_acc (w <= 64 columns of y; bt the tile's kp rows):
+     * with FMAs, and with the BF16 dot-product instruction (NULL: none in the set) */
+    void (*gemm_bf16)(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w);
+    void (*gemm_bf16_dot)(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w);
+    /* ops_bf16_pack_b's row pair into one tile row (n <= 64; NULL: the scalar one) */
+    void (*bf16_pack2)(uint32_t *dst, const float *even, const float *odd, int n);
 } um_ops_kern;
 
 /* The SIMD geglu kernels' form of GELU: 0.5 x (1 + tanh(u)) = x / (1 + e^v) with

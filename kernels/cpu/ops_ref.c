@@ -145,6 +145,34 @@ void ops_gemm_acc_ref(float *y, int64_t ldy, const float *a, int64_t lda,
         }
 }
 
+/* BF16 pairs (ops_gemm_bf16_acc): the even value is the low half */
+static inline float bf16_even(uint32_t u) { union { uint32_t u; float f; } v = { u << 16 }; return v.f; }
+static inline float bf16_odd(uint32_t u) { union { uint32_t u; float f; } v = { u & 0xFFFF0000u }; return v.f; }
+
+static void gemm_bf16_ref(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < w; j++) {
+            float acc = y[i * ldy + j];
+            for (int p = 0; p < kp; p++) {
+                const uint32_t av = a[i * lda + p], bv = bt[p * UM_GEMM_TILE_COLS + j];
+                acc = fmaf(bf16_odd(av), bf16_odd(bv), acc);
+                acc = fmaf(bf16_even(av), bf16_even(bv), acc);
+            }
+            y[i * ldy + j] = acc;
+        }
+}
+
+void ops_gemm_bf16_acc_ref(float *y, int64_t ldy, const uint32_t *a, int64_t lda,
+                           const uint32_t *b, int n, int kp, int m) {
+    for (int j0 = 0; j0 < m; j0 += UM_GEMM_TILE_COLS)
+        gemm_bf16_ref(y + j0, ldy, a, lda, b + (int64_t)(j0 / UM_GEMM_TILE_COLS) * kp * UM_GEMM_TILE_COLS, n, kp,
+                      m - j0 < UM_GEMM_TILE_COLS ? m - j0 : UM_GEMM_TILE_COLS);
+}
+
+static void bf16_pack2_ref(uint32_t *dst, const float *even, const float *odd, int n) {
+    for (int j = 0; j < n; j++) dst[j] = ops_bf16_round(even[j]) | (odd ? (uint32_t)ops_bf16_round(odd[j]) << 16 : 0u);
+}
+
 const um_ops_kern ops_kern_ref = {
     .add         = ops_add_ref,
     .mul         = ops_mul_ref,
@@ -160,5 +188,7 @@ const um_ops_kern ops_kern_ref = {
     .rope_neox   = rope_neox_ref,
     .attn_block  = ops_attn_block_ref,
     .gemm_acc    = ops_gemm_acc_ref,
+    .gemm_bf16   = gemm_bf16_ref,
+    .bf16_pack2  = bf16_pack2_ref,
 };
 

@@ -370,6 +370,79 @@ static void gemm_acc_neon(float *y, int64_t ldy, const float *a, int64_t lda, co
     }
 }
 
+/* ops_gemm_bf16_acc's tile with FMAs: R rows (<= 4) by 16 columns at a time (4 vectors;
+ * lv[v] of vector v's lanes are y's), each pair the reference's chain: the odd product, then
+ * the even one (the pair split into floats: the even value shifted up, the odd one masked). */
+static inline __attribute__((always_inline)) void
+gemm_bf16_tile_neon(int R, const int lv[4], float *y, int64_t ldy, const uint32_t *a, int64_t lda,
+                    const uint32_t *bt, int kp) {
+    const uint32x4_t hi = vdupq_n_u32(0xFFFF0000u);
+    float32x4_t acc[4][4];
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < 4; v++)
+            acc[r][v] = lv[v] >= 4 ? vld1q_f32(y + r * ldy + 4 * v) : lv[v] ? load_t(y + r * ldy + 4 * v, lv[v]) : vdupq_n_f32(0);
+    for (int p = 0; p < kp; p++) {
+        float32x4_t be[4], bo[4];
+        UNROLL
+        for (int v = 0; v < 4; v++) {
+            const uint32x4_t bv = vld1q_u32(bt + p * UM_GEMM_TILE_COLS + 4 * v);
+            be[v] = vreinterpretq_f32_u32(vshlq_n_u32(bv, 16));
+            bo[v] = vreinterpretq_f32_u32(vandq_u32(bv, hi));
+        }
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            const uint32x4_t ar = vdupq_n_u32(a[r * lda + p]);
+            const float32x4_t ae = vreinterpretq_f32_u32(vshlq_n_u32(ar, 16)), ao = vreinterpretq_f32_u32(vandq_u32(ar, hi));
+            UNROLL
+            for (int v = 0; v < 4; v++) acc[r][v] = vfmaq_f32(vfmaq_f32(acc[r][v], ao, bo[v]), ae, be[v]);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < 4; v++) {
+            if (lv[v] >= 4) vst1q_f32(y + r * ldy + 4 * v, acc[r][v]);
+            else if (lv[v]) store_t(y + r * ldy + 4 * v, lv[v], acc[r][v]);
+        }
+}
+
+static void gemm_bf16_neon(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w) {
+    for (int c0 = 0; c0 < w; c0 += 16) {
+        int lv[4];
+        for (int v = 0; v < 4; v++) { const int l = w - c0 - 4 * v; lv[v] = l < 0 ? 0 : l > 4 ? 4 : l; }
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            float *yt = y + i0 * ldy + c0;
+            const uint32_t *at = a + i0 * lda, *b = bt + c0;
+            switch (n - i0 < 4 ? n - i0 : 4) {
+            case 1: gemm_bf16_tile_neon(1, lv, yt, ldy, at, lda, b, kp); break;
+            case 2: gemm_bf16_tile_neon(2, lv, yt, ldy, at, lda, b, kp); break;
+            case 3: gemm_bf16_tile_neon(3, lv, yt, ldy, at, lda, b, kp); break;
+            default: gemm_bf16_tile_neon(4, lv, yt, ldy, at, lda, b, kp); break;
+            }
+        }
+    }
+}
+
+/* ops_bf16_round on 4 lanes (see ops_avx512.c's bf16_round16) */
+static inline uint32x4_t bf16_round4(float32x4_t x) {
+    const uint32x4_t u = vreinterpretq_u32_f32(x);
+    const uint32x4_t keep = vcgeq_u32(vandq_u32(u, vdupq_n_u32(0x7FFFFFFFu)), vdupq_n_u32(0x26800000u));
+    const uint32x4_t r = vaddq_u32(u, vaddq_u32(vdupq_n_u32(0x7FFFu), vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1))));
+    return vandq_u32(keep, vshrq_n_u32(r, 16));
+}
+
+static void bf16_pack2_neon(uint32_t *dst, const float *even, const float *odd, int n) {
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        uint32x4_t r = bf16_round4(vld1q_f32(even + j));
+        if (odd) r = vorrq_u32(r, vshlq_n_u32(bf16_round4(vld1q_f32(odd + j)), 16));
+        vst1q_u32(dst + j, r);
+    }
+    for (; j < n; j++) dst[j] = ops_bf16_round(even[j]) | (odd ? (uint32_t)ops_bf16_round(odd[j]) << 16 : 0u);
+}
+
 /* 16 int8 levels times one scale, as four float vectors at y */
 static inline void store16_scaled(float *y, int8x16_t c, float dl) {
     const int16x8_t lo = vmovl_s8(vget_low_s8(c)), hi = vmovl_s8(vget_high_s8(c));
@@ -432,4 +505,6 @@ const um_ops_kern ops_kern_neon = {
     .dequant_row = dequant_row_neon,
     .exp_shift   = exp_shift_neon,
     .gemm_acc    = gemm_acc_neon,
+    .gemm_bf16   = gemm_bf16_neon,
+    .bf16_pack2  = bf16_pack2_neon,
 };

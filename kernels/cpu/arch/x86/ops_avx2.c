@@ -408,6 +408,70 @@ static void gemm_acc_avx2(float *y, int64_t ldy, const float *a, int64_t lda, co
     }
 }
 
+/* ops_gemm_bf16_acc's tile with FMAs: R rows (<= 4) by 16 columns at a time (2 vectors, y
+ * under the masks m0, m1), each pair the reference's chain: the odd product, then the even
+ * one (the pair split into floats: the even value shifted up, the odd one masked). */
+static inline __attribute__((always_inline)) void
+gemm_bf16_tile256(int R, __m256i m0, __m256i m1, float *y, int64_t ldy, const uint32_t *a, int64_t lda,
+                  const uint32_t *bt, int kp) {
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    __m256 acc[4][2];
+    UNROLL
+    for (int r = 0; r < R; r++) { acc[r][0] = load_t(y + r * ldy, m0); acc[r][1] = load_t(y + r * ldy + 8, m1); }
+    for (int p = 0; p < kp; p++) {
+        __m256 be[2], bo[2];
+        UNROLL
+        for (int v = 0; v < 2; v++) {
+            const __m256i bv = _mm256_loadu_si256((const __m256i *)(bt + p * UM_GEMM_TILE_COLS + 8 * v));
+            be[v] = _mm256_castsi256_ps(_mm256_slli_epi32(bv, 16));
+            bo[v] = _mm256_castsi256_ps(_mm256_and_si256(bv, hi));
+        }
+        UNROLL
+        for (int r = 0; r < R; r++) {
+            const __m256i ar = _mm256_set1_epi32((int)a[r * lda + p]);
+            const __m256 ae = _mm256_castsi256_ps(_mm256_slli_epi32(ar, 16)), ao = _mm256_castsi256_ps(_mm256_and_si256(ar, hi));
+            UNROLL
+            for (int v = 0; v < 2; v++) acc[r][v] = _mm256_fmadd_ps(ae, be[v], _mm256_fmadd_ps(ao, bo[v], acc[r][v]));
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++) { store_t(y + r * ldy, m0, acc[r][0]); store_t(y + r * ldy + 8, m1, acc[r][1]); }
+}
+
+static void gemm_bf16_avx2(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w) {
+    for (int c0 = 0; c0 < w; c0 += 16) {
+        const __m256i m0 = tail_mask(w - c0), m1 = tail_mask(w - c0 > 8 ? w - c0 - 8 : 0);
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            float *yt = y + i0 * ldy + c0;
+            const uint32_t *at = a + i0 * lda, *b = bt + c0;
+            switch (n - i0 < 4 ? n - i0 : 4) {
+            case 1: gemm_bf16_tile256(1, m0, m1, yt, ldy, at, lda, b, kp); break;
+            case 2: gemm_bf16_tile256(2, m0, m1, yt, ldy, at, lda, b, kp); break;
+            case 3: gemm_bf16_tile256(3, m0, m1, yt, ldy, at, lda, b, kp); break;
+            default: gemm_bf16_tile256(4, m0, m1, yt, ldy, at, lda, b, kp); break;
+            }
+        }
+    }
+}
+
+/* ops_bf16_round on 8 lanes (see ops_avx512.c's bf16_round16) */
+static inline __m256i bf16_round8(__m256 x) {
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x267FFFFF));
+    const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1))));
+    return _mm256_and_si256(keep, _mm256_srli_epi32(r, 16));
+}
+
+static void bf16_pack2_avx2(uint32_t *dst, const float *even, const float *odd, int n) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256i r = bf16_round8(_mm256_loadu_ps(even + j));
+        if (odd) r = _mm256_or_si256(r, _mm256_slli_epi32(bf16_round8(_mm256_loadu_ps(odd + j)), 16));
+        _mm256_storeu_si256((__m256i *)(dst + j), r);
+    }
+    for (; j < n; j++) dst[j] = ops_bf16_round(even[j]) | (odd ? (uint32_t)ops_bf16_round(odd[j]) << 16 : 0u);
+}
+
 /* ops_dequant_row: Q6_K and Q8_0, the reference's products in the same order */
 static bool dequant_row_avx2(um_type type, const void *src, float *y, int64_t n) {
     if (type == UM_TYPE_Q6_K) {
@@ -460,4 +524,6 @@ const um_ops_kern ops_kern_avx2 = {
     .dequant_row = dequant_row_avx2,
     .exp_shift   = exp_shift_avx2,
     .gemm_acc    = gemm_acc_avx2,
+    .gemm_bf16   = gemm_bf16_avx2,
+    .bf16_pack2  = bf16_pack2_avx2,
 };

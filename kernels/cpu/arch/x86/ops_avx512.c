@@ -413,6 +413,96 @@ static void gemm_acc_avx512(float *y, int64_t ldy, const float *a, int64_t lda, 
     }
 }
 
+/* ops_gemm_bf16_acc's tile: R rows (<= 4) by the tile's 64 columns (4 vectors; the B tile is
+ * zero past w, y is loaded and stored under `lm`). With DOT, vdpbf16ps (the odd product added
+ * first, then the even one: the reference's chain); else the same two FMAs on the pairs split
+ * into floats (the even value shifted up, the odd one masked). */
+static inline __attribute__((always_inline)) void
+gemm_bf16_tile512(int R, bool dot, const __mmask16 lm[4], float *y, int64_t ldy, const uint32_t *a, int64_t lda,
+                  const uint32_t *bt, int kp) {
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512 acc[4][4];
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_maskz_loadu_ps(lm[v], y + r * ldy + 16 * v);
+    for (int p = 0; p < kp; p++) {
+        const uint32_t *bp = bt + p * UM_GEMM_TILE_COLS;
+        __m512i bv[4];
+        UNROLL
+        for (int v = 0; v < 4; v++) bv[v] = _mm512_loadu_si512(bp + 16 * v);
+        if (dot) {
+            UNROLL
+            for (int r = 0; r < R; r++) {
+                const __m512i ar = _mm512_set1_epi32((int)a[r * lda + p]);
+                UNROLL
+                for (int v = 0; v < 4; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], (__m512bh)ar, (__m512bh)bv[v]);
+            }
+        } else {
+            __m512 be[4], bo[4];
+            UNROLL
+            for (int v = 0; v < 4; v++) {
+                be[v] = _mm512_castsi512_ps(_mm512_slli_epi32(bv[v], 16));
+                bo[v] = _mm512_castsi512_ps(_mm512_and_si512(bv[v], hi));
+            }
+            UNROLL
+            for (int r = 0; r < R; r++) {
+                const __m512i ar = _mm512_set1_epi32((int)a[r * lda + p]);
+                const __m512 ae = _mm512_castsi512_ps(_mm512_slli_epi32(ar, 16)), ao = _mm512_castsi512_ps(_mm512_and_si512(ar, hi));
+                UNROLL
+                for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(ae, be[v], _mm512_fmadd_ps(ao, bo[v], acc[r][v]));
+            }
+        }
+    }
+    UNROLL
+    for (int r = 0; r < R; r++)
+        UNROLL
+        for (int v = 0; v < 4; v++) _mm512_mask_storeu_ps(y + r * ldy + 16 * v, lm[v], acc[r][v]);
+}
+
+static inline __attribute__((always_inline)) void
+gemm_bf16_512(bool dot, float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w) {
+    __mmask16 lm[4];
+    for (int v = 0; v < 4; v++) lm[v] = w > 16 * v ? tail_mask(w - 16 * v) : 0;
+    for (int i0 = 0; i0 < n; i0 += 4) {
+        float *yt = y + i0 * ldy;
+        const uint32_t *at = a + i0 * lda;
+        switch (n - i0 < 4 ? n - i0 : 4) {
+        case 1: gemm_bf16_tile512(1, dot, lm, yt, ldy, at, lda, bt, kp); break;
+        case 2: gemm_bf16_tile512(2, dot, lm, yt, ldy, at, lda, bt, kp); break;
+        case 3: gemm_bf16_tile512(3, dot, lm, yt, ldy, at, lda, bt, kp); break;
+        default: gemm_bf16_tile512(4, dot, lm, yt, ldy, at, lda, bt, kp); break;
+        }
+    }
+}
+
+static void gemm_bf16_avx512(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w) {
+    gemm_bf16_512(false, y, ldy, a, lda, bt, n, kp, w);
+}
+
+/* only where cpu_features() has avx512bf16 (ops_bf16_dot) */
+static void gemm_bf16_dot_avx512(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w) {
+    gemm_bf16_512(true, y, ldy, a, lda, bt, n, kp, w);
+}
+
+/* ops_bf16_round on 16 lanes: below UM_BF16_FLUSH (the bits of |x| under 0x26800000) 0, else
+ * the float's bits plus 0x7FFF plus the kept half's lowest bit, the upper half kept */
+static inline __m512i bf16_round16(__m512 x) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __mmask16 keep = _mm512_cmpge_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x26800000));
+    const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))));
+    return _mm512_maskz_srli_epi32(keep, r, 16);
+}
+
+static void bf16_pack2_avx512(uint32_t *dst, const float *even, const float *odd, int n) {
+    for (int j = 0; j < n; j += 16) {
+        const __mmask16 m = tail_mask(n - j);
+        __m512i r = bf16_round16(_mm512_maskz_loadu_ps(m, even + j));
+        if (odd) r = _mm512_or_si512(r, _mm512_slli_epi32(bf16_round16(_mm512_maskz_loadu_ps(m, odd + j)), 16));
+        _mm512_mask_storeu_epi32(dst + j, m, r);
+    }
+}
+
 /* ops_dequant_row: Q6_K and Q8_0, the reference's products in the same order */
 static bool dequant_row_avx512(um_type type, const void *src, float *y, int64_t n) {
     if (type == UM_TYPE_Q6_K) {
@@ -464,4 +554,7 @@ const um_ops_kern ops_kern_avx512 = {
     .dequant_row = dequant_row_avx512,
     .exp_shift   = exp_shift_avx512,
     .gemm_acc    = gemm_acc_avx512,
+    .gemm_bf16   = gemm_bf16_avx512,
+    .gemm_bf16_dot = gemm_bf16_dot_avx512,
+    .bf16_pack2  = bf16_pack2_avx512,
 };
