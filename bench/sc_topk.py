@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""sc_topk.py: how close top-k self-conditioning comes to the exact product (issue 28, point 3).
+"""sc_topk.py: how close top-k self-conditioning and the BF16 product come to the exact float
+product (issue 28, point 3).
 
 DiffusionGemma feeds each step the previous step's distribution of every canvas row through the
 soft embedding softmax(z / t) @ token_embd (llama.cpp's dg_canvas_embed). unmask computes it
@@ -81,6 +82,16 @@ def measure(shape, V, d):
             r = rows[-1]
             print("%-26s t=%.1f k=%5d  kept mass min %.4f mean %.4f  logits cosine min %.6f mean %.6f  argmax %.3f"
                   % (shape, t, k, r["kept_mass_min"], r["kept_mass_mean"], r["cos_min"], r["cos_mean"], r["argmax_agree"]))
+        # the exact product from BF16 values (--sc-product bf16): every row, same blocks
+        bf = os.path.join(d, "bf16.f32")
+        run("logits", "-m", model, "--tokens", toks, "--out", bf, "--sc", prev, "--sc-temp", str(t), "--sc-product", "bf16", "-t", "2")
+        br = load(bf, V)[P:]
+        cs = [cos(a, b) for a, b in zip(ex, br)]
+        rows.append({"shape": shape, "n_vocab": V, "temp": t, "mode": "bf16", "cos_min": min(cs), "cos_mean": sum(cs) / len(cs),
+                     "argmax_agree": sum(argmax(a) == argmax(b) for a, b in zip(ex, br)) / len(ex)})
+        r = rows[-1]
+        print("%-26s t=%.1f bf16 product       logits cosine min %.6f mean %.6f  argmax %.3f"
+              % (shape, t, r["cos_min"], r["cos_mean"], r["argmax_agree"]))
         for k in AUTO_KS:
             au = os.path.join(d, "auto.f32")
             run("logits", "-m", model, "--tokens", toks, "--out", au, "--sc", prev, "--sc-temp", str(t), "--sc-mode", "auto",
@@ -103,7 +114,7 @@ def main():
         out = sys.argv[2]
     with tempfile.TemporaryDirectory() as d:
         rows = measure("tiny-diffusion-gemma", 1024, d) + measure("tiny-diffusion-gemma-262k", 262144, d)
-    res = {"what": "top-k vs exact self-conditioning: next-pass canvas logits (8-token prompt, 16-token canvas), "
+    res = {"what": "top-k, auto and the bf16 product vs exact (f32) self-conditioning: next-pass canvas logits (8-token prompt, 16-token canvas), "
                    "previous logits = the model's own first-step logits", "results": rows}
     with open(out, "w") as f:
         json.dump(res, f, indent=1)

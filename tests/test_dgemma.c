@@ -785,3 +785,69 @@ TEST(dgemma_self_conditioning_auto_falls_back_exact) {
     CHECK_MSG(same, "auto on flat rows differs from exact");
     CHECK_EQ(n_exact_peak, 0);
 }
+
+/* The BF16 product (um_selfcond.bf16): on the fast path and the reference path (which forms
+ * the same rounding and chain row by row; they differ only in the exp of the softmax), close
+ * to the float product but not equal to it (it is used); prompt rows untouched; auto on flat
+ * rows takes it for every row, bit for bit the exact mode's BF16 pass; with the BF16
+ * instruction off (FMAs instead) the pass is the same to the bit. */
+TEST(dgemma_self_conditioning_bf16) {
+    char path[256];
+    if (make_model("tiny-diffusion-gemma", UM_TYPE_F32, path, sizeof path)) { th_fail(__FILE__, __LINE__, "synth"); return; }
+    um_err e = { "" };
+    um_model *m = NULL;
+    int rc = model_open(&m, path, &e);
+    unlink(path);
+    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    const int V = m->hp.n_vocab, C = m->hp.canvas_length, P = 6, T = P + C;
+    int32_t tok[T_MAX], rows[T_MAX];
+    tokens(tok, T, V, 4);
+    for (int i = 0; i < T; i++) rows[i] = i;
+    float *prev = malloc(sizeof(float) * C * V), *ex = malloc(sizeof(float) * T * V), *bf = malloc(sizeof(float) * T * V);
+    float *rf = malloc(sizeof(float) * T * V), *x = malloc(sizeof(float) * T * V);
+    for (int i = 0; i < C * V; i++) prev[i] = (float)((i * 2654435761u) % 1000) / 250.0f;
+    um_pool *pool = pool_new(2);
+    um_forward *f = NULL, *r = NULL;
+    um_forward_opts fo = { .max_tokens = T, .kernel = UM_KERNEL_AUTO };
+    um_forward_opts ro = { .max_tokens = T, .reference = true };
+    um_selfcond sx = { .logits = prev, .temp = 0.8f, .mode = UM_SC_EXACT };
+    um_selfcond sb = { .logits = prev, .temp = 0.8f, .mode = UM_SC_EXACT, .bf16 = true };
+    um_selfcond sa = { .logits = prev, .temp = 0.8f, .mode = UM_SC_AUTO, .top_k = 4, .tail_max = 1e-6f, .bf16 = true };
+    rc = forward_new(&f, m, pool, &fo, &e);
+    if (!rc) rc = forward_new(&r, m, NULL, &ro, &e);
+    if (!rc) rc = forward_run_dg(f, tok, T, P, &sx, rows, T, ex, &e);
+    if (!rc) rc = forward_run_dg(f, tok, T, P, &sb, rows, T, bf, &e);
+    if (!rc) rc = forward_run_dg(r, tok, T, P, &sb, rows, T, rf, &e);
+    double w_ex = 1, w_ref = 1;
+    int differs = 0, prompt_same = 1;
+    for (int t = 0; !rc && t < T; t++) {
+        double c1 = cosine_ff(bf + t * V, ex + t * V, V), c2 = cosine_ff(bf + t * V, rf + t * V, V);
+        if (c1 < w_ex) w_ex = c1;
+        if (c2 < w_ref) w_ref = c2;
+    }
+    for (int i = 0; !rc && i < T * V; i++) {
+        if (i < P * V) prompt_same &= bf[i] == ex[i];
+        else differs |= bf[i] != ex[i];
+    }
+    int auto_same = 0, auto_exact = -1, nodot_same = 0;
+    if (!rc) rc = forward_run_dg(f, tok, T, P, &sa, rows, T, x, &e);
+    if (!rc) { auto_exact = forward_sc_exact_rows(f); auto_same = !memcmp(x, bf, sizeof(float) * T * V); }
+    ops_bf16_dot_allow(false);
+    if (!rc) rc = forward_run_dg(f, tok, T, P, &sb, rows, T, x, &e);
+    ops_bf16_dot_allow(true);
+    if (!rc) nodot_same = !memcmp(x, bf, sizeof(float) * T * V);
+    free(prev); free(ex); free(bf); free(rf); free(x);
+    forward_free(f);
+    forward_free(r);
+    pool_free(pool);
+    model_close(m);
+    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    printf("    bf16 vs float product: worst row cosine %.9f; fast vs reference path: %.9f\n", w_ex, w_ref);
+    CHECK_MSG(w_ex > 0.9999, "bf16 too far from the float product: %.9f", w_ex);
+    CHECK_MSG(w_ref > 0.999999, "bf16 fast path differs from its reference: %.9f", w_ref);
+    CHECK_MSG(differs, "bf16 pass equals the float one bit for bit: not used?");
+    CHECK_MSG(prompt_same, "self-conditioning changed prompt rows");
+    CHECK_EQ(auto_exact, C);
+    CHECK_MSG(auto_same, "auto's exact rows are not the bf16 product");
+    CHECK_MSG(nodot_same, "the BF16 instruction and the FMA chain differ");
+}

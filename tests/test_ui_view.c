@@ -609,6 +609,19 @@ TEST(ui_view_uniform_state_kinds) {
     CHECK(acc->fg != dr->fg);                      /* heat: entropy 0.05 against 0.4 */
     CHECK(frame_has(&f, "noise") && frame_has(&f, "draft") && frame_has(&f, "accepted"));   /* legend */
     CHECK_CONTAINS(row(&f, 29), "t 0.70  bound 0.06  accepted 2  held 1/2  H 0.250 < 0.005");
+    CHECK_CONTAINS(row(&f, 29), "sc off");         /* self-conditioning: rows by product */
+    s->us.self_cond = true;
+    s->us.sc_exact_rows = 2;
+    s->us.sc_bf16 = true;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), "sc bf16 2 + top-k 3");
+    s->us.sc_exact_rows = 5;
+    s->us.sc_bf16 = false;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), "sc f32 5");
+    s->us.sc_exact_rows = 0;
+    CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
+    CHECK_CONTAINS(row(&f, 29), "sc top-k 5");
     v.cursor = 3;                                  /* below 0.4: 0.05 + 0.02 = 0.07 > 0.06 */
     CHECK(view_build(&ctx, &f, &v, &e) == UM_OK);
     CHECK_MSG(frame_has(&f, "draft: lower H 0.070 > 0.060"), "%s", row(&f, 3));

@@ -429,9 +429,18 @@ static void draw_status(frame *f, const view_state *v, const um_snapshot *s, int
     snprintf(heldf, sizeof heldf, "held %d/%d", u->held, u->stability);
     snprintf(hf, sizeof hf, "H %.3f < %.3f", (double)u->mean_entropy, (double)u->confidence);
     const char *stopf = u->stopped ? (u->stable ? "stable" : "out of steps") : "";
+    /* self-conditioning: off on a canvas's first step; else how many rows took the exact
+     * product, in which precision, and how many the top-k sum */
+    char scf[48];
+    const int n_c = u->end - u->start, n_x = u->sc_exact_rows;
+    const char *prec = u->sc_bf16 ? "bf16" : "f32";
+    if (!u->self_cond) snprintf(scf, sizeof scf, "sc off");
+    else if (n_x >= n_c) snprintf(scf, sizeof scf, "sc %s %d", prec, n_x);
+    else if (n_x <= 0) snprintf(scf, sizeof scf, "sc top-k %d", n_c);
+    else snprintf(scf, sizeof scf, "sc %s %d + top-k %d", prec, n_x, n_c - n_x);
     const view_field uniform_fields[] = {
         { stepf, 0 }, { canvf, 6 }, { tf, 1 }, { boundf, 4 }, { accf, 2 }, { heldf, 5 }, { hf, 3 },
-        { stopf, 1 }, { rows, 7 }, { msf, 8 }, { seedf, 9 },
+        { stopf, 1 }, { scf, 7 }, { rows, 8 }, { msf, 9 }, { seedf, 10 },
     };
     const view_field *fields = u->on ? uniform_fields : masked_fields;
     const int n_fields = u->on ? (int)(sizeof uniform_fields / sizeof uniform_fields[0])

@@ -27,7 +27,7 @@
 #define MAX_REPS 1024
 
 enum { LG_TOKENS = 1, LG_OUT, LG_REFERENCE, LG_GPU, LG_REPS, LG_PROFILE, LG_PARTIAL, LG_PROMPT_LEN, LG_SC, LG_SC_TEMP,
-       LG_SC_MODE, LG_SC_TOPK };
+       LG_SC_MODE, LG_SC_TOPK, LG_SC_PRODUCT };
 
 #define LG FLAG_CMD_LOGITS
 static const um_flag logits_rows[] = {
@@ -54,11 +54,13 @@ static const um_flag logits_rows[] = {
       "entries plus the rest spread evenly; auto: topk where those K hold all but 0.001\n"
       "of the mass, exact elsewhere" },
     { 0, "sc-topk", "K", LG_SC_TOPK, LG, FLAG_RUN, NULL, 0, "K for topk and auto, 1 to 4096 (default 256)" },
+    { 0, "sc-product", "P", LG_SC_PRODUCT, LG, FLAG_RUN, NULL, 0,
+      "the exact rows' product in f32 (default) or bf16 (BF16 values in float pairs)" },
 };
 #undef LG
 
 typedef struct logits_opts {
-    const char *tokens, *out, *sc_path, *sc_mode;
+    const char *tokens, *out, *sc_path, *sc_mode, *sc_product;
     int32_t     reps, prompt_len, sc_topk, part_a, part_b;
     float       sc_temp;
     bool        reference, gpu, profile;
@@ -80,6 +82,13 @@ static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, 
     case LG_SC:         o->sc_path = v; return 0;
     case LG_SC_TEMP:    return num_arg_f32(prog, name, v, 0, 1000, NUM_LO_OPEN, &o->sc_temp);
     case LG_SC_TOPK:    return num_arg_i32(prog, name, v, 1, UM_SC_MAX_TOPK, &o->sc_topk);
+    case LG_SC_PRODUCT:
+        if (strcmp(v, "f32") && strcmp(v, "bf16")) {
+            fprintf(stderr, "%s: %s is f32 or bf16 (not '%s')\n", prog, name, v);
+            return -1;
+        }
+        o->sc_product = v;
+        return 0;
     case LG_SC_MODE:
         if (strcmp(v, "exact") && strcmp(v, "topk") && strcmp(v, "auto")) {
             fprintf(stderr, "%s: %s is exact, topk or auto (not '%s')\n", prog, name, v);
@@ -104,7 +113,7 @@ static void usage(FILE *f) {
     fprintf(f,
         "usage: unmask logits -m FILE --tokens ID,ID,... --out FILE.f32 [-t THREADS] [--reference | --gpu] [--reps N] [--profile]\n"
         "                     [--partial A:B]\n"
-        "                     [--prompt-len N] [--sc FILE.f32 [--sc-temp T] [--sc-mode M] [--sc-topk K]]\n"
+        "                     [--prompt-len N] [--sc FILE.f32 [--sc-temp T] [--sc-mode M] [--sc-topk K] [--sc-product P]]\n"
         "\n"
         "One forward pass over exactly these tokens; writes n_tokens x n_vocab float32 logits.\n"
         "\n");
@@ -188,7 +197,7 @@ int cmd_logits(int argc, char **argv) {
         return 1;
     }
     if (com.model || com.preset) model_path = model_buf;
-    const char *tokens = o.tokens, *out = o.out, *sc_path = o.sc_path, *sc_mode = o.sc_mode;
+    const char *tokens = o.tokens, *out = o.out, *sc_path = o.sc_path, *sc_mode = o.sc_mode, *sc_product = o.sc_product;
     const int32_t threads = com.threads, reps = o.reps, prompt_len = o.prompt_len, sc_topk = o.sc_topk;
     const int32_t part_a = o.part_a, part_b = o.part_b;
     const float sc_temp = o.sc_temp;
@@ -197,9 +206,12 @@ int cmd_logits(int argc, char **argv) {
     if (profile && (gpu || reps <= 0)) { fprintf(stderr, "unmask logits: --profile needs --reps and the CPU backend\n"); return 2; }
     int32_t *tok;
     int n;
-    const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0 || sc_mode;
+    const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0 || sc_mode || sc_product;
     if (dg_flags && gpu) { fprintf(stderr, "unmask logits: --prompt-len and --sc* run on the CPU only\n"); return 2; }
-    if ((sc_topk > 0 || sc_mode) && !sc_path) { fprintf(stderr, "unmask logits: --sc-mode and --sc-topk need --sc\n"); return 2; }
+    if ((sc_topk > 0 || sc_mode || sc_product) && !sc_path) {
+        fprintf(stderr, "unmask logits: --sc-mode, --sc-topk and --sc-product need --sc\n");
+        return 2;
+    }
     const bool partial = part_a >= 0;
     if (partial && (gpu || reference)) { fprintf(stderr, "unmask logits: --partial runs on the CPU fast path only\n"); return 2; }
     if (partial && dg_flags) { fprintf(stderr, "unmask logits: --partial is not for diffusion-gemma files\n"); return 2; }
@@ -257,7 +269,8 @@ int cmd_logits(int argc, char **argv) {
     int n_prompt = prompt_len >= 0 ? prompt_len : (n > m->hp.canvas_length ? n - m->hp.canvas_length : 0);
     if (dg && n_prompt > n) { snprintf(e.msg, sizeof e.msg, "--prompt-len %d is longer than the %d tokens", n_prompt, n); goto out; }
     um_selfcond sc = { .temp = sc_temp, .top_k = sc_topk > 0 ? sc_topk : UM_SC_AUTO_K,
-                       .mode = !sc_mode || !strcmp(sc_mode, "exact") ? UM_SC_EXACT : !strcmp(sc_mode, "topk") ? UM_SC_TOPK : UM_SC_AUTO };
+                       .mode = !sc_mode || !strcmp(sc_mode, "exact") ? UM_SC_EXACT : !strcmp(sc_mode, "topk") ? UM_SC_TOPK : UM_SC_AUTO,
+                       .bf16 = sc_product && !strcmp(sc_product, "bf16") };
     if (sc_path) {
         /* the canvas rows' previous logits, (n - n_prompt, n_vocab) float32 */
         const size_t want = (size_t)(n - n_prompt) * (size_t)m->hp.n_vocab;

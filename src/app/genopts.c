@@ -33,7 +33,7 @@ void genopts_init(um_genopts *g) {
     g->edit_threshold = -1;
     g->us_t_min = g->us_t_max = g->us_bound = g->us_confidence = -1;
     g->us_stability = g->us_sc_top_k = -1;
-    g->us_sc_mode = -1;
+    g->us_sc_mode = g->us_sc_bf16 = -1;
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -45,6 +45,7 @@ enum {
     GO_EOS_EARLY_STOP, GO_NO_EOS_EARLY_STOP, GO_BLOCK_STEPS, GO_EDIT, GO_EDIT_THRESHOLD, GO_POST_STEPS,
     GO_NO_EDIT, GO_FAST, GO_CACHE, GO_CACHE_REFRESH, GO_CACHE_DRIFT, GO_CACHE_TYPE,
     GO_T_MAX, GO_T_MIN, GO_ENTROPY_BOUND, GO_STABILITY, GO_CONFIDENCE, GO_SELF_COND, GO_SELF_COND_TOPK,
+    GO_SELF_COND_PRODUCT,
 };
 
 #define D FLAG_CMD_DECODE
@@ -127,6 +128,9 @@ static const um_flag gen_rows[] = {
     { 0, "confidence", "C", GO_CONFIDENCE, D, 0, "confidence", S_(UM_SCHED_UNIFORM), "... and its mean entropy is below C" },
     { 0, "self-cond", "MODE", GO_SELF_COND, D, 0, "self_cond", S_(UM_SCHED_UNIFORM), "self-conditioning: auto (default), exact, topk or off (DiffusionGemma only)" },
     { 0, "self-cond-topk", "K", GO_SELF_COND_TOPK, D, 0, "self_cond_topk", S_(UM_SCHED_UNIFORM), "its K for topk and auto, 1 to 4096 (default 256)" },
+    { 0, "self-cond-product", "P", GO_SELF_COND_PRODUCT, D, 0, "self_cond_product", S_(UM_SCHED_UNIFORM),
+      "exact and auto's exact rows in f32 (default) or bf16: BF16 values in\n"
+      "float pairs, twice the rate with AVX-512 BF16, the same bits anywhere" },
     { .help = "cache (approximate; default none = exact):", .cmds = D },
     { 0, "cache", "MODE", GO_CACHE, D, 0, "cache", 0,
       "none, prefix or dual (Fast-dLLM): a full pass fills a K/V cache at\n"
@@ -187,6 +191,7 @@ static void put_setting(jsonw *j, const um_settings *s, int id) {
         break;
     }
     case GO_SELF_COND_TOPK: jsonw_int(j, s->us_sc_top_k); break;
+    case GO_SELF_COND_PRODUCT: jsonw_str(j, s->us_sc_bf16 ? "bf16" : "f32"); break;
     default:                jsonw_null(j); break;
     }
 }
@@ -328,6 +333,10 @@ static int gen_fn(void *ctx, const um_flag *f, const char *name, const char *v, 
         if (g->us_sc_mode < 0) { fprintf(stderr, "%s: %s is auto, exact, topk or off (not '%s')\n", prog, name, v); return -1; }
         break;
     }
+    case GO_SELF_COND_PRODUCT:
+        g->us_sc_bf16 = !strcmp(v, "bf16") ? 1 : !strcmp(v, "f32") ? 0 : -1;
+        if (g->us_sc_bf16 < 0) { fprintf(stderr, "%s: %s is f32 or bf16 (not '%s')\n", prog, name, v); return -1; }
+        break;
     default:                    break;
     }
     if (bad) return -1;
@@ -417,6 +426,7 @@ static void apply(const um_genopts *g, const models_preset *fast_pre, um_setting
     if (g->us_confidence >= 0) s->us_confidence = g->us_confidence;
     if (g->us_stability >= 0) s->us_stability = g->us_stability;
     if (g->us_sc_top_k > 0) s->us_sc_top_k = g->us_sc_top_k;
+    if (g->us_sc_bf16 >= 0) s->us_sc_bf16 = g->us_sc_bf16;
     if (g->us_sc_mode == 3) s->us_self_cond = false;
     else if (g->us_sc_mode >= 0) { s->us_self_cond = true; s->us_sc_mode = g->us_sc_mode; }   /* aligned: the attention's block */
 }

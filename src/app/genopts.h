@@ -61,6 +61,7 @@ typedef struct um_genopts {
     float          us_t_min, us_t_max, us_bound, us_confidence;
     int32_t        us_stability, us_sc_top_k;
     int            us_sc_mode;        /* --self-cond: 0 exact, 1 topk, 2 auto, 3 off */
+    int            us_sc_bf16;        /* --self-cond-product: 0 f32, 1 bf16 */
     bool           fast;           /* --fast: the preset's fast, else GENOPTS_FAST_*, unless flags
                                       name those parts */
     bool           json;

@@ -156,6 +156,7 @@ void stepstream_json_uniform(jsonw *j, const um_snapshot *sn) {
     jsonw_key(j, "confidence"); jsonw_num(j, u->confidence);
     jsonw_key(j, "self_cond"); jsonw_bool(j, u->self_cond);
     jsonw_key(j, "sc_exact_rows"); jsonw_int(j, u->sc_exact_rows);
+    jsonw_key(j, "sc_product"); jsonw_str(j, u->sc_bf16 ? "bf16" : "f32");
     jsonw_key(j, "stopped"); jsonw_bool(j, u->stopped);
     jsonw_key(j, "stable"); jsonw_bool(j, u->stable);
     if (u->stopped) { jsonw_key(j, "cut"); jsonw_int(j, u->cut); }

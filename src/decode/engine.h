@@ -109,6 +109,7 @@ typedef struct um_settings {
     float       us_confidence;   /* ... with the mean entropy below this, to stop the canvas */
     bool        us_self_cond;    /* self-conditioning from the previous step (off on a canvas's first) */
     int32_t     us_sc_mode;      /* its um_sc_mode (forward.h): 0 exact, 1 top-k, 2 auto */
+    bool        us_sc_bf16;      /* the exact rows' product in BF16 (um_selfcond.bf16) */
     int32_t     us_sc_top_k;     /* K for top-k and auto */
 } um_settings;
 
@@ -195,6 +196,7 @@ typedef struct um_us_view {
     float   mean_entropy, confidence; /* mean entropy of this step, and the stop threshold */
     bool    self_cond;           /* this step's pass was self-conditioned */
     int32_t sc_exact_rows;       /* ... with the exact product on this many rows (auto/exact) */
+    bool    sc_bf16;             /* ... that product in BF16 */
     bool    stopped, stable;     /* this step stopped the canvas; because stable and confident
                                     (false: its step budget ran out) */
     int32_t cut;                 /* when stopped: positions of the canvas kept */

@@ -127,7 +127,8 @@ int engine_uniform_step(um_engine *en, um_err *e) {
         w.rows += P;
     }
     um_selfcond sc = { .logits = dg && plan.sc_temp > 0 ? en->sc_logits : NULL, .temp = plan.sc_temp,
-                       .mode = (um_sc_mode)s->us_sc_mode, .top_k = s->us_sc_top_k };
+                       .mode = (um_sc_mode)s->us_sc_mode, .top_k = s->us_sc_top_k,
+                       .bf16 = s->us_sc_bf16 };
     if (dg) {
         for (int32_t i = 0; i < C; i++) en->rows[i] = P + i;
         if (en->be.run_dg(en->be.impl, en->tokens, T, P, &sc, cached, en->rows, C, en->logits, e)) return UM_FAIL;
@@ -190,6 +191,7 @@ int engine_uniform_step(um_engine *en, um_err *e) {
         .entropy_bound = plan.entropy_bound, .accepted = k, .held = en->us.held, .stability = s->us_stability,
         .mean_entropy = en->us.mean_entropy, .confidence = s->us_confidence, .self_cond = sc.logits != NULL,
         .sc_exact_rows = sc.logits && en->be.dg_sc_exact_rows ? en->be.dg_sc_exact_rows(en->be.impl) : 0,
+        .sc_bf16 = sc.logits && s->us_sc_bf16,
         .stopped = stopped, .stable = en->us.stable, .cut = C,
     };
     if (stopped) finish_canvas(en, &plan);

@@ -188,7 +188,8 @@ static void free_buffers(um_forward *f) {
                       (void **)&f->resid, (void **)&f->moe_out, (void **)&f->kv_lo, (void **)&f->kv_hi,
                       (void **)&f->sc_soft, (void **)&f->sc_p, (void **)&f->sc_colsum,
                       (void **)&f->sc_exact, (void **)&f->sc_mx, (void **)&f->sc_inv, (void **)&f->sc_rows,
-                      (void **)&f->sc_pb, (void **)&f->sc_eb, (void **)&f->sc_y };
+                      (void **)&f->sc_pb, (void **)&f->sc_eb, (void **)&f->sc_y,
+                      (void **)&f->sc_pb16, (void **)&f->sc_eb16 };
     for (size_t i = 0; i < UM_ARRAY_LEN(bufs); i++) {
         um_free_aligned(*bufs[i]);
         *bufs[i] = NULL;
@@ -236,6 +237,8 @@ static int alloc_buffers(um_forward *f, um_err *e) {
         { (void **)&f->sc_mx, gf ? T * 4 : 0 }, { (void **)&f->sc_inv, gf ? T * 4 : 0 },
         { (void **)&f->sc_rows, gf ? T * 4 : 0 }, { (void **)&f->sc_pb, gf ? T * UM_SC_BLOCK * 4 : 0 },
         { (void **)&f->sc_eb, gf ? UM_SC_BLOCK * E * 4 : 0 }, { (void **)&f->sc_y, gf ? T * E * 4 : 0 },
+        { (void **)&f->sc_pb16, gf ? T * UM_SC_BLOCK / 2 * 4 : 0 },
+        { (void **)&f->sc_eb16, gf ? (E + UM_GEMM_TILE_COLS - 1) / UM_GEMM_TILE_COLS * UM_GEMM_TILE_COLS * UM_SC_BLOCK / 2 * 4 : 0 },
     };
     for (size_t i = 0; i < UM_ARRAY_LEN(want); i++) {
         *want[i].p = um_malloc_aligned(want[i].bytes ? want[i].bytes : 64);

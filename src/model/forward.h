@@ -85,6 +85,9 @@ typedef struct um_selfcond {
     um_sc_mode   mode;
     int          top_k;         /* UM_SC_TOPK, UM_SC_AUTO: kept entries per row, 1 .. n_vocab - 1 */
     float        tail_max;      /* UM_SC_AUTO: a row whose tail holds more goes exact (0: UM_SC_AUTO_TAIL) */
+    bool         bf16;          /* the exact rows' product from BF16 probabilities and embedding
+                                   values, in float pairs (ops_gemm_bf16_acc): twice the float rate
+                                   with AVX-512 BF16, the same bits on every kernel set */
 } um_selfcond;
 
 /* Canvas rows of the last pass whose self-conditioning was the exact product (UM_SC_AUTO's

@@ -69,10 +69,16 @@ static double sc_softmax(const float *z, float inv_t, int V, float *p, float *mx
     return sum;
 }
 
+static float bf16_float(uint16_t h) {
+    union { uint32_t u; float f; } v = { (uint32_t)h << 16 };
+    return v.f;
+}
+
 /* Exact: soft[c] = sum_v p[v] emb[v] over the whole vocabulary, in vocabulary order. The
  * reference path sums in double here, row by row, from the probabilities p (V) of the row.
  * The fast path only marks the row and keeps its softmax max and 1/sum (sc_softmax's mx,
- * inv): sc_exact_blocked sums every marked row at once. */
+ * inv): sc_exact_blocked sums every marked row at once. With sc->bf16 both paths form
+ * ops_gemm_bf16_acc's sums: BF16 values, in float, a pair of vocabulary rows at a time. */
 static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row, float mx, float inv) {
     um_forward *f = j->f;
     const int V = j->n_vocab, E = j->E;
@@ -83,6 +89,21 @@ static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row, floa
         return;
     }
     float *out = f->sc_soft + c * E;
+    if (j->sc->bf16) {              /* the fast path's rounding and chain, one row at a time */
+        float *ev = (float *)f->wrow, *od = ev + E;     /* wrow: max_in doubles >= 2 E floats */
+        for (int i = 0; i < E; i++) out[i] = 0;
+        for (int v = 0; v < V; v += 2) {
+            const float pe = bf16_float(ops_bf16_round(p[v])), po = v + 1 < V ? bf16_float(ops_bf16_round(p[v + 1])) : 0.0f;
+            if (pe == 0 && po == 0) continue;
+            embd_row(f, v, ev);
+            if (v + 1 < V) embd_row(f, v + 1, od);
+            for (int i = 0; i < E; i++) {
+                const float eo = v + 1 < V ? bf16_float(ops_bf16_round(od[i])) : 0.0f;
+                out[i] = fmaf(pe, bf16_float(ops_bf16_round(ev[i])), fmaf(po, eo, out[i]));
+            }
+        }
+        return;
+    }
     double *acc = f->wrow;
     for (int i = 0; i < E; i++) acc[i] = 0;
     for (int v = 0; v < V; v++) {
@@ -113,6 +134,7 @@ typedef struct sc_blk_job {
     float        inv_t;
     int          V, E, nx, nv, n_deq;
     int64_t      v0;
+    bool         bf16;          /* also pack the block into sc_pb16 / sc_eb16 (kp pairs) */
 } sc_blk_job;
 
 #define SC_DEQ_ROWS 16
@@ -121,8 +143,11 @@ static void sc_blk_fill(void *arg, int64_t i, int tid) {
     const sc_blk_job *j = arg;
     um_forward *f = j->f;
     if (i < j->n_deq) {
-        const int r1 = (int)UM_MIN((i + 1) * SC_DEQ_ROWS, j->nv);
-        for (int r = (int)i * SC_DEQ_ROWS; r < r1; r++) embd_row(f, j->v0 + r, f->sc_eb + (int64_t)r * j->E);
+        const int r0 = (int)i * SC_DEQ_ROWS, r1 = (int)UM_MIN((i + 1) * SC_DEQ_ROWS, j->nv);
+        for (int r = r0; r < r1; r++) embd_row(f, j->v0 + r, f->sc_eb + (int64_t)r * j->E);
+        for (int r = r0; j->bf16 && r < r1; r += 2)     /* SC_DEQ_ROWS is even: whole pairs */
+            ops_bf16_pack_b(f->sc_eb16, (j->nv + 1) / 2, r / 2, f->sc_eb + (int64_t)r * j->E,
+                            r + 1 < r1 ? f->sc_eb + (int64_t)(r + 1) * j->E : NULL, j->E);
         return;
     }
     const int r = (int)(i - j->n_deq), c = f->sc_rows[r];
@@ -134,6 +159,10 @@ static void sc_blk_fill(void *arg, int64_t i, int tid) {
     for (int k = 0; k < j->nv; k++) pb[k] = z[k] * j->inv_t;
     ops_exp_shift(pb, j->nv, mx);
     for (int k = 0; k < j->nv; k++) pb[k] *= inv;
+    if (j->bf16) {
+        if (j->nv % 2) pb[j->nv] = 0;                 /* the last pair's missing half */
+        ops_bf16_pairs(f->sc_pb16 + (int64_t)r * (UM_SC_BLOCK / 2), pb, (j->nv + 1) / 2);
+    }
 }
 
 static void sc_exact_blocked(um_forward *f, const um_selfcond *sc, int NC) {
@@ -143,13 +172,14 @@ static void sc_exact_blocked(um_forward *f, const um_selfcond *sc, int NC) {
         if (f->sc_exact[c]) f->sc_rows[nx++] = c;
     if (!nx) return;
     memset(f->sc_y, 0, sizeof(float) * (size_t)nx * E);
-    sc_blk_job j = { f, sc->logits, 1.0f / sc->temp, V, E, nx, 0, 0, 0 };
+    sc_blk_job j = { f, sc->logits, 1.0f / sc->temp, V, E, nx, 0, 0, 0, sc->bf16 };
     for (int64_t v0 = 0; v0 < V; v0 += UM_SC_BLOCK) {
         j.v0 = v0;
         j.nv = (int)UM_MIN(UM_SC_BLOCK, V - v0);
         j.n_deq = (j.nv + SC_DEQ_ROWS - 1) / SC_DEQ_ROWS;
         pool_for(f->pool, j.n_deq + nx, sc_blk_fill, &j);
-        ops_gemm_acc(f->pool, f->sc_y, E, f->sc_pb, UM_SC_BLOCK, f->sc_eb, E, nx, j.nv, E);
+        if (sc->bf16) ops_gemm_bf16_acc(f->pool, f->sc_y, E, f->sc_pb16, UM_SC_BLOCK / 2, f->sc_eb16, nx, (j.nv + 1) / 2, E);
+        else ops_gemm_acc(f->pool, f->sc_y, E, f->sc_pb, UM_SC_BLOCK, f->sc_eb, E, nx, j.nv, E);
     }
     for (int r = 0; r < nx; r++) memcpy(f->sc_soft + (int64_t)f->sc_rows[r] * E, f->sc_y + (int64_t)r * E, sizeof(float) * E);
 }

@@ -70,6 +70,8 @@ struct um_forward {
     float   *sc_pb;               /* (T, UM_SC_BLOCK) their probabilities of one vocabulary block */
     float   *sc_eb;               /* (UM_SC_BLOCK, E) that block's embedding rows as floats */
     float   *sc_y;                /* (T, E) their sums so far */
+    uint32_t *sc_pb16;            /* um_selfcond.bf16: (T, UM_SC_BLOCK / 2) the probabilities in BF16 pairs */
+    uint32_t *sc_eb16;            /* and the block's embedding rows, ops_bf16_pack_b's tiles */
     /* the prompt's K/V (forward_dg_prompt): layer il's rows at pc_k + max_tokens * pc_off[il] */
     float   *pc_k, *pc_v;         /* (max_tokens, sum over layers of n_head_kv * head_dim) */
     int64_t *pc_off;              /* (n_layer + 1) floats of one row before layer il */

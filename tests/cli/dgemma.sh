@@ -29,6 +29,8 @@ tail -c $((16 * 1024 * 4)) "$TMP/a.f32" >"$TMP/prev.f32"
 expect_rc logits-self-conditioning 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/s.f32" --sc "$TMP/prev.f32" --sc-temp 0.8 -t 2
 expect_rc logits-self-conditioning-topk 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/k.f32" --sc "$TMP/prev.f32" --sc-temp 0.8 --sc-mode topk --sc-topk 64 -t 2
 expect_rc logits-prompt-len 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/p.f32" --prompt-len 12 -t 2
+expect_rc logits-self-conditioning-bf16 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/h.f32" --sc "$TMP/prev.f32" --sc-temp 0.8 --sc-product bf16 -t 2
+expect_rc logits-self-conditioning-bf16-ref 0 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/g.f32" --sc "$TMP/prev.f32" --sc-temp 0.8 --sc-product bf16 --reference
 cat >"$TMP/cmp.py" <<'PY'
 import struct, sys, math
 V = 1024
@@ -37,14 +39,18 @@ def load(p):
     return [struct.unpack_from('<%df' % V, d, r * V * 4) for r in range(len(d) // (V * 4))]
 def cos(a, b):
     ab = sum(x * y for x, y in zip(a, b)); return ab / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
-a, r, b, s, p = (load(sys.argv[1] + n + '.f32') for n in 'arbsp')
+a, r, b, s, p, h, g = (load(sys.argv[1] + n + '.f32') for n in 'arbsphg')
 assert min(cos(x, y) for x, y in zip(a, r)) > 0.99999, 'fast and reference differ'
 assert all(x == y for x, y in zip(a[:8], b[:8])), 'prompt rows changed with the canvas'
 assert all(x == y for x, y in zip(a[:8], s[:8])), 'self-conditioning changed prompt rows'
 assert min(cos(x, y) for x, y in zip(a[8:], s[8:])) < 0.9999, 'self-conditioning changed nothing'
 assert any(x != y for x, y in zip(a[8:12], p[8:12])), '--prompt-len 12 changed nothing in rows 8-11'
+# the BF16 product: near the float one, not equal to it; its reference path agrees
+assert h[:8] == s[:8] and h[8:] != s[8:], 'bf16 product: prompt rows changed, or canvas rows not'
+assert min(cos(x, y) for x, y in zip(h[8:], s[8:])) > 0.9999, 'bf16 product far from f32'
+assert min(cos(x, y) for x, y in zip(h, g)) > 0.99999, 'bf16: fast and reference differ'
 PY
-if python3 "$TMP/cmp.py" "$TMP/" 2>"$TMP/err"; then ok "logits: fast = reference, prompt rows blind to the canvas, self-conditioning on canvas rows"
+if python3 "$TMP/cmp.py" "$TMP/" 2>"$TMP/err"; then ok "logits: fast = reference, prompt rows blind to the canvas, self-conditioning on canvas rows, bf16 near f32"
 else fail "logits: region-aware pass" "$(tail -n 2 "$TMP/err")"; fi
 
 expect_rc sc-wrong-size 1 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc "$TMP/a.f32"
@@ -54,6 +60,10 @@ expect_grep sc-missing-msg "nope.f32" "$TMP/err"
 expect_rc sc-topk-needs-sc 2 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc-topk 8
 expect_rc sc-mode-unknown 2 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc "$TMP/prev.f32" --sc-mode fast
 expect_grep sc-mode-unknown-msg "exact, topk or auto" "$TMP/err"
+expect_rc sc-product-unknown 2 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc "$TMP/prev.f32" --sc-product f16
+expect_grep sc-product-unknown-msg "f32 or bf16 \(not 'f16'\)" "$TMP/err"
+expect_rc sc-product-needs-sc 2 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc-product bf16
+expect_grep sc-product-needs-sc-msg "need --sc" "$TMP/err"
 expect_rc sc-topk-range 2 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --sc "$TMP/prev.f32" --sc-topk 0
 expect_rc prompt-len-too-long 1 "$BIN" logits -m "$M" --tokens "$A" --out "$TMP/x.f32" --prompt-len 30
 expect_grep prompt-len-too-long-msg "longer than the 24 tokens" "$TMP/err"
@@ -111,6 +121,24 @@ expect_rc generate-cfg-refused 1 "$BIN" generate -m "$M" -p hello --gen 16 --cfg
 expect_grep generate-cfg-refused-msg "no masked prompt to guide against" "$TMP/err"
 expect_rc generate-self-cond-unknown 2 "$BIN" generate -m "$M" -p hello --self-cond fast
 expect_grep generate-self-cond-unknown-msg "auto, exact, topk or off" "$TMP/err"
+expect_rc generate-self-cond-product-unknown 2 "$BIN" generate -m "$M" -p hello --self-cond-product fp8
+expect_grep generate-self-cond-product-unknown-msg "f32 or bf16 \(not 'fp8'\)" "$TMP/err"
+# --self-cond-product bf16: the settings and every self-conditioned step say so; the same
+# run with the f32 product differs only where the product does (same step count or not, both finish)
+expect_rc generate-bf16 0 "$BIN" generate -m "$M" -p hello --gen 16 --steps 4 -t 2 --stream-json --self-cond exact --self-cond-product bf16
+cp "$TMP/out" "$TMP/bf16.jsonl"
+expect_rc generate-bf16-json 0 "$BIN" generate -m "$M" -p hello --gen 16 --steps 4 -t 2 --json --self-cond-product bf16
+cat >"$TMP/bf16.py" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+steps = [l["uniform"] for l in lines if l["type"] == "step"]
+assert [u["sc_product"] for u in steps if u["self_cond"]] == ["bf16"] * (len(steps) - 1), steps
+assert all(u["sc_exact_rows"] == 16 for u in steps if u["self_cond"]), [u["sc_exact_rows"] for u in steps]
+s = json.load(open(sys.argv[2]))["settings"]
+assert s["self_cond_product"] == "bf16", s
+PY
+if python3 "$TMP/bf16.py" "$TMP/bf16.jsonl" "$TMP/out" 2>"$TMP/err"; then ok "--self-cond-product bf16: settings and steps name it"
+else fail "--self-cond-product bf16" "$(tail -n 2 "$TMP/err")"; fi
 
 # the peer check without a peer and without a source: skips, saying why (CI cannot fetch the fork)
 if [ ! -e build/peer-dgemma/lib/libllama.so ]; then
