@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dgemma.py MODEL.gguf NAME [--threads 2] [--rounds 3] [--lo 2] [--hi 6] [--prompt-tokens 32]:
+"""dgemma.py MODEL.gguf NAME [--threads 2] [--rounds 3] [--lo 2] [--hi 6] [--prompt-tokens 32] [--no-bf16]:
 uniform-state decoding of a DiffusionGemma file side by side with llama.cpp's port (issue 28
 point 6).
 
@@ -20,7 +20,9 @@ for both, from wall time: each round runs every runtime with `lo` and with `hi` 
 process each: load, prompt K/V, the steps, exit), and time per step = (wall(hi) - wall(lo)) /
 (hi - lo): loading, the prompt's K/V and the exit cancel. Rounds alternate the order (A B,
 then B A). unmask's own per-step timer (--json) is kept beside it as a check. Peak RSS from
-/usr/bin/time, against the file size plus unmask's reported caches.
+/usr/bin/time, against the file size plus unmask's reported caches. Unless --no-bf16, unmask
+also runs with --self-cond-product bf16 (the self-conditioning product from BF16 values, an
+option beside the default float product) in the same rounds: "unmask_bf16".
 Writes bench/results/dgemma-NAME-tN.json.
 """
 import argparse
@@ -63,6 +65,7 @@ def main():
     ap.add_argument("--hi", type=int, default=6)
     ap.add_argument("--prompt-tokens", type=int, default=32)
     ap.add_argument("--canvas", type=int, default=256)
+    ap.add_argument("--no-bf16", action="store_true", help="leave out the --self-cond-product bf16 runs")
     a = ap.parse_args()
     cli = os.path.join(PEER_DIR, "bin", "llama-diffusion-cli")
     if not os.path.exists(cli):
@@ -78,9 +81,12 @@ def main():
         runtimes[f"peer-{steps}"] = ([cli, "-m", a.model, "-p", prompt, "-n", str(a.canvas),
                                       "-c", str(ctx), "-b", str(ctx), "-ub", str(ctx), "-t", str(a.threads),
                                       "--diffusion-kv-cache", "on", "--diffusion-eb-max-steps", str(steps)] + eb, {})
-        runtimes[f"unmask-{steps}"] = ([B.UNMASK, "generate", "-m", a.model, "--chat-template", "chatml", "-p", prompt,
-                                        "--gen", str(a.canvas), "--steps", str(steps), "--stability", "100000",
-                                        "--confidence", "0", "-t", str(a.threads), "--json", "-q"], {})
+        um = [B.UNMASK, "generate", "-m", a.model, "--chat-template", "chatml", "-p", prompt,
+              "--gen", str(a.canvas), "--steps", str(steps), "--stability", "100000",
+              "--confidence", "0", "-t", str(a.threads), "--json", "-q"]
+        runtimes[f"unmask-{steps}"] = (um, {})
+        if not a.no_bf16:
+            runtimes[f"unmask_bf16-{steps}"] = (um + ["--self-cond-product", "bf16"], {})
 
     def measure(who, t):
         r = {"steps": int(who.rsplit("-", 1)[1])}
@@ -112,8 +118,9 @@ def main():
                 "steps": [a.lo, a.hi], "prompt": prompt, "prompt_tokens": n_prompt, "canvas": a.canvas,
                 "method": "time per step = (wall(hi steps) - wall(lo steps)) / (hi - lo), per round; medians",
                 "runs": runs})
-    per = {"peer": [], "unmask": []}
-    rss = {"peer": [], "unmask": []}
+    whos = ["peer", "unmask"] + ([] if a.no_bf16 else ["unmask_bf16"])
+    per = {w: [] for w in whos}
+    rss = {w: [] for w in whos}
     for r in range(1, a.rounds + 1):
         for who in per:
             lo = next(x for x in runs if x["round"] == r and x["runtime"] == f"{who}-{a.lo}")
@@ -124,12 +131,12 @@ def main():
              if x["runtime"].startswith("unmask") and x["steps_run"] != x["steps"]]
     if short:
         sys.exit("dgemma: a run did not take the steps asked for: " + ", ".join(short))
-    own = [x["own_ms_per_step"] for x in runs if x["runtime"] == f"unmask-{a.hi}"]
     cache = max(x.get("cache_bytes", 0) for x in runs if x["runtime"].startswith("unmask"))
     res["median"] = {w: {"ms_per_step": B.median(per[w]), "peak_rss_kb": B.median(rss[w])} for w in per}
-    res["median"]["unmask"]["own_ms_per_step"] = B.median(own)
+    for w in whos[1:]:
+        res["median"][w]["own_ms_per_step"] = B.median([x["own_ms_per_step"] for x in runs if x["runtime"] == f"{w}-{a.hi}"])
     res["per_round_ms_per_step"] = per
-    res["ratio"] = {"unmask": res["median"]["unmask"]["ms_per_step"] / res["median"]["peer"]["ms_per_step"]}
+    res["ratio"] = {w: res["median"][w]["ms_per_step"] / res["median"]["peer"]["ms_per_step"] for w in whos[1:]}
     res["unmask_cache_bytes"] = cache
     res["rss_vs_file_plus_cache"] = res["median"]["unmask"]["peak_rss_kb"] * 1024 / (res["file_bytes"] + cache)
     B.finish(res, f"dgemma-{a.name}-t{a.threads}.json", ["ratio", "rss_vs_file_plus_cache"])

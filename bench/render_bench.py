@@ -543,12 +543,12 @@ def panes_table():
 TARGET_DGEMMA_STEP, TARGET_DGEMMA_RSS = 0.35, 1.1
 
 
-def _rounds_ratio(d):
+def _rounds_ratio(d, who="unmask", label="unmask / port"):
     """' (ratio per round: a, b, c)' where the result keeps its rounds' times."""
     per = d.get("per_round_ms_per_step", {})
-    if not per.get("unmask") or len(per["unmask"]) != len(per.get("peer", [])):
+    if not per.get(who) or len(per[who]) != len(per.get("peer", [])):
         return ""
-    return " (unmask / port per round: " + ", ".join(f"{u / p:.2f}x" for u, p in zip(per["unmask"], per["peer"])) + ")"
+    return f" ({label} per round: " + ", ".join(f"{u / p:.2f}x" for u, p in zip(per[who], per["peer"])) + ")"
 
 
 def dgemma_table():
@@ -568,6 +568,14 @@ def dgemma_table():
                    f"{_ms(med['unmask']['ms_per_step'])}{was} ({kern}) | **{r:.2f}x** | <= {TARGET_DGEMMA_STEP}x | "
                    f"{'yes' if r <= TARGET_DGEMMA_STEP else '**no**'} | {_gb(med['peer']['peak_rss_kb'])} | "
                    f"{_gb(med['unmask']['peak_rss_kb'])} | {rr:.2f}x | {'yes' if rr <= TARGET_DGEMMA_RSS else '**no**'} |")
+        if "unmask_bf16" in med:        # the same rounds with --self-cond-product bf16
+            b = med["unmask_bf16"]
+            rb, rrb = d["ratio"]["unmask_bf16"], b["peak_rss_kb"] * 1024 / (d["file_bytes"] + d.get("unmask_cache_bytes", 0))
+            out.append(f"| {d['model']}, `--self-cond-product bf16` | {_gb(d['file_bytes'] / 1024)} | {d['threads']} | "
+                       f"{_ms(med['peer']['ms_per_step'])} | {_ms(b['ms_per_step'])} ({kern}) | **{rb:.2f}x** | "
+                       f"<= {TARGET_DGEMMA_STEP}x | {'yes' if rb <= TARGET_DGEMMA_STEP else '**no**'} | "
+                       f"{_gb(med['peer']['peak_rss_kb'])} | {_gb(b['peak_rss_kb'])} | {rrb:.2f}x | "
+                       f"{'yes' if rrb <= TARGET_DGEMMA_RSS else '**no**'} |")
     d = rows[0]
     out += ["", f"One canvas of {d['canvas']} positions after a {d['prompt_tokens']}-token prompt (the same ChatML text in "
             f"both: the port's CLI always applies a template, unmask gets --chat-template chatml), random weights "
@@ -577,7 +585,12 @@ def dgemma_table():
             f"asked for; time per step from wall time, (wall({d['steps'][1]} steps) - wall({d['steps'][0]} steps)) / "
             f"{d['steps'][1] - d['steps'][0]} per round (the port's CLI prints no timing for this sampler), medians of "
             f"{d['rounds']} alternating rounds{_rounds_ratio(d)}; unmask's own timer gave "
-            f"{_ms(d['median']['unmask']['own_ms_per_step'])} ms/step. Peer: {d['versions']['peer']} (built here from a fetched snapshot; CI cannot fetch it). "
+            f"{_ms(d['median']['unmask']['own_ms_per_step'])} ms/step."
+            + (f" The bf16 row: the same rounds with `--self-cond-product bf16` (the self-conditioning product from "
+               f"BF16 values in float pairs, AVX-512 BF16's `vdpbf16ps` here; an option, not the default: "
+               f"docs/decoding.md){_rounds_ratio(d, 'unmask_bf16', 'bf16 / port')}, its own timer "
+               f"{_ms(d['median']['unmask_bf16']['own_ms_per_step'])} ms/step." if "unmask_bf16" in d["median"] else "")
+            + f" Peer: {d['versions']['peer']} (built here from a fetched snapshot; CI cannot fetch it). "
             f"{_cpu(d['machine'])}, {d['machine']['cores']} cores, {d['date'][:10]}; unmask commit {d['versions']['commit']}."]
     return "\n".join(out)
 
