@@ -315,6 +315,17 @@ static int make_model(const char *shape, uint32_t type, char *path, size_t cap) 
     return 0;
 }
 
+/* tiny-diffusion-gemma in F32, written, opened and its file removed; NULL (the test failed) if not */
+static um_model *open_tiny(um_err *e) {
+    char path[256];
+    um_model *m = NULL;
+    if (make_model("tiny-diffusion-gemma", UM_TYPE_F32, path, sizeof path)) { th_fail(__FILE__, __LINE__, "synth"); return NULL; }
+    int rc = model_open(&m, path, e);
+    unlink(path);
+    if (rc) { th_fail(__FILE__, __LINE__, "open: %s", e->msg); return NULL; }
+    return m;
+}
+
 static double cosine_fd(const float *a, const double *b, int n) {
     double ab = 0, aa = 0, bb = 0;
     for (int i = 0; i < n; i++) { ab += a[i] * b[i]; aa += (double)a[i] * a[i]; bb += b[i] * b[i]; }
@@ -544,13 +555,10 @@ TEST(dgemma_new_ops_by_hand) {
  * k = n_vocab - 1 the spread covers exactly one token, so it equals the exact product. With a
  * small k it still runs and differs. */
 TEST(dgemma_self_conditioning_topk_limit_is_exact) {
-    char path[256];
-    if (make_model("tiny-diffusion-gemma", UM_TYPE_F32, path, sizeof path)) { th_fail(__FILE__, __LINE__, "synth"); return; }
     um_err e = { "" };
-    um_model *m = NULL;
-    int rc = model_open(&m, path, &e);
-    unlink(path);
-    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    um_model *m = open_tiny(&e);
+    if (!m) return;
+    int rc = UM_OK;
     const int V = m->hp.n_vocab, C = m->hp.canvas_length, P = 6, T = P + C;
     int32_t tok[T_MAX], rows[T_MAX];
     tokens(tok, T, V, 3);
@@ -631,13 +639,9 @@ TEST(dgemma_bad_files_are_refused) {
 
 /* The hyper-parameters as read, per layer, against the shape that wrote them. */
 TEST(dgemma_hparams_per_layer) {
-    char path[256];
-    if (make_model("tiny-diffusion-gemma", UM_TYPE_F32, path, sizeof path)) { th_fail(__FILE__, __LINE__, "synth"); return; }
     um_err e = { "" };
-    um_model *m = NULL;
-    int rc = model_open(&m, path, &e);
-    unlink(path);
-    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    um_model *m = open_tiny(&e);
+    if (!m) return;
     const um_synth_shape *s = synth_find_shape("tiny-diffusion-gemma");
     int ok = m->hp.canvas_length == s->canvas_length && m->hp.n_swa == s->n_swa && m->hp.softcap == s->softcap &&
              m->hp.mask_id == -1 && !m->hp.shift_logits && m->hp.eb_max_steps == 48 && m->hp.eb_t_min == 0.4f &&
@@ -747,13 +751,10 @@ TEST(dgemma_chat_template) {
  * pass); rows with one dominant token stay top-k. Previous logits: flat rows (all equal) and
  * peaked rows (one token 40 above the rest, so the others hold e^-40 of the mass at t 1). */
 TEST(dgemma_self_conditioning_auto_falls_back_exact) {
-    char path[256];
-    if (make_model("tiny-diffusion-gemma", UM_TYPE_F32, path, sizeof path)) { th_fail(__FILE__, __LINE__, "synth"); return; }
     um_err e = { "" };
-    um_model *m = NULL;
-    int rc = model_open(&m, path, &e);
-    unlink(path);
-    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    um_model *m = open_tiny(&e);
+    if (!m) return;
+    int rc = UM_OK;
     const int V = m->hp.n_vocab, C = m->hp.canvas_length, P = 4, T = P + C;
     int32_t tok[T_MAX], rows[T_MAX];
     tokens(tok, T, V, 5);
@@ -792,13 +793,10 @@ TEST(dgemma_self_conditioning_auto_falls_back_exact) {
  * rows takes it for every row, bit for bit the exact mode's BF16 pass; with the BF16
  * instruction off (FMAs instead) the pass is the same to the bit. */
 TEST(dgemma_self_conditioning_bf16) {
-    char path[256];
-    if (make_model("tiny-diffusion-gemma", UM_TYPE_F32, path, sizeof path)) { th_fail(__FILE__, __LINE__, "synth"); return; }
     um_err e = { "" };
-    um_model *m = NULL;
-    int rc = model_open(&m, path, &e);
-    unlink(path);
-    CHECK_MSG(rc == UM_OK, "%s", e.msg);
+    um_model *m = open_tiny(&e);
+    if (!m) return;
+    int rc = UM_OK;
     const int V = m->hp.n_vocab, C = m->hp.canvas_length, P = 6, T = P + C;
     int32_t tok[T_MAX], rows[T_MAX];
     tokens(tok, T, V, 4);
