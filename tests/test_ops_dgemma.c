@@ -95,6 +95,52 @@ TEST(ops_bf16_round_by_hand) {
     CHECK_EQ(pr[1], 0x40400000u);
 }
 
+/* The conversions into BF16 on every kernel set against ops_bf16_round, value by value:
+ * ops_bf16_pairs (adjacent values) and ops_bf16_pack_b (two rows into the tiles, the odd row
+ * absent too), over every tail length, with ties, values at and below the flush, negatives. */
+TEST(ops_bf16_convert_all_isas) {
+    enum { N = 150 };
+    float x[2 * N], o[2 * N];
+    uint64_t seed = 99;
+    float *r = rnd_buf(&seed, 4 * N, 1.0f);
+    for (int i = 0; i < 2 * N; i++) {
+        const float scale = ldexpf(1.0f, (int)(r[i] * 70.0f) - 10);      /* 2^-80 .. 2^60 */
+        x[i] = r[2 * N + i] * scale;
+        o[i] = -x[i] * 0.75f;
+    }
+    x[3] = 1.0f + 0x1p-8f; x[4] = 1.0f + 3 * 0x1p-8f; x[5] = 0x1p-50f; x[6] = 0x1.fffp-51f; x[7] = -0x1p-50f; x[8] = 0.0f;
+    int runs = 0;
+    for (um_ops_isa isa = UM_OPS_REF; isa < UM_OPS_ISA_COUNT; isa++) {
+        if (!ops_isa_available(isa) || ops_select(isa, NULL) != UM_OK) continue;
+        for (int n = 0; n <= N; n += (n < 40 ? 1 : 37)) {
+            uint32_t pr[N + 1];
+            pr[n] = 0xDEADBEEFu;
+            ops_bf16_pairs(pr, x, n);
+            int bad = pr[n] != 0xDEADBEEFu;
+            for (int i = 0; i < n; i++) bad |= pr[i] != (ops_bf16_round(x[2 * i]) | (uint32_t)ops_bf16_round(x[2 * i + 1]) << 16);
+            CHECK_MSG(!bad, "%s ops_bf16_pairs n %d", ops_isa_name(isa), n);
+            const int m = n < 1 ? 1 : n, tiles = (m + 63) / 64, kp = 3;
+            uint32_t b[3 * 3 * 64];
+            for (int odd = 0; odd < 2; odd++) {
+                memset(b, 0xAB, sizeof b);
+                ops_bf16_pack_b(b, kp, 1, x, odd ? o : NULL, m);
+                for (int t = 0; t < tiles; t++)
+                    for (int c = 0; c < 64; c++) {
+                        const int j = 64 * t + c;
+                        const uint32_t want = j >= m ? 0u : ops_bf16_round(x[j]) | (odd ? (uint32_t)ops_bf16_round(o[j]) << 16 : 0u);
+                        bad |= b[(t * kp + 1) * 64 + c] != want;                       /* pair row 1 of each tile */
+                        bad |= b[(t * kp + 0) * 64 + c] != 0xABABABABu;               /* the other rows untouched */
+                    }
+                CHECK_MSG(!bad, "%s ops_bf16_pack_b m %d odd %d", ops_isa_name(isa), m, odd);
+            }
+        }
+        runs++;
+    }
+    free(r);
+    ops_select(ops_isa_best(), NULL);
+    CHECK(runs >= 1);
+}
+
 /* The pair chain by hand, on every set (and with the BF16 instruction where the CPU has it):
  * y = 1, the odd product +2^-24 (a tie: 1 stays), then the even one -2^-24 gives 1 - 2^-24;
  * the even one first, or one rounding for both, would give 1. */

@@ -185,9 +185,10 @@ bool ops_bf16_dot(void) {
     return kern()->gemm_bf16_dot && cpu_features()->avx512bf16 && atomic_load(&g_bf16_dot_allowed);
 }
 
+/* A pair is two BF16 values in memory order on the little-endian targets unmask builds for
+ * (x86-64, AArch64): the pairs of x are x converted in place order. */
 void ops_bf16_pairs(uint32_t *y, const float *x, int64_t n_pairs) {
-    for (int64_t i = 0; i < n_pairs; i++)
-        y[i] = ops_bf16_round(x[2 * i]) | (uint32_t)ops_bf16_round(x[2 * i + 1]) << 16;
+    (kern()->f32_to_bf16 ? kern()->f32_to_bf16 : ops_kern_ref.f32_to_bf16)(x, (uint16_t *)y, 2 * n_pairs);
 }
 
 void ops_bf16_pack_b(uint32_t *b, int kp, int p, const float *even, const float *odd, int m) {

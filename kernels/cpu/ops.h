@@ -324,6 +324,8 @@ typedef struct um_ops_kern {
     void (*gemm_bf16_dot)(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w);
     /* ops_bf16_pack_b's row pair into one tile row (n <= 64; NULL: the scalar one) */
     void (*bf16_pack2)(uint32_t *dst, const float *even, const float *odd, int n);
+    /* y[i] = ops_bf16_round(x[i]) (ops_bf16_pairs; NULL: the scalar one) */
+    void (*f32_to_bf16)(const float *x, uint16_t *y, int64_t n);
 } um_ops_kern;
 
 /* The SIMD geglu kernels' form of GELU: 0.5 x (1 + tanh(u)) = x / (1 + e^v) with

@@ -169,6 +169,10 @@ void ops_gemm_bf16_acc_ref(float *y, int64_t ldy, const uint32_t *a, int64_t lda
                       m - j0 < UM_GEMM_TILE_COLS ? m - j0 : UM_GEMM_TILE_COLS);
 }
 
+static void f32_to_bf16_ref(const float *x, uint16_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = ops_bf16_round(x[i]);
+}
+
 static void bf16_pack2_ref(uint32_t *dst, const float *even, const float *odd, int n) {
     for (int j = 0; j < n; j++) dst[j] = ops_bf16_round(even[j]) | (odd ? (uint32_t)ops_bf16_round(odd[j]) << 16 : 0u);
 }
@@ -190,5 +194,6 @@ const um_ops_kern ops_kern_ref = {
     .gemm_acc    = ops_gemm_acc_ref,
     .gemm_bf16   = gemm_bf16_ref,
     .bf16_pack2  = bf16_pack2_ref,
+    .f32_to_bf16 = f32_to_bf16_ref,
 };
 

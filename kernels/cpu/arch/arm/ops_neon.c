@@ -433,6 +433,12 @@ static inline uint32x4_t bf16_round4(float32x4_t x) {
     return vandq_u32(keep, vshrq_n_u32(r, 16));
 }
 
+static void f32_to_bf16_neon(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1_u16(y + i, vmovn_u32(bf16_round4(vld1q_f32(x + i))));
+    for (; i < n; i++) y[i] = ops_bf16_round(x[i]);
+}
+
 static void bf16_pack2_neon(uint32_t *dst, const float *even, const float *odd, int n) {
     int j = 0;
     for (; j + 4 <= n; j += 4) {
@@ -507,4 +513,5 @@ const um_ops_kern ops_kern_neon = {
     .gemm_acc    = gemm_acc_neon,
     .gemm_bf16   = gemm_bf16_neon,
     .bf16_pack2  = bf16_pack2_neon,
+    .f32_to_bf16 = f32_to_bf16_neon,
 };

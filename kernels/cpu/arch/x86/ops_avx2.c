@@ -462,6 +462,15 @@ static inline __m256i bf16_round8(__m256 x) {
     return _mm256_and_si256(keep, _mm256_srli_epi32(r, 16));
 }
 
+static void f32_to_bf16_avx2(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {      /* packus works within 128-bit lanes: put them back in order */
+        const __m256i p = _mm256_packus_epi32(bf16_round8(_mm256_loadu_ps(x + i)), bf16_round8(_mm256_loadu_ps(x + i + 8)));
+        _mm256_storeu_si256((__m256i *)(y + i), _mm256_permute4x64_epi64(p, 0xD8));
+    }
+    for (; i < n; i++) y[i] = ops_bf16_round(x[i]);
+}
+
 static void bf16_pack2_avx2(uint32_t *dst, const float *even, const float *odd, int n) {
     int j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -526,4 +535,5 @@ const um_ops_kern ops_kern_avx2 = {
     .gemm_acc    = gemm_acc_avx2,
     .gemm_bf16   = gemm_bf16_avx2,
     .bf16_pack2  = bf16_pack2_avx2,
+    .f32_to_bf16 = f32_to_bf16_avx2,
 };

@@ -494,6 +494,13 @@ static inline __m512i bf16_round16(__m512 x) {
     return _mm512_maskz_srli_epi32(keep, r, 16);
 }
 
+static void f32_to_bf16_avx512(const float *x, uint16_t *y, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtepi32_epi16(bf16_round16(_mm512_maskz_loadu_ps(m, x + i))));
+    }
+}
+
 static void bf16_pack2_avx512(uint32_t *dst, const float *even, const float *odd, int n) {
     for (int j = 0; j < n; j += 16) {
         const __mmask16 m = tail_mask(n - j);
@@ -557,4 +564,5 @@ const um_ops_kern ops_kern_avx512 = {
     .gemm_bf16   = gemm_bf16_avx512,
     .gemm_bf16_dot = gemm_bf16_dot_avx512,
     .bf16_pack2  = bf16_pack2_avx512,
+    .f32_to_bf16 = f32_to_bf16_avx512,
 };
