@@ -64,8 +64,10 @@ static void usage(FILE *f) {
                "the flags. Man page: unmask.1 (docs/unmask.1).\n");
 }
 
-/* "kernels: matmul K (runs: ...), ops K (runs: ...)": the CPU kernels this binary can run
- * here and the ones chosen (UNMASK_KERNEL's choice when set) */
+/* "kernels: matmul K (runs: ...), ops K (runs: ...), bf16 product P": the CPU kernels this
+ * binary can run here and the ones chosen (UNMASK_KERNEL's choice when set); P says whether
+ * --self-cond-product bf16 runs on the BF16 dot-product instruction (twice the float rate) or
+ * forms the same sums with FMAs */
 static void kernels_line(void) {
     char mm[256] = "", op[128] = "";
     size_t n = 0;
@@ -79,7 +81,8 @@ static void kernels_line(void) {
     um_kernel k;
     um_err e;
     const char *chosen = matmul_kernel_default(&k, &e) == UM_OK ? matmul_kernel_name(k) : "none (UNMASK_KERNEL is not valid here)";
-    printf("kernels: matmul %s (available: %s), ops %s (available: %s)\n", chosen, mm, ops_isa_name(ops_active()), op);
+    printf("kernels: matmul %s (available: %s), ops %s (available: %s), bf16 product %s\n", chosen, mm,
+           ops_isa_name(ops_active()), op, ops_bf16_dot() ? "vdpbf16ps" : "fma");
 }
 
 static void version(void) {

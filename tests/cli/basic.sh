@@ -6,6 +6,16 @@ SUITE=basic
 
 expect_rc version 0 "$BIN" --version
 expect_grep version-features '^features: ' "$TMP/out"
+# the BF16 product's instruction where the CPU has AVX-512 BF16 (and the ops set is AVX-512), else FMAs
+if grep -q '^features: .*avx512bf16' "$TMP/out" && grep -q '^kernels: .*ops avx512 ' "$TMP/out"; then
+  expect_grep version-bf16 'bf16 product vdpbf16ps$' "$TMP/out"
+else
+  expect_grep version-bf16 'bf16 product fma$' "$TMP/out"
+fi
+if grep -q '^features: .*avx512bf16' "$TMP/out"; then      # the same CPU with the set capped at AVX2
+  UNMASK_KERNEL=avx2 "$BIN" --version >"$TMP/out" 2>&1
+  expect_grep version-bf16-avx2 'ops avx2 .*bf16 product fma$' "$TMP/out"
+fi
 expect_grep version-build '^build: .*(CUDA backend|no CUDA)' "$TMP/out"
 expect_grep version-gpu '^gpu: ' "$TMP/out"
 expect_rc help 0 "$BIN" --help
