@@ -196,9 +196,8 @@ TEST(ops_gemm_bf16_all_isas) {
                     for (int j = 0; j < m; j++) {
                         double s = y0[i * ldy + j];
                         for (int kk = 0; kk < k; kk++) {
-                            union { uint32_t u; float f; } x = { (uint32_t)ops_bf16_round(af[i * 2 * lda + kk]) << 16 },
-                                                           w = { (uint32_t)ops_bf16_round(bf[kk * m + j]) << 16 };
-                            s += (double)x.f * w.f;
+                            s += (double)ops_bf16_to_float(ops_bf16_round(af[i * 2 * lda + kk])) *
+                                 ops_bf16_to_float(ops_bf16_round(bf[kk * m + j]));
                         }
                         double d = fabs(s - ref[i * ldy + j]);
                         if (d > worst_d) worst_d = d;

@@ -116,6 +116,10 @@ static inline uint16_t ops_bf16_round(float x) {    /* nearest even; |x| < UM_BF
     if ((v.u & 0x7FFFFFFFu) < 0x26800000u) return 0;            /* 0x1p-50f */
     return (uint16_t)((v.u + 0x7FFFu + ((v.u >> 16) & 1u)) >> 16);
 }
+static inline float ops_bf16_to_float(uint16_t h) {   /* exact */
+    union { uint32_t u; float f; } v = { (uint32_t)h << 16 };
+    return v.f;
+}
 /* Pairs of adjacent values: y[i] = bf16(x[2i]) | bf16(x[2i + 1]) << 16, n_pairs of them
  * (x holds 2 n_pairs floats). */
 void ops_bf16_pairs(uint32_t *y, const float *x, int64_t n_pairs);

@@ -69,11 +69,6 @@ static double sc_softmax(const float *z, float inv_t, int V, float *p, float *mx
     return sum;
 }
 
-static float bf16_float(uint16_t h) {
-    union { uint32_t u; float f; } v = { (uint32_t)h << 16 };
-    return v.f;
-}
-
 /* Exact: soft[c] = sum_v p[v] emb[v] over the whole vocabulary, in vocabulary order. The
  * reference path sums in double here, row by row, from the probabilities p (V) of the row.
  * The fast path only marks the row and keeps its softmax max and 1/sum (sc_softmax's mx,
@@ -93,13 +88,13 @@ static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row, floa
         float *ev = (float *)f->wrow, *od = ev + E;     /* wrow: max_in doubles >= 2 E floats */
         for (int i = 0; i < E; i++) out[i] = 0;
         for (int v = 0; v < V; v += 2) {
-            const float pe = bf16_float(ops_bf16_round(p[v])), po = v + 1 < V ? bf16_float(ops_bf16_round(p[v + 1])) : 0.0f;
+            const float pe = ops_bf16_to_float(ops_bf16_round(p[v])), po = v + 1 < V ? ops_bf16_to_float(ops_bf16_round(p[v + 1])) : 0.0f;
             if (pe == 0 && po == 0) continue;
             embd_row(f, v, ev);
             if (v + 1 < V) embd_row(f, v + 1, od);
             for (int i = 0; i < E; i++) {
-                const float eo = v + 1 < V ? bf16_float(ops_bf16_round(od[i])) : 0.0f;
-                out[i] = fmaf(pe, bf16_float(ops_bf16_round(ev[i])), fmaf(po, eo, out[i]));
+                const float eo = v + 1 < V ? ops_bf16_to_float(ops_bf16_round(od[i])) : 0.0f;
+                out[i] = fmaf(pe, ops_bf16_to_float(ops_bf16_round(ev[i])), fmaf(po, eo, out[i]));
             }
         }
         return;
