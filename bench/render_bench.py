@@ -561,21 +561,18 @@ def dgemma_table():
            "|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|"]
     for d in rows:
         med, prev = d["median"], _previous(d)
-        r, rr = d["ratio"]["unmask"], d["rss_vs_file_plus_cache"]
         kern = next((x.get("kernel") for x in d["runs"] if x.get("kernel")), d.get("kernel", "?"))
-        was = _vs(med["unmask"]["ms_per_step"], _dig(prev, "median", "unmask", "ms_per_step"), False)
-        out.append(f"| {d['model']} | {_gb(d['file_bytes'] / 1024)} | {d['threads']} | {_ms(med['peer']['ms_per_step'])} | "
-                   f"{_ms(med['unmask']['ms_per_step'])}{was} ({kern}) | **{r:.2f}x** | <= {TARGET_DGEMMA_STEP}x | "
-                   f"{'yes' if r <= TARGET_DGEMMA_STEP else '**no**'} | {_gb(med['peer']['peak_rss_kb'])} | "
-                   f"{_gb(med['unmask']['peak_rss_kb'])} | {rr:.2f}x | {'yes' if rr <= TARGET_DGEMMA_RSS else '**no**'} |")
+
+        def row(label, who, was):
+            r = d["ratio"][who]
+            rr = med[who]["peak_rss_kb"] * 1024 / (d["file_bytes"] + d.get("unmask_cache_bytes", 0))
+            return (f"| {label} | {_gb(d['file_bytes'] / 1024)} | {d['threads']} | {_ms(med['peer']['ms_per_step'])} | "
+                    f"{_ms(med[who]['ms_per_step'])}{was} ({kern}) | **{r:.2f}x** | <= {TARGET_DGEMMA_STEP}x | "
+                    f"{'yes' if r <= TARGET_DGEMMA_STEP else '**no**'} | {_gb(med['peer']['peak_rss_kb'])} | "
+                    f"{_gb(med[who]['peak_rss_kb'])} | {rr:.2f}x | {'yes' if rr <= TARGET_DGEMMA_RSS else '**no**'} |")
+        out.append(row(d["model"], "unmask", _vs(med["unmask"]["ms_per_step"], _dig(prev, "median", "unmask", "ms_per_step"), False)))
         if "unmask_bf16" in med:        # the same rounds with --self-cond-product bf16
-            b = med["unmask_bf16"]
-            rb, rrb = d["ratio"]["unmask_bf16"], b["peak_rss_kb"] * 1024 / (d["file_bytes"] + d.get("unmask_cache_bytes", 0))
-            out.append(f"| {d['model']}, `--self-cond-product bf16` | {_gb(d['file_bytes'] / 1024)} | {d['threads']} | "
-                       f"{_ms(med['peer']['ms_per_step'])} | {_ms(b['ms_per_step'])} ({kern}) | **{rb:.2f}x** | "
-                       f"<= {TARGET_DGEMMA_STEP}x | {'yes' if rb <= TARGET_DGEMMA_STEP else '**no**'} | "
-                       f"{_gb(med['peer']['peak_rss_kb'])} | {_gb(b['peak_rss_kb'])} | {rrb:.2f}x | "
-                       f"{'yes' if rrb <= TARGET_DGEMMA_RSS else '**no**'} |")
+            out.append(row(f"{d['model']}, `--self-cond-product bf16`", "unmask_bf16", ""))
     d = rows[0]
     out += ["", f"One canvas of {d['canvas']} positions after a {d['prompt_tokens']}-token prompt (the same ChatML text in "
             f"both: the port's CLI always applies a template, unmask gets --chat-template chatml), random weights "

@@ -315,6 +315,13 @@ static int make_model(const char *shape, uint32_t type, char *path, size_t cap) 
     return 0;
 }
 
+/* n previous-step logits in [0, 1000 / div), a fixed hash of the index (malloc'ed) */
+static float *hashed_logits(int n, float div) {
+    float *z = malloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) z[i] = (float)((i * 2654435761u) % 1000) / div;
+    return z;
+}
+
 /* tiny-diffusion-gemma in F32, written, opened and its file removed; NULL (the test failed) if not */
 static um_model *open_tiny(um_err *e) {
     char path[256];
@@ -563,8 +570,7 @@ TEST(dgemma_self_conditioning_topk_limit_is_exact) {
     int32_t tok[T_MAX], rows[T_MAX];
     tokens(tok, T, V, 3);
     for (int i = 0; i < T; i++) rows[i] = i;
-    float *prev = malloc(sizeof(float) * C * V), *a = malloc(sizeof(float) * T * V), *b = malloc(sizeof(float) * T * V);
-    for (int i = 0; i < C * V; i++) prev[i] = (float)((i * 2654435761u) % 1000) / 100.0f;
+    float *prev = hashed_logits(C * V, 100.0f), *a = malloc(sizeof(float) * T * V), *b = malloc(sizeof(float) * T * V);
     um_pool *pool = pool_new(2);
     um_forward *f = NULL;
     um_forward_opts fo = { .max_tokens = T, .kernel = UM_KERNEL_AUTO };
@@ -801,9 +807,8 @@ TEST(dgemma_self_conditioning_bf16) {
     int32_t tok[T_MAX], rows[T_MAX];
     tokens(tok, T, V, 4);
     for (int i = 0; i < T; i++) rows[i] = i;
-    float *prev = malloc(sizeof(float) * C * V), *ex = malloc(sizeof(float) * T * V), *bf = malloc(sizeof(float) * T * V);
+    float *prev = hashed_logits(C * V, 250.0f), *ex = malloc(sizeof(float) * T * V), *bf = malloc(sizeof(float) * T * V);
     float *rf = malloc(sizeof(float) * T * V), *x = malloc(sizeof(float) * T * V);
-    for (int i = 0; i < C * V; i++) prev[i] = (float)((i * 2654435761u) % 1000) / 250.0f;
     um_pool *pool = pool_new(2);
     um_forward *f = NULL, *r = NULL;
     um_forward_opts fo = { .max_tokens = T, .kernel = UM_KERNEL_AUTO };

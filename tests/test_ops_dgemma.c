@@ -196,8 +196,8 @@ TEST(ops_gemm_bf16_all_isas) {
                     for (int j = 0; j < m; j++) {
                         double s = y0[i * ldy + j];
                         for (int kk = 0; kk < k; kk++) {
-                            s += (double)ops_bf16_to_float(ops_bf16_round(af[i * 2 * lda + kk])) *
-                                 ops_bf16_to_float(ops_bf16_round(bf[kk * m + j]));
+                            s += (double)um_bf16_to_fp32(ops_bf16_round(af[i * 2 * lda + kk])) *
+                                 um_bf16_to_fp32(ops_bf16_round(bf[kk * m + j]));
                         }
                         double d = fabs(s - ref[i * ldy + j]);
                         if (d > worst_d) worst_d = d;

@@ -111,14 +111,9 @@ void ops_gemm_acc_ref(float *y, int64_t ldy, const float *a, int64_t lda,
  * tile t holding kp rows of 64 pairs at b + t kp 64 (columns past m zero); m columns of y are
  * written, threads take tiles. Inputs finite. */
 #define UM_BF16_FLUSH 0x1p-50f
-static inline uint16_t ops_bf16_round(float x) {    /* nearest even; |x| < UM_BF16_FLUSH: 0 */
+static inline uint16_t ops_bf16_round(float x) {    /* um_fp32_to_bf16; |x| < UM_BF16_FLUSH: 0 */
     union { float f; uint32_t u; } v = { x };
-    if ((v.u & 0x7FFFFFFFu) < 0x26800000u) return 0;            /* 0x1p-50f */
-    return (uint16_t)((v.u + 0x7FFFu + ((v.u >> 16) & 1u)) >> 16);
-}
-static inline float ops_bf16_to_float(uint16_t h) {   /* exact */
-    union { uint32_t u; float f; } v = { (uint32_t)h << 16 };
-    return v.f;
+    return (v.u & 0x7FFFFFFFu) < 0x26800000u ? 0 : um_fp32_to_bf16(x);      /* 0x26800000: 0x1p-50f */
 }
 /* Pairs of adjacent values: y[i] = bf16(x[2i]) | bf16(x[2i + 1]) << 16, n_pairs of them
  * (x holds 2 n_pairs floats). */

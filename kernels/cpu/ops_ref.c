@@ -146,8 +146,8 @@ void ops_gemm_acc_ref(float *y, int64_t ldy, const float *a, int64_t lda,
 }
 
 /* BF16 pairs (ops_gemm_bf16_acc): the even value is the low half */
-static inline float bf16_even(uint32_t u) { return ops_bf16_to_float((uint16_t)u); }
-static inline float bf16_odd(uint32_t u) { return ops_bf16_to_float((uint16_t)(u >> 16)); }
+static inline float bf16_even(uint32_t u) { return um_bf16_to_fp32((uint16_t)u); }
+static inline float bf16_odd(uint32_t u) { return um_bf16_to_fp32((uint16_t)(u >> 16)); }
 
 static void gemm_bf16_ref(float *y, int64_t ldy, const uint32_t *a, int64_t lda, const uint32_t *bt, int n, int kp, int w) {
     for (int i = 0; i < n; i++)

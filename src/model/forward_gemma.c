@@ -88,13 +88,13 @@ static void sc_exact_from(const sc_job *j, int64_t c, float *p, float *row, floa
         float *ev = (float *)f->wrow, *od = ev + E;     /* wrow: max_in doubles >= 2 E floats */
         for (int i = 0; i < E; i++) out[i] = 0;
         for (int v = 0; v < V; v += 2) {
-            const float pe = ops_bf16_to_float(ops_bf16_round(p[v])), po = v + 1 < V ? ops_bf16_to_float(ops_bf16_round(p[v + 1])) : 0.0f;
+            const float pe = um_bf16_to_fp32(ops_bf16_round(p[v])), po = v + 1 < V ? um_bf16_to_fp32(ops_bf16_round(p[v + 1])) : 0.0f;
             if (pe == 0 && po == 0) continue;
             embd_row(f, v, ev);
             if (v + 1 < V) embd_row(f, v + 1, od);
             for (int i = 0; i < E; i++) {
-                const float eo = v + 1 < V ? ops_bf16_to_float(ops_bf16_round(od[i])) : 0.0f;
-                out[i] = fmaf(pe, ops_bf16_to_float(ops_bf16_round(ev[i])), fmaf(po, eo, out[i]));
+                const float eo = v + 1 < V ? um_bf16_to_fp32(ops_bf16_round(od[i])) : 0.0f;
+                out[i] = fmaf(pe, um_bf16_to_fp32(ops_bf16_round(ev[i])), fmaf(po, eo, out[i]));
             }
         }
         return;
