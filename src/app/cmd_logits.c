@@ -60,8 +60,9 @@ static const um_flag logits_rows[] = {
 #undef LG
 
 typedef struct logits_opts {
-    const char *tokens, *out, *sc_path, *sc_mode, *sc_product;
+    const char *tokens, *out, *sc_path, *sc_mode;
     int32_t     reps, prompt_len, sc_topk, part_a, part_b;
+    int         sc_product;     /* genopts_sc_product's value; -1: not given */
     float       sc_temp;
     bool        reference, gpu, profile;
 } logits_opts;
@@ -82,13 +83,7 @@ static int own_fn(void *ctx, const um_flag *f, const char *name, const char *v, 
     case LG_SC:         o->sc_path = v; return 0;
     case LG_SC_TEMP:    return num_arg_f32(prog, name, v, 0, 1000, NUM_LO_OPEN, &o->sc_temp);
     case LG_SC_TOPK:    return num_arg_i32(prog, name, v, 1, UM_SC_MAX_TOPK, &o->sc_topk);
-    case LG_SC_PRODUCT:
-        if (strcmp(v, "f32") && strcmp(v, "bf16")) {
-            fprintf(stderr, "%s: %s is f32 or bf16 (not '%s')\n", prog, name, v);
-            return -1;
-        }
-        o->sc_product = v;
-        return 0;
+    case LG_SC_PRODUCT: return (o->sc_product = genopts_sc_product(prog, name, v)) < 0 ? -1 : 0;
     case LG_SC_MODE:
         if (strcmp(v, "exact") && strcmp(v, "topk") && strcmp(v, "auto")) {
             fprintf(stderr, "%s: %s is exact, topk or auto (not '%s')\n", prog, name, v);
@@ -182,7 +177,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 int cmd_logits(int argc, char **argv) {
-    logits_opts o = { .prompt_len = -1, .sc_temp = 1.0f, .part_a = -1, .part_b = -1 };
+    logits_opts o = { .prompt_len = -1, .sc_temp = 1.0f, .part_a = -1, .part_b = -1, .sc_product = -1 };
     flags_common com = { 0 };
     flags_parser fp;
     parser(&fp, &com, &o);
@@ -197,8 +192,8 @@ int cmd_logits(int argc, char **argv) {
         return 1;
     }
     if (com.model || com.preset) model_path = model_buf;
-    const char *tokens = o.tokens, *out = o.out, *sc_path = o.sc_path, *sc_mode = o.sc_mode, *sc_product = o.sc_product;
-    const int32_t threads = com.threads, reps = o.reps, prompt_len = o.prompt_len, sc_topk = o.sc_topk;
+    const char *tokens = o.tokens, *out = o.out, *sc_path = o.sc_path, *sc_mode = o.sc_mode;
+    const int32_t threads = com.threads, reps = o.reps, prompt_len = o.prompt_len, sc_topk = o.sc_topk, sc_product = o.sc_product;
     const int32_t part_a = o.part_a, part_b = o.part_b;
     const float sc_temp = o.sc_temp;
     const bool reference = o.reference, gpu = o.gpu, profile = o.profile;
@@ -206,9 +201,9 @@ int cmd_logits(int argc, char **argv) {
     if (profile && (gpu || reps <= 0)) { fprintf(stderr, "unmask logits: --profile needs --reps and the CPU backend\n"); return 2; }
     int32_t *tok;
     int n;
-    const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0 || sc_mode || sc_product;
+    const bool dg_flags = prompt_len >= 0 || sc_path || sc_topk > 0 || sc_mode || sc_product >= 0;
     if (dg_flags && gpu) { fprintf(stderr, "unmask logits: --prompt-len and --sc* run on the CPU only\n"); return 2; }
-    if ((sc_topk > 0 || sc_mode || sc_product) && !sc_path) {
+    if ((sc_topk > 0 || sc_mode || sc_product >= 0) && !sc_path) {
         fprintf(stderr, "unmask logits: --sc-mode, --sc-topk and --sc-product need --sc\n");
         return 2;
     }
@@ -270,7 +265,7 @@ int cmd_logits(int argc, char **argv) {
     if (dg && n_prompt > n) { snprintf(e.msg, sizeof e.msg, "--prompt-len %d is longer than the %d tokens", n_prompt, n); goto out; }
     um_selfcond sc = { .temp = sc_temp, .top_k = sc_topk > 0 ? sc_topk : UM_SC_AUTO_K,
                        .mode = !sc_mode || !strcmp(sc_mode, "exact") ? UM_SC_EXACT : !strcmp(sc_mode, "topk") ? UM_SC_TOPK : UM_SC_AUTO,
-                       .bf16 = sc_product && !strcmp(sc_product, "bf16") };
+                       .bf16 = sc_product == 1 };
     if (sc_path) {
         /* the canvas rows' previous logits, (n - n_prompt, n_vocab) float32 */
         const size_t want = (size_t)(n - n_prompt) * (size_t)m->hp.n_vocab;

@@ -334,8 +334,7 @@ static int gen_fn(void *ctx, const um_flag *f, const char *name, const char *v, 
         break;
     }
     case GO_SELF_COND_PRODUCT:
-        g->us_sc_bf16 = !strcmp(v, "bf16") ? 1 : !strcmp(v, "f32") ? 0 : -1;
-        if (g->us_sc_bf16 < 0) { fprintf(stderr, "%s: %s is f32 or bf16 (not '%s')\n", prog, name, v); return -1; }
+        if ((g->us_sc_bf16 = genopts_sc_product(prog, name, v)) < 0) return -1;
         break;
     default:                    break;
     }
@@ -429,6 +428,13 @@ static void apply(const um_genopts *g, const models_preset *fast_pre, um_setting
     if (g->us_sc_bf16 >= 0) s->us_sc_bf16 = g->us_sc_bf16;
     if (g->us_sc_mode == 3) s->us_self_cond = false;
     else if (g->us_sc_mode >= 0) { s->us_self_cond = true; s->us_sc_mode = g->us_sc_mode; }   /* aligned: the attention's block */
+}
+
+int genopts_sc_product(const char *prog, const char *name, const char *v) {
+    if (!strcmp(v, "f32")) return 0;
+    if (!strcmp(v, "bf16")) return 1;
+    fprintf(stderr, "%s: %s is f32 or bf16 (not '%s')\n", prog, name, v);
+    return -1;
 }
 
 void genopts_apply(const um_genopts *g, um_settings *s) {

@@ -109,6 +109,10 @@ int  genopts_model_file(const char *model, const char *preset, char *buf, size_t
 /* Apply the preset's settings and then the flags over s (which holds the model's defaults);
  * --fast takes the preset's fast (models_fast), else GENOPTS_FAST_*. */
 void genopts_apply(const um_genopts *g, um_settings *s);
+
+/* The value of --self-cond-product (and logits --sc-product): 0 f32, 1 bf16; anything else
+ * -1, after a message naming the flag on stderr. */
+int  genopts_sc_product(const char *prog, const char *name, const char *v);
 /* An engine warning callback (um_engine_opts.warn) for commands without a screen: prints
  * "PROG: warning: MSG" on stderr, prog (the warn_ctx) being e.g. "unmask generate". */
 void genopts_warn_stderr(void *prog, const char *msg);
